@@ -1,0 +1,47 @@
+# trainsim: `make run` (set-up, build, run the default prediction) and `make test`
+# (set-up, build, every test). Works on a fresh Debian machine as root.
+BUILD_DIR ?= build
+ASAN_DIR  ?= build-asan
+JOBS      ?= 2
+CMAKE_ARGS ?=
+PACKAGES  := cmake g++ make pkg-config nlohmann-json3-dev libgtest-dev libgmock-dev \
+             libopenmpi-dev openmpi-bin
+
+.PHONY: all setup configure build run test asan clean
+
+all: build
+
+# Install the Debian packages that are missing (only as root; otherwise list them).
+setup:
+	@missing=""; for p in $(PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "missing packages (run as root or install them):$$missing"; exit 1; fi; \
+	fi
+
+$(BUILD_DIR)/CMakeCache.txt:
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+configure: setup $(BUILD_DIR)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build
+	./$(BUILD_DIR)/bin/trainsim perf
+
+test: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+# The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (CPU parts only).
+asan: setup
+	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DTRAINSIM_SANITIZE=ON \
+	  -DTRAINSIM_WITH_CUDA=OFF -DTRAINSIM_WITH_MPI=OFF
+	cmake --build $(ASAN_DIR) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=0 ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -1,0 +1,86 @@
+# Optional GPU and launcher dependencies. Each TRAINSIM_WITH_<dep> is AUTO, ON or OFF:
+# AUTO uses the dependency when found and prints why not otherwise; ON fails with a fix-it.
+include(CheckLanguage)
+
+function(trainsim_dependency_result dep found reason)
+  if(found)
+    set(TRAINSIM_HAVE_${dep} ON PARENT_SCOPE)
+    message(STATUS "trainsim: ${dep} found (${reason})")
+  elseif(TRAINSIM_WITH_${dep} STREQUAL "ON")
+    message(FATAL_ERROR "trainsim: TRAINSIM_WITH_${dep}=ON but ${reason}")
+  else()
+    set(TRAINSIM_HAVE_${dep} OFF PARENT_SCOPE)
+    message(STATUS "trainsim: ${dep} disabled (${reason})")
+  endif()
+endfunction()
+
+# CUDA: the toolkit (cudart, cuBLASLt) and nvcc for the few device kernels.
+set(TRAINSIM_HAVE_CUDA OFF)
+if(NOT TRAINSIM_WITH_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  find_package(CUDAToolkit QUIET)
+  if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND TARGET CUDA::cublasLt)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      # Explicit list: 'native' fails on GPU-less build hosts.
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    endif()
+    enable_language(CUDA)
+    trainsim_dependency_result(CUDA TRUE "CUDA ${CUDAToolkit_VERSION}, nvcc ${CMAKE_CUDA_COMPILER}")
+  else()
+    trainsim_dependency_result(CUDA FALSE "no nvcc or CUDA toolkit with cuBLASLt; set CUDAToolkit_ROOT")
+  endif()
+else()
+  message(STATUS "trainsim: CUDA disabled (TRAINSIM_WITH_CUDA=OFF)")
+endif()
+
+# cuDNN (fused attention benches).
+set(TRAINSIM_HAVE_CUDNN OFF)
+if(TRAINSIM_HAVE_CUDA AND NOT TRAINSIM_WITH_CUDNN STREQUAL "OFF")
+  find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDNN_HOME} $ENV{CUDNN_HOME} ${CUDAToolkit_INCLUDE_DIRS}
+            PATH_SUFFIXES include)
+  find_library(CUDNN_LIBRARY cudnn HINTS ${CUDNN_HOME} $ENV{CUDNN_HOME} ${CUDAToolkit_LIBRARY_DIR}
+               PATH_SUFFIXES lib lib64)
+  if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
+    add_library(trainsim_cudnn INTERFACE)
+    target_include_directories(trainsim_cudnn INTERFACE ${CUDNN_INCLUDE_DIR})
+    target_link_libraries(trainsim_cudnn INTERFACE ${CUDNN_LIBRARY})
+    trainsim_dependency_result(CUDNN TRUE "${CUDNN_LIBRARY}")
+  else()
+    trainsim_dependency_result(CUDNN FALSE "cudnn.h or libcudnn not found; set CUDNN_HOME")
+  endif()
+elseif(NOT TRAINSIM_WITH_CUDNN STREQUAL "OFF")
+  trainsim_dependency_result(CUDNN FALSE "needs CUDA")
+endif()
+
+# NCCL (collective benches).
+set(TRAINSIM_HAVE_NCCL OFF)
+if(TRAINSIM_HAVE_CUDA AND NOT TRAINSIM_WITH_NCCL STREQUAL "OFF")
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${NCCL_HOME} $ENV{NCCL_HOME} ${CUDAToolkit_INCLUDE_DIRS}
+            PATH_SUFFIXES include)
+  find_library(NCCL_LIBRARY nccl HINTS ${NCCL_HOME} $ENV{NCCL_HOME} ${CUDAToolkit_LIBRARY_DIR}
+               PATH_SUFFIXES lib lib64)
+  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    add_library(trainsim_nccl INTERFACE)
+    target_include_directories(trainsim_nccl INTERFACE ${NCCL_INCLUDE_DIR})
+    target_link_libraries(trainsim_nccl INTERFACE ${NCCL_LIBRARY})
+    trainsim_dependency_result(NCCL TRUE "${NCCL_LIBRARY}")
+  else()
+    trainsim_dependency_result(NCCL FALSE "nccl.h or libnccl not found; set NCCL_HOME")
+  endif()
+elseif(NOT TRAINSIM_WITH_NCCL STREQUAL "OFF")
+  trainsim_dependency_result(NCCL FALSE "needs CUDA")
+endif()
+
+# MPI (multi-process launch of comm_bench; its dry-run path needs no GPU).
+set(TRAINSIM_HAVE_MPI OFF)
+if(NOT TRAINSIM_WITH_MPI STREQUAL "OFF")
+  find_package(MPI QUIET COMPONENTS CXX)
+  if(MPI_CXX_FOUND)
+    trainsim_dependency_result(MPI TRUE "MPI ${MPI_CXX_VERSION}, ${MPIEXEC_EXECUTABLE}")
+  else()
+    trainsim_dependency_result(MPI FALSE "no MPI C++ library; install libopenmpi-dev")
+  endif()
+endif()

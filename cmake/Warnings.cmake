@@ -1,0 +1,13 @@
+# One INTERFACE target carries warning and sanitizer flags for every project target.
+add_library(trainsim_build_flags INTERFACE)
+target_compile_options(trainsim_build_flags INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Woverloaded-virtual
+     -Wno-array-bounds -Wno-stringop-overflow -Wno-restrict>)  # GCC 12 false positives in libstdc++/nlohmann
+if(TRAINSIM_ENABLE_WERROR)
+  target_compile_options(trainsim_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+endif()
+if(TRAINSIM_SANITIZE)
+  target_compile_options(trainsim_build_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer>)
+  target_link_options(trainsim_build_flags INTERFACE -fsanitize=address,undefined)
+endif()

@@ -1,0 +1,2 @@
+#include "core/error.h"
+int main() { return 0; }

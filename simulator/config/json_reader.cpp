@@ -1,0 +1,212 @@
+// Strict JSON object reader.
+#include "config/json_reader.h"
+
+#include <cmath>
+
+#include "core/text.h"
+
+namespace trainsim {
+
+void IssueList::add(std::string path, std::string message) {
+  issues_.push_back({source_, std::move(path), std::move(message)});
+}
+
+void IssueList::throw_if_any() const {
+  if (!issues_.empty()) throw ConfigError(issues_);
+}
+
+nlohmann::json parse_json(const std::string& text, const std::string& source) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(source, "", strprintf("invalid JSON at byte %zu: %s", e.byte, e.what()));
+  }
+}
+
+namespace {
+const char* type_name(const nlohmann::json& j) {
+  if (j.is_boolean()) return "a boolean";
+  if (j.is_number()) return "a number";
+  if (j.is_string()) return "a string";
+  if (j.is_array()) return "an array";
+  if (j.is_object()) return "an object";
+  return "null";
+}
+}  // namespace
+
+ObjectReader::ObjectReader(const nlohmann::json& obj, std::string path, IssueList& issues)
+    : obj_(obj), path_(std::move(path)), issues_(issues) {
+  if (!obj_.is_object()) {
+    issues_.add(path_.empty() ? "/" : path_, std::string("expected an object, got ") + type_name(obj_));
+    valid_ = false;
+  }
+}
+
+std::string ObjectReader::child_path(const std::string& key) const { return path_ + "/" + key; }
+
+bool ObjectReader::has(const char* key) const {
+  return valid_ && obj_.contains(key) && !obj_.at(key).is_null();
+}
+
+const nlohmann::json* ObjectReader::find(const char* key) {
+  known_.emplace_back(key);
+  if (!valid_) return nullptr;
+  auto it = obj_.find(key);
+  if (it == obj_.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+void ObjectReader::type_issue(const char* key, const char* expected, const nlohmann::json& got) {
+  std::string shown = got.dump();
+  if (shown.size() > 40) shown = shown.substr(0, 37) + "...";
+  issues_.add(child_path(key), std::string("expected ") + expected + ", got " + type_name(got) +
+                                   " (" + shown + ")");
+}
+
+void ObjectReader::ignore(const char* key) { known_.emplace_back(key); }
+
+void ObjectReader::opt(const char* key, double& out) {
+  const auto* j = find(key);
+  if (!j) return;
+  if (!j->is_number()) return type_issue(key, "a number", *j);
+  out = j->get<double>();
+}
+
+void ObjectReader::opt(const char* key, int64_t& out) {
+  const auto* j = find(key);
+  if (!j) return;
+  if (j->is_number_integer()) {
+    out = j->get<int64_t>();
+    return;
+  }
+  if (j->is_number_float()) {
+    double v = j->get<double>();
+    if (std::floor(v) == v && std::fabs(v) < 9e15) {
+      out = static_cast<int64_t>(v);
+      return;
+    }
+  }
+  type_issue(key, "an integer", *j);
+}
+
+void ObjectReader::opt(const char* key, bool& out) {
+  const auto* j = find(key);
+  if (!j) return;
+  if (!j->is_boolean()) return type_issue(key, "true or false", *j);
+  out = j->get<bool>();
+}
+
+void ObjectReader::opt(const char* key, std::string& out) {
+  const auto* j = find(key);
+  if (!j) return;
+  if (!j->is_string()) return type_issue(key, "a string", *j);
+  out = j->get<std::string>();
+}
+
+void ObjectReader::opt(const char* key, std::optional<double>& out) {
+  double v = 0;
+  if (!has(key)) {
+    known_.emplace_back(key);
+    return;
+  }
+  size_t before = known_.size();
+  opt(key, v);
+  (void)before;
+  if (obj_.at(key).is_number()) out = v;
+}
+
+void ObjectReader::opt(const char* key, std::optional<int64_t>& out) {
+  if (!has(key)) {
+    known_.emplace_back(key);
+    return;
+  }
+  int64_t v = 0;
+  opt(key, v);
+  const auto& j = obj_.at(key);
+  if (j.is_number_integer() || (j.is_number_float() && std::floor(j.get<double>()) == j.get<double>()))
+    out = v;
+}
+
+void ObjectReader::opt(const char* key, std::optional<std::string>& out) {
+  if (!has(key)) {
+    known_.emplace_back(key);
+    return;
+  }
+  std::string v;
+  opt(key, v);
+  if (obj_.at(key).is_string()) out = v;
+}
+
+void ObjectReader::opt(const char* key, std::vector<std::string>& out) {
+  const auto* j = find(key);
+  if (!j) return;
+  if (!j->is_array()) return type_issue(key, "an array of strings", *j);
+  out.clear();
+  for (size_t i = 0; i < j->size(); ++i) {
+    const auto& e = (*j)[i];
+    if (!e.is_string()) {
+      issues_.add(child_path(key) + "/" + std::to_string(i),
+                  std::string("expected a string, got ") + type_name(e));
+      continue;
+    }
+    out.push_back(e.get<std::string>());
+  }
+}
+
+void ObjectReader::opt(const char* key, std::map<std::string, double>& out) {
+  const auto* j = find(key);
+  if (!j) return;
+  if (!j->is_object()) return type_issue(key, "an object of numbers", *j);
+  for (auto it = j->begin(); it != j->end(); ++it) {
+    if (!it.value().is_number()) {
+      issues_.add(child_path(key) + "/" + it.key(),
+                  std::string("expected a number, got ") + type_name(it.value()));
+      continue;
+    }
+    out[it.key()] = it.value().get<double>();
+  }
+}
+
+void ObjectReader::req(const char* key, double& out) {
+  if (valid_ && !has(key)) issues_.add(child_path(key), "required number is missing");
+  opt(key, out);
+}
+
+void ObjectReader::req(const char* key, int64_t& out) {
+  if (valid_ && !has(key)) issues_.add(child_path(key), "required integer is missing");
+  opt(key, out);
+}
+
+void ObjectReader::req(const char* key, std::string& out) {
+  if (valid_ && !has(key)) issues_.add(child_path(key), "required string is missing");
+  opt(key, out);
+}
+
+const nlohmann::json* ObjectReader::object(const char* key, bool required) {
+  const auto* j = find(key);
+  if (!j) {
+    if (required && valid_) issues_.add(child_path(key), "required object is missing");
+    return nullptr;
+  }
+  if (!j->is_object()) {
+    type_issue(key, "an object", *j);
+    return nullptr;
+  }
+  return j;
+}
+
+void ObjectReader::finish() {
+  if (!valid_) return;
+  for (auto it = obj_.begin(); it != obj_.end(); ++it) {
+    const std::string& k = it.key();
+    bool known = false;
+    for (const auto& kk : known_) known = known || kk == k;
+    if (known) continue;
+    std::string msg = "unknown key";
+    std::string s = suggest(k, known_);
+    if (!s.empty()) msg += "; did you mean '" + s + "'?";
+    issues_.add(child_path(k), msg);
+  }
+}
+
+}  // namespace trainsim

@@ -1,0 +1,124 @@
+// Model JSON reader and writer.
+#include "config/model_config.h"
+
+#include "config/json_reader.h"
+
+namespace trainsim {
+
+int64_t padded_vocab_size(int64_t vocab, int64_t tp) {
+  // Megatron `_vocab_size_with_padding`: make_vocab_size_divisible_by (128) × tp.
+  const int64_t m = 128 * tp;
+  return (vocab + m - 1) / m * m;
+}
+
+ModelConfig load_model(const std::string& text, const std::string& source) {
+  nlohmann::json doc = parse_json(text, source);
+  IssueList issues(source);
+  ModelConfig m;
+  ObjectReader r(doc, "", issues);
+  std::optional<std::string> type;
+  r.opt("model_type", type);
+  r.opt("model_name", m.model_name);
+  r.req("hidden_size", m.hidden_size);
+  r.req("head_num", m.head_num);
+  r.req("kv_head_num", m.kv_head_num);
+  r.opt("head_size", m.head_size);
+  r.opt("intermediate_size", m.intermediate_size);
+  r.req("layer_num", m.layer_num);
+  r.req("vocab_size", m.vocab_size);
+  r.ignore("orig_vocab_size");
+  r.opt("use_swiglu", m.use_swiglu);
+  r.opt("expert_num", m.expert_num);
+  r.opt("topk", m.topk);
+  r.opt("attention_type", m.attention_type);
+  r.opt("moe_ffn_hidden_size", m.moe_ffn_hidden_size);
+  r.opt("moe_shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size);
+  r.opt("v_head_dim", m.v_head_dim);
+  r.opt("qk_head_dim", m.qk_head_dim);
+  r.opt("qk_pos_emb_head_dim", m.qk_pos_emb_head_dim);
+  r.opt("q_lora_rank", m.q_lora_rank);
+  r.opt("kv_lora_rank", m.kv_lora_rank);
+  r.opt("dense_layers", m.dense_layers);
+  r.opt("moe_pad_expert_input_to_capacity", m.moe_pad_expert_input_to_capacity);
+  r.opt("capacity", m.capacity);
+  r.opt("group_linear_mode", m.group_linear_mode);
+  r.finish();
+  m.model_type = type ? *type : (m.expert_num > 1 ? "moe" : "dense");
+
+  auto positive = [&](const char* key, int64_t v) {
+    if (doc.is_object() && doc.contains(key) && v < 1)
+      issues.add(std::string("/") + key, "must be ≥ 1, got " + std::to_string(v));
+  };
+  positive("hidden_size", m.hidden_size);
+  positive("head_num", m.head_num);
+  positive("kv_head_num", m.kv_head_num);
+  positive("layer_num", m.layer_num);
+  positive("vocab_size", m.vocab_size);
+  positive("expert_num", m.expert_num);
+  if (m.model_type != "dense" && m.model_type != "moe")
+    issues.add("/model_type", "unknown model type '" + m.model_type + "'; valid values: dense, moe");
+  if (m.attention_type != "mha" && m.attention_type != "mla")
+    issues.add("/attention_type",
+               "unknown attention type '" + m.attention_type + "'; valid values: mha, mla");
+  if (m.group_linear_mode != "parallel" && m.group_linear_mode != "serial")
+    issues.add("/group_linear_mode",
+               "unknown mode '" + m.group_linear_mode + "'; valid values: parallel, serial");
+  if (m.head_num > 0 && m.kv_head_num > 0 && m.head_num % m.kv_head_num != 0)
+    issues.add("/kv_head_num", "must divide head_num (" + std::to_string(m.head_num) + ")");
+  if (!m.is_mla() && !m.head_size) issues.add("/head_size", "required for attention_type 'mha'");
+  if (m.is_mla()) {
+    if (!m.qk_head_dim) issues.add("/qk_head_dim", "required for attention_type 'mla'");
+    if (!m.v_head_dim) issues.add("/v_head_dim", "required for attention_type 'mla'");
+    if (!m.qk_pos_emb_head_dim) issues.add("/qk_pos_emb_head_dim", "required for attention_type 'mla'");
+    if (!m.kv_lora_rank) issues.add("/kv_lora_rank", "required for attention_type 'mla'");
+  }
+  if (m.is_moe()) {
+    if (m.expert_num < 2) issues.add("/expert_num", "a moe model needs expert_num ≥ 2");
+    if (!m.topk || *m.topk < 1 || *m.topk > m.expert_num)
+      issues.add("/topk", "a moe model needs 1 ≤ topk ≤ expert_num (" + std::to_string(m.expert_num) + ")");
+    if (m.moe_ffn() < 1) issues.add("/moe_ffn_hidden_size", "required for a moe model");
+    if (m.dense_layers < 0 || m.dense_layers > m.layer_num)
+      issues.add("/dense_layers", "must be in 0.." + std::to_string(m.layer_num));
+    if (m.capacity <= 0) issues.add("/capacity", "must be > 0");
+  }
+  if ((!m.is_moe() || m.dense_layers > 0) && m.intermediate_size.value_or(0) < 1)
+    issues.add("/intermediate_size", "required for dense layers");
+  issues.throw_if_any();
+  return m;
+}
+
+std::string model_to_json_text(const ModelConfig& m) {
+  nlohmann::ordered_json j;
+  j["model_type"] = m.model_type;
+  if (!m.model_name.empty()) j["model_name"] = m.model_name;
+  j["hidden_size"] = m.hidden_size;
+  j["head_num"] = m.head_num;
+  j["kv_head_num"] = m.kv_head_num;
+  if (m.head_size) j["head_size"] = *m.head_size;
+  if (m.intermediate_size) j["intermediate_size"] = *m.intermediate_size;
+  j["layer_num"] = m.layer_num;
+  j["vocab_size"] = m.vocab_size;
+  j["use_swiglu"] = m.use_swiglu;
+  if (m.is_moe()) {
+    j["expert_num"] = m.expert_num;
+    if (m.topk) j["topk"] = *m.topk;
+    if (m.moe_ffn_hidden_size) j["moe_ffn_hidden_size"] = *m.moe_ffn_hidden_size;
+    if (m.moe_shared_expert_intermediate_size)
+      j["moe_shared_expert_intermediate_size"] = *m.moe_shared_expert_intermediate_size;
+    j["dense_layers"] = m.dense_layers;
+    j["moe_pad_expert_input_to_capacity"] = m.moe_pad_expert_input_to_capacity;
+    j["capacity"] = m.capacity;
+    j["group_linear_mode"] = m.group_linear_mode;
+  }
+  if (m.is_mla()) {
+    j["attention_type"] = m.attention_type;
+    if (m.qk_head_dim) j["qk_head_dim"] = *m.qk_head_dim;
+    if (m.v_head_dim) j["v_head_dim"] = *m.v_head_dim;
+    if (m.qk_pos_emb_head_dim) j["qk_pos_emb_head_dim"] = *m.qk_pos_emb_head_dim;
+    if (m.q_lora_rank) j["q_lora_rank"] = *m.q_lora_rank;
+    if (m.kv_lora_rank) j["kv_lora_rank"] = *m.kv_lora_rank;
+  }
+  return j.dump(1) + "\n";
+}
+
+}  // namespace trainsim

@@ -1,0 +1,192 @@
+// Strategy JSON reader and writer, with the per-field rules of the peer's StrategyConfig.
+#include "config/strategy_config.h"
+
+#include <sstream>
+
+#include "config/json_reader.h"
+#include "core/text.h"
+
+namespace trainsim {
+namespace {
+
+// Field tables: one row per JSON key, shared by the reader and the writer.
+struct IntField { const char* name; int64_t StrategyConfig::*ptr; };
+struct BoolField { const char* name; bool StrategyConfig::*ptr; };
+struct StrField { const char* name; std::string StrategyConfig::*ptr; };
+struct OptIntField { const char* name; std::optional<int64_t> StrategyConfig::*ptr; };
+struct OptStrField { const char* name; std::optional<std::string> StrategyConfig::*ptr; };
+
+const IntField kIntFields[] = {
+    {"seq_len", &StrategyConfig::seq_len},
+    {"micro_batch_size", &StrategyConfig::micro_batch_size},
+    {"micro_batch_num", &StrategyConfig::micro_batch_num},
+    {"world_size", &StrategyConfig::world_size},
+    {"tp_size", &StrategyConfig::tp_size},
+    {"cp_size", &StrategyConfig::cp_size},
+    {"pp_size", &StrategyConfig::pp_size},
+    {"ep_size", &StrategyConfig::ep_size},
+    {"etp_size", &StrategyConfig::etp_size},
+    {"interleaving_size", &StrategyConfig::interleaving_size},
+    {"zero_state", &StrategyConfig::zero_state},
+    {"recompute_layer_num", &StrategyConfig::recompute_layer_num},
+};
+const BoolField kBoolFields[] = {
+    {"fp8", &StrategyConfig::fp8},
+    {"account_for_embedding_in_pipeline_split", &StrategyConfig::account_for_embedding_in_pipeline_split},
+    {"account_for_loss_in_pipeline_split", &StrategyConfig::account_for_loss_in_pipeline_split},
+    {"grad_reduce_in_bf16", &StrategyConfig::grad_reduce_in_bf16},
+    {"cache_groupgemm_col_fp8_inputs", &StrategyConfig::cache_groupgemm_col_fp8_inputs},
+    {"offload_groupgemm_col_inputs", &StrategyConfig::offload_groupgemm_col_inputs},
+    {"attn_recompute", &StrategyConfig::attn_recompute},
+    {"mla_rms_recompute", &StrategyConfig::mla_rms_recompute},
+    {"mlp_recompute", &StrategyConfig::mlp_recompute},
+    {"mlp_rms_recompute", &StrategyConfig::mlp_rms_recompute},
+    {"enable_sequence_parallel", &StrategyConfig::enable_sequence_parallel},
+    {"pp_comm_async", &StrategyConfig::pp_comm_async},
+    {"enable_straggler_model", &StrategyConfig::enable_straggler_model},
+    {"enable_dropout", &StrategyConfig::enable_dropout},
+    {"use_fp32_accum_grad", &StrategyConfig::use_fp32_accum_grad},
+    {"use_accm_weight", &StrategyConfig::use_accm_weight},
+    {"enable_recompute", &StrategyConfig::enable_recompute},
+    {"recompute_variance", &StrategyConfig::recompute_variance},
+    {"megatron_recompute", &StrategyConfig::megatron_recompute},
+    {"use_flash_sdp", &StrategyConfig::use_flash_sdp},
+    {"use_math_sdp", &StrategyConfig::use_math_sdp},
+    {"use_fused_norm", &StrategyConfig::use_fused_norm},
+    {"use_fused_swiglu", &StrategyConfig::use_fused_swiglu},
+    {"use_fused_grad_accumulation", &StrategyConfig::use_fused_grad_accumulation},
+    {"cross_entropy_loss_fusion", &StrategyConfig::cross_entropy_loss_fusion},
+    {"overlap_grad_reduce", &StrategyConfig::overlap_grad_reduce},
+    {"dispatch_probs", &StrategyConfig::dispatch_probs},
+};
+const StrField kStrFields[] = {
+    {"dtype", &StrategyConfig::dtype},
+    {"cp_comm_type", &StrategyConfig::cp_comm_type},
+    {"cp_a2a_mode", &StrategyConfig::cp_a2a_mode},
+    {"order_of_paralielism", &StrategyConfig::order_of_paralielism},
+    {"moe_dispatcher_policy", &StrategyConfig::moe_dispatcher_policy},
+    {"tp_net", &StrategyConfig::tp_net},
+    {"cp_net", &StrategyConfig::cp_net},
+    {"pp_net", &StrategyConfig::pp_net},
+    {"dp_net", &StrategyConfig::dp_net},
+    {"ep_net", &StrategyConfig::ep_net},
+    {"etp_net", &StrategyConfig::etp_net},
+    {"edp_net", &StrategyConfig::edp_net},
+};
+const OptIntField kOptIntFields[] = {
+    {"num_layers_in_first_pipeline_stage", &StrategyConfig::num_layers_in_first_pipeline_stage},
+    {"num_layers_in_last_pipeline_stage", &StrategyConfig::num_layers_in_last_pipeline_stage},
+    {"microbatch_group_size_per_vp_stage", &StrategyConfig::microbatch_group_size_per_vp_stage},
+};
+const OptStrField kOptStrFields[] = {
+    {"recompute_granularity", &StrategyConfig::recompute_granularity},
+    {"te_version", &StrategyConfig::te_version},
+};
+
+void check_choice(IssueList& issues, const char* key, const std::string& value,
+                  const std::vector<std::string>& valid) {
+  for (const auto& v : valid)
+    if (v == value) return;
+  std::string msg = "unknown value '" + value + "'; valid values: " + join(valid);
+  std::string s = suggest(value, valid);
+  if (!s.empty()) msg += "; did you mean '" + s + "'?";
+  issues.add(std::string("/") + key, msg);
+}
+
+}  // namespace
+
+StrategyConfig load_strategy(const std::string& text, const std::string& source) {
+  nlohmann::json doc = parse_json(text, source);
+  IssueList issues(source);
+  StrategyConfig s;
+  ObjectReader r(doc, "", issues);
+  for (const auto& f : kIntFields) r.opt(f.name, s.*f.ptr);
+  for (const auto& f : kBoolFields) r.opt(f.name, s.*f.ptr);
+  for (const auto& f : kStrFields) r.opt(f.name, s.*f.ptr);
+  for (const auto& f : kOptIntFields) r.opt(f.name, s.*f.ptr);
+  for (const auto& f : kOptStrFields) r.opt(f.name, s.*f.ptr);
+  r.opt("attention_sparse_ratio", s.attention_sparse_ratio);
+  r.opt("mem_factor", s.mem_factor);
+  r.opt("megatron_recompute_modules", s.megatron_recompute_modules);
+  r.finish();
+
+  for (const char* k : {"seq_len", "micro_batch_size", "micro_batch_num"})
+    if (!r.has(k)) issues.add(std::string("/") + k, "required integer is missing");
+  const struct { const char* name; int64_t v; } positive[] = {
+      {"seq_len", s.seq_len}, {"micro_batch_size", s.micro_batch_size},
+      {"micro_batch_num", s.micro_batch_num}, {"world_size", s.world_size},
+      {"tp_size", s.tp_size}, {"cp_size", s.cp_size}, {"pp_size", s.pp_size},
+      {"ep_size", s.ep_size}, {"etp_size", s.etp_size}, {"interleaving_size", s.interleaving_size}};
+  for (const auto& p : positive)
+    if (r.has(p.name) && p.v < 1)
+      issues.add(std::string("/") + p.name, "must be ≥ 1, got " + std::to_string(p.v));
+  if (s.zero_state < 0 || s.zero_state > 3)
+    issues.add("/zero_state", "must be 0, 1, 2 or 3, got " + std::to_string(s.zero_state));
+  if (s.recompute_layer_num < 0) issues.add("/recompute_layer_num", "must be ≥ 0");
+  if (s.mem_factor <= 0 || s.mem_factor > 1) issues.add("/mem_factor", "must be in (0, 1]");
+  if (s.attention_sparse_ratio < 0 || s.attention_sparse_ratio >= 1)
+    issues.add("/attention_sparse_ratio", "must be in [0, 1)");
+  check_choice(issues, "dtype", s.dtype, {"bf16", "fp16", "fp32"});
+  check_choice(issues, "cp_comm_type", s.cp_comm_type, {"a2a", "all_gather"});
+  check_choice(issues, "cp_a2a_mode", s.cp_a2a_mode, {"async_cp", "sync_cp"});
+  check_choice(issues, "order_of_paralielism", s.order_of_paralielism, {"tp-cp-ep-dp-pp"});
+  // The peer downgrades the legacy "all2all-seq" to "all2all" with a warning.
+  if (s.moe_dispatcher_policy == "all2all-seq") s.moe_dispatcher_policy = "all2all";
+  check_choice(issues, "moe_dispatcher_policy", s.moe_dispatcher_policy, {"all2all"});
+  if (s.recompute_granularity)
+    check_choice(issues, "recompute_granularity", *s.recompute_granularity,
+                 {"full_block", "attn_only", "mlp_only", "sdp_only", "selective_recompute"});
+  for (size_t i = 0; i < s.megatron_recompute_modules.size(); ++i) {
+    const auto& m = s.megatron_recompute_modules[i];
+    std::vector<std::string> valid = {"layernorm", "mla_up_proj", "moe_act", "mlp", "moe"};
+    bool ok = false;
+    for (const auto& v : valid) ok = ok || v == m;
+    if (ok) continue;
+    std::string msg = "unknown module '" + m + "'; valid values: " + join(valid);
+    if (m == "core_attn") msg = "module 'core_attn' is not supported by the peer's Megatron recompute model; valid values: " + join(valid);
+    issues.add("/megatron_recompute_modules/" + std::to_string(i), msg);
+  }
+  issues.throw_if_any();
+  return s;
+}
+
+std::string strategy_to_json_text(const StrategyConfig& s) {
+  nlohmann::ordered_json j;
+  for (const auto& f : kIntFields) j[f.name] = s.*f.ptr;
+  for (const auto& f : kStrFields) j[f.name] = s.*f.ptr;
+  for (const auto& f : kBoolFields) j[f.name] = s.*f.ptr;
+  for (const auto& f : kOptIntFields)
+    if ((s.*f.ptr).has_value()) j[f.name] = *(s.*f.ptr);
+  for (const auto& f : kOptStrFields)
+    if ((s.*f.ptr).has_value()) j[f.name] = *(s.*f.ptr);
+  j["attention_sparse_ratio"] = s.attention_sparse_ratio;
+  j["mem_factor"] = s.mem_factor;
+  if (!s.megatron_recompute_modules.empty()) j["megatron_recompute_modules"] = s.megatron_recompute_modules;
+  return j.dump(1) + "\n";
+}
+
+bool version_at_least(const std::optional<std::string>& version, const char* min) {
+  if (!version) return false;
+  auto parse = [](const std::string& v) {
+    std::vector<int64_t> parts;
+    std::stringstream ss(v);
+    std::string item;
+    while (std::getline(ss, item, '.')) {
+      int64_t n = 0;
+      for (char c : item) {
+        if (c < '0' || c > '9') break;
+        n = n * 10 + (c - '0');
+      }
+      parts.push_back(n);
+    }
+    return parts;
+  };
+  auto a = parse(*version), b = parse(min);
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    int64_t x = i < a.size() ? a[i] : 0, y = i < b.size() ? b[i] : 0;
+    if (x != y) return x > y;
+  }
+  return true;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,81 @@
+// Training strategy (parallelism, recompute, precision) in the SimuMax-compatible JSON format.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trainsim {
+
+struct StrategyConfig {
+  int64_t seq_len = 0;
+  int64_t micro_batch_size = 0;
+  int64_t micro_batch_num = 0;
+  std::string dtype = "bf16";
+  bool fp8 = false;
+  int64_t world_size = 8;
+  int64_t tp_size = 1, cp_size = 1, pp_size = 1, ep_size = 1, etp_size = 1;
+  std::string cp_comm_type = "a2a";
+  std::string cp_a2a_mode = "async_cp";
+  std::string order_of_paralielism = "tp-cp-ep-dp-pp";  // sic: the peer's spelling
+  std::string moe_dispatcher_policy = "all2all";
+  std::optional<int64_t> num_layers_in_first_pipeline_stage;
+  std::optional<int64_t> num_layers_in_last_pipeline_stage;
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
+  bool grad_reduce_in_bf16 = false;
+  bool cache_groupgemm_col_fp8_inputs = false;
+  bool offload_groupgemm_col_inputs = false;
+  bool attn_recompute = false, mla_rms_recompute = false;
+  bool mlp_recompute = false, mlp_rms_recompute = false;
+  bool enable_sequence_parallel = true;
+  int64_t interleaving_size = 1;
+  std::optional<int64_t> microbatch_group_size_per_vp_stage;
+  bool pp_comm_async = true;
+  bool enable_straggler_model = true;
+  int64_t zero_state = 1;
+  double attention_sparse_ratio = 0.0;
+  bool enable_dropout = false;
+  bool use_fp32_accum_grad = true;
+  bool use_accm_weight = true;
+  bool enable_recompute = true;
+  std::optional<std::string> recompute_granularity;
+  int64_t recompute_layer_num = 0;
+  bool recompute_variance = false;
+  bool megatron_recompute = false;
+  std::vector<std::string> megatron_recompute_modules;
+  bool use_flash_sdp = true;
+  bool use_math_sdp = false;
+  bool use_fused_norm = true;
+  bool use_fused_swiglu = true;
+  bool use_fused_grad_accumulation = true;
+  bool cross_entropy_loss_fusion = false;
+  bool overlap_grad_reduce = true;
+  std::optional<std::string> te_version;
+  std::string tp_net = "auto", cp_net = "auto", pp_net = "auto", dp_net = "auto", ep_net = "auto",
+              etp_net = "auto", edp_net = "auto";
+  bool dispatch_probs = false;
+  double mem_factor = 0.94;
+
+  // Derived sizes (valid after validation).
+  [[nodiscard]] int64_t dp_size() const { return world_size / (tp_size * cp_size * pp_size); }
+  [[nodiscard]] int64_t edp_size() const { return world_size / (ep_size * etp_size * pp_size); }
+  [[nodiscard]] int64_t global_batch_size() const {
+    return micro_batch_size * micro_batch_num * dp_size();
+  }
+  /// Sequence parallel is in effect (flag set and tp > 1).
+  [[nodiscard]] bool sp() const { return enable_sequence_parallel && tp_size > 1; }
+  [[nodiscard]] bool is_recompute() const {
+    return enable_recompute && (recompute_granularity.has_value() || megatron_recompute);
+  }
+};
+
+/// Parses a strategy JSON document; throws ConfigError listing every problem.
+[[nodiscard]] StrategyConfig load_strategy(const std::string& text, const std::string& source);
+[[nodiscard]] std::string strategy_to_json_text(const StrategyConfig& s);
+
+/// Compares dotted versions ("2.11.0" ≥ "2.8.0"); a missing version is older than every version.
+[[nodiscard]] bool version_at_least(const std::optional<std::string>& version, const char* min);
+
+}  // namespace trainsim

@@ -1,0 +1,241 @@
+// System JSON reader and writer (SimuMax-compatible; `gbps` is GiB/s, latencies in µs).
+#include "config/system_config.h"
+
+#include <cmath>
+
+#include "config/json_reader.h"
+#include "core/units.h"
+
+namespace trainsim {
+namespace {
+
+using nlohmann::json;
+
+void read_bandwidth(const json& j, const std::string& path, IssueList& issues, BandwidthConfig& bw,
+                    bool gbps_required) {
+  ObjectReader r(j, path, issues);
+  double gbps = 0, lat_us = 0, fixed_us = 0;
+  if (gbps_required) {
+    r.req("gbps", gbps);
+  } else {
+    r.opt("gbps", gbps);
+  }
+  r.opt("efficient_factor", bw.efficient_factor);
+  r.opt("latency_us", lat_us);
+  bw.has_fixed_latency = r.has("fixed_latency");
+  r.opt("fixed_latency", fixed_us);
+  std::map<std::string, double> by_num;
+  r.opt("fixed_latency_us_by_comm_num", by_num);
+  r.finish();
+  if (gbps < 0) issues.add(path + "/gbps", "must be ≥ 0");
+  if (bw.efficient_factor <= 0 && gbps > 0) issues.add(path + "/efficient_factor", "must be > 0");
+  bw.bytes_per_s = gbps * kGiB;
+  bw.latency_s = lat_us * kMicro;
+  bw.fixed_latency_s = fixed_us * kMicro;
+  for (const auto& [k, v] : by_num) bw.fixed_latency_s_by_comm_num[k] = v * kMicro;
+}
+
+void read_net_op(const json& j, const std::string& path, IssueList& issues, NetOpConfig& op) {
+  ObjectReader r(j, path, issues);
+  r.opt("scale", op.scale);
+  r.opt("offset", op.offset);
+  r.opt("efficient_factor", op.efficient_factor);
+  std::optional<double> lat, fixed;
+  r.opt("latency_us", lat);
+  r.opt("fixed_latency_us", fixed);
+  if (lat) op.latency_s = *lat * kMicro;
+  if (fixed) op.fixed_latency_s = *fixed * kMicro;
+  std::map<std::string, double> by_num, dp_bw;
+  op.has_fixed_by_comm_num = r.has("fixed_latency_us_by_comm_num");
+  r.opt("fixed_latency_us_by_comm_num", by_num);
+  r.opt("dp_fixed_bw", dp_bw);
+  r.finish();
+  for (const auto& [k, v] : by_num) op.fixed_latency_s_by_comm_num[k] = v * kMicro;
+  for (const auto& [k, v] : dp_bw) op.dp_fixed_bw[k] = v * kGiB;
+  if (op.efficient_factor && *op.efficient_factor <= 0)
+    issues.add(path + "/efficient_factor", "must be > 0");
+}
+
+const char* const kCollectives[] = {"all_reduce", "all_gather", "reduce_scatter", "p2p", "all2all"};
+
+}  // namespace
+
+SystemConfig load_system(const std::string& text, const std::string& source) {
+  json doc = parse_json(text, source);
+  IssueList issues(source);
+  SystemConfig sys;
+  ObjectReader top(doc, "", issues);
+  top.opt("schema_version", sys.schema_version);
+  top.opt("description", sys.description);
+  if (const json* prov = top.object("provenance", false)) sys.provenance_json = prov->dump();
+  top.req("sys_name", sys.sys_name);
+  top.opt("num_per_node", sys.num_per_node);
+  sys.has_fc8 = top.has("FC8");
+  top.opt("FC8", sys.fc8);
+  if (sys.num_per_node < 1) issues.add("/num_per_node", "must be ≥ 1");
+
+  if (const json* acc = top.object("accelerator", true)) {
+    ObjectReader a(*acc, "/accelerator", issues);
+    a.opt("backend", sys.backend);
+    double mem_gbs = 0;
+    a.opt("mem_gbs", mem_gbs);
+    sys.mem_bytes = mem_gbs * kGiB;
+    std::string mode = "roofline";
+    a.opt("mode", mode);
+    if (mode == "roofline") {
+      sys.mode = CostMode::Roofline;
+    } else if (mode == "only_compute") {
+      sys.mode = CostMode::OnlyCompute;
+    } else {
+      issues.add("/accelerator/mode", "unknown mode '" + mode + "'; valid values: roofline, only_compute");
+    }
+    if (const json* ops = a.object("op", true)) {
+      for (auto it = ops->begin(); it != ops->end(); ++it) {
+        std::string p = "/accelerator/op/" + it.key();
+        ComputeOpConfig op;
+        ObjectReader r(it.value(), p, issues);
+        double tflops = 0;
+        r.req("tflops", tflops);
+        r.req("efficient_factor", op.efficient_factor);
+        op.has_accurate = r.has("accurate_efficient_factor");
+        r.opt("accurate_efficient_factor", op.accurate);
+        r.finish();
+        if (tflops <= 0 && it.value().is_object() && it.value().contains("tflops"))
+          issues.add(p + "/tflops", "must be > 0");
+        op.peak_flops = tflops * kTera;
+        sys.ops[it.key()] = std::move(op);
+      }
+      if (!ops->contains("default")) issues.add("/accelerator/op/default", "required op class is missing");
+    }
+    if (const json* bws = a.object("bandwidth", true)) {
+      for (auto it = bws->begin(); it != bws->end(); ++it) {
+        BandwidthConfig bw;
+        read_bandwidth(it.value(), "/accelerator/bandwidth/" + it.key(), issues, bw, true);
+        sys.bandwidths[it.key()] = bw;
+      }
+      if (!bws->contains("default"))
+        issues.add("/accelerator/bandwidth/default", "required bandwidth class is missing");
+    }
+    a.finish();
+  }
+
+  if (const json* nets = top.object("networks", true)) {
+    for (auto it = nets->begin(); it != nets->end(); ++it) {
+      std::string p = "/networks/" + it.key();
+      if (it.key() == "intra_with_pcie") {
+        if (!it.value().is_boolean()) {
+          issues.add(p, "expected true or false");
+        } else {
+          sys.intra_with_pcie = it.value().get<bool>();
+        }
+        continue;
+      }
+      NetworkConfig net;
+      ObjectReader r(it.value(), p, issues);
+      r.opt("processor_usage", net.processor_usage);
+      if (const json* bw = r.object("bandwidth", true))
+        read_bandwidth(*bw, p + "/bandwidth", issues, net.bandwidth, true);
+      if (const json* ops = r.object("op", true)) {
+        ObjectReader ro(*ops, p + "/op", issues);
+        for (const char* c : kCollectives) {
+          if (const json* oj = ro.object(c, false)) {
+            NetOpConfig op;
+            read_net_op(*oj, p + "/op/" + c, issues, op);
+            net.ops[c] = op;
+          }
+        }
+        ro.finish();
+      }
+      r.finish();
+      sys.networks[it.key()] = std::move(net);
+    }
+  }
+  top.finish();
+  issues.throw_if_any();
+  return sys;
+}
+
+namespace {
+
+// Round to 15 significant digits so unit conversions round-trip to the numbers users wrote.
+double clean(double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  double mag = std::pow(10.0, 14 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
+  return std::round(v * mag) / mag;
+}
+
+json bandwidth_json(const BandwidthConfig& bw) {
+  json j;
+  j["gbps"] = clean(bw.bytes_per_s / kGiB);
+  j["efficient_factor"] = bw.efficient_factor;
+  j["latency_us"] = clean(bw.latency_s / kMicro);
+  if (bw.has_fixed_latency) j["fixed_latency"] = clean(bw.fixed_latency_s / kMicro);
+  if (!bw.fixed_latency_s_by_comm_num.empty()) {
+    json m = json::object();
+    for (const auto& [k, v] : bw.fixed_latency_s_by_comm_num) m[k] = clean(v / kMicro);
+    j["fixed_latency_us_by_comm_num"] = m;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string system_to_json_text(const SystemConfig& sys, int indent) {
+  json j;
+  if (!sys.schema_version.empty()) j["schema_version"] = sys.schema_version;
+  if (!sys.description.empty()) j["description"] = sys.description;
+  j["sys_name"] = sys.sys_name;
+  j["num_per_node"] = sys.num_per_node;
+  if (sys.has_fc8) j["FC8"] = sys.fc8;
+  json acc;
+  acc["backend"] = sys.backend;
+  acc["mem_gbs"] = clean(sys.mem_bytes / kGiB);
+  acc["mode"] = sys.mode == CostMode::Roofline ? "roofline" : "only_compute";
+  for (const auto& [name, op] : sys.ops) {
+    json o;
+    o["tflops"] = clean(op.peak_flops / kTera);
+    o["efficient_factor"] = op.efficient_factor;
+    if (op.has_accurate || !op.accurate.empty()) {
+      json a = json::object();
+      for (const auto& [k, v] : op.accurate) a[k] = v;
+      o["accurate_efficient_factor"] = a;
+    }
+    acc["op"][name] = o;
+  }
+  for (const auto& [name, bw] : sys.bandwidths) acc["bandwidth"][name] = bandwidth_json(bw);
+  j["accelerator"] = acc;
+  json nets;
+  nets["intra_with_pcie"] = sys.intra_with_pcie;
+  for (const auto& [name, net] : sys.networks) {
+    json n;
+    n["processor_usage"] = net.processor_usage;
+    n["bandwidth"] = bandwidth_json(net.bandwidth);
+    json ops = json::object();
+    for (const auto& [cname, op] : net.ops) {
+      json o;
+      o["scale"] = op.scale;
+      o["offset"] = op.offset;
+      if (op.efficient_factor) o["efficient_factor"] = *op.efficient_factor;
+      if (op.latency_s) o["latency_us"] = clean(*op.latency_s / kMicro);
+      if (op.fixed_latency_s) o["fixed_latency_us"] = clean(*op.fixed_latency_s / kMicro);
+      if (op.has_fixed_by_comm_num || !op.fixed_latency_s_by_comm_num.empty()) {
+        json m = json::object();
+        for (const auto& [k, v] : op.fixed_latency_s_by_comm_num) m[k] = clean(v / kMicro);
+        o["fixed_latency_us_by_comm_num"] = m;
+      }
+      if (!op.dp_fixed_bw.empty()) {
+        json m = json::object();
+        for (const auto& [k, v] : op.dp_fixed_bw) m[k] = clean(v / kGiB);
+        o["dp_fixed_bw"] = m;
+      }
+      ops[cname] = o;
+    }
+    n["op"] = ops;
+    nets[name] = n;
+  }
+  j["networks"] = nets;
+  if (!sys.provenance_json.empty()) j["provenance"] = json::parse(sys.provenance_json);
+  return j.dump(indent) + "\n";
+}
+
+}  // namespace trainsim

@@ -1,0 +1,75 @@
+// System (hardware) description in the SimuMax-compatible JSON format, held in SI units.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace trainsim {
+
+/// One compute op class of the accelerator (`accelerator.op.<name>`).
+struct ComputeOpConfig {
+  double peak_flops = 0;         // FLOP/s (JSON `tflops` × 1e12)
+  double efficient_factor = 0;   // fallback efficiency for shapes not in `accurate`
+  bool has_accurate = false;     // the JSON had an `accurate_efficient_factor` member
+  std::map<std::string, double> accurate;  // shape key → measured efficiency
+};
+
+/// A bandwidth class (`accelerator.bandwidth.<name>` or `networks.<group>.bandwidth`).
+struct BandwidthConfig {
+  double bytes_per_s = 0;        // JSON `gbps` is GiB/s (× 2^30)
+  double efficient_factor = 1;
+  double latency_s = 0;          // JSON `latency_us`
+  double fixed_latency_s = 0;    // JSON `fixed_latency` (µs)
+  bool has_fixed_latency = false;
+  std::map<std::string, double> fixed_latency_s_by_comm_num;  // group size → s
+};
+
+/// A collective on one network (`networks.<group>.op.<collective>`).
+struct NetOpConfig {
+  double scale = 1;
+  double offset = 0;
+  std::optional<double> efficient_factor;
+  std::optional<double> latency_s;
+  std::optional<double> fixed_latency_s;
+  std::map<std::string, double> fixed_latency_s_by_comm_num;  // group size → s
+  std::map<std::string, double> dp_fixed_bw;                  // group size → bytes/s (GiB/s in JSON)
+  bool has_fixed_by_comm_num = false;
+};
+
+/// A network group (`networks.<group>`), e.g. high_intra_node or intra_node_pcie_4x.
+struct NetworkConfig {
+  double processor_usage = 0;
+  BandwidthConfig bandwidth;
+  std::map<std::string, NetOpConfig> ops;  // all_reduce, all_gather, reduce_scatter, p2p, all2all
+};
+
+enum class CostMode { Roofline, OnlyCompute };
+
+struct SystemConfig {
+  std::string sys_name;
+  int64_t num_per_node = 8;
+  bool fc8 = false;
+  bool has_fc8 = false;
+  std::string backend = "cuda";
+  double mem_bytes = 0;          // JSON `mem_gbs` (GiB)
+  CostMode mode = CostMode::Roofline;
+  std::map<std::string, ComputeOpConfig> ops;
+  std::map<std::string, BandwidthConfig> bandwidths;
+  bool intra_with_pcie = false;
+  std::map<std::string, NetworkConfig> networks;
+  /// trainsim extensions (ignored by the peer): schema version, free-text description and
+  /// provenance (JSON text) of measured files.
+  std::string schema_version;
+  std::string description;
+  std::string provenance_json;
+};
+
+/// Parses a system JSON document. Throws ConfigError listing every problem, each naming
+/// `source` and the JSON path.
+[[nodiscard]] SystemConfig load_system(const std::string& text, const std::string& source);
+
+/// Serializes back to the SimuMax-compatible format (plus trainsim's extension keys).
+[[nodiscard]] std::string system_to_json_text(const SystemConfig& sys, int indent = 1);
+
+}  // namespace trainsim

@@ -1,0 +1,204 @@
+// Cross-file legality rules (the peer's sanity_check and _cross_sanity_check, reported all at once).
+#include "config/validate.h"
+
+#include "core/text.h"
+
+namespace trainsim {
+
+std::vector<std::string> divisors_of(int64_t n) {
+  std::vector<std::string> out;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(std::to_string(d));
+  return out;
+}
+
+bool split_layers(int64_t layers, const StrategyConfig& s, StageLayers& out, std::string* reason) {
+  const int64_t pp = s.pp_size;
+  auto fail = [&](std::string why) {
+    if (reason) *reason = std::move(why);
+    return false;
+  };
+  // Megatron: account_for_* adds a virtual layer on each side, removed from first/last.
+  int64_t total = layers + (s.account_for_embedding_in_pipeline_split ? 1 : 0) +
+                  (s.account_for_loss_in_pipeline_split ? 1 : 0);
+  const bool uneven = s.num_layers_in_first_pipeline_stage || s.num_layers_in_last_pipeline_stage;
+  if (uneven && (s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split))
+    return fail("num_layers_in_first/last_pipeline_stage cannot be combined with account_for_*_in_pipeline_split");
+  if (pp == 1) {
+    out = {layers, 0, layers};
+    return true;
+  }
+  if (!uneven) {
+    if (total % pp != 0)
+      return fail(strprintf("%lld layers%s do not divide evenly over pp_size %lld",
+                            static_cast<long long>(layers),
+                            total != layers ? " (with virtual embedding/loss layers)" : "",
+                            static_cast<long long>(pp)));
+    int64_t per = total / pp;
+    out.first = per - (s.account_for_embedding_in_pipeline_split ? 1 : 0);
+    out.last = per - (s.account_for_loss_in_pipeline_split ? 1 : 0);
+    out.middle = per;
+    if (out.first < 0 || out.last < 0) return fail("a pipeline stage would get no layers");
+    return true;
+  }
+  int64_t first = s.num_layers_in_first_pipeline_stage.value_or(-1);
+  int64_t last = s.num_layers_in_last_pipeline_stage.value_or(-1);
+  int64_t rest = layers, rest_stages = pp;
+  if (first >= 0) {
+    rest -= first;
+    --rest_stages;
+  }
+  if (last >= 0) {
+    rest -= last;
+    --rest_stages;
+  }
+  if (first < 0 && last < 0) return fail("internal: uneven split without sizes");
+  if (rest < 0 || first == 0 || last == 0)
+    return fail("num_layers_in_first/last_pipeline_stage leave no layers for other stages");
+  int64_t per = 0;
+  if (rest_stages > 0) {
+    if (rest % rest_stages != 0)
+      return fail(strprintf("the %lld remaining layers do not divide evenly over %lld stages",
+                            static_cast<long long>(rest), static_cast<long long>(rest_stages)));
+    per = rest / rest_stages;
+    if (per < 1) return fail("a middle pipeline stage would get no layers");
+  } else if (rest != 0) {
+    return fail(strprintf("first + last stage layers must equal layer_num (%lld) when pp_size is 2",
+                          static_cast<long long>(layers)));
+  }
+  out.first = first >= 0 ? first : per;
+  out.last = last >= 0 ? last : per;
+  out.middle = per;
+  return true;
+}
+
+std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
+                                 const SystemConfig& sys, const PlanSources& src) {
+  std::vector<Issue> issues;
+  auto add = [&](const std::string& path, const std::string& msg) {
+    issues.push_back({src.strategy, path, msg});
+  };
+  auto ll = [](int64_t v) { return static_cast<long long>(v); };
+  const int64_t tp = s.tp_size, cp = s.cp_size, pp = s.pp_size, ep = s.ep_size, etp = s.etp_size;
+
+  if (s.world_size % (tp * cp * pp) != 0)
+    add("/world_size", strprintf("%lld is not divisible by tp_size·cp_size·pp_size = %lld; valid "
+                                 "world sizes are multiples of %lld",
+                                 ll(s.world_size), ll(tp * cp * pp), ll(tp * cp * pp)));
+  if (s.world_size % (ep * etp * pp) != 0)
+    add("/world_size", strprintf("%lld is not divisible by ep_size·etp_size·pp_size = %lld",
+                                 ll(s.world_size), ll(ep * etp * pp)));
+  if (s.seq_len % cp != 0)
+    add("/cp_size", strprintf("%lld does not divide seq_len (%lld)", ll(cp), ll(s.seq_len)));
+  if (m.head_num % tp != 0)
+    add("/tp_size", strprintf("%lld does not divide head_num (%lld) of model '%s'; valid values: %s",
+                              ll(tp), ll(m.head_num), src.model.c_str(),
+                              join(divisors_of(m.head_num)).c_str()));
+  else if (m.kv_head_num % tp != 0)
+    add("/tp_size", strprintf("%lld does not divide kv_head_num (%lld) of model '%s'; valid values: %s",
+                              ll(tp), ll(m.kv_head_num), src.model.c_str(),
+                              join(divisors_of(m.kv_head_num)).c_str()));
+  if (cp > 1 && s.cp_comm_type == "a2a") {
+    if ((m.head_num / tp) % cp != 0 || (m.kv_head_num / tp) % cp != 0)
+      add("/cp_size", strprintf("all-to-all context parallelism splits heads: %lld must divide the "
+                                "per-TP-rank head_num (%lld) and kv_head_num (%lld)",
+                                ll(cp), ll(m.head_num / tp), ll(m.kv_head_num / tp)));
+  }
+  if (cp > 1 && s.cp_comm_type == "all_gather")
+    add("/cp_comm_type", "context parallelism 'all_gather' is not modeled; valid values: a2a");
+  if (m.is_moe()) {
+    if (m.expert_num % ep != 0)
+      add("/ep_size", strprintf("%lld does not divide expert_num (%lld) of model '%s'; valid values: %s",
+                                ll(ep), ll(m.expert_num), src.model.c_str(),
+                                join(divisors_of(m.expert_num)).c_str()));
+  } else if (ep > 1 || etp > 1) {
+    add("/ep_size", "expert parallelism needs a moe model; valid values for a dense model: 1");
+  }
+  if (m.is_mla() && tp > 1)
+    add("/tp_size", "MLA attention is modeled with tp_size 1 only (as the peer); valid values: 1");
+  if (m.is_mla() && cp > 1)
+    add("/cp_size", "MLA attention with context parallelism is not supported by TransformerEngine; valid values: 1");
+
+  StageLayers layers;
+  std::string why;
+  if (!split_layers(m.layer_num, s, layers, &why)) add("/pp_size", why);
+  if (pp > m.layer_num)
+    add("/pp_size", strprintf("%lld exceeds layer_num (%lld)", ll(pp), ll(m.layer_num)));
+
+  if (s.interleaving_size > 1) {
+    if (pp < 2) add("/interleaving_size", "an interleaved pipeline needs pp_size ≥ 2");
+    if (s.pp_comm_async)
+      add("/pp_comm_async", "interleaved pipeline timing is modeled for the synchronous schedule only; set pp_comm_async to false");
+    if (s.num_layers_in_first_pipeline_stage || s.num_layers_in_last_pipeline_stage)
+      add("/interleaving_size", "an interleaved pipeline needs an even layer split");
+    else if (m.layer_num % (pp * s.interleaving_size) != 0)
+      add("/interleaving_size", strprintf("layer_num (%lld) is not divisible by pp_size·interleaving_size = %lld",
+                                          ll(m.layer_num), ll(pp * s.interleaving_size)));
+    int64_t group = s.microbatch_group_size_per_vp_stage.value_or(pp);
+    if (group < pp)
+      add("/microbatch_group_size_per_vp_stage", strprintf("must be ≥ pp_size (%lld)", ll(pp)));
+  }
+
+  // Recompute combinations.
+  const bool legacy_flags = s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute;
+  if (s.megatron_recompute) {
+    if (legacy_flags || s.recompute_granularity)
+      add("/megatron_recompute", "megatron_recompute cannot be combined with recompute_granularity or the selective flags");
+    for (const auto& mod : s.megatron_recompute_modules) {
+      if (mod == "mla_up_proj" && !m.is_mla())
+        add("/megatron_recompute_modules", "'mla_up_proj' needs an MLA model");
+      if (mod == "moe_act" && (!m.is_moe() || m.group_linear_mode != "parallel"))
+        add("/megatron_recompute_modules", "'moe_act' needs a moe model with grouped GEMM");
+      if ((mod == "layernorm" || mod == "moe_act") && s.fp8)
+        add("/megatron_recompute_modules", "'" + mod + "' cannot be combined with fp8");
+      if ((mod == "moe" || mod == "moe_act") && !m.is_moe())
+        add("/megatron_recompute_modules", "'" + mod + "' needs a moe model");
+    }
+    if (s.megatron_recompute_modules.empty())
+      add("/megatron_recompute_modules", "megatron_recompute needs at least one module");
+  }
+  if (s.recompute_granularity == std::optional<std::string>("selective_recompute")) {
+    if (s.mla_rms_recompute && !s.attn_recompute)
+      add("/mla_rms_recompute", "needs attn_recompute");
+    if (s.mlp_rms_recompute && !s.mlp_recompute)
+      add("/mlp_rms_recompute", "needs mlp_recompute");
+  }
+  if (s.offload_groupgemm_col_inputs && s.recompute_granularity == std::optional<std::string>("full_block"))
+    add("/offload_groupgemm_col_inputs", "cannot be combined with full_block recompute");
+  if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
+    add("/cache_groupgemm_col_fp8_inputs", "needs fp8");
+
+  // System entries the plan will use.
+  auto need_op = [&](const char* name) {
+    auto it = sys.ops.find(name);
+    if (it == sys.ops.end()) return;  // falls back to `default`
+    if (it->second.efficient_factor <= 0)
+      issues.push_back({src.system, std::string("/accelerator/op/") + name + "/efficient_factor",
+                        "is 0 but the plan uses this op; measure it or set a fallback efficiency"});
+  };
+  if (s.fp8) {
+    need_op("fp8_matmul");
+    if (m.is_moe()) need_op("fp8_group_matmul");
+  }
+  std::vector<std::string> groups = sys.intra_with_pcie
+      ? std::vector<std::string>{"intra_node_pcie_2x", "intra_node_pcie_4x", "intra_node_pcie_8x", "inter_node"}
+      : std::vector<std::string>{"high_intra_node", "inter_node"};
+  for (const auto& g : groups) {
+    if (!sys.networks.count(g)) {
+      issues.push_back({src.system, "/networks/" + g, "required network group is missing"});
+      continue;
+    }
+    for (const char* op : {"all_reduce", "all_gather", "reduce_scatter", "p2p", "all2all"})
+      if (!sys.networks.at(g).ops.count(op))
+        issues.push_back({src.system, "/networks/" + g + "/op/" + op, "required collective is missing"});
+  }
+  return issues;
+}
+
+void check_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
+                const PlanSources& src) {
+  auto issues = validate_plan(m, s, sys, src);
+  if (!issues.empty()) throw ConfigError(std::move(issues));
+}
+
+}  // namespace trainsim

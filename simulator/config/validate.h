@@ -1,0 +1,41 @@
+// Cross-file legality rules of a (model, strategy, system) plan.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/model_config.h"
+#include "config/strategy_config.h"
+#include "config/system_config.h"
+#include "core/error.h"
+
+namespace trainsim {
+
+/// Names of the three inputs, used in messages (file paths or preset names).
+struct PlanSources {
+  std::string model = "model";
+  std::string strategy = "strategy";
+  std::string system = "system";
+};
+
+/// Every rule the plan breaks (world size factoring, head/expert/sequence divisibility,
+/// pipeline split, recompute and VPP combinations, missing system entries). Empty when legal.
+[[nodiscard]] std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
+                                               const SystemConfig& sys, const PlanSources& src);
+
+/// Throws ConfigError listing all issues of validate_plan.
+void check_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
+                const PlanSources& src);
+
+/// Divisors of n, as strings, for "valid values" lists.
+[[nodiscard]] std::vector<std::string> divisors_of(int64_t n);
+
+/// Layers of the first / middle / last pipeline stage (Megatron `get_num_layers_to_build`).
+struct StageLayers {
+  int64_t first = 0, middle = 0, last = 0;
+};
+/// Returns false (and a reason) when the layer split is illegal.
+[[nodiscard]] bool split_layers(int64_t layers, const StrategyConfig& s, StageLayers& out,
+                                std::string* reason);
+
+}  // namespace trainsim

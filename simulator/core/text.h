@@ -1,0 +1,23 @@
+// Small text helpers: spelling suggestions, number formatting.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trainsim {
+
+/// Closest candidate by edit distance, or "" when none is close (distance > max(2, len/3)).
+[[nodiscard]] std::string suggest(std::string_view word, const std::vector<std::string>& candidates);
+
+/// Joins values with ", ".
+[[nodiscard]] std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
+
+/// Formats a double like Python's repr for the values we print in keys and messages:
+/// shortest round-trip representation ("0.5", "3", "1e-05").
+[[nodiscard]] std::string format_number(double v);
+
+/// printf-style formatting into a std::string.
+[[nodiscard]] std::string strprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace trainsim
