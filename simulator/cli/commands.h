@@ -1,0 +1,20 @@
+// Subcommands of the `trainsim` CLI. Each returns the process exit code; input errors are
+// thrown (trainsim::Error) and reported by main.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace trainsim::cli {
+
+using Args = std::vector<std::string>;
+
+int cmd_perf(const Args& args);      // predict one plan
+int cmd_batch(const Args& args);     // evaluate a directory of cases into a CSV
+int cmd_search(const Args& args);    // rank strategies
+int cmd_validate(const Args& args);  // accuracy suite against real measurements
+int cmd_shapes(const Args& args);    // list efficiency-table keys a plan looks up
+int cmd_system(const Args& args);    // `system build`: merge measurements into a system file
+int cmd_presets(const Args& args);   // list embedded presets
+
+}  // namespace trainsim::cli

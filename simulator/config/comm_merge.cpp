@@ -1,0 +1,2 @@
+// Merges comm_bench fits into a system config.
+#include "config/comm_merge.h"
