@@ -5,4 +5,11 @@
 
 #include "config/system_config.h"
 
-namespace trainsim {}  // namespace trainsim
+namespace trainsim {
+
+/// Adds the fitted collectives of a comm.json document to `sys` (networks section:
+/// bandwidth, per-op efficiency, latency, fixed latency; provenance). Throws ConfigError
+/// naming `source` on malformed input.
+void merge_comm(SystemConfig& sys, const std::string& comm_json_text, const std::string& source);
+
+}  // namespace trainsim

@@ -1,0 +1,72 @@
+// One training step of a plan: the simulator's answer (pure function of the three configs).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/model_config.h"
+#include "config/strategy_config.h"
+#include "config/system_config.h"
+
+namespace trainsim {
+
+/// Memory of one pipeline stage (first / middle / last, or pp_stage_<r> under sync VPP).
+struct StageMemory {
+  std::string name;
+  double model_bytes = 0;          // weights + main grads + optimizer states (+ TE dummy wgrad)
+  double weight_bytes = 0, grad_bytes = 0, state_bytes = 0;
+  double activation_cache_per_mb_bytes = 0;  // saved activations of one micro-batch
+  int64_t in_flight_micro_batches = 1;
+  double peak_activation_bytes = 0;          // single-micro-batch liveness peak
+  double peak_alloc_bytes = 0;               // model + cached micro-batches + peak
+  double peak_reserved_bytes = 0;            // peak_alloc / mem_factor
+  std::string peak_phase;                    // forward / backward / recompute_forward / ...
+};
+
+/// Time decomposition of one stage (seconds, whole iteration).
+struct StageTime {
+  std::string name;
+  double fwd_compute_s = 0, bwd_compute_s = 0, recompute_s = 0;
+  double tp_comm_s = 0;        // exposed TP/SP/CP/EP collectives
+  double pp_comm_s = 0;        // p2p per micro-batch × mbc
+  double dp_comm_s = 0;        // gradient reduce-scatter / all-gather (dense + MoE)
+  double optimizer_s = 0;
+  double pipeline_s = 0;       // replayed pipeline time incl. bubbles (before straggler)
+  double bubble_s = 0;
+  double total_s = 0;          // pipeline·straggler + dp + optimizer
+  double fwd_per_mb_s = 0, bwd_per_mb_s = 0;
+};
+
+/// A shape key looked up without a measured efficiency.
+struct EfficiencyMiss {
+  std::string op;
+  std::string key;
+  double flops = 0;
+  double used_efficiency = 0;
+};
+
+struct Estimate {
+  double iteration_time_s = 0;
+  double mfu = 0;
+  double tflops_per_gpu = 0;
+  double tokens_per_s_per_gpu = 0;
+  double straggler_ratio = 1;
+  int64_t dp = 1, edp = 1;
+  int64_t global_batch_size = 0;
+  int64_t padded_vocab = 0;
+  std::vector<StageTime> stage_times;
+  std::vector<StageMemory> stages;
+  std::vector<EfficiencyMiss> misses;
+  int64_t efficiency_hits = 0;
+  /// Network group chosen for tp, cp, dp, pp, ep, etp, edp (in that order).
+  std::vector<std::pair<std::string, std::string>> networks;
+
+  [[nodiscard]] double peak_alloc_bytes() const;     // max over stages
+  [[nodiscard]] double peak_reserved_bytes() const;  // max over stages
+};
+
+/// Predicts one iteration. Throws ConfigError when the plan is illegal (see validate_plan).
+[[nodiscard]] Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys);
+
+}  // namespace trainsim
