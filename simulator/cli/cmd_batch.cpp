@@ -1,9 +1,89 @@
-// `trainsim batch`.
+// `trainsim batch DIR --system Y --csv OUT.csv`: every DIR/<case>/{model,strategy}.json in one
+// process; a failing case records its error and the batch goes on.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "cli/args.h"
 #include "cli/commands.h"
+#include "config/presets.h"
 #include "core/error.h"
+#include "core/text.h"
+#include "core/units.h"
+#include "estimate/estimate.h"
 
 namespace trainsim::cli {
+namespace {
 
-int cmd_batch(const Args&) { throw Error("'batch' is not implemented yet"); }
+std::string csv_escape(std::string v) {
+  std::replace(v.begin(), v.end(), '\n', ' ');
+  if (v.find_first_of(",\"") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+int cmd_batch(const Args& args) {
+  ArgParser p("batch", "trainsim batch DIR --system Y [--csv OUT.csv] [--match TEXT]");
+  p.positional("DIR", "directory of cases, each DIR/<case>/{model,strategy}.json");
+  p.option("system", "system preset or file used for every case");
+  p.option("csv", "write the results here (default: stdout)");
+  p.option("match", "only cases whose name contains TEXT");
+  if (!p.parse(args)) return 0;
+  if (p.positionals().size() != 1) throw UsageError("batch: expected one directory\n" + p.help());
+  if (!p.has("system")) throw UsageError("batch: --system is required\n" + p.help());
+  const std::string dir = p.positionals()[0];
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) throw ConfigError(dir, "", "not a directory");
+  ConfigText sys_text = resolve_config("system", p.get("system"));
+  const SystemConfig sys = load_system(sys_text.text, sys_text.source);
+
+  std::vector<std::string> cases;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (!entry.is_directory()) continue;
+    std::string name = entry.path().filename().string();
+    if (p.has("match") && name.find(p.get("match")) == std::string::npos) continue;
+    cases.push_back(name);
+  }
+  std::sort(cases.begin(), cases.end());
+  std::string out = "case,iteration_time_ms,peak_alloc_gib,first_stage_peak_alloc_gib,"
+                    "last_stage_peak_alloc_gib,mfu,eval_us,error\n";
+  int failed = 0;
+  double total_us = 0;
+  for (const auto& name : cases) {
+    const std::string base = dir + "/" + name + "/";
+    try {
+      ModelConfig m = load_model(read_file(base + "model.json"), base + "model.json");
+      StrategyConfig s = load_strategy(read_file(base + "strategy.json"), base + "strategy.json");
+      auto t0 = std::chrono::steady_clock::now();
+      Estimate e = estimate(m, s, sys);
+      auto t1 = std::chrono::steady_clock::now();
+      const double us = std::chrono::duration<double, std::micro>(t1 - t0).count();
+      total_us += us;
+      out += strprintf("%s,%.4f,%.4f,%.4f,%.4f,%.5f,%.1f,\n", csv_escape(name).c_str(),
+                       e.iteration_time_s * 1e3, e.peak_alloc_bytes() / kGiB,
+                       e.stages.front().peak_alloc_bytes / kGiB,
+                       e.stages.back().peak_alloc_bytes / kGiB, e.mfu, us);
+    } catch (const Error& err) {
+      ++failed;
+      out += csv_escape(name) + ",,,,,,," + csv_escape(err.what()) + "\n";
+    }
+  }
+  if (p.has("csv")) {
+    std::ofstream f(p.get("csv"));
+    if (!f) throw ConfigError(p.get("csv"), "", "cannot write file");
+    f << out;
+  } else {
+    std::fputs(out.c_str(), stdout);
+  }
+  const size_t ok = cases.size() - static_cast<size_t>(failed);
+  std::fprintf(stderr, "batch: %zu cases, %d failed, %.1f us per evaluated case\n", cases.size(), failed,
+               ok ? total_us / static_cast<double>(ok) : 0.0);
+  return 0;
+}
 
 }  // namespace trainsim::cli

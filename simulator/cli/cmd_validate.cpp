@@ -1,9 +1,277 @@
-// `trainsim validate`.
+// `trainsim validate`: predicts every case of the accuracy tables (validation/) and reports the
+// signed error against the real measurement, next to the peer simulator's published error.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
 #include "cli/commands.h"
+#include "config/system_config.h"
 #include "core/error.h"
+#include "core/text.h"
+#include "report/validation.h"
 
 namespace trainsim::cli {
+namespace {
 
-int cmd_validate(const Args&) { throw Error("'validate' is not implemented yet"); }
+struct TableRun {
+  ValidationTable table;
+  std::string system_source;
+  std::string system_error;  // the table's system could not be loaded
+  std::vector<CaseResult> results;
+  std::vector<MetricSummary> summary;
+};
+
+std::string fmt_ms(double v) { return strprintf(v >= 100 ? "%.1f" : "%.3f", v); }
+std::string fmt_pct(double v) { return strprintf("%+.2f", v); }
+std::string fmt_opt_pct(const std::optional<double>& v) { return v ? fmt_pct(*v) : "-"; }
+
+// Indents the continuation lines of a multi-line message.
+std::string indent_lines(const std::string& msg, const std::string& pad) {
+  std::string out;
+  for (char ch : msg) {
+    out += ch;
+    if (ch == '\n') out += pad;
+  }
+  return out;
+}
+
+std::string csv_field(const std::string& s) {
+  std::string flat;
+  for (char ch : s) flat += ch == '\n' ? std::string(" | ") : std::string(1, ch);
+  if (flat.find_first_of(",\"") == std::string::npos) return flat;
+  std::string out = "\"";
+  for (char ch : flat) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
+}
+
+TableRun run_table(ValidationTable t) {
+  TableRun run;
+  run.table = std::move(t);
+  std::optional<SystemConfig> sys;
+  try {
+    ConfigText text = resolve_table_system(run.table);
+    run.system_source = text.source;
+    sys = load_system(text.text, text.source);
+  } catch (const Error& e) {
+    run.system_error = e.what();
+  }
+  for (const auto& c : run.table.cases) {
+    if (!sys) {
+      run.results.push_back({c.name, "system: " + run.system_error, {}});
+      continue;
+    }
+    run.results.push_back(run_validation_case(run.table, c, *sys, run.system_source));
+  }
+  run.summary = summarize(run.table, run.results);
+  return run;
+}
+
+void print_table(const TableRun& run) {
+  const ValidationTable& t = run.table;
+  std::printf("%s: %zu cases, system %s\n", t.dir.c_str(), t.cases.size(), t.system.c_str());
+  if (!run.system_error.empty())
+    std::printf("  system error: %s\n", indent_lines(run.system_error, "    ").c_str());
+  size_t w = 4;
+  for (const auto& c : t.cases) w = std::max(w, c.name.size());
+  const int cw = static_cast<int>(w);
+  std::printf("  %-*s  %-12s %10s %10s %9s %8s\n", cw, "case", "metric", "real", "predicted",
+              "error %", "peer %");
+  for (size_t i = 0; i < t.cases.size(); ++i) {
+    const ValidationCase& c = t.cases[i];
+    const CaseResult& r = run.results[i];
+    if (!r.ok()) {
+      if (run.system_error.empty())
+        std::printf("  %-*s  FAILED: %s\n", cw, c.name.c_str(),
+                    indent_lines(r.error, "    ").c_str());
+      else
+        std::printf("  %-*s  FAILED (no system)\n", cw, c.name.c_str());
+      continue;
+    }
+    for (size_t k = 0; k < t.metrics.size(); ++k)
+      std::printf("  %-*s  %-12s %10s %10s %9s %8s\n", cw, k == 0 ? c.name.c_str() : "",
+                  metric_name(t.metrics[k]), fmt_ms(c.real[k]).c_str(), fmt_ms(r.predicted[k]).c_str(),
+                  fmt_pct(signed_error_pct(r.predicted[k], c.real[k])).c_str(),
+                  fmt_opt_pct(c.peer_err_pct[k]).c_str());
+  }
+  for (const auto& s : run.summary) {
+    std::printf("  %s: %lld/%lld compared", metric_name(s.metric), static_cast<long long>(s.compared),
+                static_cast<long long>(s.cases));
+    if (s.compared)
+      std::printf(", mean |error| %.2f %%, max |error| %.2f %% (%s)", s.mean_abs_err_pct,
+                  s.max_abs_err_pct, s.max_case.c_str());
+    if (s.peer_compared)
+      std::printf("; peer on %lld of these rows: mean |error| %.2f %%, max |error| %.2f %%",
+                  static_cast<long long>(s.peer_compared), s.peer_mean_abs_err_pct, s.peer_max_abs_err_pct);
+    std::printf("\n");
+  }
+  std::printf("\n");
+}
+
+void print_overview(const std::vector<TableRun>& runs) {
+  size_t w = 5;
+  for (const auto& r : runs) w = std::max(w, r.table.name.size());
+  const int tw = static_cast<int>(w);
+  std::printf("summary (|error| in %%; peer = the peer's published error on the same rows)\n");
+  std::printf("  %-*s  %-12s %9s %11s %11s %11s %11s\n", tw, "table", "metric", "compared",
+              "mean", "max", "peer mean", "peer max");
+  for (const auto& r : runs)
+    for (const auto& s : r.summary) {
+      std::string n = strprintf("%lld/%lld", static_cast<long long>(s.compared), static_cast<long long>(s.cases));
+      std::string mean = s.compared ? strprintf("%.2f", s.mean_abs_err_pct) : "-";
+      std::string max = s.compared ? strprintf("%.2f", s.max_abs_err_pct) : "-";
+      std::string pmean = s.peer_compared ? strprintf("%.2f", s.peer_mean_abs_err_pct) : "-";
+      std::string pmax = s.peer_compared ? strprintf("%.2f", s.peer_max_abs_err_pct) : "-";
+      std::printf("  %-*s  %-12s %9s %11s %11s %11s %11s\n", tw, r.table.name.c_str(),
+                  metric_name(s.metric), n.c_str(), mean.c_str(), max.c_str(), pmean.c_str(), pmax.c_str());
+    }
+}
+
+nlohmann::ordered_json to_json(const std::vector<TableRun>& runs) {
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(); };
+  nlohmann::ordered_json tables = nlohmann::ordered_json::array();
+  for (const auto& run : runs) {
+    const ValidationTable& t = run.table;
+    nlohmann::ordered_json jt;
+    jt["name"] = t.name;
+    jt["dir"] = t.dir;
+    jt["system"] = t.system;
+    jt["system_source"] = run.system_source;
+    if (!run.system_error.empty()) jt["system_error"] = run.system_error;
+    nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < t.cases.size(); ++i) {
+      const ValidationCase& c = t.cases[i];
+      const CaseResult& r = run.results[i];
+      nlohmann::ordered_json jc;
+      jc["case"] = c.name;
+      jc["ok"] = r.ok();
+      if (!r.ok()) jc["error"] = r.error;
+      nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+      for (size_t k = 0; k < t.metrics.size(); ++k) {
+        nlohmann::ordered_json jm;
+        jm["real"] = c.real[k];
+        jm["predicted"] = r.ok() ? nlohmann::ordered_json(r.predicted[k]) : nlohmann::ordered_json();
+        jm["error_pct"] = r.ok() ? nlohmann::ordered_json(signed_error_pct(r.predicted[k], c.real[k]))
+                                 : nlohmann::ordered_json();
+        jm["peer_error_pct"] = opt(c.peer_err_pct[k]);
+        metrics[metric_name(t.metrics[k])] = jm;
+      }
+      jc["metrics"] = metrics;
+      cases.push_back(jc);
+    }
+    jt["cases"] = cases;
+    nlohmann::ordered_json summary = nlohmann::ordered_json::array();
+    for (const auto& s : run.summary) {
+      nlohmann::ordered_json js;
+      js["metric"] = metric_name(s.metric);
+      js["cases"] = s.cases;
+      js["compared"] = s.compared;
+      js["mean_abs_error_pct"] = s.compared ? nlohmann::ordered_json(s.mean_abs_err_pct) : nlohmann::ordered_json();
+      js["max_abs_error_pct"] = s.compared ? nlohmann::ordered_json(s.max_abs_err_pct) : nlohmann::ordered_json();
+      js["max_case"] = s.max_case;
+      js["peer_compared"] = s.peer_compared;
+      js["peer_mean_abs_error_pct"] =
+          s.peer_compared ? nlohmann::ordered_json(s.peer_mean_abs_err_pct) : nlohmann::ordered_json();
+      js["peer_max_abs_error_pct"] =
+          s.peer_compared ? nlohmann::ordered_json(s.peer_max_abs_err_pct) : nlohmann::ordered_json();
+      summary.push_back(js);
+    }
+    jt["summary"] = summary;
+    tables.push_back(jt);
+  }
+  nlohmann::ordered_json out;
+  out["tables"] = tables;
+  return out;
+}
+
+void write_csv(const std::string& path, const std::vector<TableRun>& runs) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw ConfigError(path, "", "cannot open for writing");
+  out << "table,case,metric,real,predicted,error_pct,peer_error_pct,status,message\n";
+  for (const auto& run : runs) {
+    const ValidationTable& t = run.table;
+    for (size_t i = 0; i < t.cases.size(); ++i) {
+      const ValidationCase& c = t.cases[i];
+      const CaseResult& r = run.results[i];
+      for (size_t k = 0; k < t.metrics.size(); ++k) {
+        out << csv_field(t.name) << ',' << csv_field(c.name) << ',' << metric_name(t.metrics[k]) << ','
+            << format_number(c.real[k]) << ',';
+        if (r.ok())
+          out << format_number(r.predicted[k]) << ','
+              << strprintf("%.4f", signed_error_pct(r.predicted[k], c.real[k]));
+        else
+          out << ',';
+        out << ',' << (c.peer_err_pct[k] ? strprintf("%.4f", *c.peer_err_pct[k]) : "") << ','
+            << (r.ok() ? "ok" : "failed") << ',' << csv_field(r.error) << '\n';
+      }
+    }
+  }
+  if (!out.flush()) throw ConfigError(path, "", "write failed");
+}
+
+}  // namespace
+
+int cmd_validate(const Args& args) {
+  ArgParser p("validate", "trainsim validate [DIR] [--table NAME] [--csv OUT] [--json]");
+  p.positional("DIR", "folder of table folders, or one table folder (default: validation)");
+  p.option("table", "run only this table (folder name); repeatable", true);
+  p.option("csv", "also write one row per case and metric to this CSV file");
+  p.flag("json", "print the report as JSON instead of text");
+  if (!p.parse(args)) return 0;
+  if (p.positionals().size() > 1)
+    throw UsageError(strprintf("validate: expected at most one DIR, got %zu", p.positionals().size()));
+  const std::string root = p.positionals().empty() ? "validation" : p.positionals()[0];
+
+  std::vector<std::string> dirs = find_validation_tables(root);
+  if (p.has("table")) {
+    std::vector<std::string> names, picked;
+    for (const auto& d : dirs) names.push_back(std::filesystem::path(d).filename().string());
+    for (const auto& want : p.get_all("table")) {
+      auto it = std::find(names.begin(), names.end(), want);
+      if (it == names.end()) {
+        std::string msg = "no table '" + want + "'";
+        std::string s = suggest(want, names);
+        if (!s.empty()) msg += "; did you mean '" + s + "'?";
+        throw ConfigError(root, "", msg + "; tables: " + join(names));
+      }
+      picked.push_back(dirs[static_cast<size_t>(it - names.begin())]);
+    }
+    dirs = picked;
+  }
+
+  // Input errors in the tables stop the run before any prediction.
+  std::vector<ValidationTable> tables;
+  for (const auto& d : dirs) tables.push_back(load_validation_table(d));
+
+  std::vector<TableRun> runs;
+  int64_t failed = 0, total = 0;
+  for (auto& t : tables) {
+    runs.push_back(run_table(std::move(t)));
+    for (const auto& r : runs.back().results) {
+      ++total;
+      failed += r.ok() ? 0 : 1;
+    }
+    if (!p.has("json")) {
+      print_table(runs.back());
+      std::fflush(stdout);
+    }
+  }
+  if (p.has("json")) {
+    std::printf("%s\n", to_json(runs).dump(1).c_str());
+  } else {
+    print_overview(runs);
+    if (failed)
+      std::printf("%lld of %lld cases failed\n", static_cast<long long>(failed), static_cast<long long>(total));
+  }
+  if (p.has("csv")) write_csv(p.get("csv"), runs);
+  // Large errors are the report, not a failure; a case that could not be predicted is.
+  return failed ? 1 : 0;
+}
 
 }  // namespace trainsim::cli

@@ -1,0 +1,112 @@
+// Alpha-beta collective model with the peer's per-op scale/offset, efficiencies, latencies and
+// inter-node NIC sharing (SimuMax config.py:compute_net_op_time, perf_llm.py:analysis_net).
+#include "comm/collective.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace trainsim {
+
+const char* collective_name(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "all_reduce";
+    case Collective::AllGather: return "all_gather";
+    case Collective::ReduceScatter: return "reduce_scatter";
+    case Collective::P2P: return "p2p";
+    case Collective::AllToAll: return "all2all";
+  }
+  return "?";
+}
+
+NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s) {
+  const int64_t npn = sys.num_per_node, tp = s.tp_size, cp = s.cp_size, dp = s.dp_size();
+  const int64_t ep = s.ep_size, etp = s.etp_size, edp = s.edp_size(), pp = s.pp_size;
+  NetworkChoice c;
+  auto set = [&](Group g, std::string n) { c.name[static_cast<int>(g)] = std::move(n); };
+  if (sys.intra_with_pcie) {
+    auto pcie = [](int64_t x) -> std::string {
+      if (x <= 2) return "intra_node_pcie_2x";
+      if (x <= 4) return "intra_node_pcie_4x";
+      if (x <= 8) return "intra_node_pcie_8x";
+      return "inter_node";
+    };
+    set(Group::TP, pcie(tp));
+    set(Group::CP, pcie(tp * cp));
+    set(Group::DP, pcie(tp * cp * dp));
+    set(Group::PP, pcie(tp * dp * pp * cp));
+    set(Group::EP, pcie(ep * etp));
+    set(Group::ETP, pcie(etp));
+    set(Group::EDP, pcie(etp * ep * edp));
+    return c;
+  }
+  auto nv = [](bool intra) -> std::string { return intra ? "high_intra_node" : "inter_node"; };
+  set(Group::TP, nv(tp <= npn));
+  set(Group::CP, nv(tp * cp <= npn));
+  set(Group::DP, nv(tp * cp * dp <= npn));
+  set(Group::PP, nv(s.world_size / pp < npn));
+  set(Group::EP, nv(ep * etp <= npn));
+  set(Group::ETP, nv(etp <= npn));
+  set(Group::EDP, nv(etp * ep * edp <= npn));
+  return c;
+}
+
+double collective_time(const SystemConfig& sys, const StrategyConfig& s, const std::string& net,
+                       Collective kind, double bytes, int64_t n, const char* stage) {
+  const NetworkConfig& nd = sys.networks.at(net);
+  const NetOpConfig& op = nd.ops.at(collective_name(kind));
+  const double eff = op.efficient_factor.value_or(nd.bandwidth.efficient_factor);
+  const std::string st = stage;
+  const double dn = static_cast<double>(n);
+  // Ring traffic: size·scale·(n+offset)/n (all-reduce 2(n−1)/n, gather/scatter/a2a (n−1)/n).
+  double actual = bytes * op.scale;
+  actual += actual / dn * op.offset;
+  const bool dp_stage = st == "dp" || st == "dp_cp";
+  if (net.find("pcie") != std::string::npos && dp_stage && !op.dp_fixed_bw.empty()) {
+    // Measured DP bandwidth of the PCIe node for small groups: no efficiency, no latency.
+    auto it = op.dp_fixed_bw.find(std::to_string(n));
+    if (it != op.dp_fixed_bw.end() && it->second != 0) return actual / it->second;
+  }
+  double bw = nd.bandwidth.bytes_per_s;
+  const int64_t npn = sys.num_per_node;
+  if (sys.fc8 && net == "high_intra_node") bw *= (dn - 1) / 7;
+  if (net == "inter_node") {
+    // NIC sharing: the node's GPUs share its NICs (bandwidth is per GPU).
+    if (kind == Collective::P2P) bw /= static_cast<double>(npn);
+    std::string lower = st;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    if (kind == Collective::AllToAll &&
+        (lower.find("ep") != std::string::npos || lower.find("cp") != std::string::npos)) {
+      const double kk = std::max(1.0, std::ceil(dn / static_cast<double>(npn)));
+      actual *= (kk - 1) / kk;
+      bw /= static_cast<double>(npn);
+    }
+    if (kind == Collective::AllReduce || kind == Collective::AllGather ||
+        kind == Collective::ReduceScatter) {
+      if (dp_stage) {
+        bw /= static_cast<double>(std::min(npn, s.tp_size * (st == "dp" ? s.cp_size : 1)));
+      } else if (st == "edp") {
+        bw /= static_cast<double>(std::min(npn, s.ep_size * s.etp_size));
+      }
+    }
+  }
+  const double base_lat = op.latency_s.value_or(nd.bandwidth.latency_s);
+  double fixed;
+  const std::string key = std::to_string(n);
+  if (auto it = op.fixed_latency_s_by_comm_num.find(key); it != op.fixed_latency_s_by_comm_num.end()) {
+    fixed = it->second;
+  } else if (op.fixed_latency_s) {
+    fixed = *op.fixed_latency_s;
+  } else if (auto it2 = nd.bandwidth.fixed_latency_s_by_comm_num.find(key);
+             it2 != nd.bandwidth.fixed_latency_s_by_comm_num.end()) {
+    fixed = it2->second;
+  } else {
+    fixed = nd.bandwidth.fixed_latency_s;
+  }
+  if (n == 1) return 0;
+  double lat = base_lat;
+  // Ring steps pay the per-step latency only in the peer's 8-GPU-node model.
+  if (npn == 8 && kind != Collective::P2P) lat = base_lat * (dn + op.offset) * op.scale;
+  return actual / (bw * eff) + lat + fixed;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,51 @@
+// Roofline kernel cost with shape-keyed efficiencies (the peer's compute_op_accuracy_time,
+// compute_mem_access_time and compute_end2end_time).
+#include "compute/cost.h"
+
+#include <algorithm>
+
+namespace trainsim {
+
+void EfficiencyLog::miss(const std::string& op, const std::string& key, double flops, double used) {
+  for (const auto& m : misses)
+    if (m.op == op && m.key == key) return;
+  misses.push_back({op, key, flops, used});
+}
+
+double memory_time(const SystemConfig& sys, double bytes, const char* bw_name) {
+  if (bytes == 0) return 0;
+  auto it = sys.bandwidths.find(bw_name);
+  const BandwidthConfig& bw = it != sys.bandwidths.end() ? it->second : sys.bandwidths.at("default");
+  return bytes / (bw.bytes_per_s * bw.efficient_factor) + bw.latency_s;
+}
+
+double kernel_time(const SystemConfig& sys, const Kernel& k, EfficiencyLog* log) {
+  double compute = 0;
+  if (k.flops != 0) {
+    auto it = sys.ops.find(k.op);
+    const bool known = it != sys.ops.end();
+    const ComputeOpConfig& op = known ? it->second : sys.ops.at("default");
+    double eff = op.efficient_factor;
+    bool hit = false;
+    if (known && !k.key.empty()) {
+      auto e = op.accurate.find(k.key);
+      if (e != op.accurate.end()) {
+        eff = e->second;
+        hit = true;
+      }
+    }
+    if (log && !k.key.empty()) {
+      if (hit) {
+        ++log->hits;
+      } else {
+        log->miss(k.op, k.key, k.flops, eff);
+      }
+    }
+    compute = k.flops / (op.peak_flops * eff);
+  }
+  const double io = memory_time(sys, k.bytes, k.bw);
+  if (sys.mode == CostMode::OnlyCompute) return compute != 0 ? compute : io;
+  return std::max(compute, io);
+}
+
+}  // namespace trainsim

@@ -1,0 +1,31 @@
+// Time of one kernel on one accelerator: roofline over the op's FLOP rate (shape-keyed
+// measured efficiency, else the op's fallback) and its bandwidth class (the peer's SystemConfig).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/system_config.h"
+#include "model/graph.h"
+
+namespace trainsim {
+
+/// Records efficiency-table hits and misses (deduplicated by op and key).
+struct EfficiencyLog {
+  struct Miss {
+    std::string op, key;
+    double flops = 0, used = 0;
+  };
+  std::vector<Miss> misses;
+  int64_t hits = 0;
+  void miss(const std::string& op, const std::string& key, double flops, double used);
+};
+
+/// Seconds for one kernel: max(flops/(peak·eff), bytes/(bw·eff) + latency) in roofline mode.
+/// `log` may be null.
+[[nodiscard]] double kernel_time(const SystemConfig& sys, const Kernel& k, EfficiencyLog* log);
+
+/// Seconds to stream `bytes` through the `default` bandwidth class (latency included; 0 for 0 bytes).
+[[nodiscard]] double memory_time(const SystemConfig& sys, double bytes, const char* bw = "default");
+
+}  // namespace trainsim

@@ -1,0 +1,67 @@
+// Efficiency-table shape keys: the peer's exact key strings <-> structured shapes, and the
+// FLOP convention the simulator divides by `tflops * efficiency`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace trainsim {
+
+/// Dense GEMM (ops `matmul`, `fp8_matmul`):
+/// `b=1, m=4096, k=4096, n=6144, layout=TN, accumulate=False, out_dtype=bf16`.
+struct MatmulShape {
+  int64_t b = 0, m = 0, k = 0, n = 0;
+  std::string layout;     // TN (fprop), NN (dgrad), NT (wgrad)
+  bool accumulate = false;
+  std::string out_dtype;  // bf16, fp16 or fp32
+};
+
+/// MoE grouped GEMM (ops `group_matmul`, `fp8_group_matmul`): `ng=40, M=.., N=.., K=.., dtype=bf16,
+/// out_dtype=bf16, main_grad_dtype=fp32, stage=fwd, grad=False, accumulate=False,
+/// use_split_accumulator=False, single_output=True`. M = tokens per local expert.
+struct GroupedMatmulShape {
+  int64_t ng = 0, m = 0, n = 0, k = 0;
+  std::string dtype, out_dtype, main_grad_dtype;
+  std::string stage;  // fwd, bwd_grad_act or bwd_grad_w
+  bool grad = false, accumulate = false, use_split_accumulator = false, single_output = false;
+};
+
+/// Fused attention (ops `sdp_fwd`, `sdp_bwd`): `batch=1, seq_len=4096, head_num=32,
+/// kv_head_num=8, qk_head_dim=128, v_head_dim=128, qkv_contiguous=True`.
+struct SdpaShape {
+  int64_t batch = 0, seq_len = 0, head_num = 0, kv_head_num = 0, qk_head_dim = 0, v_head_dim = 0;
+  bool qkv_contiguous = true;
+};
+
+using ShapeKey = std::variant<MatmulShape, GroupedMatmulShape, SdpaShape>;
+
+/// Op classes that carry shape keys: matmul, fp8_matmul, group_matmul, fp8_group_matmul,
+/// sdp_fwd, sdp_bwd.
+[[nodiscard]] const std::vector<std::string>& keyed_ops();
+
+/// True for the op classes whose keys describe FP8 inputs.
+[[nodiscard]] bool is_fp8_op(std::string_view op);
+
+/// Parses `key` for op class `op`. Fields must appear exactly in the peer's order and spelling
+/// (the key is looked up byte for byte), so format_shape_key(parse_shape_key(k)) == k.
+/// Throws ConfigError(source, path, ...) naming the offending field and what was expected.
+[[nodiscard]] ShapeKey parse_shape_key(const std::string& op, const std::string& key,
+                                       const std::string& source, const std::string& path);
+
+/// The exact key string (Python-style booleans, fields separated by ", ").
+[[nodiscard]] std::string format_shape_key(const ShapeKey& shape);
+
+/// (name, value) pairs of the key, in key order; values as they appear in the key.
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> shape_fields(const ShapeKey& shape);
+
+/// FLOP of one call under the simulator's convention (the peer's, so efficiencies transfer):
+/// GEMM 2*b*m*n*k; grouped 2*ng*M*N*K; SDPA fwd 2*B*S^2*max(h,h_kv)*(d_qk+d_v), bwd 2.5x fwd.
+/// No causal halving. `op` selects fwd/bwd for SDPA.
+[[nodiscard]] double shape_flops(const std::string& op, const ShapeKey& shape);
+
+}  // namespace trainsim

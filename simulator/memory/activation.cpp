@@ -1,0 +1,132 @@
+// Activation liveness walk and static memory.
+#include "memory/activation.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace trainsim {
+namespace {
+
+struct Item {
+  const Leaf* leaf;
+  bool rc;  // recomputed in this instance
+};
+
+std::vector<Item> flatten(const Chunk& chunk, const StrategyConfig& s) {
+  std::vector<Item> items;
+  for (const auto& l : chunk.pre) items.push_back({&l, false});
+  for (const auto& layer : chunk.layers)
+    for (const auto& l : chunk.templates[static_cast<size_t>(layer.template_index)].leaves)
+      items.push_back({&l, layer.recompute && s.enable_recompute && l.recompute});
+  for (const auto& l : chunk.post) items.push_back({&l, false});
+  return items;
+}
+
+double cache_of(const Item& it) {
+  return it.leaf->has_cached_inputs && it.rc ? it.leaf->cache_inputs_cached : it.leaf->cache;
+}
+
+}  // namespace
+
+ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
+  std::vector<Item> items = flatten(chunk, s);
+  const size_t n = items.size();
+  std::vector<double> keep(n, 0);
+  ActivationResult r;
+  PeakPoint& pk = r.peak;
+  double G = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Leaf& l = *items[i].leaf;
+    pk.update(G + l.fpk, PeakPoint::kForward, l.name);
+    if (items[i].rc) {
+      // Checkpointed segment: only its input is kept (none if the input is offloaded).
+      keep[i] = l.status == RecomputeStatus::First && !(s.offload_groupgemm_col_inputs && l.grouped)
+                    ? l.input_bytes
+                    : 0;
+    } else {
+      keep[i] = cache_of(items[i]);
+    }
+    G += keep[i];
+  }
+  pk.update(G, PeakPoint::kForward, "forward_end");
+  r.cache_per_mb = G;
+  for (size_t ii = n; ii-- > 0;) {
+    const Leaf& l = *items[ii].leaf;
+    if (!items[ii].rc) {
+      pk.update(G + l.bpk, PeakPoint::kBackward, l.name);
+      G -= keep[ii];
+      continue;
+    }
+    size_t j = ii;
+    while (j > 0 && items[j].leaf->status != RecomputeStatus::First && items[j - 1].rc) --j;
+    for (size_t k = j; k <= ii; ++k) {
+      const Leaf& lk = *items[k].leaf;
+      pk.update(G + lk.fpk, PeakPoint::kRecomputeForward, lk.name);
+      if (k != j) {
+        keep[k] = cache_of(items[k]);
+        G += keep[k];
+      }
+    }
+    for (size_t k = ii + 1; k-- > j;) {
+      const Leaf& lk = *items[k].leaf;
+      pk.update(G + lk.bpk, PeakPoint::kRecomputeBackward, lk.name);
+      G -= keep[k];
+    }
+    ii = j;
+  }
+  return r;
+}
+
+StaticMemory static_memory(const Chunk& chunk, const StrategyConfig& s) {
+  StaticMemory m;
+  const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
+  auto add = [&](const Leaf& l, double count) {
+    if (l.params == 0) return;
+    if (l.moe_params) {
+      m.moe_params += l.params * count;
+      m.moe_weight += l.params * l.weight_elem_bytes * count;
+    } else {
+      m.dense_params += l.params * count;
+      m.weight += l.params * l.weight_elem_bytes * count;
+    }
+  };
+  for (const auto& l : chunk.pre) add(l, 1);
+  for (const auto& l : chunk.post) add(l, 1);
+  for (const auto& layer : chunk.layers)
+    for (const auto& l : chunk.templates[static_cast<size_t>(layer.template_index)].leaves) add(l, 1);
+  m.grad = m.dense_params * mg;
+  m.state = m.dense_params * 12;  // fp32 master weight + Adam m and v
+  m.moe_grad = m.moe_params * mg;
+  m.moe_state = m.moe_params * 12;
+  // ZeRO: 1 shards optimizer states, 2 also gradients, 3 also weights (dense over dp·cp,
+  // expert parameters over edp).
+  const double dpcp = static_cast<double>(s.dp_size() * s.cp_size), edp = static_cast<double>(s.edp_size());
+  if (s.zero_state >= 1) {
+    m.state /= dpcp;
+    m.moe_state /= edp;
+  }
+  if (s.zero_state >= 2) {
+    m.grad /= dpcp;
+    m.moe_grad /= edp;
+  }
+  if (s.zero_state >= 3) {
+    m.weight /= dpcp;
+    m.moe_weight /= edp;
+  }
+  return m;
+}
+
+void collect_dummy_wgrad(const Chunk& chunk, std::vector<std::array<int64_t, 3>>& shapes) {
+  auto add = [&](const Leaf& l) {
+    if (l.dummy_wgrad_bytes == 0) return;
+    std::array<int64_t, 3> key{l.dummy_rows, l.dummy_cols, l.grouped ? 1 : 0};
+    if (std::find(shapes.begin(), shapes.end(), key) == shapes.end()) shapes.push_back(key);
+  };
+  for (const auto& l : chunk.pre) add(l);
+  for (const auto& t : chunk.templates)
+    for (const auto& l : t.leaves) add(l);
+  for (const auto& l : chunk.post) add(l);
+}
+
+}  // namespace trainsim

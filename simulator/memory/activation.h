@@ -1,0 +1,52 @@
+// Activation liveness of one micro-batch through a chunk, with recompute segments
+// (the peer's LLMModel.compute_activations), and static memory of a chunk.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "config/strategy_config.h"
+#include "model/graph.h"
+
+namespace trainsim {
+
+/// Peak bookkeeping in the peer's style: a stage slot records a value only when it raises (or
+/// ties) the overall peak, so slots are "last overall raise in that stage".
+struct PeakPoint {
+  enum Stage { kForward = 0, kBackward = 1, kRecomputeForward = 2, kRecomputeBackward = 3 };
+  double peak = 0;
+  std::array<double, 4> slot{};
+  int peak_stage = kForward;
+  std::string peak_leaf;
+  void update(double v, Stage st, const std::string& leaf) {
+    if (v >= peak) {
+      peak = v;
+      slot[st] = v;
+      peak_stage = st;
+      peak_leaf = leaf;
+    }
+  }
+};
+
+struct ActivationResult {
+  double cache_per_mb = 0;  // live bytes after the forward pass (saved for backward)
+  PeakPoint peak;
+};
+
+/// Walks the chunk's leaves forward then backward (recomputing segments) for one micro-batch.
+[[nodiscard]] ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s);
+
+/// Weights, gradients and optimizer states of a chunk (bytes per rank) before TE dummy buffers.
+struct StaticMemory {
+  double dense_params = 0, moe_params = 0;
+  double weight = 0, grad = 0, state = 0;
+  double moe_weight = 0, moe_grad = 0, moe_state = 0;
+  [[nodiscard]] double total() const { return weight + grad + state + moe_weight + moe_grad + moe_state; }
+};
+[[nodiscard]] StaticMemory static_memory(const Chunk& chunk, const StrategyConfig& s);
+
+/// Adds the chunk's distinct TE dummy-wgrad shapes to `shapes` (rows, cols) for deduplication.
+void collect_dummy_wgrad(const Chunk& chunk, std::vector<std::array<int64_t, 3>>& shapes);
+
+}  // namespace trainsim

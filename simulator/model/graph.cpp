@@ -1,0 +1,429 @@
+// Leaf ops of a chunk (the peer's dense_module / moe_module leaves, see docs/cost-model.md).
+// Shapes per rank: S_l = S/cp, S_sp = S_l/tp under sequence parallelism; the Linear input is
+// viewed as [b, m, in] with m = S_l after the SP all-gather.
+#include "model/graph.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/text.h"
+
+namespace trainsim {
+namespace {
+
+struct Ctx {
+  const ModelConfig& m;
+  const StrategyConfig& s;
+  double B, S, S_l, S_sp, H;
+  int64_t tp, cp;
+  double e;          // activation element bytes
+  double a;          // Linear activation bytes (1 under fp8)
+  double w;          // Linear weight bytes (1 under fp8: the peer keeps no bf16 copy)
+  bool sp;
+  bool fp8;
+  const char* wgrad_dtype;
+  bool dummy_wgrad;  // TE ≥ 2.3 allocates a dummy wgrad per unique Linear weight shape
+};
+
+std::string gemm_key(double b, double m, double k, double n, const char* layout, bool acc,
+                     const char* out) {
+  return strprintf("b=%.0f, m=%.0f, k=%.0f, n=%.0f, layout=%s, accumulate=%s, out_dtype=%s", b, m, k,
+                   n, layout, acc ? "True" : "False", out);
+}
+
+Kernel mem_kernel(double bytes, const char* bw = "default") {
+  Kernel k;
+  k.bytes = bytes;
+  k.bw = bw;
+  return k;
+}
+
+void add_comm(Leaf& l, Phase p, Collective c, Group g, double bytes, int64_t n, const char* stage) {
+  if (n <= 1) return;
+  l.comms[p].push_back({c, g, bytes, n, stage});
+}
+
+// Fused RMSNorm over [B, S_sp, H] (TE LayerNorm bytes: in + gamma + out; bwd adds rstd).
+Leaf layer_norm(const Ctx& c, const char* name) {
+  Leaf l;
+  l.name = name;
+  const double X = c.B * c.S_sp * c.H, rstd = c.B * c.S_sp;
+  l.kernels[kFwd] = {mem_kernel(X * c.e + c.H * c.e + X * c.e)};
+  l.kernels[kBwdAct] = {mem_kernel(X * c.e + c.H * c.e + X * c.e + rstd * c.e)};
+  l.kernels[kBwdW] = {mem_kernel(X * c.e + 2 * c.H * c.e)};
+  l.params = c.H;
+  l.input_bytes = X * c.e;
+  if (c.s.use_fused_norm) {
+    l.cache = X * c.e;
+    l.fpk = 2 * X * c.e;
+    l.bpk = 2 * X * c.e + rstd * 2;
+  } else {
+    // Unfused: fp32 intermediates (x, normalized x) and rstd saved.
+    const double rstd4 = rstd * 4;
+    l.cache = 2 * X * 4 + 2 * rstd4 + X * c.e;
+    l.fpk = 3 * X * 4 + 2 * rstd4;
+    l.bpk = l.fpk;
+  }
+  return l;
+}
+
+void linear_common(const Ctx& c, Leaf& l, double m_rows, double in, double out, double flops,
+                   double x_in, double x_out, double wt, bool fp8) {
+  const double a = fp8 ? 1 : c.e, w = fp8 ? 1 : 2;
+  const char* op = fp8 ? "fp8_matmul" : "matmul";
+  const double bytes = x_in * a + wt * w + x_out * 2;
+  for (int p = 0; p < 3; ++p) {
+    Kernel k;
+    k.flops = flops;
+    k.op = op;
+    k.bytes = bytes;
+    l.kernels[p] = {k};
+  }
+  if (c.s.use_fused_grad_accumulation) l.kernels[kBwdW][0].bytes += wt * 4;
+  l.kernels[kFwd][0].key = gemm_key(c.B, m_rows, in, out, "TN", false, "bf16");
+  l.kernels[kBwdAct][0].key = gemm_key(c.B, m_rows, out, in, "NN", false, "bf16");
+  l.kernels[kBwdW][0].key = gemm_key(1, out, c.B * m_rows, in, "NT", true, c.wgrad_dtype);
+  l.params = wt;
+  l.weight_elem_bytes = w;
+  l.recompute_repeats_comm = true;
+  if (c.dummy_wgrad) {
+    l.dummy_rows = static_cast<int64_t>(out);
+    l.dummy_cols = static_cast<int64_t>(in);
+    l.dummy_wgrad_bytes = wt * 2;
+  }
+}
+
+// Column-parallel Linear (Megatron ColumnParallelLinear): SP all-gathers its input.
+Leaf linear_col(const Ctx& c, const char* name, double in, double out, bool allow_fp8 = true) {
+  Leaf l;
+  l.name = name;
+  const bool fp8 = c.fp8 && allow_fp8;
+  const double a = fp8 ? 1 : c.e;
+  const double out_l = out / c.tp, X_in = c.B * c.S_l * in, X_out = c.B * c.S_l * out_l;
+  const double W = in * out_l;
+  linear_common(c, l, c.S_l, in, out_l, 2 * X_in * out_l, X_in, X_out, W, fp8);
+  const double ag_bytes = c.B * c.S_l * in * c.e;
+  if (c.sp) {
+    add_comm(l, kFwd, Collective::AllGather, Group::TP, ag_bytes, c.tp, "tp");
+    add_comm(l, kBwdAct, Collective::ReduceScatter, Group::TP, ag_bytes, c.tp, "tp");
+    add_comm(l, kBwdW, Collective::AllGather, Group::TP, ag_bytes, c.tp, "tp");
+  } else {
+    add_comm(l, kBwdAct, Collective::AllReduce, Group::TP, ag_bytes, c.tp, "tp");
+  }
+  l.cache = c.B * c.S_l * in * a / ((c.sp && !fp8) ? c.tp : 1);
+  l.cache_inputs_cached = 0;
+  l.fpk = c.B * c.S_l * in * a + c.B * c.S_l * out_l * 2 + (c.s.use_accm_weight ? 0 : W * (fp8 ? 1 : 2));
+  l.bpk = l.fpk;
+  l.input_bytes = c.B * c.S_sp * in * c.e;
+  return l;
+}
+
+// Row-parallel Linear (Megatron RowParallelLinear): SP reduce-scatters its output.
+Leaf linear_row(const Ctx& c, const char* name, double in, double out) {
+  Leaf l;
+  l.name = name;
+  const bool fp8 = c.fp8;
+  const double a = fp8 ? 1 : c.e;
+  const double in_l = in / c.tp, X_in = c.B * c.S_l * in_l, X_out = c.B * c.S_l * out;
+  const double W = in_l * out;
+  linear_common(c, l, c.S_l, in_l, out, 2 * X_in * out, X_in, X_out, W, fp8);
+  // The peer's row-parallel wgrad bytes omit the weight read: out + in (+ fp32 main grad).
+  l.kernels[kBwdW][0].bytes = X_out * 2 + X_in * a + (c.s.use_fused_grad_accumulation ? W * 4 : 0);
+  const double bytes = c.B * c.S_l * out * c.e;
+  if (c.sp) {
+    add_comm(l, kFwd, Collective::ReduceScatter, Group::TP, bytes, c.tp, "tp");
+    add_comm(l, kBwdAct, Collective::AllGather, Group::TP, bytes, c.tp, "tp");
+  } else {
+    add_comm(l, kFwd, Collective::AllReduce, Group::TP, bytes, c.tp, "tp");
+  }
+  l.cache = X_in * a;
+  l.fpk = X_in * a + X_out * 2 + (c.s.use_accm_weight ? 0 : W * (fp8 ? 1 : 2));
+  l.bpk = l.fpk;
+  l.input_bytes = X_in * c.e;
+  return l;
+}
+
+Leaf zero_leaf(const char* name) {
+  Leaf l;
+  l.name = name;
+  return l;
+}
+
+// Fused attention (flash / cuDNN SDPA). FLOPs: 2·base fwd, 5·base bwd with
+// base = B·h'·S'^2·(d_qk + d_v), no causal halving (the peer's convention, also its calibration).
+Leaf core_attention(const Ctx& c, double d_qk, double d_v, double kv_d) {
+  Leaf l;
+  l.name = "core_attention";
+  const double h = static_cast<double>(c.m.head_num), kv = static_cast<double>(c.m.kv_head_num);
+  const double hp = h / c.tp / c.cp, Sp = c.S_l * c.cp;
+  const double base = c.B * hp * Sp * Sp * (d_qk + d_v) * (1 - c.s.attention_sparse_ratio);
+  const double q_el = c.B * hp * Sp * d_qk, o_el = c.B * hp * Sp * d_v, lse_el = c.B * hp * Sp;
+  Kernel f, b;
+  f.flops = 2 * base;
+  f.op = "sdp_fwd";
+  f.bytes = (3 * q_el + o_el + lse_el) * c.e;
+  b.flops = 5 * base;
+  b.op = "sdp_bwd";
+  b.bytes = (6 * q_el + o_el + lse_el) * c.e;
+  const std::string key = strprintf(
+      "batch=%.0f, seq_len=%.0f, head_num=%.0f, kv_head_num=%.0f, qk_head_dim=%.0f, v_head_dim=%.0f, "
+      "qkv_contiguous=True",
+      c.B, Sp, hp, kv / c.tp / c.cp, d_qk, d_v);
+  f.key = key;
+  b.key = key;
+  l.kernels[kFwd] = {f};
+  l.kernels[kBwdAct] = {b};
+  // Activation sizes per TP rank over the local sequence (the peer sizes lse in 2 bytes).
+  const double hl = h / c.tp, kvl = kv / c.tp;
+  const double q = c.B * hl * c.S_l * d_qk * 2, k = c.B * kvl * c.S_l * kv_d * 2;
+  const double v = c.B * kvl * c.S_l * kv_d * 2, lse = c.B * hl * c.S_l * 2;
+  const double o = c.B * c.S_l * hl * d_v * 2;
+  const bool te28 = version_at_least(c.s.te_version, "2.8.0");
+  const bool cp_a2a = c.cp > 1 && c.s.cp_comm_type == "a2a";
+  const bool save_o = (c.fp8 && c.s.use_flash_sdp) || (cp_a2a && te28);
+  const double saved_o = save_o ? o : 0;
+  l.cache = q + k + v + lse + saved_o;
+  l.cache_inputs_cached = lse + saved_o;
+  l.input_bytes = q + k + v;
+  l.fpk = q + k + v + lse + o;
+  l.bpk = 2 * q + 2 * k + 2 * v + lse + o - saved_o;
+  if (cp_a2a) {
+    // Ulysses all-to-all: q, k, v before and o after; backward the gradients, plus O again
+    // before TE 2.8 (which then saves the post-a2a output instead).
+    const double qa = c.B * hl * c.S_l * d_qk * c.e, ka = c.B * kvl * c.S_l * d_qk * c.e;
+    const double va = c.B * kvl * c.S_l * d_v * c.e, oa = c.B * hl * c.S_l * d_v * c.e;
+    for (double bytes : {qa, ka, va, oa})
+      add_comm(l, kFwd, Collective::AllToAll, Group::CP, bytes, c.cp, "cp");
+    for (double bytes : {qa, ka, va, oa})
+      add_comm(l, kBwdAct, Collective::AllToAll, Group::CP, bytes, c.cp, "cp");
+    if (!te28) add_comm(l, kBwdAct, Collective::AllToAll, Group::CP, oa, c.cp, "cp");
+    // Stage-local peaks around the all-to-alls (the peer's _comp_cp_a2a_flash_peak_info).
+    const bool async = c.s.cp_a2a_mode == "async_cp";
+    auto three = [&](double x, double y, double z) {
+      return async ? 4 * (x + y + z) : 2 * (x + y + z) + (y + z) + (x + y);
+    };
+    auto two = [&](double x, double y) { return async ? 4 * (x + y) : 3 * (x + y) + std::max(x, y); };
+    auto one = [](double x) { return 4 * x; };
+    const double qkv = q + k + v, saved = l.cache;
+    l.fpk = std::max({three(q, k, v), 3 * qkv + o, 2 * qkv + 4 * o, qkv + saved});
+    double bwd_pre, base_m;
+    if (te28) {
+      bwd_pre = saved + one(o);
+      base_m = saved + 2 * o;
+    } else {
+      bwd_pre = two(o, o);
+      base_m = 4 * o;
+    }
+    const double bwd_fa = std::max(qkv + base_m, 2 * qkv + base_m + q + k);
+    const double bwd_post = base_m + three(q, k, v);
+    l.bpk = std::max({bwd_pre, bwd_fa, bwd_post}) - saved;
+  }
+  return l;
+}
+
+Leaf swiglu(const Ctx& c, double out_l) {
+  Leaf l;
+  l.name = "swiglu";
+  const double out = c.B * c.S_l * out_l * c.e, in = 2 * out;
+  l.kernels[kFwd] = {mem_kernel(in + out)};
+  l.kernels[kBwdAct] = {mem_kernel(in + out)};
+  l.cache = c.s.use_fused_swiglu ? in : 3 * out;
+  l.fpk = in + out;
+  l.bpk = in + out;
+  l.input_bytes = in;
+  return l;
+}
+
+Leaf gelu(const Ctx& c, double width_l) {
+  Leaf l;
+  l.name = "gelu";
+  const double in = c.B * c.S_l * width_l * c.e;
+  l.kernels[kFwd] = {mem_kernel(2 * in)};
+  l.kernels[kBwdAct] = {mem_kernel(2 * in)};
+  l.cache = 3 * in;
+  l.fpk = 2 * in;
+  l.bpk = 2 * in;
+  l.input_bytes = in;
+  return l;
+}
+
+// Vocab-parallel embedding: reads the whole local table; the forward all-reduce is sized at the
+// SP-local sequence even with SP (the peer's "all reduce + slice").
+Leaf embedding(const Ctx& c, double Vt) {
+  Leaf l;
+  l.name = "embedding";
+  l.kernels[kFwd] = {mem_kernel(c.B * c.S_l * 4 + Vt * c.H * c.e + c.B * c.S_l * c.H * c.e)};
+  l.kernels[kBwdW] = {mem_kernel(2 * Vt * c.H * 4)};
+  add_comm(l, kFwd, Collective::AllReduce, Group::TP, c.B * c.S_sp * c.H * c.e, c.tp, "tp");
+  if (c.sp) add_comm(l, kBwdW, Collective::AllGather, Group::TP, c.B * c.S_sp * c.H * c.e, c.tp, "tp");
+  l.params = Vt * c.H;
+  l.cache = 0;
+  l.fpk = c.B * c.S_l * 4 + c.B * c.S_l * c.H * 2 + (c.s.use_accm_weight ? 0 : Vt * c.H * 2);
+  l.bpk = Vt * c.H * 2;
+  l.input_bytes = c.B * c.S_l * 4;
+  return l;
+}
+
+// Vocab-parallel cross entropy: fused (TE) or Megatron's fp32 pipeline.
+Leaf cross_entropy(const Ctx& c, double Vt) {
+  Leaf l;
+  l.name = "cross_entropy";
+  const double tokens = c.B * c.S_l, logits = tokens * Vt;
+  if (c.s.cross_entropy_loss_fusion) {
+    l.kernels[kFwd] = {mem_kernel(2 * logits * c.e + tokens * 4, "ce_fusion")};
+    l.kernels[kBwdAct] = {mem_kernel(2 * logits * c.e + tokens * 4, "ce_fusion")};
+    add_comm(l, kFwd, Collective::AllReduce, Group::TP, 4 * tokens, c.tp, "tp");
+    add_comm(l, kFwd, Collective::AllReduce, Group::TP, 8 * tokens, c.tp, "tp");
+    l.cache = logits * 2;
+    l.fpk = logits * 2 + 4 * tokens * 4 + (c.tp > 1 ? 3 * tokens * c.tp * 4 : 0);
+    l.bpk = 0;
+  } else {
+    // fp32 logits, max, exp, sum, log-softmax and their gathers (Megatron
+    // vocab_parallel_cross_entropy), bytes per logit 4+2+4+8+8+4+8 forward, 4+4+4+2 backward.
+    l.kernels[kFwd] = {mem_kernel(38 * logits + 4 * tokens * 4, "ce")};
+    l.kernels[kBwdAct] = {mem_kernel(14 * logits + 2 * tokens * 4, "ce")};
+    add_comm(l, kFwd, Collective::AllReduce, Group::TP, 4 * tokens, c.tp, "tp");
+    add_comm(l, kFwd, Collective::AllReduce, Group::TP, 4 * tokens, c.tp, "tp");
+    add_comm(l, kFwd, Collective::AllReduce, Group::TP, 4 * tokens, c.tp, "tp");
+    l.cache = logits * 4;
+    l.fpk = logits * 4 + logits * 2;
+    l.bpk = 0;
+  }
+  l.input_bytes = logits * 2;
+  return l;
+}
+
+// Recompute roles of a layer's leaves by name for the legacy granularities.
+bool legacy_recomputed(const StrategyConfig& s, const std::string& name, bool attn_part, bool mlp_part) {
+  const std::string& g = *s.recompute_granularity;
+  if (g == "full_block") return true;
+  if (g == "attn_only") return attn_part && name != "input_layernorm";
+  if (g == "sdp_only") return name == "core_attention";
+  if (g == "mlp_only") return mlp_part;
+  // selective_recompute
+  if (attn_part) {
+    if (name == "input_layernorm" || name == "q_down_proj" || name == "kv_down_proj")
+      return s.attn_recompute && s.mla_rms_recompute;
+    if (name == "linear_proj") return false;
+    return s.attn_recompute;
+  }
+  if (name == "pre_mlp_layernorm" || name == "shared_expert" || name == "router")
+    return s.mlp_recompute && s.mlp_rms_recompute;
+  return s.mlp_recompute;
+}
+
+// Assigns FIRST/MIDDLE/LAST over runs of recomputed leaves; the layer's first leaf and any
+// breakpoint start/end segments (the peer's set_first_last_recompute_status + set_breakpoints).
+void assign_status(std::vector<Leaf>& leaves, bool variance_tails) {
+  const size_t n = leaves.size();
+  for (size_t i = 0; i < n; ++i) {
+    Leaf& l = leaves[i];
+    if (!l.recompute) continue;
+    const bool prev = i > 0 && leaves[i - 1].recompute && !leaves[i - 1].breakpoint;
+    const bool next = i + 1 < n && leaves[i + 1].recompute && !l.breakpoint;
+    l.status = !prev ? RecomputeStatus::First : (!next ? RecomputeStatus::Last : RecomputeStatus::Middle);
+    if (variance_tails && !next && prev) l.variance = true;
+  }
+}
+
+}  // namespace
+
+Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
+                  bool with_embedding, bool with_head, int64_t layers, int64_t dense_layers,
+                  int64_t recompute_layers) {
+  const double e = s.dtype == "fp32" ? 4 : 2;
+  Ctx c{m,
+        s,
+        static_cast<double>(s.micro_batch_size),
+        static_cast<double>(s.seq_len),
+        static_cast<double>(s.seq_len / s.cp_size),
+        static_cast<double>(s.seq_len / s.cp_size / (s.sp() ? s.tp_size : 1)),
+        static_cast<double>(m.hidden_size),
+        s.tp_size,
+        s.cp_size,
+        e,
+        s.fp8 ? 1.0 : e,
+        s.fp8 ? 1.0 : 2.0,
+        s.sp(),
+        s.fp8,
+        s.grad_reduce_in_bf16 ? "bf16" : "fp32",
+        s.use_fused_grad_accumulation && version_at_least(s.te_version, "2.3.0")};
+  const double H = c.H, Vt = static_cast<double>(padded_vocab) / s.tp_size;
+  Chunk chunk;
+  if (with_embedding) chunk.pre.push_back(embedding(c, Vt));
+  if (with_head) {
+    chunk.post.push_back(layer_norm(c, "final_layernorm"));
+    chunk.post.push_back(linear_col(c, "output_layer", H, static_cast<double>(padded_vocab), false));
+    chunk.post.push_back(cross_entropy(c, Vt));
+  }
+
+  auto make_layer = [&](bool recompute) {
+    LayerTemplate t;
+    std::vector<Leaf>& L = t.leaves;
+    const double d = static_cast<double>(m.head_size.value_or(0));
+    const double h = static_cast<double>(m.head_num), kv = static_cast<double>(m.kv_head_num);
+    L.push_back(layer_norm(c, "input_layernorm"));
+    L.push_back(linear_col(c, "linear_qkv", H, (h + 2 * kv) * d));
+    L.push_back(zero_leaf("rotary_emb"));
+    L.push_back(core_attention(c, d, d, d));
+    L.push_back(linear_row(c, "linear_proj", h * d, H));
+    const size_t attn_end = L.size();
+    L.push_back(layer_norm(c, "pre_mlp_layernorm"));
+    const double I = static_cast<double>(m.intermediate_size.value_or(0));
+    if (m.use_swiglu) {
+      L.push_back(linear_col(c, "linear_fc1", H, 2 * I));
+      L.push_back(swiglu(c, I / s.tp_size));
+    } else {
+      L.push_back(linear_col(c, "linear_fc1", H, I));
+      L.push_back(gelu(c, I / s.tp_size));
+    }
+    L.push_back(linear_row(c, "linear_fc2", I, H));
+    if (!recompute) return t;
+    bool variance = false;
+    if (s.megatron_recompute) {
+      // Megatron 0.14 output-discarding checkpoints: a recomputed norm's consumer keeps no input
+      // copy and is the segment's tail (not recomputed itself).
+      for (const auto& mod : s.megatron_recompute_modules) {
+        if (mod == "layernorm") {
+          for (size_t i = 0; i < L.size(); ++i) {
+            if (L[i].name != "input_layernorm" && L[i].name != "pre_mlp_layernorm") continue;
+            L[i].recompute = true;
+            L[i + 1].recompute = true;
+            L[i + 1].variance = true;
+            L[i + 1].has_cached_inputs = true;
+            L[i + 1].breakpoint = true;
+          }
+        } else if (mod == "mlp") {
+          for (size_t i = attn_end + 1; i < L.size(); ++i) {
+            if (L[i].name == "linear_fc1") continue;
+            L[i].recompute = true;
+          }
+        }
+      }
+    } else {
+      for (size_t i = 0; i < L.size(); ++i)
+        L[i].recompute = legacy_recomputed(s, L[i].name, i < attn_end, i >= attn_end);
+      variance = s.recompute_variance && *s.recompute_granularity != "full_block";
+    }
+    assign_status(L, variance);
+    // The first leaf of a block always starts a segment.
+    if (L[0].recompute) L[0].status = RecomputeStatus::First;
+    return t;
+  };
+
+  const bool rc = s.is_recompute();
+  int idx_plain = -1, idx_rc = -1;
+  for (int64_t i = 0; i < layers; ++i) {
+    const bool r = rc && i < recompute_layers;
+    int& idx = r ? idx_rc : idx_plain;
+    if (idx < 0) {
+      idx = static_cast<int>(chunk.templates.size());
+      chunk.templates.push_back(make_layer(r));
+    }
+    chunk.layers.push_back({idx, r});
+  }
+  (void)dense_layers;
+  return chunk;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,92 @@
+// The leaf ops one micro-batch runs on one pipeline chunk, sharded by TP/SP/CP/EP: FLOPs,
+// bytes, efficiency keys, collectives and activation bookkeeping per op (the peer's leaf modules).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/model_config.h"
+#include "config/strategy_config.h"
+
+namespace trainsim {
+
+/// The three cost phases of a leaf (the peer's fwd / bwd_grad_act / bwd_grad_w).
+enum Phase : int { kFwd = 0, kBwdAct = 1, kBwdW = 2 };
+
+enum class Collective { AllReduce, AllGather, ReduceScatter, P2P, AllToAll };
+/// Parallel group a collective runs over (selects the network group).
+enum class Group { TP, CP, DP, PP, EP, ETP, EDP };
+
+/// One collective issued by a leaf in one phase.
+struct CommCall {
+  Collective kind;
+  Group group;
+  double bytes;       // full (un-sharded) tensor bytes, as the peer passes them
+  int64_t n;          // group size
+  const char* stage;  // the peer's comm_stage tag (affects inter-node all-to-all)
+};
+
+/// One kernel estimate: FLOPs with an op class and shape key, bytes with a bandwidth class.
+struct Kernel {
+  double flops = 0;
+  double bytes = 0;
+  const char* op = "default";     // accelerator.op class
+  const char* bw = "default";     // accelerator.bandwidth class
+  std::string key;                // efficiency shape key ("" = no lookup)
+};
+
+enum class RecomputeStatus : uint8_t { None, First, Middle, Last };
+
+/// A leaf op. Costs per phase are lists of kernels (Permutation runs two) plus collectives.
+struct Leaf {
+  std::string name;
+  std::array<std::vector<Kernel>, 3> kernels;
+  std::array<std::vector<CommCall>, 3> comms;
+  bool recompute_repeats_comm = false;  // Linear: recompute repeats the forward TP collective
+  // Static memory.
+  double params = 0;          // per-rank parameter count
+  bool moe_params = false;    // sharded over EDP instead of DP
+  double weight_elem_bytes = 2;
+  // Activations (bytes): saved for backward, forward transient, backward transient.
+  double cache = 0, fpk = 0, bpk = 0;
+  double cache_inputs_cached = 0;  // cache when the input is kept by a neighbour (Megatron tails)
+  double input_bytes = 0;          // checkpoint size when this leaf starts a recompute segment
+  bool breakpoint = false;         // ends a recompute segment (the next recomputed leaf starts one)
+  // Recompute role (set per layer instance).
+  bool recompute = false;
+  bool variance = false;            // last leaf of a segment: not recomputed, no recompute cost
+  bool has_cached_inputs = false;
+  RecomputeStatus status = RecomputeStatus::None;
+  // TE dummy-wgrad buffer shape (rows·cols·elem bytes), 0 when not applicable.
+  double dummy_wgrad_bytes = 0;
+  int64_t dummy_rows = 0, dummy_cols = 0;
+  bool grouped = false;
+};
+
+/// One transformer layer's leaves; the recompute fields describe the layer when recomputed.
+struct LayerTemplate {
+  std::vector<Leaf> leaves;
+  bool moe = false;
+};
+
+/// One pipeline chunk: embedding (first), layers, and the head (last) in call order.
+struct Chunk {
+  std::vector<Leaf> pre;             // embedding
+  std::vector<Leaf> post;            // final norm, LM head, cross entropy
+  std::vector<LayerTemplate> templates;
+  struct Layer {
+    int template_index;
+    bool recompute;
+  };
+  std::vector<Layer> layers;
+};
+
+/// Builds the leaves of a chunk. Its first `dense_layers` layers use the dense MLP (MoE
+/// models); the first `recompute_layers` layers are recomputed when recompute is on.
+[[nodiscard]] Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
+                                bool with_embedding, bool with_head, int64_t layers,
+                                int64_t dense_layers, int64_t recompute_layers);
+
+}  // namespace trainsim

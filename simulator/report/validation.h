@@ -1,0 +1,117 @@
+// Accuracy suite: tables of real measurements (validation/<table>/), predictions and error summary.
+//
+// A table folder holds
+//   cases.csv      one row per case: `case`, one `real_<metric>` column per compared metric,
+//                  optional `peer_err_pct_<metric>` / `peer_tflops_err_pct` (the peer simulator's
+//                  published signed error), any other columns are informational;
+//   system.txt     one line: a system preset name, or a file path relative to the table folder;
+//   cases/<case>/  model.json and strategy.json in the SimuMax-compatible format.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/model_config.h"
+#include "config/presets.h"
+#include "config/strategy_config.h"
+#include "config/system_config.h"
+
+namespace trainsim {
+
+/// A compared quantity (CSV column `real_<name>`).
+enum class ValidationMetric {
+  IterationMs,  // iteration_ms: step time
+  LayerFwdMs,   // layer_fwd_ms: forward time of one transformer layer, one micro-batch
+  LayerBwdMs,   // layer_bwd_ms: backward (incl. recompute) of one layer, one micro-batch
+  LayerMs,      // layer_ms: forward + backward of one layer, one micro-batch
+};
+
+[[nodiscard]] const char* metric_name(ValidationMetric m);
+/// Every metric name, in enum order.
+[[nodiscard]] std::vector<std::string> metric_names();
+
+struct ValidationCase {
+  std::string name;
+  int64_t line = 0;  // line in cases.csv (1-based)
+  /// One per ValidationTable::metrics, same order.
+  std::vector<double> real;
+  std::vector<std::optional<double>> peer_err_pct;  // signed, on the same metric
+  /// Informational columns (name, value), in CSV order.
+  std::vector<std::pair<std::string, std::string>> info;
+};
+
+struct ValidationTable {
+  std::string name;      // folder name
+  std::string dir;       // folder path
+  std::string csv_path;  // name used in messages
+  std::string system;    // as written in system.txt (empty when parsed from text only)
+  std::vector<ValidationMetric> metrics;
+  std::vector<ValidationCase> cases;
+
+  [[nodiscard]] std::string case_dir(const ValidationCase& c) const;
+};
+
+/// Parses cases.csv text (metrics and cases; name/dir/system left empty). Throws ConfigError
+/// naming `source` and the line.
+[[nodiscard]] ValidationTable parse_validation_csv(const std::string& text, const std::string& source);
+
+/// Loads a table folder: cases.csv, system.txt, and checks that every row has a case folder
+/// with model.json and strategy.json and every case folder has a row.
+[[nodiscard]] ValidationTable load_validation_table(const std::string& dir);
+
+/// The table folders under `root` (sorted), or `root` itself when it holds a cases.csv.
+[[nodiscard]] std::vector<std::string> find_validation_tables(const std::string& root);
+
+/// The table's system document: system.txt names a file relative to the table folder, else a
+/// preset (or a path resolved by resolve_config).
+[[nodiscard]] ConfigText resolve_table_system(const ValidationTable& t);
+
+/// (predicted / real − 1)·100.
+[[nodiscard]] double signed_error_pct(double predicted, double real);
+
+/// The step-time error matching a TFLOPS error on the same FLOP count: time ∝ 1/TFLOPS, so
+/// 100·(1/(1 + e/100) − 1). E.g. −1.46 % TFLOPS (too slow) → +1.4816 % time.
+[[nodiscard]] double time_error_from_tflops_error(double tflops_err_pct);
+
+/// Predicts the table's metrics for one plan (one value per ValidationTable::metrics).
+/// iteration_ms = Estimate::iteration_time_s. Per-layer metrics need pp_size 1 and an even
+/// layer_num L: the plan is also estimated with L/2 layers (recompute_layer_num capped at L/2)
+/// and per-layer = (x(L) − x(L/2)) / (L/2) with x the stage's fwd_per_mb_s / bwd_per_mb_s, so
+/// embedding, LM head and loss cancel out.
+[[nodiscard]] std::vector<double> predict_metrics(const std::vector<ValidationMetric>& metrics,
+                                                  const ModelConfig& m, const StrategyConfig& s,
+                                                  const SystemConfig& sys);
+
+struct CaseResult {
+  std::string name;
+  std::string error;               // non-empty when the case failed
+  std::vector<double> predicted;   // one per metric when it did not
+  [[nodiscard]] bool ok() const { return error.empty(); }
+};
+
+/// Loads the case's model/strategy, checks the plan and predicts; any error becomes
+/// CaseResult::error (the run goes on). `system_source` names the system in messages.
+[[nodiscard]] CaseResult run_validation_case(const ValidationTable& t, const ValidationCase& c,
+                                             const SystemConfig& sys,
+                                             const std::string& system_source = "system");
+
+/// Accuracy of one metric over a table.
+struct MetricSummary {
+  ValidationMetric metric = ValidationMetric::IterationMs;
+  int64_t cases = 0;     // rows
+  int64_t compared = 0;  // rows predicted without error
+  double mean_abs_err_pct = 0, max_abs_err_pct = 0;
+  std::string max_case;  // row of the max |error|
+  /// The peer's published error on the compared rows that have one.
+  int64_t peer_compared = 0;
+  double peer_mean_abs_err_pct = 0, peer_max_abs_err_pct = 0;
+};
+
+/// One summary per metric of the table; `results` are matched to cases by position.
+[[nodiscard]] std::vector<MetricSummary> summarize(const ValidationTable& t,
+                                                   const std::vector<CaseResult>& results);
+
+}  // namespace trainsim
