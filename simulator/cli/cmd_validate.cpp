@@ -110,6 +110,10 @@ void print_table(const TableRun& run) {
       std::printf("; peer on %lld of these rows: mean |error| %.2f %%, max |error| %.2f %%",
                   static_cast<long long>(s.peer_compared), s.peer_mean_abs_err_pct, s.peer_max_abs_err_pct);
     std::printf("\n");
+    if (s.peer_published != s.peer_compared)
+      std::printf("  %s: peer on all %lld rows it published: mean |error| %.2f %%, max |error| %.2f %%\n",
+                  metric_name(s.metric), static_cast<long long>(s.peer_published),
+                  s.peer_published_mean_abs_err_pct, s.peer_published_max_abs_err_pct);
   }
   std::printf("\n");
 }
@@ -180,6 +184,11 @@ nlohmann::ordered_json to_json(const std::vector<TableRun>& runs) {
           s.peer_compared ? nlohmann::ordered_json(s.peer_mean_abs_err_pct) : nlohmann::ordered_json();
       js["peer_max_abs_error_pct"] =
           s.peer_compared ? nlohmann::ordered_json(s.peer_max_abs_err_pct) : nlohmann::ordered_json();
+      js["peer_published"] = s.peer_published;
+      js["peer_published_mean_abs_error_pct"] =
+          s.peer_published ? nlohmann::ordered_json(s.peer_published_mean_abs_err_pct) : nlohmann::ordered_json();
+      js["peer_published_max_abs_error_pct"] =
+          s.peer_published ? nlohmann::ordered_json(s.peer_published_max_abs_err_pct) : nlohmann::ordered_json();
       summary.push_back(js);
     }
     jt["summary"] = summary;

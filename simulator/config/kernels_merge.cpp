@@ -2,7 +2,6 @@
 // system file (SimuMax combine_efficiency.py, test_ce_permute_efficiency.py).
 #include "config/kernels_merge.h"
 
-#include <cmath>
 #include <map>
 #include <optional>
 
@@ -105,8 +104,8 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
     sys.bandwidths[name] = bw;
   }
 
-  // combine_efficiency.py writes mem_gbs = ceil(device memory in GiB).
-  if (doc.device.mem_bytes > 0) sys.mem_bytes = std::ceil(doc.device.mem_bytes / kGiB) * kGiB;
+  // The device total (the peer rounds up to whole GiB; the exact total keeps the presets' style).
+  if (doc.device.mem_bytes > 0) sys.mem_bytes = doc.device.mem_bytes;
 
   nlohmann::json prov = sys.provenance_json.empty() ? nlohmann::json::object()
                                                     : nlohmann::json::parse(sys.provenance_json);

@@ -142,8 +142,10 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   // Recompute combinations.
   const bool legacy_flags = s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute;
   if (s.megatron_recompute) {
-    if (legacy_flags || s.recompute_granularity)
-      add("/megatron_recompute", "megatron_recompute cannot be combined with recompute_granularity or the selective flags");
+    if (legacy_flags)
+      add("/megatron_recompute", "megatron_recompute cannot be combined with the selective flags attn_recompute, mla_rms_recompute, mlp_recompute, mlp_rms_recompute");
+    if (s.recompute_granularity && *s.recompute_granularity != "selective_recompute")
+      add("/recompute_granularity", "megatron_recompute needs recompute_granularity 'selective_recompute' (or none)");
     for (const auto& mod : s.megatron_recompute_modules) {
       if (mod == "mla_up_proj" && !m.is_mla())
         add("/megatron_recompute_modules", "'mla_up_proj' needs an MLA model");

@@ -426,9 +426,14 @@ std::vector<MetricSummary> summarize(const ValidationTable& t, const std::vector
     MetricSummary s;
     s.metric = t.metrics[k];
     s.cases = static_cast<int64_t>(t.cases.size());
-    double sum = 0, peer_sum = 0;
+    double sum = 0, peer_sum = 0, published_sum = 0;
     for (size_t i = 0; i < t.cases.size(); ++i) {
       const CaseResult& r = results[i];
+      if (const auto& peer = t.cases[i].peer_err_pct[k]) {
+        ++s.peer_published;
+        published_sum += std::fabs(*peer);
+        s.peer_published_max_abs_err_pct = std::max(s.peer_published_max_abs_err_pct, std::fabs(*peer));
+      }
       if (!r.ok()) continue;
       double err = std::fabs(signed_error_pct(r.predicted[k], t.cases[i].real[k]));
       ++s.compared;
@@ -445,6 +450,8 @@ std::vector<MetricSummary> summarize(const ValidationTable& t, const std::vector
     }
     if (s.compared) s.mean_abs_err_pct = sum / static_cast<double>(s.compared);
     if (s.peer_compared) s.peer_mean_abs_err_pct = peer_sum / static_cast<double>(s.peer_compared);
+    if (s.peer_published)
+      s.peer_published_mean_abs_err_pct = published_sum / static_cast<double>(s.peer_published);
     out.push_back(s);
   }
   return out;

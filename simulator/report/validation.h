@@ -108,6 +108,9 @@ struct MetricSummary {
   /// The peer's published error on the compared rows that have one.
   int64_t peer_compared = 0;
   double peer_mean_abs_err_pct = 0, peer_max_abs_err_pct = 0;
+  /// The peer's published error on every row that has one (compared or not).
+  int64_t peer_published = 0;
+  double peer_published_mean_abs_err_pct = 0, peer_published_max_abs_err_pct = 0;
 };
 
 /// One summary per metric of the table; `results` are matched to cases by position.
