@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -240,7 +239,7 @@ int cmd_validate(const Args& args) {
   std::vector<std::string> dirs = find_validation_tables(root);
   if (p.has("table")) {
     std::vector<std::string> names, picked;
-    for (const auto& d : dirs) names.push_back(std::filesystem::path(d).filename().string());
+    for (const auto& d : dirs) names.push_back(validation_table_name(d));
     for (const auto& want : p.get_all("table")) {
       auto it = std::find(names.begin(), names.end(), want);
       if (it == names.end()) {

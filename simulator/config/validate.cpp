@@ -126,7 +126,8 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
     add("/pp_size", strprintf("%lld exceeds layer_num (%lld)", ll(pp), ll(m.layer_num)));
 
   if (s.interleaving_size > 1) {
-    if (pp < 2) add("/interleaving_size", "an interleaved pipeline needs pp_size ≥ 2");
+    if (pp < 3)
+      add("/interleaving_size", "the synchronous interleaved pipeline needs pp_size ≥ 3 (as the peer)");
     if (s.pp_comm_async)
       add("/pp_comm_async", "interleaved pipeline timing is modeled for the synchronous schedule only; set pp_comm_async to false");
     if (s.num_layers_in_first_pipeline_stage || s.num_layers_in_last_pipeline_stage)

@@ -230,11 +230,51 @@ Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemCon
     ranks.push_back(phases[idx]);
   }
   const double mbc = static_cast<double>(s.micro_batch_num);
-  const double pipe = replay_1f1b(ranks, s.micro_batch_num);
+  const int64_t v = s.interleaving_size;
+  double pipe = 0;
+  // Interleaved pipeline: per rank v virtual chunks of L/(pp·v) layers; the embedding rides on
+  // rank 0's chunk 0 and the head on the last rank's last chunk.
+  struct VirtualChunk {
+    Chunk chunk;
+    PhaseSums sums;
+    ActivationResult act;
+  };
+  std::vector<VirtualChunk> vchunks;  // 0: with embedding, 1: plain, 2: with head
+  std::vector<std::vector<InterleavedPhase>> vpp_order;
+  auto vchunk_index = [&](int64_t r, int64_t c) {
+    if (r == 0 && c == 0) return 0;
+    if (r == pp - 1 && c == v - 1) return 2;
+    return 1;
+  };
+  if (v > 1) {
+    const int64_t per = m.layer_num / (pp * v);
+    for (int kind = 0; kind < 3; ++kind) {
+      VirtualChunk vc;
+      vc.chunk = build_chunk(m, s, est.padded_vocab, kind == 0, kind == 2, per,
+                             kind == 0 ? std::min(dense, per) : 0, rc_layers(per));
+      vc.sums = chunk_sums(env, vc.chunk);
+      vc.act = walk_activations(vc.chunk, s);
+      vchunks.push_back(std::move(vc));
+    }
+    std::vector<std::vector<StagePhases>> grid(static_cast<size_t>(pp));
+    for (int64_t r = 0; r < pp; ++r)
+      for (int64_t c = 0; c < v; ++c) {
+        const PhaseSums& ps = vchunks[static_cast<size_t>(vchunk_index(r, c))].sums;
+        StagePhases ph;
+        ph.fwd = ps.fwd + ps.fwd_net;
+        ph.bwd = ps.bwd + ps.bwd_net + ps.recompute + ps.recompute_net;
+        ph.fwd_recv = ph.fwd_send = ph.bwd_recv = ph.bwd_send = p2p;
+        grid[static_cast<size_t>(r)].push_back(ph);
+      }
+    pipe = replay_interleaved(grid, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(pp),
+                              &vpp_order);
+  } else {
+    pipe = replay_1f1b(ranks, s.micro_batch_num);
+  }
   est.straggler_ratio = straggler_ratio(s, sys);
 
   // DP communication and optimizer per stage, then the slowest stage sets the iteration.
-  std::vector<std::array<int64_t, 3>> dummy_shapes;
+  std::vector<StageMemory> phys_mem;
   for (size_t i = 0; i < stages.size(); ++i) {
     const Chunk& ch = stages[i].chunk;
     StaticMemory sm = static_memory(ch, s);
@@ -282,9 +322,41 @@ Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemCon
     mem.peak_alloc_bytes = mem.model_bytes + static_cast<double>(stages[i].in_flight - 1) * act.cache_per_mb +
                            act.peak.peak;
     mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
-    est.stages.push_back(mem);
+    phys_mem.push_back(mem);
   }
-  (void)dummy_shapes;
+  if (v == 1) est.stages = phys_mem;
+  if (v > 1) {
+    // Sync VPP memory: replay each rank's phase order; a chunk's forward adds its transient
+    // forward peak on top of the live caches, its backward the backward peak beyond its cache.
+    for (int64_t r = 0; r < pp; ++r) {
+      const size_t phys = r == 0 ? 0 : (r == pp - 1 ? stages.size() - 1 : 1);
+      StageMemory mem = phys_mem[phys];
+      mem.name = r == 0 ? "first_stage" : (r == pp - 1 ? "last_stage" : "pp_stage_" + std::to_string(r));
+      double live = 0, best = 0;
+      int64_t live_n = 0, max_n = 0;
+      for (const auto& ph : vpp_order[static_cast<size_t>(r)]) {
+        const ActivationResult& a = vchunks[static_cast<size_t>(vchunk_index(r, ph.chunk))].act;
+        const double cache = a.cache_per_mb;
+        if (ph.forward) {
+          best = std::max(best, live + a.peak.slot[PeakPoint::kForward]);
+          live += cache;
+          max_n = std::max(max_n, ++live_n);
+        } else {
+          const double bwd = std::max({a.peak.slot[PeakPoint::kBackward], a.peak.slot[PeakPoint::kRecomputeForward],
+                                       a.peak.slot[PeakPoint::kRecomputeBackward]}) - cache;
+          best = std::max(best, live + bwd);
+          live -= cache;
+          --live_n;
+        }
+      }
+      mem.in_flight_micro_batches = max_n;
+      mem.peak_activation_bytes = best;
+      mem.peak_phase = "interleaved schedule replay";
+      mem.peak_alloc_bytes = mem.model_bytes + best;
+      mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
+      est.stages.push_back(mem);
+    }
+  }
 
   const double tokens = static_cast<double>(s.seq_len * s.micro_batch_size * s.micro_batch_num * s.dp_size());
   const double fpt = flops_per_token(m, static_cast<double>(s.seq_len), static_cast<double>(est.padded_vocab));

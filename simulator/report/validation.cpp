@@ -122,14 +122,6 @@ std::string unknown_column(const std::string& name, const std::vector<std::strin
   return msg;
 }
 
-std::string table_name_of(const std::string& dir) {
-  fs::path p = fs::path(dir).lexically_normal();
-  std::string name = p.filename().string();
-  if (name.empty() || name == ".") name = p.parent_path().filename().string();
-  if (name.empty() || name == ".") name = fs::absolute(p).lexically_normal().filename().string();
-  return name;
-}
-
 double stage_value(const Estimate& e, ValidationMetric m) {
   if (e.stage_times.empty()) throw Error("the estimate has no stage times");
   const StageTime& st = e.stage_times.front();
@@ -158,6 +150,14 @@ std::vector<std::string> metric_names() {
   std::vector<std::string> out;
   for (auto m : kMetrics) out.emplace_back(metric_name(m));
   return out;
+}
+
+std::string validation_table_name(const std::string& dir) {
+  fs::path p = fs::path(dir).lexically_normal();
+  std::string name = p.filename().string();
+  if (name.empty() || name == ".") name = p.parent_path().filename().string();
+  if (name.empty() || name == ".") name = fs::absolute(p).lexically_normal().filename().string();
+  return name;
 }
 
 std::string ValidationTable::case_dir(const ValidationCase& c) const {
@@ -294,7 +294,7 @@ ValidationTable load_validation_table(const std::string& dir) {
   const std::string csv = (root / "cases.csv").string();
   ValidationTable t = parse_validation_csv(read_file(csv), csv);
   t.dir = dir;
-  t.name = table_name_of(dir);
+  t.name = validation_table_name(dir);
 
   const std::string sys_path = (root / "system.txt").string();
   const std::string sys_text = read_file(sys_path);

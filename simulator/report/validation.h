@@ -62,6 +62,9 @@ struct ValidationTable {
 /// with model.json and strategy.json and every case folder has a row.
 [[nodiscard]] ValidationTable load_validation_table(const std::string& dir);
 
+/// A table's name: the last component of its folder path ("a/b/" → "b").
+[[nodiscard]] std::string validation_table_name(const std::string& dir);
+
 /// The table folders under `root` (sorted), or `root` itself when it holds a cases.csv.
 [[nodiscard]] std::vector<std::string> find_validation_tables(const std::string& root);
 
