@@ -44,14 +44,15 @@ void add_comm(Leaf& l, Phase p, Collective c, Group g, double bytes, int64_t n, 
 }
 
 // Fused RMSNorm over [B, S_sp, H] (TE LayerNorm bytes: in + gamma + out; bwd adds rstd).
-Leaf layer_norm(const Ctx& c, const char* name) {
+Leaf layer_norm(const Ctx& c, const char* name, double width = 0) {
   Leaf l;
   l.name = name;
-  const double X = c.B * c.S_sp * c.H, rstd = c.B * c.S_sp;
-  l.kernels[kFwd] = {mem_kernel(X * c.e + c.H * c.e + X * c.e)};
-  l.kernels[kBwdAct] = {mem_kernel(X * c.e + c.H * c.e + X * c.e + rstd * c.e)};
-  l.kernels[kBwdW] = {mem_kernel(X * c.e + 2 * c.H * c.e)};
-  l.params = c.H;
+  const double Hn = width > 0 ? width : c.H;
+  const double X = c.B * c.S_sp * Hn, rstd = c.B * c.S_sp;
+  l.kernels[kFwd] = {mem_kernel(X * c.e + Hn * c.e + X * c.e)};
+  l.kernels[kBwdAct] = {mem_kernel(X * c.e + Hn * c.e + X * c.e + rstd * c.e)};
+  l.kernels[kBwdW] = {mem_kernel(X * c.e + 2 * Hn * c.e)};
+  l.params = Hn;
   l.input_bytes = X * c.e;
   if (c.s.use_fused_norm) {
     l.cache = X * c.e;
@@ -151,7 +152,9 @@ Leaf zero_leaf(const char* name) {
 
 // Fused attention (flash / cuDNN SDPA). FLOPs: 2·base fwd, 5·base bwd with
 // base = B·h'·S'^2·(d_qk + d_v), no causal halving (the peer's convention, also its calibration).
-Leaf core_attention(const Ctx& c, double d_qk, double d_v, double kv_d) {
+// `k_heads`/`k_dim` size K and V for memory: GQA uses kv heads of the head size; MLA uses all
+// heads with K like Q and V of v_head_dim.
+Leaf core_attention(const Ctx& c, double d_qk, double d_v, bool mla) {
   Leaf l;
   l.name = "core_attention";
   const double h = static_cast<double>(c.m.head_num), kv = static_cast<double>(c.m.kv_head_num);
@@ -161,10 +164,11 @@ Leaf core_attention(const Ctx& c, double d_qk, double d_v, double kv_d) {
   Kernel f, b;
   f.flops = 2 * base;
   f.op = "sdp_fwd";
-  f.bytes = (3 * q_el + o_el + lse_el) * c.e;
+  const double v_el = mla ? c.B * hp * Sp * d_v : q_el;  // the peer sizes K (and MHA's V) like Q
+  f.bytes = (2 * q_el + v_el + o_el + lse_el) * c.e;
   b.flops = 5 * base;
   b.op = "sdp_bwd";
-  b.bytes = (6 * q_el + o_el + lse_el) * c.e;
+  b.bytes = (4 * q_el + 2 * v_el + o_el + lse_el) * c.e;
   const std::string key = strprintf(
       "batch=%.0f, seq_len=%.0f, head_num=%.0f, kv_head_num=%.0f, qk_head_dim=%.0f, v_head_dim=%.0f, "
       "qkv_contiguous=True",
@@ -174,9 +178,9 @@ Leaf core_attention(const Ctx& c, double d_qk, double d_v, double kv_d) {
   l.kernels[kFwd] = {f};
   l.kernels[kBwdAct] = {b};
   // Activation sizes per TP rank over the local sequence (the peer sizes lse in 2 bytes).
-  const double hl = h / c.tp, kvl = kv / c.tp;
-  const double q = c.B * hl * c.S_l * d_qk * 2, k = c.B * kvl * c.S_l * kv_d * 2;
-  const double v = c.B * kvl * c.S_l * kv_d * 2, lse = c.B * hl * c.S_l * 2;
+  const double hl = h / c.tp, kvl = mla ? hl : kv / c.tp;
+  const double q = c.B * hl * c.S_l * d_qk * 2, k = c.B * kvl * c.S_l * d_qk * 2;
+  const double v = c.B * kvl * c.S_l * (mla ? d_v : d_qk) * 2, lse = c.B * hl * c.S_l * 2;
   const double o = c.B * c.S_l * hl * d_v * 2;
   const bool te28 = version_at_least(c.s.te_version, "2.8.0");
   const bool cp_a2a = c.cp > 1 && c.s.cp_comm_type == "a2a";
@@ -293,6 +297,176 @@ Leaf cross_entropy(const Ctx& c, double Vt) {
   return l;
 }
 
+
+// MoE router: a replicated Linear(H → N_E) with softmax/top-k over the local tokens. Its key uses
+// the SP-gathered sequence, its FLOPs the local one (the peer's Router).
+Leaf router(const Ctx& c) {
+  Leaf l;
+  l.name = "router";
+  const double NE = static_cast<double>(c.m.expert_num), T = c.B * c.S_sp;
+  const double Ls = T * NE * c.e * (c.sp ? static_cast<double>(c.tp) : 1.0);
+  const double lin = (c.H * NE + T * c.H + T * NE) * c.e;
+  for (int p = 0; p < 3; ++p) {
+    Kernel k;
+    k.flops = 2 * T * c.H * NE;
+    k.op = "matmul";
+    k.bytes = lin + (p == kFwd ? 2 * Ls : (p == kBwdAct ? 3 * Ls : 0));
+    l.kernels[p] = {k};
+  }
+  l.kernels[kFwd][0].key = gemm_key(c.B, c.S_l, c.H, NE, "TN", false, "bf16");
+  l.kernels[kBwdAct][0].key = gemm_key(c.B, c.S_l, NE, c.H, "NN", false, "bf16");
+  l.kernels[kBwdW][0].key = gemm_key(1, NE, c.B * c.S_l, c.H, "NT", true, c.wgrad_dtype);
+  l.params = c.H * NE;
+  l.cache = T * c.H * 2;
+  l.fpk = T * c.H * 2 + T * NE * 2 + c.H * NE * 2;
+  l.bpk = l.fpk;
+  l.input_bytes = T * c.H * c.e;
+  return l;
+}
+
+struct MoeShape {
+  double T;       // local tokens B·S_sp
+  double P;       // permuted tokens on this rank (balanced routing, capacity padded)
+  double El;      // local experts
+  double M;       // tokens per local expert after dispatch
+};
+
+MoeShape moe_shape(const Ctx& c) {
+  const double NE = static_cast<double>(c.m.expert_num), k = static_cast<double>(c.m.topk.value_or(1));
+  const double ep = static_cast<double>(c.s.ep_size), T = c.B * c.S_sp;
+  MoeShape sh;
+  sh.T = T;
+  sh.El = NE / ep;
+  if (c.m.moe_pad_expert_input_to_capacity) {
+    sh.P = std::ceil(k * T / NE) * NE * c.m.capacity;
+    sh.M = std::ceil(k * T / NE) * c.m.capacity * ep;
+  } else {
+    sh.P = k * T;
+    sh.M = k * T / NE * ep;
+  }
+  return sh;
+}
+
+// Token permutation before the expert all-to-all: two kernels (the peer's Permutation).
+Leaf permutation(const Ctx& c, const MoeShape& sh) {
+  Leaf l;
+  l.name = "permutation";
+  const double NE = static_cast<double>(c.m.expert_num);
+  const double k1 = (sh.T * c.H + sh.P * c.H) * c.e, k2 = 2 * sh.P * c.H * c.e;
+  l.kernels[kFwd] = {mem_kernel(k1, "permute_fwd"), mem_kernel(k2, "permute_fwd")};
+  l.kernels[kBwdAct] = {mem_kernel(k1, "permute_bwd"), mem_kernel(k2, "permute_bwd")};
+  const int64_t ep = c.s.ep_size, etp = c.s.etp_size;
+  for (Phase p : {kFwd, kBwdAct}) {
+    add_comm(l, p, Collective::AllToAll, Group::EP, sh.P * c.H * c.e, ep, "Dispatch_FWD_EP");
+    if (c.s.dispatch_probs) add_comm(l, p, Collective::AllToAll, Group::EP, sh.T * NE * c.e, ep, "Dispatch_FWD_EP");
+  }
+  add_comm(l, kFwd, Collective::AllGather, Group::ETP, sh.P * c.H * c.e * static_cast<double>(etp), etp, "etp");
+  add_comm(l, kBwdAct, Collective::ReduceScatter, Group::ETP, sh.P * c.H * c.e * static_cast<double>(etp), etp, "etp");
+  l.recompute_repeats_comm = true;
+  l.cache = sh.T * NE * 8;  // routing probs and indices
+  l.input_bytes = sh.T * c.H * c.e;
+  return l;
+}
+
+Leaf unpermutation(const Ctx& c, const MoeShape& sh) {
+  Leaf l;
+  l.name = "unpermutation";
+  const double Pp = sh.P;
+  const double k1 = 2 * Pp * c.H * c.e, k2 = (Pp * c.H + sh.T * c.H) * c.e;
+  l.kernels[kFwd] = {mem_kernel(k1, "permute_fwd"), mem_kernel(k2, "permute_fwd")};
+  l.kernels[kBwdAct] = {mem_kernel(k1, "permute_bwd"), mem_kernel(k2, "permute_bwd")};
+  const int64_t ep = c.s.ep_size, etp = c.s.etp_size;
+  add_comm(l, kFwd, Collective::ReduceScatter, Group::ETP, Pp * c.H * c.e * static_cast<double>(etp), etp, "etp");
+  add_comm(l, kBwdAct, Collective::AllGather, Group::ETP, Pp * c.H * c.e * static_cast<double>(etp), etp, "etp");
+  for (Phase p : {kFwd, kBwdAct})
+    add_comm(l, p, Collective::AllToAll, Group::EP, Pp * c.H * c.e, ep, "Combine_FWD_EP");
+  l.recompute_repeats_comm = true;
+  if (c.s.dispatch_probs) {
+    l.cache = 0;
+    l.fpk = std::max(Pp, sh.T) * c.H * 2;
+    l.bpk = 0;
+  } else {
+    l.cache = Pp * c.H * 2;
+    l.fpk = (Pp + sh.T) * c.H * 2;
+    l.bpk = l.fpk;
+  }
+  l.input_bytes = Pp * c.H * c.e;
+  return l;
+}
+
+// Expert GEMMs: grouped GEMM over the local experts (TE GroupedLinear), or one Linear per expert.
+Leaf grouped_linear(const Ctx& c, const MoeShape& sh, const char* name, double in, double out, bool col) {
+  Leaf l;
+  l.name = name;
+  l.grouped = true;
+  const bool fp8 = c.fp8;
+  const double a = fp8 ? 1 : c.e, w = fp8 ? 1 : 2;
+  const double Tl = sh.M * sh.El;
+  const double flops = 2 * Tl * in * out;
+  const double bytes = Tl * in * a + sh.El * in * out * w + Tl * out * 2;
+  const char* mg = c.s.grad_reduce_in_bf16 ? "bf16" : "fp32";
+  const char* stages[3] = {"fwd", "bwd_grad_act", "bwd_grad_w"};
+  const char* flags[3][4] = {{"False", "False", "False", "True"},
+                             {"True", "False", "True", "False"},
+                             {"True", "True", "True", "False"}};
+  const bool serial = c.m.group_linear_mode == "serial";
+  for (int p = 0; p < 3; ++p) {
+    const double extra = (p == kBwdW && c.s.use_fused_grad_accumulation) ? in * out * 4 : 0;
+    if (serial) {
+      // One Linear per local expert: the peer's serial mode runs El matmuls of M tokens.
+      Kernel k;
+      k.flops = flops / sh.El;
+      k.op = fp8 ? "fp8_matmul" : "matmul";
+      k.bytes = (bytes + extra) / sh.El;
+      if (p == kFwd) k.key = gemm_key(1, sh.M, in, out, "TN", false, "bf16");
+      if (p == kBwdAct) k.key = gemm_key(1, sh.M, out, in, "NN", false, "bf16");
+      if (p == kBwdW) k.key = gemm_key(1, out, sh.M, in, "NT", true, c.wgrad_dtype);
+      l.kernels[p].assign(static_cast<size_t>(sh.El), k);
+      continue;
+    }
+    Kernel k;
+    k.flops = flops;
+    k.op = fp8 ? "fp8_group_matmul" : "group_matmul";
+    k.bytes = bytes + extra;
+    k.key = strprintf(
+        "ng=%.0f, M=%.0f, N=%.0f, K=%.0f, dtype=%s, out_dtype=bf16, main_grad_dtype=%s, stage=%s, "
+        "grad=%s, accumulate=%s, use_split_accumulator=%s, single_output=%s",
+        sh.El, sh.M, out, in, fp8 ? "fp8" : "bf16", mg, stages[p], flags[p][0], flags[p][1], flags[p][2],
+        flags[p][3]);
+    l.kernels[p] = {k};
+  }
+  l.params = sh.El * in * out;
+  l.moe_params = true;
+  l.weight_elem_bytes = w;
+  const bool offload = col && c.s.offload_groupgemm_col_inputs;
+  l.cache = offload ? 0 : Tl * in * a;
+  l.fpk = Tl * in * a + Tl * out * 2 + (c.s.use_accm_weight ? 0 : sh.El * in * out * w);
+  l.bpk = Tl * in * a + Tl * out * 2 + (fp8 ? sh.El * in * out * 4 : 0) + (offload ? Tl * in * a : 0);
+  l.input_bytes = Tl * in * c.e;
+  if (c.s.use_fused_grad_accumulation && version_at_least(c.s.te_version, "2.10.0")) {
+    l.dummy_rows = static_cast<int64_t>(out);
+    l.dummy_cols = static_cast<int64_t>(in);
+    l.dummy_wgrad_bytes = in * out * 2;
+  }
+  return l;
+}
+
+// Expert activation; with dispatch_probs the routing weights are applied inside (weighted SiLU).
+Leaf expert_swiglu(const Ctx& c, const MoeShape& sh, double width) {
+  Leaf l;
+  l.name = "expert_swiglu";
+  const double Tl = sh.M * sh.El;
+  const double out = Tl * width * c.e, in = 2 * out;
+  const double probs = c.s.dispatch_probs ? Tl : 0;
+  l.kernels[kFwd] = {mem_kernel(in + out + probs * 2)};
+  l.kernels[kBwdAct] = {mem_kernel(in + out + probs * 2)};
+  l.cache = in;
+  l.fpk = in + out + probs * 8;
+  l.bpk = in + out + probs * 8;
+  l.input_bytes = in;
+  return l;
+}
+
 // Recompute roles of a layer's leaves by name for the legacy granularities.
 bool legacy_recomputed(const StrategyConfig& s, const std::string& name, bool attn_part, bool mlp_part) {
   const std::string& g = *s.recompute_granularity;
@@ -307,8 +481,9 @@ bool legacy_recomputed(const StrategyConfig& s, const std::string& name, bool at
     if (name == "linear_proj") return false;
     return s.attn_recompute;
   }
-  if (name == "pre_mlp_layernorm" || name == "shared_expert" || name == "router")
+  if (name == "pre_mlp_layernorm" || name.rfind("shared_expert", 0) == 0 || name == "router")
     return s.mlp_recompute && s.mlp_rms_recompute;
+  if (name == "permutation" || name == "unpermutation") return false;
   return s.mlp_recompute;
 }
 
@@ -357,27 +532,66 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
     chunk.post.push_back(cross_entropy(c, Vt));
   }
 
-  auto make_layer = [&](bool recompute) {
+  auto make_layer = [&](bool recompute, bool moe) {
     LayerTemplate t;
+    t.moe = moe;
     std::vector<Leaf>& L = t.leaves;
-    const double d = static_cast<double>(m.head_size.value_or(0));
     const double h = static_cast<double>(m.head_num), kv = static_cast<double>(m.kv_head_num);
     L.push_back(layer_norm(c, "input_layernorm"));
-    L.push_back(linear_col(c, "linear_qkv", H, (h + 2 * kv) * d));
-    L.push_back(zero_leaf("rotary_emb"));
-    L.push_back(core_attention(c, d, d, d));
-    L.push_back(linear_row(c, "linear_proj", h * d, H));
+    if (m.is_mla()) {
+      // DeepSeek MLA: low-rank q (optional) and kv projections with their norms; the output
+      // projection is column-parallel in the peer (valid because MLA runs with tp 1).
+      const double dq = static_cast<double>(*m.qk_head_dim), dr = static_cast<double>(*m.qk_pos_emb_head_dim);
+      const double dv = static_cast<double>(*m.v_head_dim), kvl = static_cast<double>(*m.kv_lora_rank);
+      if (m.q_lora_rank) {
+        const double ql = static_cast<double>(*m.q_lora_rank);
+        L.push_back(linear_col(c, "q_down_proj", H, ql));
+        L.push_back(linear_col(c, "kv_down_proj", H, kvl + dr));
+        L.push_back(layer_norm(c, "q_layernorm", ql));
+        L.push_back(linear_col(c, "q_up_proj", ql, h * (dq + dr)));
+      } else {
+        L.push_back(linear_col(c, "q_proj", H, h * (dq + dr)));
+        L.push_back(linear_col(c, "kv_down_proj", H, kvl + dr));
+      }
+      L.push_back(layer_norm(c, "kv_layernorm", kvl));
+      L.push_back(linear_col(c, "kv_up_proj", kvl, h * (dq + dv)));
+      L.push_back(zero_leaf("rotary_emb"));
+      L.push_back(core_attention(c, dq + dr, dv, true));
+      L.push_back(linear_col(c, "linear_proj", h * dv, H));
+    } else {
+      const double d = static_cast<double>(m.head_size.value_or(0));
+      L.push_back(linear_col(c, "linear_qkv", H, (h + 2 * kv) * d));
+      L.push_back(zero_leaf("rotary_emb"));
+      L.push_back(core_attention(c, d, d, false));
+      L.push_back(linear_row(c, "linear_proj", h * d, H));
+    }
     const size_t attn_end = L.size();
     L.push_back(layer_norm(c, "pre_mlp_layernorm"));
-    const double I = static_cast<double>(m.intermediate_size.value_or(0));
-    if (m.use_swiglu) {
-      L.push_back(linear_col(c, "linear_fc1", H, 2 * I));
-      L.push_back(swiglu(c, I / s.tp_size));
+    auto dense_mlp = [&](const std::string& prefix, double I) {
+      if (m.use_swiglu) {
+        L.push_back(linear_col(c, (prefix + "linear_fc1").c_str(), H, 2 * I));
+        L.push_back(swiglu(c, I / s.tp_size));
+      } else {
+        L.push_back(linear_col(c, (prefix + "linear_fc1").c_str(), H, I));
+        L.push_back(gelu(c, I / s.tp_size));
+      }
+      L.back().name = prefix + L.back().name;
+      L.push_back(linear_row(c, (prefix + "linear_fc2").c_str(), I, H));
+    };
+    if (!moe) {
+      dense_mlp("", static_cast<double>(m.intermediate_size.value_or(0)));
     } else {
-      L.push_back(linear_col(c, "linear_fc1", H, I));
-      L.push_back(gelu(c, I / s.tp_size));
+      if (m.moe_shared_expert_intermediate_size)
+        dense_mlp("shared_expert.", static_cast<double>(*m.moe_shared_expert_intermediate_size));
+      const MoeShape sh = moe_shape(c);
+      const double F = static_cast<double>(m.moe_ffn()) / static_cast<double>(s.etp_size);
+      L.push_back(router(c));
+      L.push_back(permutation(c, sh));
+      L.push_back(grouped_linear(c, sh, "experts.linear_fc1", H, m.use_swiglu ? 2 * F : F, true));
+      L.push_back(expert_swiglu(c, sh, F));
+      L.push_back(grouped_linear(c, sh, "experts.linear_fc2", F, H, false));
+      L.push_back(unpermutation(c, sh));
     }
-    L.push_back(linear_row(c, "linear_fc2", I, H));
     if (!recompute) return t;
     bool variance = false;
     if (s.megatron_recompute) {
@@ -388,15 +602,50 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
           for (size_t i = 0; i < L.size(); ++i) {
             if (L[i].name != "input_layernorm" && L[i].name != "pre_mlp_layernorm") continue;
             L[i].recompute = true;
-            L[i + 1].recompute = true;
-            L[i + 1].variance = true;
-            L[i + 1].has_cached_inputs = true;
-            L[i + 1].breakpoint = true;
+            // The norm's consumers (QKV, or MLA's q/kv down projections; fc1 or the router).
+            for (size_t j = i + 1; j < L.size(); ++j) {
+              const std::string& n = L[j].name;
+              const bool consumer = n == "linear_qkv" || n == "q_down_proj" || n == "q_proj" ||
+                                    n == "kv_down_proj" || n == "linear_fc1" ||
+                                    n == "shared_expert.linear_fc1" || n == "router";
+              if (!consumer) break;
+              L[j].recompute = true;
+              L[j].variance = true;
+              L[j].has_cached_inputs = true;
+              L[j].breakpoint = true;
+              if (n == "linear_qkv" || n == "linear_fc1" || n == "router") break;
+            }
           }
-        } else if (mod == "mlp") {
+        } else if (mod == "mlp" && !moe) {
           for (size_t i = attn_end + 1; i < L.size(); ++i) {
             if (L[i].name == "linear_fc1") continue;
             L[i].recompute = true;
+          }
+        } else if (mod == "moe" && moe) {
+          for (size_t i = attn_end + 1; i < L.size(); ++i)
+            if (!L[i].recompute) L[i].recompute = true;
+        } else if (mod == "moe_act" && moe) {
+          for (size_t i = attn_end + 1; i < L.size(); ++i) {
+            if (L[i].name == "expert_swiglu") L[i].recompute = true;
+            if (L[i].name == "experts.linear_fc2") {
+              L[i].recompute = true;
+              L[i].variance = true;
+              L[i].has_cached_inputs = true;
+              L[i].breakpoint = true;
+            }
+          }
+        } else if (mod == "mla_up_proj" && m.is_mla()) {
+          for (size_t i = 0; i < attn_end; ++i) {
+            const std::string& n = L[i].name;
+            if (n == "q_layernorm" || n == "q_up_proj" || n == "kv_layernorm" || n == "kv_up_proj" ||
+                n == "rotary_emb" || n == "q_proj")
+              L[i].recompute = true;
+            if (n == "core_attention" && s.cp_size == 1) {
+              L[i].recompute = true;
+              L[i].variance = true;
+              L[i].has_cached_inputs = true;
+              L[i].breakpoint = true;
+            }
           }
         }
       }
@@ -412,17 +661,17 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
   };
 
   const bool rc = s.is_recompute();
-  int idx_plain = -1, idx_rc = -1;
+  int idx[2][2] = {{-1, -1}, {-1, -1}};  // [moe][recompute]
   for (int64_t i = 0; i < layers; ++i) {
     const bool r = rc && i < recompute_layers;
-    int& idx = r ? idx_rc : idx_plain;
-    if (idx < 0) {
-      idx = static_cast<int>(chunk.templates.size());
-      chunk.templates.push_back(make_layer(r));
+    const bool moe = m.is_moe() && i >= dense_layers;
+    int& slot = idx[moe][r];
+    if (slot < 0) {
+      slot = static_cast<int>(chunk.templates.size());
+      chunk.templates.push_back(make_layer(r, moe));
     }
-    chunk.layers.push_back({idx, r});
+    chunk.layers.push_back({slot, r});
   }
-  (void)dense_layers;
   return chunk;
 }
 

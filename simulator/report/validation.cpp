@@ -153,11 +153,11 @@ std::vector<std::string> metric_names() {
 }
 
 std::string validation_table_name(const std::string& dir) {
-  fs::path p = fs::path(dir).lexically_normal();
-  std::string name = p.filename().string();
-  if (name.empty() || name == ".") name = p.parent_path().filename().string();
-  if (name.empty() || name == ".") name = fs::absolute(p).lexically_normal().filename().string();
-  return name;
+  std::error_code ec;
+  fs::path p = fs::absolute(fs::path(dir), ec);
+  p = (ec ? fs::path(dir) : p).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // trailing separator
+  return p.filename().string();
 }
 
 std::string ValidationTable::case_dir(const ValidationCase& c) const {
