@@ -578,11 +578,20 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
       L.back().name = prefix + L.back().name;
       L.push_back(linear_row(c, (prefix + "linear_fc2").c_str(), I, H));
     };
+    // In MoE models the peer builds dense MLPs (leading dense layers and shared experts) with
+    // fc1 marked as reading a cached input: the router (or nothing) keeps the normed input.
+    auto shared_input = [&](const std::string& name) {
+      for (auto& l : L)
+        if (l.name == name) l.cache = 0;
+    };
     if (!moe) {
       dense_mlp("", static_cast<double>(m.intermediate_size.value_or(0)));
+      if (m.is_moe()) shared_input("linear_fc1");
     } else {
-      if (m.moe_shared_expert_intermediate_size)
+      if (m.moe_shared_expert_intermediate_size) {
         dense_mlp("shared_expert.", static_cast<double>(*m.moe_shared_expert_intermediate_size));
+        shared_input("shared_expert.linear_fc1");
+      }
       const MoeShape sh = moe_shape(c);
       const double F = static_cast<double>(m.moe_ffn()) / static_cast<double>(s.etp_size);
       L.push_back(router(c));

@@ -1,0 +1,142 @@
+// Estimate reports.
+#include "report/report.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/text.h"
+#include "core/units.h"
+
+namespace trainsim {
+
+std::string parallelism_string(const StrategyConfig& s) {
+  return strprintf("tp%lld%s.cp%lld.pp%lld%s.dp%lld.ep%lld.etp%lld.edp%lld", static_cast<long long>(s.tp_size),
+                   s.sp() ? ".sp" : "", static_cast<long long>(s.cp_size), static_cast<long long>(s.pp_size),
+                   s.interleaving_size > 1 ? strprintf(".vpp%lld", static_cast<long long>(s.interleaving_size)).c_str() : "",
+                   static_cast<long long>(s.dp_size()), static_cast<long long>(s.ep_size),
+                   static_cast<long long>(s.etp_size), static_cast<long long>(s.edp_size()));
+}
+
+namespace {
+std::string recompute_string(const StrategyConfig& s) {
+  if (!s.is_recompute()) return "none";
+  if (s.megatron_recompute) return "megatron(" + join(s.megatron_recompute_modules, "+") + ")";
+  std::string g = *s.recompute_granularity;
+  if (g == "selective_recompute") {
+    std::vector<std::string> f;
+    if (s.attn_recompute) f.emplace_back("attn");
+    if (s.mla_rms_recompute) f.emplace_back("mla_rms");
+    if (s.mlp_recompute) f.emplace_back("mlp");
+    if (s.mlp_rms_recompute) f.emplace_back("mlp_rms");
+    g = "selective(" + join(f, "+") + ")";
+  }
+  return g + strprintf(", %lld layers/chunk", static_cast<long long>(s.recompute_layer_num));
+}
+}  // namespace
+
+std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
+  nlohmann::ordered_json j;
+  const auto& s = in.strategy;
+  j["schema_version"] = "1.0.0";
+  j["model"] = in.model_source;
+  j["strategy"] = in.strategy_source;
+  j["system"] = in.system_source;
+  j["parallelism"] = parallelism_string(s);
+  j["world_size"] = s.world_size;
+  j["global_batch_size"] = e.global_batch_size;
+  j["recompute"] = recompute_string(s);
+  j["iteration_time_ms"] = e.iteration_time_s * 1e3;
+  j["mfu"] = e.mfu;
+  j["tflops_per_gpu"] = e.tflops_per_gpu;
+  j["tokens_per_s_per_gpu"] = e.tokens_per_s_per_gpu;
+  j["straggler_ratio"] = e.straggler_ratio;
+  j["peak_alloc_gib"] = e.peak_alloc_bytes() / kGiB;
+  j["peak_reserved_gib"] = e.peak_reserved_bytes() / kGiB;
+  j["device_memory_gib"] = in.system.mem_bytes / kGiB;
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (const auto& st : e.stages) {
+    nlohmann::ordered_json x;
+    x["name"] = st.name;
+    x["peak_alloc_gib"] = st.peak_alloc_bytes / kGiB;
+    x["peak_reserved_gib"] = st.peak_reserved_bytes / kGiB;
+    x["model_mem_gib"] = st.model_bytes / kGiB;
+    x["weight_gib"] = st.weight_bytes / kGiB;
+    x["grad_gib"] = st.grad_bytes / kGiB;
+    x["optimizer_state_gib"] = st.state_bytes / kGiB;
+    x["activation_cache_per_micro_batch_gib"] = st.activation_cache_per_mb_bytes / kGiB;
+    x["in_flight_micro_batches"] = st.in_flight_micro_batches;
+    x["peak_activation_gib"] = st.peak_activation_bytes / kGiB;
+    x["peak_at"] = st.peak_phase;
+    stages.push_back(x);
+  }
+  j["stages"] = stages;
+  nlohmann::ordered_json times = nlohmann::ordered_json::array();
+  for (const auto& t : e.stage_times) {
+    nlohmann::ordered_json x;
+    x["name"] = t.name;
+    x["total_ms"] = t.total_s * 1e3;
+    x["pipeline_ms"] = t.pipeline_s * 1e3;
+    x["forward_compute_ms"] = t.fwd_compute_s * 1e3;
+    x["backward_compute_ms"] = t.bwd_compute_s * 1e3;
+    x["recompute_ms"] = t.recompute_s * 1e3;
+    x["tp_cp_ep_comm_ms"] = t.tp_comm_s * 1e3;
+    x["pp_comm_ms"] = t.pp_comm_s * 1e3;
+    x["bubble_ms"] = t.bubble_s * 1e3;
+    x["dp_comm_ms"] = t.dp_comm_s * 1e3;
+    x["optimizer_ms"] = t.optimizer_s * 1e3;
+    x["forward_per_micro_batch_ms"] = t.fwd_per_mb_s * 1e3;
+    x["backward_per_micro_batch_ms"] = t.bwd_per_mb_s * 1e3;
+    times.push_back(x);
+  }
+  j["time_breakdown"] = times;
+  nlohmann::ordered_json nets;
+  for (const auto& [g, n] : e.networks) nets[g] = n;
+  j["networks"] = nets;
+  j["efficiency_hits"] = e.efficiency_hits;
+  nlohmann::ordered_json misses = nlohmann::ordered_json::array();
+  for (const auto& mm : e.misses)
+    misses.push_back({{"op", mm.op}, {"key", mm.key}, {"flops", mm.flops}, {"used_efficiency", mm.used_efficiency}});
+  j["efficiency_misses"] = misses;
+  return j.dump(2) + "\n";
+}
+
+std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
+  const auto& s = in.strategy;
+  const auto& m = in.model;
+  std::string o;
+  o += strprintf("model      %s (%s, %lld layers, hidden %lld)\n", in.model_source.c_str(),
+                 m.model_name.empty() ? m.model_type.c_str() : m.model_name.c_str(),
+                 static_cast<long long>(m.layer_num), static_cast<long long>(m.hidden_size));
+  o += strprintf("strategy   %s\n", in.strategy_source.c_str());
+  o += strprintf("system     %s (%s, %lld GPUs/node, %.0f GiB)\n", in.system_source.c_str(),
+                 in.system.sys_name.c_str(), static_cast<long long>(in.system.num_per_node), in.system.mem_bytes / kGiB);
+  o += strprintf("parallel   %s on %lld GPUs; seq %lld, micro batch %lld x %lld, global batch %lld\n",
+                 parallelism_string(s).c_str(), static_cast<long long>(s.world_size),
+                 static_cast<long long>(s.seq_len), static_cast<long long>(s.micro_batch_size),
+                 static_cast<long long>(s.micro_batch_num), static_cast<long long>(e.global_batch_size));
+  o += strprintf("recompute  %s; ZeRO %lld\n\n", recompute_string(s).c_str(), static_cast<long long>(s.zero_state));
+  o += strprintf("step time      %10.2f ms\n", e.iteration_time_s * 1e3);
+  o += strprintf("MFU            %10.2f %%\n", e.mfu * 100);
+  o += strprintf("TFLOPS/GPU     %10.1f\n", e.tflops_per_gpu);
+  o += strprintf("tokens/s/GPU   %10.1f\n\n", e.tokens_per_s_per_gpu);
+  o += "time per stage (ms)   total  pipeline    bubble   fwd/mb   bwd/mb  tp/cp/ep     dp   optim\n";
+  for (const auto& t : e.stage_times)
+    o += strprintf("  %-16s %9.1f %9.1f %9.1f %8.2f %8.2f %9.1f %6.1f %7.1f\n", t.name.c_str(), t.total_s * 1e3,
+                   t.pipeline_s * 1e3, t.bubble_s * 1e3, t.fwd_per_mb_s * 1e3, t.bwd_per_mb_s * 1e3,
+                   t.tp_comm_s * 1e3, t.dp_comm_s * 1e3, t.optimizer_s * 1e3);
+  o += strprintf("\nmemory per stage (GiB)  peak  reserved  weights  grads  optim  act/mb  in-flight  (device %.0f)\n",
+                 in.system.mem_bytes / kGiB);
+  for (const auto& st : e.stages)
+    o += strprintf("  %-16s %8.2f %9.2f %8.2f %6.2f %6.2f %7.2f %9lld%s\n", st.name.c_str(),
+                   st.peak_alloc_bytes / kGiB, st.peak_reserved_bytes / kGiB, st.weight_bytes / kGiB,
+                   st.grad_bytes / kGiB, st.state_bytes / kGiB, st.activation_cache_per_mb_bytes / kGiB,
+                   static_cast<long long>(st.in_flight_micro_batches),
+                   st.peak_reserved_bytes > in.system.mem_bytes && in.system.mem_bytes > 0 ? "  OUT OF MEMORY" : "");
+  o += "\nnetworks   ";
+  for (const auto& [g, n] : e.networks) o += g + "=" + n + " ";
+  o += strprintf("\nefficiency %lld shape lookups measured, %zu shapes fell back to op defaults%s\n",
+                 static_cast<long long>(e.efficiency_hits), e.misses.size(),
+                 e.misses.empty() ? "" : " (see --json efficiency_misses; measure them with kernels_bench)");
+  return o;
+}
+
+}  // namespace trainsim
