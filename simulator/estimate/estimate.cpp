@@ -149,7 +149,7 @@ double flops_per_token(const ModelConfig& m, double seq, double vocab) {
   } else {
     const double d = static_cast<double>(m.head_size.value_or(0));
     qkv = H * d * (h + 2 * kv);
-    proj = h * d * H;
+    proj = H * H;  // the peer counts the output projection as H×H even when heads·head_size ≠ H
     attn = 6 * L * 2 * seq * H;
   }
   const double moe_i = static_cast<double>(m.moe_ffn());

@@ -1,0 +1,306 @@
+// Strategy search. Work unit = one parallel layout (tp, cp, pp, split, ep, etp, vpp, zero, sp);
+// inside it micro batch sizes go up and recompute is tried only when the plan does not fit
+// without it, so most candidates are decided without an estimate() call.
+#include "search/search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+#include "config/validate.h"
+#include "core/error.h"
+#include "core/text.h"
+#include "core/units.h"
+
+namespace trainsim {
+namespace {
+
+struct Layout {
+  int64_t tp, cp, pp;
+  PipelineSplit split;
+  int64_t ep, etp, vpp, zero;
+  bool sp;
+};
+
+std::vector<int64_t> powers_of_two_up_to(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t v = 1; v <= n; v *= 2) out.push_back(v);
+  return out;
+}
+
+// Total order on the searched parameters: the tie-break that makes results independent of
+// evaluation order.
+auto plan_key(const Candidate& c) {
+  const StrategyConfig& s = c.strategy;
+  return std::make_tuple(s.tp_size, s.cp_size, s.pp_size, static_cast<int>(c.split), s.ep_size,
+                         s.etp_size, s.interleaving_size, s.zero_state, !s.enable_sequence_parallel,
+                         s.micro_batch_size, static_cast<int>(c.recompute), s.recompute_layer_num);
+}
+
+double rank_metric(const Candidate& c, RankBy by) {
+  switch (by) {
+    case RankBy::Mfu: return -c.mfu;
+    case RankBy::Tokens: return -c.tokens_per_s_per_gpu;
+    case RankBy::Time: break;
+  }
+  return c.iteration_time_s;
+}
+
+struct Better {
+  RankBy by;
+  bool operator()(const Candidate& a, const Candidate& b) const {
+    const double ka = rank_metric(a, by), kb = rank_metric(b, by);
+    if (ka != kb) return ka < kb;
+    return plan_key(a) < plan_key(b);
+  }
+};
+
+void set_recompute(StrategyConfig& s, RecomputeKind k, int64_t layers) {
+  s.enable_recompute = true;
+  s.megatron_recompute = false;
+  s.megatron_recompute_modules.clear();
+  s.attn_recompute = s.mla_rms_recompute = s.mlp_recompute = s.mlp_rms_recompute = false;
+  s.recompute_granularity.reset();
+  s.recompute_layer_num = 0;
+  if (k == RecomputeKind::None) return;
+  s.recompute_layer_num = layers;
+  if (k == RecomputeKind::FullBlock) {
+    s.recompute_granularity = "full_block";
+    return;
+  }
+  // The peer's search_best_selective_recompute flag sets.
+  s.recompute_granularity = "selective_recompute";
+  const bool attn = k != RecomputeKind::SelectiveMlp, mlp = k != RecomputeKind::SelectiveAttn;
+  s.attn_recompute = s.mla_rms_recompute = attn;
+  s.mlp_recompute = s.mlp_rms_recompute = mlp;
+}
+
+std::string illegal_reason(const std::vector<Issue>& issues) {
+  std::string path = issues.front().path;
+  if (!path.empty() && path[0] == '/') path.erase(0, 1);
+  std::replace(path.begin(), path.end(), '/', '_');
+  return "illegal_" + path;
+}
+
+// Shared, read-only inputs of the workers and their progress counters.
+struct Shared {
+  const ModelConfig& m;
+  const SystemConfig& sys;
+  const SearchOptions& o;
+  const SearchSpace& space;
+  int64_t seq_len;
+  double limit;
+  bool sp_on_in_space;
+  std::atomic<int64_t> done{0}, calls{0};
+};
+
+class Worker {
+ public:
+  explicit Worker(Shared& sh) : sh_(sh) {}
+
+  void run_layout(const Layout& l);
+  std::vector<Candidate>& kept() { return kept_; }
+  std::map<std::string, int64_t>& rejected() { return rejected_; }
+  [[nodiscard]] int64_t feasible() const { return feasible_; }
+  [[nodiscard]] const std::string& first_error() const { return first_error_; }
+
+ private:
+  enum class Outcome { Fits, Oom, Error };
+  StrategyConfig layout_strategy(const Layout& l, int64_t mbs, bool& expressible) const;
+  /// Estimates `s`; fills `out` when it fits. Sets static_oom when weights, gradients and
+  /// optimizer states alone exceed the limit.
+  Outcome evaluate(const StrategyConfig& s, RecomputeKind k, PipelineSplit split, bool& static_oom,
+                   Candidate& out);
+  void keep(Candidate c);
+  void reject(const std::string& reason, int64_t n) {
+    rejected_[reason] += n;
+    sh_.done.fetch_add(n, std::memory_order_relaxed);
+  }
+
+  Shared& sh_;
+  std::vector<Candidate> kept_;  // heap (worst on top) when keep > 0
+  std::map<std::string, int64_t> rejected_;
+  int64_t feasible_ = 0;
+  std::string first_error_;
+};
+
+StrategyConfig Worker::layout_strategy(const Layout& l, int64_t mbs, bool& expressible) const {
+  StrategyConfig s = sh_.o.base;
+  s.world_size = sh_.o.world_size;
+  s.seq_len = sh_.seq_len;
+  s.tp_size = l.tp;
+  s.cp_size = l.cp;
+  s.pp_size = l.pp;
+  s.ep_size = l.ep;
+  s.etp_size = l.etp;
+  s.interleaving_size = l.vpp;
+  s.microbatch_group_size_per_vp_stage.reset();
+  if (l.vpp > 1) s.pp_comm_async = false;  // interleaving is modeled for the sync schedule
+  s.zero_state = l.zero;
+  s.enable_sequence_parallel = l.sp;
+  s.micro_batch_size = mbs;
+  s.micro_batch_num = 1;
+  s.num_layers_in_first_pipeline_stage.reset();
+  s.num_layers_in_last_pipeline_stage.reset();
+  set_recompute(s, RecomputeKind::None, 0);
+  expressible = true;
+  if (l.split != PipelineSplit::Even) {
+    const int64_t layers = sh_.m.layer_num, per = (layers + l.pp - 1) / l.pp;
+    const int64_t rest = layers - per * (l.pp - 1);
+    expressible = rest > 0;
+    if (l.split == PipelineSplit::UnevenLast) s.num_layers_in_last_pipeline_stage = rest;
+    else s.num_layers_in_first_pipeline_stage = rest;
+  }
+  return s;
+}
+
+void Worker::keep(Candidate c) {
+  ++feasible_;
+  const Better better{sh_.o.rank_by};
+  const auto keep_n = static_cast<size_t>(sh_.o.keep);
+  if (keep_n == 0) {
+    kept_.push_back(std::move(c));
+    return;
+  }
+  if (kept_.size() == keep_n) {
+    if (!better(c, kept_.front())) return;
+    std::pop_heap(kept_.begin(), kept_.end(), better);
+    kept_.pop_back();
+  }
+  kept_.push_back(std::move(c));
+  std::push_heap(kept_.begin(), kept_.end(), better);
+}
+
+Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, PipelineSplit split,
+                                 bool& static_oom, Candidate& out) {
+  sh_.calls.fetch_add(1, std::memory_order_relaxed);
+  Estimate e;
+  try {
+    e = estimate(sh_.m, s, sh_.sys);
+  } catch (const std::exception& err) {
+    if (first_error_.empty()) first_error_ = err.what();
+    return Outcome::Error;
+  }
+  const double scale = sh_.o.use_reserved ? 1.0 / s.mem_factor : 1.0;
+  // Weights, gradients and optimizer states do not depend on the micro batch or recompute:
+  // when they alone exceed the limit, no variant of this layout fits.
+  for (const auto& st : e.stages) static_oom = static_oom || st.model_bytes * scale > sh_.limit;
+  const double peak = sh_.o.use_reserved ? e.peak_reserved_bytes() : e.peak_alloc_bytes();
+  if (peak > sh_.limit) return Outcome::Oom;
+  out.strategy = s;
+  out.split = split;
+  out.recompute = k;
+  out.iteration_time_s = e.iteration_time_s;
+  out.mfu = e.mfu;
+  out.tflops_per_gpu = e.tflops_per_gpu;
+  out.tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
+  out.peak_bytes = peak;
+  out.stage_times = std::move(e.stage_times);
+  out.stages = std::move(e.stages);
+  return Outcome::Fits;
+}
+
+void Worker::run_layout(const Layout& l) {
+  const std::vector<RecomputeKind>& kinds = sh_.space.recompute;
+  const auto n_kinds = static_cast<int64_t>(kinds.size());
+  // Sequence parallel has no effect with tp 1: the sp-off twin of an sp-on plan is skipped.
+  if (!l.sp && l.tp == 1 && sh_.sp_on_in_space) {
+    reject("duplicate", n_kinds * static_cast<int64_t>(sh_.space.mbs.size()));
+    return;
+  }
+  bool pruned = false;  // every later (larger) micro batch size is over the limit too
+  for (int64_t mbs : sh_.space.mbs) {
+    bool expressible = true;
+    StrategyConfig s = layout_strategy(l, mbs, expressible);
+    if (!expressible) {
+      reject("illegal_pp_size", n_kinds);
+      continue;
+    }
+    std::vector<Issue> issues = validate_plan(sh_.m, s, sh_.sys, PlanSources{});
+    if (!issues.empty()) {
+      reject(illegal_reason(issues), n_kinds);
+      continue;
+    }
+    const int64_t dp = s.dp_size();
+    if (sh_.o.global_batch % (dp * mbs) != 0) {
+      reject("global_batch", n_kinds);
+      continue;
+    }
+    s.micro_batch_num = sh_.o.global_batch / (dp * mbs);
+    // Layers of the largest chunk: selective recompute covers them all and bounds the
+    // full_block binary search (the peer uses ceil(L/pp)).
+    StageLayers split;
+    if (!split_layers(sh_.m.layer_num, s, split, nullptr)) {
+      reject("illegal_pp_size", n_kinds);
+      continue;
+    }
+    const int64_t chunk_layers = l.vpp > 1 ? sh_.m.layer_num / (l.pp * l.vpp)
+                                           : std::max({split.first, split.middle, split.last});
+
+    // Candidates of this cell, in the space's recompute order with None first.
+    std::vector<std::pair<RecomputeKind, StrategyConfig>> cell;
+    for (RecomputeKind k : kinds) {
+      StrategyConfig v = s;
+      set_recompute(v, k, chunk_layers);
+      if (k != RecomputeKind::None) {
+        std::vector<Issue> vi = validate_plan(sh_.m, v, sh_.sys, PlanSources{});
+        if (!vi.empty()) {
+          reject(illegal_reason(vi), 1);
+          continue;
+        }
+      }
+      cell.emplace_back(k, std::move(v));
+    }
+    std::stable_partition(cell.begin(), cell.end(),
+                          [](const auto& kv) { return kv.first == RecomputeKind::None; });
+    if (pruned) {
+      reject("oom_bound", static_cast<int64_t>(cell.size()));
+      continue;
+    }
+    bool any_fit = false, any_error = false, static_oom = false;
+    for (auto& [k, v] : cell) {
+      if (static_oom) {
+        reject("oom_bound", 1);
+        continue;
+      }
+      if (any_fit && cell.front().first == RecomputeKind::None) {
+        reject("recompute_not_needed", 1);
+        continue;
+      }
+      Candidate c;
+      const Outcome out = evaluate(v, k, l.split, static_oom, c);
+      if (out == Outcome::Fits && k == RecomputeKind::FullBlock) {
+        // Fewest recomputed layers per chunk that fit: memory falls as layers grow, so all
+        // layers are tried first (one call when nothing fits), then [1, chunk_layers − 1] is
+        // binary-searched (the peer's search_best_recompute_layer_num).
+        int64_t lo = 1, hi = chunk_layers - 1;
+        while (lo <= hi) {
+          const int64_t mid = lo + (hi - lo) / 2;
+          StrategyConfig t = v;
+          t.recompute_layer_num = mid;
+          bool unused = false;
+          if (evaluate(t, k, l.split, unused, c) == Outcome::Fits) hi = mid - 1;
+          else lo = mid + 1;
+        }
+      }
+      if (out == Outcome::Fits) {
+        any_fit = true;
+        keep(std::move(c));
+        sh_.done.fetch_add(1, std::memory_order_relaxed);
+      } else if (out == Outcome::Oom) {
+        reject("oom", 1);
+      } else {
+        any_error = true;
+        reject("estimate_error", 1);
+      }
+    }
+    if (static_oom || (!any_fit && !any_error && !cell.empty())) pruned = true;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,111 @@
+// Strategy search: enumerate legal plans for a model on N GPUs, find the recompute that fits in
+// memory, and rank the feasible plans by step time, MFU or tokens per second.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/model_config.h"
+#include "config/strategy_config.h"
+#include "config/system_config.h"
+#include "estimate/estimate.h"
+
+namespace trainsim {
+
+/// Recompute choice of one candidate. The enumerator order is the tie-break order.
+enum class RecomputeKind {
+  None,
+  FullBlock,      // full_block on the fewest layers per chunk that fit (binary search)
+  SelectiveAll,   // selective: attn + mla_rms + mlp + mlp_rms on every layer (the peer's sets)
+  SelectiveAttn,  // selective: attn + mla_rms
+  SelectiveMlp,   // selective: mlp + mlp_rms
+};
+
+/// How a pipeline splits layers when layer_num is not a multiple of pp (the peer's check_pp_valid):
+/// every stage gets ceil(L/pp) layers except the last (UnevenLast) or the first (UnevenFirst).
+enum class PipelineSplit { Even, UnevenLast, UnevenFirst };
+
+enum class RankBy { Time, Mfu, Tokens };
+
+/// Values tried per dimension. An empty list means the default (see default_search_space).
+struct SearchSpace {
+  std::vector<int64_t> tp, pp, cp, ep, etp, vpp, mbs, zero;
+  std::vector<RecomputeKind> recompute;
+  std::vector<bool> sp;  // sequence parallel on / off
+};
+
+/// Counters passed to SearchOptions::progress while a search runs.
+struct SearchProgress {
+  int64_t done = 0;            // candidates decided so far
+  int64_t total = 0;           // candidates in the space
+  int64_t estimate_calls = 0;  // estimate() calls so far
+  double elapsed_s = 0;
+};
+
+struct SearchOptions {
+  int64_t world_size = 0;    // GPUs (required)
+  int64_t global_batch = 0;  // sequences per step (required); mbc = global_batch / (dp·mbs)
+  /// Switches every candidate inherits (dtype, fp8, te_version, ...); the searched fields
+  /// (sizes, splits, micro batches, zero_state, recompute, sequence parallel) are overwritten.
+  /// seq_len comes from here (0 → 4096).
+  StrategyConfig base;
+  double gmi_error_gib = 6;  // per-GPU margin for memory the model does not see (GiB)
+  bool use_reserved = true;  // compare peak reserved (else peak allocated) memory
+  RankBy rank_by = RankBy::Time;
+  int64_t keep = 10;         // best candidates returned (0 = every feasible one)
+  int threads = 0;           // worker threads (0 = hardware concurrency)
+  /// Called from the calling thread about every progress_interval_s while workers run.
+  std::function<void(const SearchProgress&)> progress;
+  double progress_interval_s = 1.0;
+};
+
+/// One feasible plan with its prediction.
+struct Candidate {
+  StrategyConfig strategy;  // complete, ready for estimate() or a strategy file
+  PipelineSplit split = PipelineSplit::Even;
+  RecomputeKind recompute = RecomputeKind::None;
+  double iteration_time_s = 0, mfu = 0, tflops_per_gpu = 0, tokens_per_s_per_gpu = 0;
+  double peak_bytes = 0;  // max over stages of the compared memory (reserved or allocated)
+  std::vector<StageTime> stage_times;
+  std::vector<StageMemory> stages;
+};
+
+struct SearchResult {
+  std::vector<Candidate> candidates;  // best first, at most SearchOptions::keep
+  int64_t evaluated = 0;       // candidates in the space, each either feasible or rejected
+  int64_t feasible = 0;
+  int64_t estimate_calls = 0;  // estimate() calls (full_block binary searches make several)
+  /// Rejected candidates per reason: illegal_<field> (first rule validate_plan reports),
+  /// global_batch (dp·mbs does not divide it), duplicate (sp with tp 1), oom (estimated over the
+  /// limit), oom_bound (skipped: static memory, or every recompute choice at a smaller mbs,
+  /// already exceeds the limit), recompute_not_needed (skipped: fits without recompute),
+  /// estimate_error (the estimator rejected a plan validate_plan accepted).
+  std::map<std::string, int64_t> rejected_by_reason;
+  std::string first_estimate_error;  // message of the first estimate_error, if any
+  double memory_limit_bytes = 0;
+  double elapsed_s = 0;
+  int threads = 1;
+};
+
+/// The default values of every empty dimension of `space` for this model and system:
+/// tp powers of two up to num_per_node (1 for MLA), pp 1..min(layer_num, world_size), cp 1,
+/// ep powers of two up to min(expert_num, world_size) (1 for dense), etp 1, vpp 1, mbs 1,2,4,
+/// zero 1, recompute none/full_block/three selective sets, sp on.
+[[nodiscard]] SearchSpace default_search_space(const ModelConfig& m, const SystemConfig& sys,
+                                               int64_t world_size, SearchSpace space = {});
+
+/// Searches `space` (empty dimensions take their defaults). Deterministic for any thread count.
+/// Throws ConfigError for unusable options (world size or global batch < 1, a value < 1, zero
+/// outside 0..3); infeasible and illegal plans are counted, never thrown.
+[[nodiscard]] SearchResult search(const ModelConfig& m, const SystemConfig& sys,
+                                  const SearchSpace& space, const SearchOptions& options);
+
+/// "none", "full_block", "selective_all", "selective_attn", "selective_mlp".
+[[nodiscard]] const char* recompute_kind_name(RecomputeKind k);
+/// "even", "uneven_last", "uneven_first".
+[[nodiscard]] const char* pipeline_split_name(PipelineSplit s);
+
+}  // namespace trainsim
