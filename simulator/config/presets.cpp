@@ -33,7 +33,7 @@ ConfigText resolve_config(const std::string& kind, const std::string& arg) {
   std::string name = arg;
   if (name.size() > 5 && name.substr(name.size() - 5) == ".json") name.resize(name.size() - 5);
   for (const auto* p = detail::kEmbeddedPresets; p->kind; ++p)
-    if (kind == p->kind && name == p->name) return {p->text, kind + " preset '" + name + "'"};
+    if (kind == p->kind && name == p->name) return {p->text, "preset:" + kind + "/" + name};
   auto names = preset_names(kind);
   std::string msg = "no such file, and no " + kind + " preset of that name";
   std::string s = suggest(name, names);

@@ -91,11 +91,11 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   if (s.seq_len % cp != 0)
     add("/cp_size", strprintf("%lld does not divide seq_len (%lld)", ll(cp), ll(s.seq_len)));
   if (m.head_num % tp != 0)
-    add("/tp_size", strprintf("%lld does not divide head_num (%lld) of model '%s'; valid values: %s",
+    add("/tp_size", strprintf("%lld does not divide head_num (%lld) of model %s; valid values: %s",
                               ll(tp), ll(m.head_num), src.model.c_str(),
                               join(divisors_of(m.head_num)).c_str()));
   else if (m.kv_head_num % tp != 0)
-    add("/tp_size", strprintf("%lld does not divide kv_head_num (%lld) of model '%s'; valid values: %s",
+    add("/tp_size", strprintf("%lld does not divide kv_head_num (%lld) of model %s; valid values: %s",
                               ll(tp), ll(m.kv_head_num), src.model.c_str(),
                               join(divisors_of(m.kv_head_num)).c_str()));
   if (cp > 1 && s.cp_comm_type == "a2a") {
@@ -108,7 +108,7 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
     add("/cp_comm_type", "context parallelism 'all_gather' is not modeled; valid values: a2a");
   if (m.is_moe()) {
     if (m.expert_num % ep != 0)
-      add("/ep_size", strprintf("%lld does not divide expert_num (%lld) of model '%s'; valid values: %s",
+      add("/ep_size", strprintf("%lld does not divide expert_num (%lld) of model %s; valid values: %s",
                                 ll(ep), ll(m.expert_num), src.model.c_str(),
                                 join(divisors_of(m.expert_num)).c_str()));
   } else if (ep > 1 || etp > 1) {

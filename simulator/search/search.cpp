@@ -7,6 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <iterator>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -103,11 +105,13 @@ class Worker {
  public:
   explicit Worker(Shared& sh) : sh_(sh) {}
 
-  void run_layout(const Layout& l);
+  /// Decides every candidate of layout number `index`.
+  void run_layout(const Layout& l, size_t index);
   std::vector<Candidate>& kept() { return kept_; }
   std::map<std::string, int64_t>& rejected() { return rejected_; }
   [[nodiscard]] int64_t feasible() const { return feasible_; }
-  [[nodiscard]] const std::string& first_error() const { return first_error_; }
+  /// Layout index and message of this worker's first estimate error (index SIZE_MAX if none).
+  [[nodiscard]] std::pair<size_t, std::string> first_error() const { return {error_layout_, first_error_}; }
 
  private:
   enum class Outcome { Fits, Oom, Error };
@@ -126,6 +130,7 @@ class Worker {
   std::vector<Candidate> kept_;  // heap (worst on top) when keep > 0
   std::map<std::string, int64_t> rejected_;
   int64_t feasible_ = 0;
+  size_t layout_ = 0, error_layout_ = SIZE_MAX;
   std::string first_error_;
 };
 
@@ -183,7 +188,10 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
   try {
     e = estimate(sh_.m, s, sh_.sys);
   } catch (const std::exception& err) {
-    if (first_error_.empty()) first_error_ = err.what();
+    if (layout_ < error_layout_) {
+      error_layout_ = layout_;
+      first_error_ = err.what();
+    }
     return Outcome::Error;
   }
   const double scale = sh_.o.use_reserved ? 1.0 / s.mem_factor : 1.0;
@@ -205,7 +213,8 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
   return Outcome::Fits;
 }
 
-void Worker::run_layout(const Layout& l) {
+void Worker::run_layout(const Layout& l, size_t index) {
+  layout_ = index;
   const std::vector<RecomputeKind>& kinds = sh_.space.recompute;
   const auto n_kinds = static_cast<int64_t>(kinds.size());
   // Sequence parallel has no effect with tp 1: the sp-off twin of an sp-on plan is skipped.
@@ -235,10 +244,7 @@ void Worker::run_layout(const Layout& l) {
     // Layers of the largest chunk: selective recompute covers them all and bounds the
     // full_block binary search (the peer uses ceil(L/pp)).
     StageLayers split;
-    if (!split_layers(sh_.m.layer_num, s, split, nullptr)) {
-      reject("illegal_pp_size", n_kinds);
-      continue;
-    }
+    TRAINSIM_ASSERT(split_layers(sh_.m.layer_num, s, split, nullptr), "validate_plan checked the split");
     const int64_t chunk_layers = l.vpp > 1 ? sh_.m.layer_num / (l.pp * l.vpp)
                                            : std::max({split.first, split.middle, split.last});
 
@@ -304,3 +310,156 @@ void Worker::run_layout(const Layout& l) {
 }
 
 }  // namespace
+
+const char* recompute_kind_name(RecomputeKind k) {
+  switch (k) {
+    case RecomputeKind::None: return "none";
+    case RecomputeKind::FullBlock: return "full_block";
+    case RecomputeKind::SelectiveAll: return "selective_all";
+    case RecomputeKind::SelectiveAttn: return "selective_attn";
+    case RecomputeKind::SelectiveMlp: return "selective_mlp";
+  }
+  return "?";
+}
+
+const char* pipeline_split_name(PipelineSplit s) {
+  switch (s) {
+    case PipelineSplit::Even: return "even";
+    case PipelineSplit::UnevenLast: return "uneven_last";
+    case PipelineSplit::UnevenFirst: return "uneven_first";
+  }
+  return "?";
+}
+
+SearchSpace default_search_space(const ModelConfig& m, const SystemConfig& sys, int64_t world_size,
+                                 SearchSpace space) {
+  if (space.tp.empty())
+    space.tp = m.is_mla() ? std::vector<int64_t>{1} : powers_of_two_up_to(sys.num_per_node);
+  if (space.pp.empty())
+    for (int64_t p = 1; p <= std::min(m.layer_num, world_size); ++p) space.pp.push_back(p);
+  if (space.cp.empty()) space.cp = {1};
+  if (space.ep.empty())
+    space.ep = m.is_moe() ? powers_of_two_up_to(std::min(m.expert_num, world_size))
+                          : std::vector<int64_t>{1};
+  if (space.etp.empty()) space.etp = {1};
+  if (space.vpp.empty()) space.vpp = {1};
+  if (space.mbs.empty()) space.mbs = {1, 2, 4};
+  if (space.zero.empty()) space.zero = {1};
+  if (space.recompute.empty())
+    space.recompute = {RecomputeKind::None, RecomputeKind::FullBlock, RecomputeKind::SelectiveAll,
+                       RecomputeKind::SelectiveAttn, RecomputeKind::SelectiveMlp};
+  if (space.sp.empty()) space.sp = {true};
+  return space;
+}
+
+SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchSpace& space_in,
+                    const SearchOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto bad = [](const std::string& path, const std::string& msg) {
+    throw ConfigError("search", path, msg);
+  };
+  if (o.world_size < 1) bad("/world_size", "must be at least 1, got " + std::to_string(o.world_size));
+  if (o.global_batch < 1)
+    bad("/global_batch", "must be at least 1, got " + std::to_string(o.global_batch));
+  if (o.keep < 0) bad("/keep", "must be 0 (all) or more, got " + std::to_string(o.keep));
+  if (!(o.gmi_error_gib >= 0)) bad("/gmi_error", "must be a non-negative number of GiB");
+  const double limit = sys.mem_bytes - o.gmi_error_gib * kGiB;
+  if (limit <= 0)
+    bad("/gmi_error", strprintf("%s GiB leaves no memory on a %s GiB device",
+                                format_number(o.gmi_error_gib).c_str(),
+                                format_number(sys.mem_bytes / kGiB).c_str()));
+
+  SearchSpace space = default_search_space(m, sys, o.world_size, space_in);
+  auto tidy = [&](std::vector<int64_t>& v, const char* name, int64_t lo, int64_t hi) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    if (v.front() < lo || v.back() > hi)
+      bad(std::string("/") + name,
+          strprintf("values must be in %lld..%lld", static_cast<long long>(lo), static_cast<long long>(hi)));
+  };
+  const int64_t kMax = int64_t{1} << 40;
+  tidy(space.tp, "tp", 1, kMax);
+  tidy(space.pp, "pp", 1, kMax);
+  tidy(space.cp, "cp", 1, kMax);
+  tidy(space.ep, "ep", 1, kMax);
+  tidy(space.etp, "etp", 1, kMax);
+  tidy(space.vpp, "vpp", 1, kMax);
+  tidy(space.mbs, "mbs", 1, kMax);  // ascending: the out-of-memory pruning relies on it
+  tidy(space.zero, "zero", 0, 3);
+  std::sort(space.recompute.begin(), space.recompute.end());
+  space.recompute.erase(std::unique(space.recompute.begin(), space.recompute.end()), space.recompute.end());
+  std::sort(space.sp.begin(), space.sp.end(), std::greater<>());
+  space.sp.erase(std::unique(space.sp.begin(), space.sp.end()), space.sp.end());
+
+  std::vector<Layout> layouts;
+  for (int64_t tp : space.tp)
+    for (int64_t cp : space.cp)
+      for (int64_t pp : space.pp) {
+        std::vector<PipelineSplit> splits{PipelineSplit::Even};
+        if (pp > 1 && m.layer_num % pp != 0) {
+          const int64_t per = (m.layer_num + pp - 1) / pp;
+          splits = {PipelineSplit::UnevenLast};
+          if (m.layer_num - per * (pp - 1) > 0) splits.push_back(PipelineSplit::UnevenFirst);
+        }
+        for (PipelineSplit split : splits)
+          for (int64_t ep : space.ep)
+            for (int64_t etp : space.etp)
+              for (int64_t vpp : space.vpp)
+                for (int64_t zero : space.zero)
+                  for (bool sp : space.sp) layouts.push_back({tp, cp, pp, split, ep, etp, vpp, zero, sp});
+      }
+
+  Shared sh{m, sys, o, space, o.base.seq_len > 0 ? o.base.seq_len : 4096, limit, space.sp.front()};
+  SearchResult r;
+  r.memory_limit_bytes = limit;
+  const int64_t per_layout = static_cast<int64_t>(space.mbs.size() * space.recompute.size());
+  const int64_t total = static_cast<int64_t>(layouts.size()) * per_layout;
+  unsigned hw = std::thread::hardware_concurrency();
+  int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, hw));
+  threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(1, layouts.size())));
+  r.threads = threads;
+
+  std::vector<Worker> workers(static_cast<size_t>(threads), Worker(sh));
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = threads;
+  std::vector<std::thread> pool;
+  for (auto& w : workers)
+    pool.emplace_back([&, wp = &w] {
+      for (size_t i; (i = next.fetch_add(1)) < layouts.size();) wp->run_layout(layouts[i], i);
+      std::lock_guard<std::mutex> lock(mu);
+      --running;
+      cv.notify_all();
+    });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    const auto interval = std::chrono::duration<double>(std::max(0.01, o.progress_interval_s));
+    while (!cv.wait_for(lock, interval, [&] { return running == 0; }))
+      if (o.progress)
+        o.progress({sh.done.load(), total, sh.calls.load(),
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
+  }
+  for (auto& t : pool) t.join();
+
+  size_t error_layout = SIZE_MAX;
+  for (auto& w : workers) {
+    std::move(w.kept().begin(), w.kept().end(), std::back_inserter(r.candidates));
+    for (const auto& [reason, n] : w.rejected()) r.rejected_by_reason[reason] += n;
+    r.feasible += w.feasible();
+    if (auto [index, message] = w.first_error(); index < error_layout) {
+      error_layout = index;
+      r.first_estimate_error = message;
+    }
+  }
+  std::sort(r.candidates.begin(), r.candidates.end(), Better{o.rank_by});
+  if (o.keep > 0 && r.candidates.size() > static_cast<size_t>(o.keep))
+    r.candidates.resize(static_cast<size_t>(o.keep));
+  r.evaluated = total;
+  r.estimate_calls = sh.calls.load();
+  r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  TRAINSIM_ASSERT(sh.done.load() == total, "every candidate is either kept or rejected");
+  return r;
+}
+
+}  // namespace trainsim
