@@ -4,6 +4,7 @@
 #include "model/graph.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "core/text.h"
@@ -25,10 +26,45 @@ struct Ctx {
   bool dummy_wgrad;  // TE ≥ 2.3 allocates a dummy wgrad per unique Linear weight shape
 };
 
+// Appends an integral value as the peer prints it (Python int); keys are built on every
+// evaluation, so this avoids printf.
+void append_num(std::string& out, double v) {
+  char buf[32];
+  const double r = std::round(v);
+  if (r == v && std::fabs(v) < 9e15) {
+    auto res = std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(r));
+    out.append(buf, res.ptr);
+    return;
+  }
+  out += strprintf("%.0f", v);
+}
+
+// Builds "name=value, name=value, ..." keys.
+struct KeyBuilder {
+  std::string s;
+  KeyBuilder& num(const char* name, double v) {
+    if (!s.empty()) s += ", ";
+    s += name;
+    s += '=';
+    append_num(s, v);
+    return *this;
+  }
+  KeyBuilder& str(const char* name, const char* v) {
+    if (!s.empty()) s += ", ";
+    s += name;
+    s += '=';
+    s += v;
+    return *this;
+  }
+};
+
 std::string gemm_key(double b, double m, double k, double n, const char* layout, bool acc,
                      const char* out) {
-  return strprintf("b=%.0f, m=%.0f, k=%.0f, n=%.0f, layout=%s, accumulate=%s, out_dtype=%s", b, m, k,
-                   n, layout, acc ? "True" : "False", out);
+  KeyBuilder kb;
+  kb.s.reserve(96);
+  kb.num("b", b).num("m", m).num("k", k).num("n", n).str("layout", layout);
+  kb.str("accumulate", acc ? "True" : "False").str("out_dtype", out);
+  return std::move(kb.s);
 }
 
 Kernel mem_kernel(double bytes, const char* bw = "default") {
@@ -169,10 +205,10 @@ Leaf core_attention(const Ctx& c, double d_qk, double d_v, bool mla) {
   b.flops = 5 * base;
   b.op = "sdp_bwd";
   b.bytes = (4 * q_el + 2 * v_el + o_el + lse_el) * c.e;
-  const std::string key = strprintf(
-      "batch=%.0f, seq_len=%.0f, head_num=%.0f, kv_head_num=%.0f, qk_head_dim=%.0f, v_head_dim=%.0f, "
-      "qkv_contiguous=True",
-      c.B, Sp, hp, kv / c.tp / c.cp, d_qk, d_v);
+  KeyBuilder kb;
+  kb.num("batch", c.B).num("seq_len", Sp).num("head_num", hp).num("kv_head_num", kv / c.tp / c.cp);
+  kb.num("qk_head_dim", d_qk).num("v_head_dim", d_v).str("qkv_contiguous", "True");
+  const std::string key = std::move(kb.s);
   f.key = key;
   b.key = key;
   l.kernels[kFwd] = {f};
@@ -428,11 +464,12 @@ Leaf grouped_linear(const Ctx& c, const MoeShape& sh, const char* name, double i
     k.flops = flops;
     k.op = fp8 ? "fp8_group_matmul" : "group_matmul";
     k.bytes = bytes + extra;
-    k.key = strprintf(
-        "ng=%.0f, M=%.0f, N=%.0f, K=%.0f, dtype=%s, out_dtype=bf16, main_grad_dtype=%s, stage=%s, "
-        "grad=%s, accumulate=%s, use_split_accumulator=%s, single_output=%s",
-        sh.El, sh.M, out, in, fp8 ? "fp8" : "bf16", mg, stages[p], flags[p][0], flags[p][1], flags[p][2],
-        flags[p][3]);
+    KeyBuilder kb;
+    kb.num("ng", sh.El).num("M", sh.M).num("N", out).num("K", in).str("dtype", fp8 ? "fp8" : "bf16");
+    kb.str("out_dtype", "bf16").str("main_grad_dtype", mg).str("stage", stages[p]);
+    kb.str("grad", flags[p][0]).str("accumulate", flags[p][1]).str("use_split_accumulator", flags[p][2]);
+    kb.str("single_output", flags[p][3]);
+    k.key = std::move(kb.s);
     l.kernels[p] = {k};
   }
   l.params = sh.El * in * out;
