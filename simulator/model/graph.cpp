@@ -504,6 +504,23 @@ Leaf expert_swiglu(const Ctx& c, const MoeShape& sh, double width) {
   return l;
 }
 
+// TE Float8Quantizer casting a Linear's input to fp8 before each quantized GEMM: reads the bf16
+// input, writes the fp8 copy (the peer's Float8Quantizer leaf).
+void insert_quantizers(std::vector<Leaf>& L) {
+  for (size_t i = 0; i < L.size(); ++i) {
+    const auto& k = L[i].kernels[kFwd];
+    if (k.empty() || (std::string(k[0].op) != "fp8_matmul" && std::string(k[0].op) != "fp8_group_matmul")) continue;
+    Leaf q;
+    q.name = L[i].name + ".quantizer";
+    const double in = L[i].input_bytes, out = L[i].input_bytes / 2;
+    q.kernels[kFwd] = {mem_kernel(in + out)};
+    q.fpk = in + out;
+    q.input_bytes = in;
+    L.insert(L.begin() + static_cast<std::ptrdiff_t>(i), std::move(q));
+    ++i;
+  }
+}
+
 // Recompute roles of a layer's leaves by name for the legacy granularities.
 bool legacy_recomputed(const StrategyConfig& s, const std::string& name, bool attn_part, bool mlp_part) {
   const std::string& g = *s.recompute_granularity;
@@ -602,7 +619,6 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
       L.push_back(core_attention(c, d, d, false));
       L.push_back(linear_row(c, "linear_proj", h * d, H));
     }
-    const size_t attn_end = L.size();
     L.push_back(layer_norm(c, "pre_mlp_layernorm"));
     auto dense_mlp = [&](const std::string& prefix, double I) {
       if (m.use_swiglu) {
@@ -638,6 +654,9 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
       L.push_back(grouped_linear(c, sh, "experts.linear_fc2", F, H, false));
       L.push_back(unpermutation(c, sh));
     }
+    if (c.fp8) insert_quantizers(L);
+    const size_t attn_end = static_cast<size_t>(
+        std::find_if(L.begin(), L.end(), [](const Leaf& l) { return l.name == "pre_mlp_layernorm"; }) - L.begin());
     if (!recompute) return t;
     bool variance = false;
     if (s.megatron_recompute) {
