@@ -1,0 +1,138 @@
+// comm_bench: NCCL collective benchmark, nccl-tests importer and α–β fitter.
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+#include "checks.h"
+#include "core/error.h"
+#include "groups.h"
+#include "nccl_tests.h"
+#include "options.h"
+#include "results.h"
+#include "world.h"
+#ifdef COMM_BENCH_HAVE_NCCL
+#include "nccl_runner.h"
+#endif
+
+namespace comm_bench {
+namespace {
+
+constexpr int kIdBytes = 128;  // sizeof(ncclUniqueId)
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw trainsim::Error("cannot read '" + path + "'");
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+int run_import(const Options& o, const std::string& command) {
+  std::vector<NcclTestsRun> runs;
+  for (const auto& path : o.import_files) {
+    std::vector<NcclTestsRun> r = parse_nccl_tests(read_file(path), path, o.import_op);
+    runs.insert(runs.end(), r.begin(), r.end());
+  }
+  CommResults res = results_from_nccl_tests(runs, o.intra_link.value_or(IntraLink::NVLink), o.network, o.fit);
+  res.provenance.tool_version = TRAINSIM_VERSION;
+  res.provenance.date = utc_now();
+  res.provenance.command = command;
+  write_file_atomic(o.out, results_to_json_text(res));
+  std::printf("%s\nwrote %s (%zu runs, %zu points, %zu fits)\n", results_table(res).c_str(), o.out.c_str(),
+              runs.size(), res.points.size(), res.fits.size());
+  return 0;
+}
+
+// FNV-1a: every rank hashes the id it received and compares with rank 0's hash.
+uint64_t fnv1a(const unsigned char* p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+// Rank discovery and the unique-id broadcast path, without a GPU.
+int run_dry_run(const World& w, const Options& o) {
+  unsigned char id[kIdBytes] = {};
+  if (w.rank() == 0)
+    for (int i = 0; i < kIdBytes; ++i) id[i] = static_cast<unsigned char>((::getpid() + 31 * i) & 0xff);
+  uint64_t expected = fnv1a(id, kIdBytes);
+  w.broadcast(id, kIdBytes, 0);
+  w.broadcast(&expected, sizeof expected, 0);
+  const bool ok = fnv1a(id, kIdBytes) == expected;
+  std::printf("comm_bench dry-run: host %s rank %d/%d local %d/%d unique id %s\n", w.host().c_str(), w.rank(),
+              w.size(), w.local_rank(), w.local_size(), ok ? "ok" : "MISMATCH");
+  std::fflush(stdout);
+  const long long bad = w.sum(ok ? 0 : 1);
+  const std::vector<std::string> hosts = w.all_hosts();
+  w.barrier();
+  if (w.rank() != 0) return bad == 0 ? 0 : 1;
+  std::vector<std::string> notes;
+  const IntraLink link = o.intra_link.value_or(IntraLink::NVLink);
+  const std::vector<GroupPlan> plans = plan_groups(node_ids(hosts), link, &notes);
+  const size_t nodes = std::set<std::string>(hosts.begin(), hosts.end()).size();
+  std::printf("planned groups (intra-node link %s%s):\n%s", link == IntraLink::NVLink ? "nvlink" : "pcie",
+              o.intra_link ? "" : ", assumed; NVML is read in a real run", describe_plans(plans).c_str());
+  for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
+  const auto sizes = size_sweep(o.min_bytes, o.max_bytes, o.factor);
+  std::printf("sweep: %zu sizes from %s to %s, %d warm-up + %d timed calls each\n", sizes.size(),
+              format_bytes(sizes.front()).c_str(), format_bytes(sizes.back()).c_str(), o.warmup, o.iters);
+  if (bad != 0) {
+    std::printf("comm_bench dry-run FAILED: unique id differs on %lld rank(s)\n", bad);
+    return 1;
+  }
+  std::printf("comm_bench dry-run OK: %d ranks on %zu node(s), unique id verified on every rank\n", w.size(), nodes);
+  return 0;
+}
+
+std::string command_line(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+  return s;
+}
+
+}  // namespace
+}  // namespace comm_bench
+
+int main(int argc, char** argv) {
+  using namespace comm_bench;
+  const std::string command = command_line(argc, argv);
+  std::unique_ptr<World> world;
+  try {
+    world = std::make_unique<World>(&argc, &argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "comm_bench: error: %s\n", e.what());
+    return 1;
+  }
+  const bool root = world->rank() == 0;
+  try {
+    const Options o = parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    if (o.help) {
+      if (root) std::printf("%s", usage().c_str());
+      return 0;
+    }
+    if (!o.import_files.empty()) return root ? run_import(o, command) : 0;
+    if (o.dry_run) return run_dry_run(*world, o);
+#ifdef COMM_BENCH_HAVE_NCCL
+    run_sweep(*world, o, command);
+    return 0;
+#else
+    throw trainsim::UsageError("this comm_bench was built without CUDA/NCCL: only --dry-run and --from-nccl-tests work");
+#endif
+  } catch (const trainsim::UsageError& e) {
+    // Every rank parses the same arguments, so every rank stops here: no abort needed.
+    if (root) std::fprintf(stderr, "comm_bench: error: %s\n", e.what());
+    return 2;
+  } catch (const RankError& e) {
+    std::fprintf(stderr, "comm_bench: error: %s\n", e.what());
+  } catch (const std::exception& e) {
+    const std::string msg = world->size() > 1 ? rank_message(e.what()) : e.what();
+    std::fprintf(stderr, "comm_bench: error: %s\n", msg.c_str());
+  }
+  // One failed rank must not leave the others waiting in a collective.
+  if (world->size() > 1) world->abort(1);
+  return 1;
+}

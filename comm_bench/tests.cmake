@@ -1,0 +1,25 @@
+# comm_bench host tests (CPU only) and, with MPI, the two-rank dry run.
+list(APPEND TRAINSIM_TEST_SOURCES
+  ${PROJECT_SOURCE_DIR}/tests/comm_bench/collectives_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/comm_bench/fit_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/comm_bench/groups_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/comm_bench/nccl_tests_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/comm_bench/results_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/comm_bench/comm_merge_test.cpp
+)
+list(APPEND TRAINSIM_TEST_LIBS comm_bench_host)
+
+add_test(NAME comm_bench_import_cli
+  COMMAND comm_bench --from-nccl-tests ${PROJECT_SOURCE_DIR}/tests/data/comm/all_reduce_v2.19_8gpu.log
+          --out ${CMAKE_CURRENT_BINARY_DIR}/comm_import_cli.json)
+set_tests_properties(comm_bench_import_cli PROPERTIES PASS_REGULAR_EXPRESSION "wrote .*comm_import_cli.json \\(1 runs")
+add_test(NAME comm_bench_bad_flag COMMAND comm_bench --max-byte 8G)
+set_tests_properties(comm_bench_bad_flag PROPERTIES
+  PASS_REGULAR_EXPRESSION "unknown option '--max-byte'; did you mean '--max-bytes'\\?")
+
+if(TRAINSIM_HAVE_MPI)
+  add_test(NAME comm_bench_mpi_dry_run
+    COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe -np 2 $<TARGET_FILE:comm_bench> --dry-run)
+  set_tests_properties(comm_bench_mpi_dry_run PROPERTIES
+    PASS_REGULAR_EXPRESSION "comm_bench dry-run OK: 2 ranks on 1 node\\(s\\)" TIMEOUT 60)
+endif()

@@ -1,0 +1,185 @@
+// merge_comm: comm_bench fits into the system file, checked against the simulator's formula.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "comm/collective.h"
+#include "config/comm_merge.h"
+#include "config/system_config.h"
+#include "core/error.h"
+#include "core/units.h"
+#include "results.h"
+
+namespace trainsim {
+namespace {
+
+// Minimal system: num_per_node from the caller, inter_node at 200 GiB/s.
+std::string system_text(int num_per_node) {
+  return R"({"sys_name": "t", "num_per_node": )" + std::to_string(num_per_node) +
+         R"(, "accelerator": {"backend": "cuda", "mem_gbs": 80, "mode": "roofline",
+      "op": {"default": {"tflops": 989, "efficient_factor": 0.5}},
+      "bandwidth": {"default": {"gbps": 3350, "efficient_factor": 0.8, "latency_us": 2}}},
+    "networks": {"intra_with_pcie": false,
+      "inter_node": {"processor_usage": 0, "bandwidth": {"gbps": 200, "efficient_factor": 1, "latency_us": 35},
+        "op": {"all_reduce": {"scale": 2, "offset": -1}, "p2p": {"scale": 1, "offset": 0}}}}})";
+}
+
+std::string comm_text(const std::string& fits) {
+  return R"({"schema_version": "1.0.0", "complete": true, "provenance": {"gpu": "H100"}, "points": [], "fits": [)" +
+         fits + "]}";
+}
+
+std::string fit(const std::string& op, const std::string& net, int n, double lat_us, double gbs,
+                const std::string& kind = "intra_node") {
+  return R"({"op": ")" + op + R"(", "group": "g", "kind": ")" + kind + R"(", "network": ")" + net +
+         R"(", "n": )" + std::to_string(n) + R"(, "latency_us": )" + std::to_string(lat_us) +
+         R"(, "bus_bandwidth_gbs": )" + std::to_string(gbs) + "}";
+}
+
+// The simulator's collective time. Stages pick the inter-node NIC sharing the merge assumes:
+// p2p ("pp") and DP all-reduce with tp = 8 ("dp") both divide the node bandwidth by 8.
+double simulated_time(const SystemConfig& sys, const std::string& net, const std::string& op, double size,
+                      int n) {
+  StrategyConfig s;
+  s.tp_size = 8;
+  Collective kind = Collective::AllReduce;
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::P2P,
+                       Collective::AllToAll})
+    if (op == collective_name(c)) kind = c;
+  const char* stage = net != "inter_node" ? "tp" : op == "p2p" ? "pp" : "dp";
+  return collective_time(sys, s, net, kind, size, n, stage);
+}
+
+std::string merge_error(const std::string& comm) {
+  SystemConfig sys = load_system(system_text(8), "sys.json");
+  try {
+    merge_comm(sys, comm, "comm.json");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(CommMergeTest, SplitsLatencyIntoPerHopAndFixed) {
+  SystemConfig sys = load_system(system_text(8), "sys.json");
+  merge_comm(sys, comm_text(fit("all_reduce", "high_intra_node", 2, 30, 100) + "," +
+                            fit("all_reduce", "high_intra_node", 8, 70, 200)),
+             "comm.json");
+  const NetworkConfig& net = sys.networks.at("high_intra_node");
+  // New network: gbps = the fastest op (200 GB/s = 186.26 GiB/s), so all_reduce eff = 1.
+  EXPECT_DOUBLE_EQ(net.bandwidth.bytes_per_s, 200e9);
+  EXPECT_EQ(net.ops.size(), 5u);
+  const NetOpConfig& ar = net.ops.at("all_reduce");
+  EXPECT_DOUBLE_EQ(*ar.efficient_factor, 1.0);
+  // Hops 2·(n−1): 2 for n = 2, 14 for n = 8. Per hop 30/2 = 15 µs and 70/14 = 5 µs → 5 µs;
+  // fixed = α − 5·hops: 30 − 10 = 20 µs and 70 − 70 = 0.
+  EXPECT_NEAR(*ar.latency_s, 5e-6, 1e-15);
+  EXPECT_NEAR(ar.fixed_latency_s_by_comm_num.at("2"), 20e-6, 1e-15);
+  EXPECT_NEAR(ar.fixed_latency_s_by_comm_num.at("8"), 0, 1e-15);
+  EXPECT_DOUBLE_EQ(*ar.fixed_latency_s, 0);
+  EXPECT_FALSE(sys.intra_with_pcie);
+  EXPECT_NE(sys.provenance_json.find("\"comm_bench\":{\"complete\":true,\"gpu\":\"H100\",\"source\":\"comm.json\"}"),
+            std::string::npos);
+}
+
+TEST(CommMergeTest, LatencyIsFlatWhenNodesAreNotEight) {
+  SystemConfig sys = load_system(system_text(4), "sys.json");
+  merge_comm(sys, comm_text(fit("all_gather", "intra_node_pcie_2x", 2, 30, 10) + "," +
+                            fit("all_gather", "intra_node_pcie_4x", 4, 70, 10)),
+             "comm.json");
+  EXPECT_TRUE(sys.intra_with_pcie);
+  // SimuMax multiplies latency by hops only when num_per_node == 8: each class keeps its α.
+  EXPECT_NEAR(*sys.networks.at("intra_node_pcie_4x").ops.at("all_gather").latency_s, 70e-6, 1e-15);
+  EXPECT_NEAR(sys.networks.at("intra_node_pcie_4x").ops.at("all_gather").fixed_latency_s_by_comm_num.at("4"), 0,
+              1e-15);
+}
+
+TEST(CommMergeTest, InterNodeBandwidthIsPerNode) {
+  SystemConfig sys = load_system(system_text(8), "sys.json");
+  merge_comm(sys, comm_text(fit("p2p", "inter_node", 2, 10, 25, "inter_node")), "comm.json");
+  const NetworkConfig& net = sys.networks.at("inter_node");
+  EXPECT_DOUBLE_EQ(net.bandwidth.bytes_per_s, 200 * kGiB);  // existing nominal value kept
+  // Per-GPU 25 GB/s × 8 GPUs per node over 200 GiB/s = 2e11/(200·2^30) = 0.9313225746.
+  EXPECT_NEAR(*net.ops.at("p2p").efficient_factor, 0.9313225746154785, 1e-15);
+  EXPECT_NEAR(*net.ops.at("p2p").latency_s, 10e-6, 1e-15);
+  // 64 MiB p2p: 64 MiB/25 GB/s + 10 µs = 2684.35456 + 10 µs.
+  EXPECT_NEAR(simulated_time(sys, "inter_node", "p2p", 64 * kMiB, 2), 2694.35456e-6, 1e-12);
+}
+
+TEST(CommMergeTest, SimulatorReproducesFittedTimesAfterRoundTrip) {
+  using comm_bench::CommResults, comm_bench::GroupKind, comm_bench::model_bytes, comm_bench::size_sweep;
+  using CB = comm_bench::Collective;
+  CommResults r;
+  struct Series {
+    CB op;
+    const char* group;
+    GroupKind kind;
+    const char* net;
+    int n;
+    double alpha, bw;
+  };
+  const Series series[] = {
+      {CB::AllReduce, "intra_node_x2", GroupKind::IntraNode, "high_intra_node", 2, 18e-6, 150e9},
+      {CB::AllReduce, "intra_node_x8", GroupKind::IntraNode, "high_intra_node", 8, 35e-6, 360e9},
+      {CB::AllGather, "intra_node_x8", GroupKind::IntraNode, "high_intra_node", 8, 30e-6, 350e9},
+      {CB::AllToAll, "intra_node_x4", GroupKind::IntraNode, "high_intra_node", 4, 28e-6, 300e9},
+      {CB::P2P, "intra_node_x2", GroupKind::IntraNode, "high_intra_node", 2, 12e-6, 140e9},
+      {CB::AllReduce, "inter_node_x2", GroupKind::InterNode, "inter_node", 2, 60e-6, 45e9},
+      {CB::AllReduce, "world_x16", GroupKind::World, "inter_node", 16, 90e-6, 300e9},
+  };
+  for (const auto& s : series)
+    for (uint64_t size : size_sweep(8, uint64_t{1} << 30, 4))
+      r.points.push_back({s.op, s.group, s.kind, s.net, s.n, size,
+                          s.alpha + model_bytes(s.op, static_cast<double>(size), s.n) / s.bw, 20});
+  comm_bench::fit_all(r);
+  ASSERT_EQ(r.fits.size(), 7u);
+
+  std::ifstream f(std::string(TRAINSIM_SOURCE_DIR) + "/configs/system/b200-simumax.json");
+  std::ostringstream text;
+  text << f.rdbuf();
+  SystemConfig sys = load_system(text.str(), "b200-simumax.json");
+  merge_comm(sys, comm_bench::results_to_json_text(r), "comm.json");
+  const SystemConfig back = load_system(system_to_json_text(sys), "merged.json");
+  for (const auto& s : series) {
+    if (s.kind == GroupKind::World) continue;  // reported, not merged
+    const char* op = comm_bench::info(s.op).name;
+    for (double size : {1.0 * kMiB, 64.0 * kMiB, 1024.0 * kMiB}) {
+      // Bandwidth comes from the largest group of each op, so the NVLink n = 2 all_reduce keeps
+      // its α exactly and takes its bandwidth from n = 8.
+      const bool small_ar = s.op == CB::AllReduce && s.n == 2 && std::string(s.net) == "high_intra_node";
+      const double bw = small_ar ? 360e9 : s.bw;
+      const double expect = s.alpha + model_bytes(s.op, size, s.n) / bw;
+      // comm.json keeps 6 significant digits.
+      EXPECT_NEAR(simulated_time(back, s.net, op, size, s.n) / expect, 1, 1e-5) << op << " " << s.group << " " << size;
+    }
+  }
+}
+
+TEST(CommMergeTest, RejectsBadInput) {
+  EXPECT_EQ(merge_error(comm_text(fit("allreduce", "high_intra_node", 8, 1, 1))),
+            "comm.json: /fits/0/op: unknown collective 'allreduce'; valid values: all_reduce, all_gather, "
+            "reduce_scatter, p2p, all2all; did you mean 'all_reduce'?");
+  EXPECT_EQ(merge_error(comm_text(fit("all_reduce", "high_intra_nod", 8, 1, 1))),
+            "comm.json: /fits/0/network: unknown network 'high_intra_nod'; valid values: high_intra_node, low_intra_node, "
+            "inter_node, intra_node_pcie_2x, intra_node_pcie_4x, intra_node_pcie_8x; did you mean 'high_intra_node'?");
+  EXPECT_EQ(merge_error(R"({"schema_version": "2.0.0", "fits": []})"),
+            "comm.json: /schema_version: unsupported version '2.0.0'; this trainsim reads 1.x");
+  EXPECT_EQ(merge_error(R"({"schema_version": "1.0.0"})"), "comm.json: /fits: required array is missing");
+  EXPECT_EQ(merge_error(R"({"schema_version": "1.0.0", "fits": [{"op": "p2p", "network": "inter_node", "n": 2,
+      "latency_us": 1, "bus_bandwidth_gbs": 0, "latency_uss": 3}]})"),
+            "comm.json: /fits/0/latency_uss: unknown key; did you mean 'latency_us'?\n"
+            "comm.json: /fits/0/bus_bandwidth_gbs: must be > 0");
+  EXPECT_EQ(merge_error(comm_text(fit("p2p", "high_intra_node", 2, 1, 1) + "," +
+                                  fit("p2p", "intra_node_pcie_2x", 2, 1, 1))),
+            "comm.json: /fits: fits mix NVLink (high_intra_node) and PCIe (intra_node_pcie_*) intra-node classes");
+  EXPECT_EQ(merge_error(comm_text(fit("p2p", "high_intra_node", 2, 1, 1) + "," +
+                                  fit("p2p", "high_intra_node", 2, 1, 1))),
+            "comm.json: /fits/1: second fit for p2p on high_intra_node with n = 2");
+  // World and single-rank fits are reported in comm.json but not merged.
+  EXPECT_EQ(merge_error(comm_text(fit("all_reduce", "inter_node", 16, 1, 1, "world"))), "<no error>");
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,162 @@
+// nccl-tests import: text dialects, -J JSON, error messages.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "nccl_tests.h"
+
+namespace comm_bench {
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream f(std::string(TRAINSIM_TEST_DATA) + "/comm/" + name);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::vector<NcclTestsRun> parse_fixture(const std::string& name) { return parse_nccl_tests(fixture(name), name); }
+
+std::string config_error(const std::string& text, const std::string& source) {
+  try {
+    (void)parse_nccl_tests(text, source);
+  } catch (const trainsim::ConfigError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(CommNcclTestsTest, CurrentHeaderWithRedopRootAndWrong) {
+  const auto runs = parse_fixture("all_reduce_v2.19_8gpu.log");
+  ASSERT_EQ(runs.size(), 1u);
+  const NcclTestsRun& r = runs[0];
+  EXPECT_EQ(r.op, Collective::AllReduce);
+  EXPECT_EQ(r.nranks, 8);
+  EXPECT_EQ(r.hosts.size(), 8u);
+  EXPECT_EQ(r.gpu, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(r.tests_version, "2.19.6");
+  EXPECT_EQ(r.nccl_version, "22809");
+  ASSERT_EQ(r.rows.size(), 31u);
+  EXPECT_EQ(r.rows[0].size_bytes, 8u);
+  EXPECT_EQ(r.rows[0].count, 4u);
+  EXPECT_EQ(r.rows[0].type, "bfloat16");
+  EXPECT_DOUBLE_EQ(r.rows[0].oop_time_s, 25.00e-6);
+  EXPECT_DOUBLE_EQ(*r.rows[0].ip_time_s, 25.25e-6);
+  // "8589934592 4294967296 bfloat16 sum -1 41781.6 205.59 359.78 0 42199.4 ...": %.1f time.
+  EXPECT_EQ(r.rows.back().size_bytes, 8589934592u);
+  EXPECT_DOUBLE_EQ(r.rows.back().oop_time_s, 41781.6e-6);
+  EXPECT_DOUBLE_EQ(r.rows.back().oop_busbw_gbs, 359.78);
+  EXPECT_TRUE(r.notes.empty());
+}
+
+TEST(CommNcclTestsTest, OldHeaderLauncherPrefixAndOpFromFileName) {
+  const auto runs = parse_fixture("all_gather_perf_2node_old.log");
+  ASSERT_EQ(runs.size(), 1u);
+  const NcclTestsRun& r = runs[0];
+  EXPECT_EQ(r.op, Collective::AllGather);
+  EXPECT_EQ(r.nranks, 2);
+  EXPECT_EQ(r.hosts, (std::vector<std::string>{"gpu-n1", "gpu-n2"}));
+  EXPECT_EQ(r.gpu, "NVIDIA A100-SXM4-80GB");
+  ASSERT_EQ(r.rows.size(), 11u);  // 1 MiB … 1 GiB
+  EXPECT_DOUBLE_EQ(r.rows[0].oop_time_s, 66.21e-6);
+  EXPECT_EQ(r.notes, (std::vector<std::string>{"collective taken from the file name: all_gather"}));
+}
+
+TEST(CommNcclTestsTest, NoRankLinesIterationColumnsAndNotAvailableWrong) {
+  const auto runs = parse_fixture("reduce_scatter_norank_iflag.log");
+  ASSERT_EQ(runs.size(), 1u);
+  const NcclTestsRun& r = runs[0];
+  EXPECT_EQ(r.op, Collective::ReduceScatter);
+  EXPECT_EQ(r.nranks, 4);  // busbw/algbw = 3/4
+  EXPECT_EQ(r.notes, (std::vector<std::string>{"no rank lines: 4 ranks implied by busbw/algbw"}));
+  EXPECT_DOUBLE_EQ(r.rows[0].oop_time_s, 17.46e-6);
+  EXPECT_DOUBLE_EQ(*r.rows[0].ip_time_s, 17.63e-6);  // after the four -I columns
+}
+
+TEST(CommNcclTestsTest, SendrecvWithTimestamps) {
+  const auto runs = parse_fixture("sendrecv_2gpu_timestamps.log");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].op, Collective::P2P);
+  EXPECT_EQ(runs[0].nranks, 2);
+  EXPECT_EQ(runs[0].tests_version, "2.13.9");
+  EXPECT_EQ(runs[0].rows.size(), 25u);  // 8 B … 128 MiB
+  EXPECT_DOUBLE_EQ(runs[0].rows.back().oop_time_s, 906.78e-6);
+}
+
+TEST(CommNcclTestsTest, JsonOutput) {
+  const auto runs = parse_fixture("alltoall_8gpu.json");
+  ASSERT_EQ(runs.size(), 1u);
+  const NcclTestsRun& r = runs[0];
+  EXPECT_EQ(r.op, Collective::AllToAll);
+  EXPECT_EQ(r.nranks, 8);
+  EXPECT_EQ(r.gpu, "NVIDIA H200");
+  EXPECT_EQ(r.nccl_version, "2.28.9");
+  ASSERT_EQ(r.rows.size(), 21u);  // 1 KiB … 1 GiB
+  EXPECT_EQ(r.rows[10].size_bytes, 1048576u);
+  EXPECT_DOUBLE_EQ(r.rows[10].oop_time_s, 33.06e-6);
+}
+
+TEST(CommNcclTestsTest, SeveralRunsInOneFile) {
+  const auto runs = parse_fixture("two_runs_2gpu.log");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].op, Collective::AllReduce);
+  EXPECT_EQ(runs[1].op, Collective::AllGather);
+  EXPECT_EQ(runs[1].nranks, 2);
+  EXPECT_EQ(runs[1].hosts.size(), 2u);
+}
+
+TEST(CommNcclTestsTest, ErrorsNameFileAndLine) {
+  EXPECT_EQ(config_error(fixture("bad_short_row.log"), "bad_short_row.log"),
+            "bad_short_row.log: line 3: data row has 6 columns, the header needs at least 8");
+  EXPECT_EQ(config_error(fixture("bad_cputime.log"), "bad_cputime.log"),
+            "bad_cputime.log: line 2: host CPU times (nccl-tests -C 1) cannot be fitted; rerun without -C");
+  EXPECT_EQ(config_error("hello\n", "x.log"), "x.log: no nccl-tests data rows found");
+  EXPECT_EQ(config_error("   1024   512  bfloat16  sum  -1  12.5  0.08  0.08  0\n", "run.txt"),
+            "run.txt: line 1: cannot tell which collective was measured; name the file after the nccl-tests binary "
+            "(e.g. all_reduce_perf.log) or pass --op");
+  EXPECT_EQ(config_error("{\"version\": 3}", "x.json"),
+            "x.json: /results: required array is missing (is this an nccl-tests -J file?)");
+  EXPECT_EQ(config_error("# Collective test starting: broadcast_perf\n", "b.log"),
+            "b.log: line 1: unsupported nccl-tests collective 'broadcast_perf'; supported: all_reduce, all_gather, "
+            "reduce_scatter, alltoall, sendrecv");
+}
+
+TEST(CommNcclTestsTest, ImportClassifiesAndFits) {
+  std::vector<NcclTestsRun> runs = parse_fixture("all_reduce_v2.19_8gpu.log");
+  for (auto& r : parse_fixture("all_gather_perf_2node_old.log")) runs.push_back(r);
+  const CommResults res = results_from_nccl_tests(runs, IntraLink::NVLink, "");
+  ASSERT_EQ(res.groups.size(), 2u);
+  EXPECT_EQ(res.groups[0].name, "intra_node_x8");
+  EXPECT_EQ(res.groups[0].network, "high_intra_node");
+  EXPECT_EQ(res.groups[1].name, "inter_node_x2");
+  EXPECT_EQ(res.groups[1].network, "inter_node");
+  ASSERT_EQ(res.fits.size(), 2u);
+  // The fixtures were written from t = 25 µs + x/360 GB/s and t = 40 µs + x/20 GB/s.
+  EXPECT_NEAR(res.fits[0].fit.latency_s, 25e-6, 0.05e-6);
+  EXPECT_NEAR(res.fits[0].fit.bus_bandwidth / 360e9, 1, 0.002);
+  EXPECT_NEAR(res.fits[1].fit.latency_s, 40e-6, 0.5e-6);
+  EXPECT_NEAR(res.fits[1].fit.bus_bandwidth / 20e9, 1, 0.002);
+  EXPECT_EQ(res.provenance.world_size, 8);
+  EXPECT_EQ(res.provenance.gpu, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(res.notes, (std::vector<std::string>{
+                           "all_gather_perf_2node_old.log: collective taken from the file name: all_gather"}));
+}
+
+TEST(CommNcclTestsTest, ImportNetworkOverride) {
+  const auto runs = parse_fixture("reduce_scatter_norank_iflag.log");
+  EXPECT_EQ(results_from_nccl_tests(runs, IntraLink::PCIe, "").fits.at(0).network, "intra_node_pcie_4x");
+  EXPECT_EQ(results_from_nccl_tests(runs, IntraLink::NVLink, "low_intra_node").fits.at(0).network, "low_intra_node");
+  try {
+    (void)results_from_nccl_tests(runs, IntraLink::NVLink, "inter_nodes");
+    FAIL();
+  } catch (const trainsim::UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--network: unknown class 'inter_nodes'; valid values: high_intra_node, low_intra_node, inter_node, "
+              "intra_node_pcie_2x, intra_node_pcie_4x, intra_node_pcie_8x; did you mean 'inter_node'?");
+  }
+}
+
+}  // namespace
+}  // namespace comm_bench
