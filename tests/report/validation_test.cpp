@@ -1,0 +1,193 @@
+// Accuracy-suite tables: CSV parsing, folder checks, error and summary math.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.h"
+#include "report/validation.h"
+
+namespace trainsim {
+namespace {
+
+const std::string kData = std::string(TRAINSIM_TEST_DATA) + "/validation";
+
+// The message of the ConfigError `fn` throws ("" when it does not throw).
+template <class F>
+std::string error_of(F fn) {
+  try {
+    fn();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ValidationTable, LoadsFixtureTable) {
+  ValidationTable t = load_validation_table(kData + "/tiny");
+  EXPECT_EQ(t.name, "tiny");
+  EXPECT_EQ(t.system, "a100-pcie-simumax");  // comments and blanks of system.txt dropped
+  ASSERT_EQ(t.metrics.size(), 1u);
+  EXPECT_EQ(t.metrics[0], ValidationMetric::IterationMs);
+  ASSERT_EQ(t.cases.size(), 2u);
+
+  const ValidationCase& a = t.cases[0];
+  EXPECT_EQ(a.name, "small_tp1");
+  EXPECT_EQ(a.line, 2);
+  EXPECT_DOUBLE_EQ(a.real[0], 100.0);
+  // The peer's TFLOPS error −1.46 % is a step-time error of 100·(1/0.9854 − 1).
+  ASSERT_TRUE(a.peer_err_pct[0].has_value());
+  EXPECT_NEAR(*a.peer_err_pct[0], 1.4816318246, 1e-9);
+  ASSERT_EQ(a.info.size(), 2u);
+  EXPECT_EQ(a.info[0], (std::pair<std::string, std::string>{"layers", "2"}));
+  EXPECT_EQ(a.info[1], (std::pair<std::string, std::string>{"note", "plain, no recompute"}));
+  EXPECT_EQ(t.case_dir(a), kData + "/tiny/cases/small_tp1");
+
+  const ValidationCase& b = t.cases[1];
+  EXPECT_EQ(b.name, "small_tp2");
+  EXPECT_EQ(b.line, 4);  // a blank line is skipped but counted
+  EXPECT_DOUBLE_EQ(b.real[0], 250.5);
+  EXPECT_FALSE(b.peer_err_pct[0].has_value());  // empty cell: not published
+
+  // Not a file in the table folder: resolved as a preset.
+  EXPECT_EQ(resolve_table_system(t).source, resolve_config("system", "a100-pcie-simumax").source);
+}
+
+TEST(ValidationTable, FindsTableFolders) {
+  auto dirs = find_validation_tables(kData);
+  ASSERT_EQ(dirs.size(), 3u);
+  EXPECT_EQ(dirs[0], kData + "/bad_fields");
+  EXPECT_EQ(dirs[1], kData + "/missing_case");
+  EXPECT_EQ(dirs[2], kData + "/tiny");
+  // A table folder stands for itself.
+  EXPECT_EQ(find_validation_tables(kData + "/tiny"), std::vector<std::string>{kData + "/tiny"});
+  EXPECT_EQ(validation_table_name("validation/korthikanti2022/"), "korthikanti2022");
+  EXPECT_EQ(validation_table_name("validation/nemo2407_h100"), "nemo2407_h100");
+  EXPECT_EQ(validation_table_name(kData + "/tiny/cases/.."), "tiny");
+  EXPECT_EQ(error_of([] { (void)find_validation_tables(kData + "/tiny/cases"); }),
+            kData + "/tiny/cases: holds no table folder (a folder with a cases.csv)");
+}
+
+TEST(ValidationTable, ParsesPerLayerMetricsAndPeerColumns) {
+  ValidationTable t = parse_validation_csv(
+      "case,real_layer_fwd_ms,real_layer_bwd_ms,real_layer_ms,peer_err_pct_layer_ms\n"
+      "baseline,7.7,11.9,19.6,-3.5\n",
+      "t.csv");
+  ASSERT_EQ(t.metrics.size(), 3u);
+  EXPECT_EQ(t.metrics[0], ValidationMetric::LayerFwdMs);
+  EXPECT_EQ(t.metrics[1], ValidationMetric::LayerBwdMs);
+  EXPECT_EQ(t.metrics[2], ValidationMetric::LayerMs);
+  ASSERT_EQ(t.cases.size(), 1u);
+  EXPECT_DOUBLE_EQ(t.cases[0].real[1], 11.9);
+  EXPECT_FALSE(t.cases[0].peer_err_pct[0].has_value());
+  ASSERT_TRUE(t.cases[0].peer_err_pct[2].has_value());
+  EXPECT_DOUBLE_EQ(*t.cases[0].peer_err_pct[2], -3.5);  // already on the compared metric
+}
+
+TEST(ValidationTable, MalformedRowNamesFileAndLine) {
+  EXPECT_EQ(error_of([] { (void)load_validation_table(kData + "/bad_fields"); }),
+            kData + "/bad_fields/cases.csv: line 3: expected 4 fields (as in the header), got 3");
+}
+
+TEST(ValidationTable, MissingAndOrphanCaseFolders) {
+  const std::string d = kData + "/missing_case";
+  EXPECT_EQ(error_of([&] { (void)load_validation_table(d); }),
+            d + "/cases.csv: line 2: case 'absent': missing " + d + "/cases/absent/model.json\n" +
+            d + "/cases.csv: line 2: case 'absent': missing " + d + "/cases/absent/strategy.json\n" +
+            d + "/cases.csv: folder " + d + "/cases/orphan has no row in cases.csv");
+}
+
+TEST(ValidationTable, CsvErrorMessages) {
+  auto err = [](const std::string& text) {
+    return error_of([&] { (void)parse_validation_csv(text, "t.csv"); });
+  };
+  EXPECT_EQ(err(""), "t.csv: is empty; expected a header line starting with 'case'");
+  EXPECT_EQ(err("name,real_iteration_ms\n"), "t.csv: line 1: the first column must be 'case', got 'name'");
+  EXPECT_EQ(err("case,real_iteration_ms\n"), "t.csv: has a header but no case rows");
+  EXPECT_EQ(err("case,real_iteraton_ms\na,1\n"),
+            "t.csv: line 1: unknown column 'real_iteraton_ms'; valid names: real_iteration_ms, "
+            "real_layer_fwd_ms, real_layer_bwd_ms, real_layer_ms; did you mean 'real_iteration_ms'?");
+  EXPECT_EQ(err("case,layers\na,1\n"),
+            "t.csv: line 1: no compared metric; expected at least one of the columns real_iteration_ms, "
+            "real_layer_fwd_ms, real_layer_bwd_ms, real_layer_ms");
+  EXPECT_EQ(err("case,real_layer_ms,peer_tflops_err_pct\na,1,2\n"),
+            "t.csv: line 1: column 'peer_tflops_err_pct' needs the column 'real_iteration_ms'");
+  EXPECT_EQ(err("case,real_iteration_ms,real_iteration_ms\n"),
+            "t.csv: line 1: duplicate column 'real_iteration_ms'");
+  EXPECT_EQ(err("case,real_iteration_ms\na,abc\n"),
+            "t.csv: line 2: column 'real_iteration_ms': expected a positive number, got 'abc'");
+  EXPECT_EQ(err("case,real_iteration_ms\na,0\n"),
+            "t.csv: line 2: column 'real_iteration_ms': expected a positive number, got '0'");
+  EXPECT_EQ(err("case,real_iteration_ms,peer_tflops_err_pct\na,1,-100\n"),
+            "t.csv: line 2: column 'peer_tflops_err_pct': expected a number above -100 or nothing, got '-100'");
+  EXPECT_EQ(err("case,real_iteration_ms\na,1\n\na,2\n"), "t.csv: line 4: duplicate case 'a' (first on line 2)");
+  EXPECT_EQ(err("case,real_iteration_ms\n../x,1\n"),
+            "t.csv: line 2: invalid case name '../x'; use letters, digits, '.', '_' and '-' (not first '.')");
+  EXPECT_EQ(err("case,real_iteration_ms\n\"a,1\n"), "t.csv: line 2: unterminated or misplaced double quote");
+}
+
+TEST(ValidationMath, SignedErrors) {
+  EXPECT_NEAR(signed_error_pct(110, 100), 10.0, 1e-12);
+  EXPECT_NEAR(signed_error_pct(90, 100), -10.0, 1e-12);
+  EXPECT_NEAR(signed_error_pct(7.7, 7.7), 0.0, 1e-12);
+  // +25 % TFLOPS is a step 1/1.25 = 0.8 as long: −20 % time.
+  EXPECT_NEAR(time_error_from_tflops_error(25.0), -20.0, 1e-12);
+  EXPECT_NEAR(time_error_from_tflops_error(-1.46), 1.4816318246, 1e-9);
+}
+
+TEST(ValidationMath, SummaryOverComparedRows) {
+  ValidationTable t = parse_validation_csv(
+      "case,real_iteration_ms,peer_err_pct_iteration_ms\n"
+      "a,100,2\n"
+      "b,200,-5\n"
+      "c,400,7\n"
+      "d,50,\n",
+      "t.csv");
+  std::vector<CaseResult> results = {
+      {"a", "", {110.0}},               // +10 %
+      {"b", "", {190.0}},               // −5 %
+      {"c", "estimate failed", {}},     // not compared: its peer error is left out too
+      {"d", "", {49.0}},                // −2 %, no peer error
+  };
+  auto s = summarize(t, results);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].metric, ValidationMetric::IterationMs);
+  EXPECT_EQ(s[0].cases, 4);
+  EXPECT_EQ(s[0].compared, 3);
+  EXPECT_NEAR(s[0].mean_abs_err_pct, (10.0 + 5.0 + 2.0) / 3, 1e-9);
+  EXPECT_NEAR(s[0].max_abs_err_pct, 10.0, 1e-9);
+  EXPECT_EQ(s[0].max_case, "a");
+  EXPECT_EQ(s[0].peer_compared, 2);
+  EXPECT_NEAR(s[0].peer_mean_abs_err_pct, 3.5, 1e-12);
+  EXPECT_NEAR(s[0].peer_max_abs_err_pct, 5.0, 1e-12);
+  // Every published peer error, the failed row's included: (2 + 5 + 7) / 3.
+  EXPECT_EQ(s[0].peer_published, 3);
+  EXPECT_NEAR(s[0].peer_published_mean_abs_err_pct, 14.0 / 3, 1e-12);
+  EXPECT_NEAR(s[0].peer_published_max_abs_err_pct, 7.0, 1e-12);
+}
+
+TEST(ValidationMath, PerLayerMetricsNeedOneStage) {
+  ModelConfig m;
+  m.layer_num = 48;
+  StrategyConfig s;
+  s.pp_size = 2;
+  SystemConfig sys;
+  try {
+    (void)predict_metrics({ValidationMetric::LayerMs}, m, s, sys);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "per-layer metrics need pp_size 1 (every layer on one stage), got 2");
+  }
+  s.pp_size = 1;
+  m.layer_num = 5;
+  try {
+    (void)predict_metrics({ValidationMetric::LayerFwdMs}, m, s, sys);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "per-layer metrics need an even layer_num (the plan is also estimated with half the "
+                 "layers), got 5");
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
