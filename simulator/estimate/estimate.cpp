@@ -79,13 +79,11 @@ PhaseSums chunk_sums(const Env& env, const Chunk& c) {
   PhaseSums total;
   for (const auto& l : c.pre) total.add(leaf_sums(env, l, false));
   for (const auto& l : c.post) total.add(leaf_sums(env, l, false));
+  // Layers sharing a template cost the same; a recomputed template's leaves carry their roles.
   std::vector<PhaseSums> per_template;
   for (const auto& t : c.templates) {
     PhaseSums ps;
-    const bool rc = !c.layers.empty() && std::any_of(c.layers.begin(), c.layers.end(), [&](const auto& L) {
-      return &c.templates[static_cast<size_t>(L.template_index)] == &t && L.recompute;
-    });
-    for (const auto& l : t.leaves) ps.add(leaf_sums(env, l, rc));
+    for (const auto& l : t.leaves) ps.add(leaf_sums(env, l, true));
     per_template.push_back(ps);
   }
   for (const auto& L : c.layers) total.add(per_template[static_cast<size_t>(L.template_index)]);
