@@ -1,5 +1,6 @@
 // `trainsim shapes`: lists every efficiency-table key the given plans look up (the input of
 // kernels_bench), marking the keys the given system has no measurement for.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -17,6 +18,9 @@
 #include "estimate/shapes.h"
 
 namespace trainsim::cli {
+namespace {
+constexpr const char* kGenericSystem = "h100-sxm-80g";
+}  // namespace
 
 int cmd_shapes(const Args& args) {
   ArgParser p("shapes",
@@ -33,12 +37,17 @@ int cmd_shapes(const Args& args) {
 
   ConfigText model_text = resolve_config("model", p.get("model"));
   ModelConfig model = load_model(model_text.text, model_text.source);
-  SystemConfig sys;
+  // The plan needs a system to be legal (networks); without --system a generic preset stands in
+  // and no entry is marked against it.
   bool have_system = p.has("system");
-  if (have_system) {
-    ConfigText t = resolve_config("system", p.get("system"));
-    sys = load_system(t.text, t.source);
+  std::string system_arg = p.get("system");
+  if (!have_system) {
+    auto names = preset_names("system");
+    if (names.empty()) throw UsageError("shapes: no system preset is embedded; give --system\n" + p.help());
+    system_arg = std::find(names.begin(), names.end(), kGenericSystem) != names.end() ? kGenericSystem : names.front();
   }
+  ConfigText system_text = resolve_config("system", system_arg);
+  SystemConfig sys = load_system(system_text.text, system_text.source);
 
   ShapesDoc doc;
   if (have_system) doc.system = sys.sys_name;

@@ -1,0 +1,12 @@
+// Device backend of a build without CUDA: only --dry-run works.
+#include "backend.h"
+#include "core/error.h"
+
+namespace trainsim::kb {
+
+std::unique_ptr<Backend> make_device_backend() {
+  throw Error("this kernels_bench was built without CUDA, so only --dry-run works; rebuild where the CUDA "
+              "toolkit is found (cmake -DTRAINSIM_WITH_CUDA=ON)");
+}
+
+}  // namespace trainsim::kb

@@ -1,0 +1,186 @@
+// Sweep planning and run-time estimate.
+#include "plan.h"
+
+#include <cmath>
+#include <map>
+
+#include "core/error.h"
+#include "core/text.h"
+
+namespace trainsim::kb {
+namespace {
+
+// Per-sample cost besides the kernel: L2 flush (a 256 MiB memset) and the event sync.
+double per_sample_overhead_s(const PlanOptions& opt) { return 256.0 * (1 << 20) / opt.mem_bytes_per_s + 20e-6; }
+
+// Typical efficiencies used only to estimate run time.
+constexpr double kGuessGemmEff = 0.6, kGuessGroupedEff = 0.4, kGuessSdpaEff = 0.5, kGuessMemEff = 0.8;
+constexpr double kGuessLaunchS = 4e-6;   // per empty-kernel launch
+constexpr int kLaunchesPerLatencySample = 1000;
+
+Family family_of(const std::string& op) {
+  if (op == "matmul" || op == "fp8_matmul") return Family::Gemm;
+  if (op == "group_matmul" || op == "fp8_group_matmul") return Family::GroupedGemm;
+  return op == "sdp_bwd" ? Family::SdpaBwd : Family::SdpaFwd;
+}
+
+const char* family_name(Family f) {
+  switch (f) {
+    case Family::Gemm: return "gemm";
+    case Family::GroupedGemm: return "grouped";
+    case Family::SdpaFwd: return "sdpa_fwd";
+    case Family::SdpaBwd: return "sdpa_bwd";
+    case Family::Memory: return "memory";
+    case Family::Latency: return "latency";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::vector<MemoryCase> memory_cases() {
+  std::vector<MemoryCase> out;
+  MemoryCase copy;
+  copy.pattern = "copy";
+  copy.copy_bytes = 1024.0 * 1024 * 1024;  // >> L2 on every current GPU
+  out.push_back(copy);
+  // DeepSeek-V2 (ds236) and V3 (ds671) MoE permutation shapes of test_ce_permute_efficiency.py.
+  for (const char* pattern : {"permute_fwd", "permute_bwd"}) {
+    for (auto [hidden, topk] : {std::pair<int64_t, int64_t>{5120, 6}, {7168, 8}}) {
+      MemoryCase c;
+      c.pattern = pattern;
+      c.tokens = 4096;
+      c.hidden = hidden;
+      c.topk = topk;
+      out.push_back(c);
+    }
+  }
+  for (int64_t vocab : {32128, 128256}) {
+    MemoryCase c;
+    c.pattern = "ce_fusion";
+    c.tokens = 4096;
+    c.vocab = vocab;
+    out.push_back(c);
+  }
+  MemoryCase launch;
+  launch.pattern = "launch";
+  out.push_back(launch);
+  return out;
+}
+
+double memory_case_bytes(const MemoryCase& c) {
+  auto d = [](int64_t v) { return static_cast<double>(v); };
+  double e = d(c.elem_bytes);
+  if (c.pattern == "copy") return 2 * c.copy_bytes;  // read + write
+  if (c.pattern == "permute_fwd" || c.pattern == "permute_bwd") {
+    // Permutation: (T*H + P*H)*e + 2*P*H*e; UnPermutation: 2*P*H*e + (P*H + T*H)*e; P = k*T.
+    double th = d(c.tokens) * d(c.hidden), ph = d(c.tokens) * d(c.topk) * d(c.hidden);
+    return (th + 3 * ph) * e;
+  }
+  if (c.pattern == "ce_fusion") {
+    // ParallelCE fused: 2*logits*e + 4*B*S per pass, forward and backward.
+    return 2 * (2 * d(c.tokens) * d(c.vocab) * e + 4 * d(c.tokens));
+  }
+  return 0;
+}
+
+int memory_case_launches(const MemoryCase& c) {
+  if (c.pattern == "copy" || c.pattern == "launch") return 1;
+  return 2;  // two kernels per permutation direction; CE forward + backward
+}
+
+std::string memory_case_key(const MemoryCase& c) {
+  if (c.pattern == "copy") return strprintf("bytes=%.0f", c.copy_bytes);
+  if (c.pattern == "ce_fusion")
+    return strprintf("tokens=%lld, vocab=%lld", static_cast<long long>(c.tokens), static_cast<long long>(c.vocab));
+  if (c.pattern == "launch") return "empty_kernel";
+  return strprintf("tokens=%lld, hidden=%lld, topk=%lld", static_cast<long long>(c.tokens),
+                   static_cast<long long>(c.hidden), static_cast<long long>(c.topk));
+}
+
+std::string memory_case_class(const MemoryCase& c) { return c.pattern == "copy" ? "default" : c.pattern; }
+
+double estimate_item_seconds(const BenchItem& item, const PlanOptions& opt) {
+  double runs = opt.warmup + opt.samples;
+  double overhead = per_sample_overhead_s(opt);
+  double peak = item.op.rfind("fp8_", 0) == 0 ? opt.peak_fp8_flops : opt.peak_bf16_flops;
+  switch (item.family) {
+    case Family::Gemm: return 0.05 + runs * (item.flops / (peak * kGuessGemmEff) + overhead);
+    case Family::GroupedGemm: return 0.1 + runs * (item.flops / (peak * kGuessGroupedEff) + overhead);
+    case Family::SdpaFwd:
+    case Family::SdpaBwd: return 1.0 + runs * (item.flops / (peak * kGuessSdpaEff) + overhead);
+    case Family::Memory:
+      return 0.2 + runs * (item.bytes / (opt.mem_bytes_per_s * kGuessMemEff) + item.launches * kGuessLaunchS + overhead);
+    case Family::Latency: return 0.1 + runs * (kLaunchesPerLatencySample * kGuessLaunchS + overhead);
+  }
+  return 0;
+}
+
+BenchPlan make_plan(const ShapesDoc& shapes, const PlanOptions& opt) {
+  if (opt.samples < 10)
+    throw UsageError(strprintf("--samples %d: need at least 10 samples for a median with spread", opt.samples));
+  if (opt.warmup < 1) throw UsageError(strprintf("--warmup %d: need at least 1 warm-up run", opt.warmup));
+  BenchPlan plan;
+  for (const auto& s : shapes.shapes) {
+    BenchItem it;
+    it.family = family_of(s.op);
+    it.kind = "compute";
+    it.op = s.op;
+    it.key = s.key;
+    it.shape = s.shape;
+    it.flops = s.flops;
+    plan.items.push_back(std::move(it));
+  }
+  if (opt.memory) {
+    for (const auto& c : memory_cases()) {
+      BenchItem it;
+      bool launch = c.pattern == "launch";
+      it.family = launch ? Family::Latency : Family::Memory;
+      it.kind = launch ? "latency" : "memory";
+      it.op = launch ? "launch_latency" : memory_case_class(c);
+      it.key = memory_case_key(c);
+      it.mem = c;
+      it.bytes = memory_case_bytes(c);
+      it.launches = memory_case_launches(c);
+      plan.items.push_back(std::move(it));
+    }
+  }
+  for (auto& it : plan.items) {
+    it.est_s = estimate_item_seconds(it, opt);
+    plan.est_total_s += it.est_s;
+  }
+  return plan;
+}
+
+std::string format_duration(double seconds) {
+  if (seconds > 0 && seconds < 0.5) return "<1s";
+  auto s = static_cast<long long>(std::llround(std::max(0.0, seconds)));
+  if (s >= 3600) return strprintf("%lldh%02lldm%02llds", s / 3600, s / 60 % 60, s % 60);
+  if (s >= 60) return strprintf("%lldm%02llds", s / 60, s % 60);
+  return strprintf("%llds", s);
+}
+
+std::string format_plan(const BenchPlan& plan, const PlanOptions& opt) {
+  std::map<std::string, int> counts;
+  for (const auto& it : plan.items) ++counts[it.op];
+  std::vector<std::string> parts;
+  for (const auto& [op, n] : counts) parts.push_back(op + " " + std::to_string(n));
+  std::string out = strprintf("kernels_bench plan: %zu items (%s)\n", plan.items.size(), join(parts).c_str());
+  out += strprintf("%5s  %-9s %-16s %-14s %9s  %s\n", "#", "family", "op", "work", "est", "key");
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    const auto& it = plan.items[i];
+    std::string work = it.flops > 0   ? strprintf("%.3g GFLOP", it.flops / 1e9)
+                       : it.bytes > 0 ? strprintf("%.3g GB", it.bytes / 1e9)
+                                      : std::string("-");
+    out += strprintf("%5zu  %-9s %-16s %-14s %9s  %s\n", i + 1, family_name(it.family), it.op.c_str(),
+                     work.c_str(), format_duration(it.est_s).c_str(), it.key.c_str());
+  }
+  out += strprintf(
+      "estimated run time: %s (warm-up %d + %d samples per item; assumes %.0f/%.0f TFLOPS bf16/fp8, %.0f GB/s "
+      "and typical efficiencies)\n",
+      format_duration(plan.est_total_s).c_str(), opt.warmup, opt.samples, opt.peak_bf16_flops / 1e12,
+      opt.peak_fp8_flops / 1e12, opt.mem_bytes_per_s / 1e9);
+  return out;
+}
+
+}  // namespace trainsim::kb

@@ -1,0 +1,79 @@
+// Sweep planning: what kernels_bench measures, in which order, and how long it should take.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/shape_key.h"
+#include "config/shapes_file.h"
+
+namespace trainsim::kb {
+
+enum class Family { Gemm, GroupedGemm, SdpaFwd, SdpaBwd, Memory, Latency };
+
+/// A memory-bound case. Patterns: copy (device-to-device copy of `copy_bytes`), permute_fwd /
+/// permute_bwd (MoE token permutation of tokens x hidden with topk), ce_fusion (fused
+/// cross-entropy forward + backward over tokens x vocab logits), launch (empty kernel).
+struct MemoryCase {
+  std::string pattern;
+  int64_t tokens = 0, hidden = 0, topk = 0, vocab = 0;
+  double copy_bytes = 0;
+  int64_t elem_bytes = 2;  // bf16 activations/logits
+};
+
+/// One measurement of the plan; (kind, op, key) identifies its result.
+struct BenchItem {
+  Family family = Family::Gemm;
+  std::string kind, op, key;
+  std::optional<ShapeKey> shape;  // compute items
+  MemoryCase mem;                 // memory / latency items
+  double flops = 0;               // compute: simulator-convention FLOP of one call
+  double bytes = 0;               // memory: bytes under the simulator's byte formula
+  int launches = 1;               // kernels per timed call
+  double est_s = 0;               // estimated wall time of the whole item (setup + all runs)
+  [[nodiscard]] std::string id() const { return kind + "|" + op + "|" + key; }
+};
+
+/// Assumptions for the run-time estimate (defaults: an H100 SXM at typical efficiencies).
+struct PlanOptions {
+  int warmup = 5;
+  int samples = 20;
+  bool memory = true;             // include memory-bound and launch-latency items
+  double peak_bf16_flops = 989e12;
+  double peak_fp8_flops = 1979e12;
+  double mem_bytes_per_s = 3.35e12;
+};
+
+struct BenchPlan {
+  std::vector<BenchItem> items;
+  double est_total_s = 0;
+};
+
+/// The fixed memory-bound cases (SimuMax test_ce_permute_efficiency.py shapes).
+[[nodiscard]] std::vector<MemoryCase> memory_cases();
+
+/// Bytes of one timed call under the simulator's byte formulas (SimuMax
+/// Permutation/UnPermutation/ParallelCE _comp_leaf_mem_accessed_info), and its kernel count.
+[[nodiscard]] double memory_case_bytes(const MemoryCase& c);
+[[nodiscard]] int memory_case_launches(const MemoryCase& c);
+/// Exact key string of a memory case, e.g. "tokens=4096, hidden=7168, topk=8".
+[[nodiscard]] std::string memory_case_key(const MemoryCase& c);
+/// Bandwidth class a memory case calibrates (default, permute_fwd, permute_bwd, ce_fusion).
+[[nodiscard]] std::string memory_case_class(const MemoryCase& c);
+
+/// Builds the plan: every shape of `shapes` in file order, then the memory-bound cases.
+/// Throws UsageError for options out of range.
+[[nodiscard]] BenchPlan make_plan(const ShapesDoc& shapes, const PlanOptions& opt);
+
+/// Estimated seconds of one item (setup + (warmup + samples) x (kernel + per-sample overhead)).
+[[nodiscard]] double estimate_item_seconds(const BenchItem& item, const PlanOptions& opt);
+
+/// Human-readable plan for --dry-run: one line per item and the estimated total.
+[[nodiscard]] std::string format_plan(const BenchPlan& plan, const PlanOptions& opt);
+
+/// "1h02m03s" / "2m05s" / "7s".
+[[nodiscard]] std::string format_duration(double seconds);
+
+}  // namespace trainsim::kb

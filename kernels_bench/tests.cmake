@@ -1,0 +1,43 @@
+# kernels_bench host tests, appended to trainsim_tests by tests/CMakeLists.txt.
+list(APPEND TRAINSIM_TEST_SOURCES
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/shape_key_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/shapes_file_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/plan_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/stats_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/runner_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/merge_test.cpp
+)
+list(APPEND TRAINSIM_TEST_LIBS kernels_bench_host)
+
+# CLI smoke tests: the dry run needs no GPU.
+add_test(NAME KernelsBenchDryRun
+         COMMAND kernels_bench --shapes ${PROJECT_SOURCE_DIR}/tests/data/kernels/shapes_small.json --dry-run)
+set_tests_properties(KernelsBenchDryRun PROPERTIES PASS_REGULAR_EXPRESSION "estimated run time: ")
+add_test(NAME KernelsBenchBadShapes
+         COMMAND kernels_bench --shapes ${PROJECT_SOURCE_DIR}/tests/data/kernels/bad_shapes.json --dry-run)
+set_tests_properties(KernelsBenchBadShapes PROPERTIES
+  PASS_REGULAR_EXPRESSION "/shapes/0/key: shape key 'b=1, m=4096, k=4096, n=6144, layout=TT, accumulate=False, out_dtype=bf16': layout: expected one of TN, NN, NT, got 'TT'")
+
+# On a GPU machine: a small real sweep, then merged into a system file the simulator reads.
+if(TRAINSIM_ENABLE_DEVICE_TESTS AND TRAINSIM_HAVE_CUDA)
+  set(KB_SMOKE_OUT ${PROJECT_BINARY_DIR}/kernels_smoke.json)
+  add_test(NAME KernelsDeviceSmoke
+           COMMAND kernels_bench --shapes ${PROJECT_SOURCE_DIR}/tests/data/kernels/shapes_small.json
+                   --out ${KB_SMOKE_OUT} --samples 10 --warmup 2)
+  add_test(NAME KernelsDeviceSystemBuild
+           COMMAND trainsim_cli system build --base h100-sxm-80g --kernels ${KB_SMOKE_OUT}
+                   --out ${PROJECT_BINARY_DIR}/system_smoke.json)
+  set_tests_properties(KernelsDeviceSmoke PROPERTIES FIXTURES_SETUP kb_smoke LABELS gpu)
+  set_tests_properties(KernelsDeviceSystemBuild PROPERTIES FIXTURES_REQUIRED kb_smoke LABELS gpu)
+endif()
+
+# `trainsim system build` on the fixtures (the merged file must read back in the simulator).
+add_test(NAME KernelsSystemBuildFixture
+         COMMAND trainsim_cli system build --base ${PROJECT_SOURCE_DIR}/tests/data/kernels/base_system.json
+                 --kernels ${PROJECT_SOURCE_DIR}/tests/data/kernels/kernels_fixture.json
+                 --out ${PROJECT_BINARY_DIR}/kernels_fixture_system.json)
+add_test(NAME KernelsSystemBuildNeedsBase
+         COMMAND trainsim_cli system build --kernels ${PROJECT_SOURCE_DIR}/tests/data/kernels/kernels_fixture.json
+                 --out ${PROJECT_BINARY_DIR}/unused.json)
+set_tests_properties(KernelsSystemBuildNeedsBase PROPERTIES
+  PASS_REGULAR_EXPRESSION "system build: --base is required")

@@ -1,0 +1,162 @@
+// Plan runner with a fake backend: output file, append-as-you-go, interruption and resume.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "config/presets.h"
+#include "core/error.h"
+#include "runner.h"
+
+namespace trainsim::kb {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Times every kernel at exactly half the device peak; can simulate a crash after N calls.
+class FakeBackend : public Backend {
+ public:
+  explicit FakeBackend(std::string name = "Fake GPU") : name_(std::move(name)) {}
+  DeviceFacts device() override {
+    DeviceFacts d;
+    d.name = name_;
+    d.peak_bf16_flops = 1e15;
+    d.peak_fp8_flops = 2e15;
+    d.peak_mem_bytes_per_s = 2e12;
+    return d;
+  }
+  std::string method_json(const MeasureOptions&) override { return R"({"timing": "fake"})"; }
+  KernelResult measure(const BenchItem& item, const MeasureOptions&) override {
+    if (calls == crash_after) throw std::runtime_error("killed");
+    ++calls;
+    if (item.op == fail_op) throw Error("cuBLASLt returned CUBLAS_STATUS_NOT_SUPPORTED");
+    KernelResult r;
+    double t = item.flops > 0   ? item.flops / (0.5 * (item.op.rfind("fp8_", 0) == 0 ? 2e15 : 1e15))
+               : item.bytes > 0 ? item.bytes / (0.5 * 2e12)
+                                : 3e-6;
+    r.time = {10, t, t, t, t, t, t, 0};
+    r.impl = "fake";
+    return r;
+  }
+  int calls = 0;
+  int crash_after = -1;
+  std::string fail_op;
+
+ private:
+  std::string name_;
+};
+
+class KernelsRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kb_runner_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    opt_.out_path = (dir_ / "kernels.json").string();
+    opt_.provenance_json = R"({"tool": "test"})";
+    ShapesDoc shapes = load_shapes(read_file(std::string(TRAINSIM_TEST_DATA) + "/kernels/shapes_small.json"), "s");
+    plan_ = make_plan(shapes, PlanOptions{});
+    log_ = std::tmpfile();
+  }
+  void TearDown() override {
+    std::fclose(log_);
+    fs::remove_all(dir_);
+  }
+  fs::path dir_;
+  RunOptions opt_;
+  BenchPlan plan_;
+  std::FILE* log_ = nullptr;
+};
+
+TEST_F(KernelsRunnerTest, WritesEveryResultWithEfficiency) {
+  FakeBackend b;
+  RunSummary s = run_plan(plan_, b, opt_, log_);
+  EXPECT_EQ(s.measured, 18);
+  EXPECT_EQ(s.ok, 18);
+  KernelsDoc doc = load_kernels(read_file(opt_.out_path), opt_.out_path);
+  ASSERT_EQ(doc.results.size(), 18u);
+  EXPECT_EQ(doc.device.name, "Fake GPU");
+  EXPECT_EQ(doc.results[0].key, "b=1, m=4096, k=4096, n=6144, layout=TN, accumulate=False, out_dtype=bf16");
+  EXPECT_DOUBLE_EQ(doc.results[0].efficiency, 0.5);
+  EXPECT_DOUBLE_EQ(doc.results[3].efficiency, 0.5);   // fp8 against the fp8 peak
+  EXPECT_DOUBLE_EQ(doc.results[10].efficiency, 0.5);  // copy against the memory peak
+  EXPECT_FALSE(fs::exists(opt_.out_path + ".partial.jsonl"));
+}
+
+TEST_F(KernelsRunnerTest, InterruptedRunResumesWithoutRemeasuring) {
+  FakeBackend first;
+  first.crash_after = 5;
+  EXPECT_THROW((void)run_plan(plan_, first, opt_, log_), std::runtime_error);
+  ASSERT_TRUE(fs::exists(opt_.out_path + ".partial.jsonl"));
+  EXPECT_FALSE(fs::exists(opt_.out_path));
+
+  FakeBackend again;
+  try {
+    (void)run_plan(plan_, again, opt_, log_);
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), opt_.out_path + ".partial.jsonl exists from an interrupted run; pass --resume "
+                                                      "to continue it, or delete it to start over");
+  }
+  opt_.resume = true;
+  RunSummary s = run_plan(plan_, again, opt_, log_);
+  EXPECT_EQ(s.reused, 5);
+  EXPECT_EQ(s.measured, 13);
+  EXPECT_EQ(again.calls, 13);
+  KernelsDoc doc = load_kernels(read_file(opt_.out_path), opt_.out_path);
+  ASSERT_EQ(doc.results.size(), 18u);
+  for (size_t i = 0; i < doc.results.size(); ++i) EXPECT_EQ(doc.results[i].id(), plan_.items[i].id());
+}
+
+TEST_F(KernelsRunnerTest, TornLastLineIsDroppedAndMeasuredAgain) {
+  FakeBackend first;
+  first.crash_after = 2;
+  EXPECT_THROW((void)run_plan(plan_, first, opt_, log_), std::runtime_error);
+  {
+    std::ofstream out(opt_.out_path + ".partial.jsonl", std::ios::app);
+    out << R"({"kind": "compute", "op": "matmul", "key": "b=1, m=4096, k=4096, n=6144, layout=NT, acc)";
+  }
+  FakeBackend again;
+  opt_.resume = true;
+  RunSummary s = run_plan(plan_, again, opt_, log_);
+  EXPECT_EQ(s.reused, 2);
+  EXPECT_EQ(s.measured, 16);
+}
+
+TEST_F(KernelsRunnerTest, FailuresAreRecordedAndRetriedOnResume) {
+  FakeBackend first;
+  first.fail_op = "group_matmul";
+  RunSummary s = run_plan(plan_, first, opt_, log_);
+  EXPECT_EQ(s.failed, 3);
+  KernelsDoc doc = load_kernels(read_file(opt_.out_path), opt_.out_path);
+  EXPECT_EQ(doc.results[4].status, "failed");
+  EXPECT_EQ(doc.results[4].reason, "cuBLASLt returned CUBLAS_STATUS_NOT_SUPPORTED");
+  FakeBackend again;
+  opt_.resume = true;
+  s = run_plan(plan_, again, opt_, log_);
+  EXPECT_EQ(s.measured, 3);
+  EXPECT_EQ(s.ok, 3);
+}
+
+TEST_F(KernelsRunnerTest, RefusesToResumeOnAnotherDevice) {
+  FakeBackend first;
+  (void)run_plan(plan_, first, opt_, log_);
+  FakeBackend other("Other GPU");
+  opt_.resume = true;
+  try {
+    (void)run_plan(plan_, other, opt_, log_);
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cannot resume " + opt_.out_path + ": it was measured on 'Fake GPU', this device is 'Other GPU'");
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::kb
