@@ -50,11 +50,34 @@ int cmd_batch(const Args& args) {
     cases.push_back(name);
   }
   std::sort(cases.begin(), cases.end());
-  std::string out = "case,iteration_time_ms,peak_alloc_gib,first_stage_peak_alloc_gib,"
-                    "last_stage_peak_alloc_gib,mfu,eval_us,error\n";
+  // Rows are written as each case finishes, so an interrupted batch keeps what it computed.
+  std::ofstream file;
+  if (p.has("csv")) {
+    file.open(p.get("csv"));
+    if (!file) throw ConfigError(p.get("csv"), "", "cannot write file");
+  }
+  auto emit = [&](const std::string& row) {
+    if (file.is_open()) {
+      file << row << std::flush;
+    } else {
+      std::fputs(row.c_str(), stdout);
+    }
+  };
+  emit("case,iteration_time_ms,peak_alloc_gib,first_stage_peak_alloc_gib,last_stage_peak_alloc_gib,"
+       "mfu,eval_us,error\n");
   int failed = 0;
   double total_us = 0;
-  for (const auto& name : cases) {
+  const auto start = std::chrono::steady_clock::now();
+  auto last_report = start;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const std::string& name = cases[ci];
+    // Progress on long batches (mostly file reading), at most once a second.
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_report > std::chrono::seconds(1)) {
+      last_report = now;
+      std::fprintf(stderr, "batch: %zu/%zu cases, %.1f s\n", ci, cases.size(),
+                   std::chrono::duration<double>(now - start).count());
+    }
     const std::string base = dir + "/" + name + "/";
     try {
       ModelConfig m = load_model(read_file(base + "model.json"), base + "model.json");
@@ -64,21 +87,14 @@ int cmd_batch(const Args& args) {
       auto t1 = std::chrono::steady_clock::now();
       const double us = std::chrono::duration<double, std::micro>(t1 - t0).count();
       total_us += us;
-      out += strprintf("%s,%.4f,%.4f,%.4f,%.4f,%.5f,%.1f,\n", csv_escape(name).c_str(),
+      emit(strprintf("%s,%.4f,%.4f,%.4f,%.4f,%.5f,%.1f,\n", csv_escape(name).c_str(),
                        e.iteration_time_s * 1e3, e.peak_alloc_bytes() / kGiB,
                        e.stages.front().peak_alloc_bytes / kGiB,
-                       e.stages.back().peak_alloc_bytes / kGiB, e.mfu, us);
+                       e.stages.back().peak_alloc_bytes / kGiB, e.mfu, us));
     } catch (const Error& err) {
       ++failed;
-      out += csv_escape(name) + ",,,,,,," + csv_escape(err.what()) + "\n";
+      emit(csv_escape(name) + ",,,,,,," + csv_escape(err.what()) + "\n");
     }
-  }
-  if (p.has("csv")) {
-    std::ofstream f(p.get("csv"));
-    if (!f) throw ConfigError(p.get("csv"), "", "cannot write file");
-    f << out;
-  } else {
-    std::fputs(out.c_str(), stdout);
   }
   const size_t ok = cases.size() - static_cast<size_t>(failed);
   std::fprintf(stderr, "batch: %zu cases, %d failed, %.1f us per evaluated case\n", cases.size(), failed,
