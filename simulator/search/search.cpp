@@ -4,12 +4,13 @@
 #include "search/search.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <iterator>
 #include <exception>
+#include <iterator>
 #include <mutex>
 #include <thread>
 #include <tuple>
@@ -46,9 +47,12 @@ auto plan_key(const Candidate& c) {
 
 double rank_metric(const Candidate& c, RankBy by) {
   switch (by) {
-    case RankBy::Mfu: return -c.mfu;
-    case RankBy::Tokens: return -c.tokens_per_s_per_gpu;
-    case RankBy::Time: break;
+    case RankBy::Mfu:
+      return -c.mfu;
+    case RankBy::Tokens:
+      return -c.tokens_per_s_per_gpu;
+    case RankBy::Time:
+      break;
   }
   return c.iteration_time_s;
 }
@@ -111,7 +115,9 @@ class Worker {
   std::map<std::string, int64_t>& rejected() { return rejected_; }
   [[nodiscard]] int64_t feasible() const { return feasible_; }
   /// Layout index and message of this worker's first estimate error (index SIZE_MAX if none).
-  [[nodiscard]] std::pair<size_t, std::string> first_error() const { return {error_layout_, first_error_}; }
+  [[nodiscard]] std::pair<size_t, std::string> first_error() const {
+    return {error_layout_, first_error_};
+  }
 
  private:
   enum class Outcome { Fits, Oom, Error };
@@ -158,8 +164,10 @@ StrategyConfig Worker::layout_strategy(const Layout& l, int64_t mbs, bool& expre
     const int64_t layers = sh_.m.layer_num, per = (layers + l.pp - 1) / l.pp;
     const int64_t rest = layers - per * (l.pp - 1);
     expressible = rest > 0;
-    if (l.split == PipelineSplit::UnevenLast) s.num_layers_in_last_pipeline_stage = rest;
-    else s.num_layers_in_first_pipeline_stage = rest;
+    if (l.split == PipelineSplit::UnevenLast)
+      s.num_layers_in_last_pipeline_stage = rest;
+    else
+      s.num_layers_in_first_pipeline_stage = rest;
   }
   return s;
 }
@@ -222,7 +230,11 @@ void Worker::run_layout(const Layout& l, size_t index) {
     reject("duplicate", n_kinds * static_cast<int64_t>(sh_.space.mbs.size()));
     return;
   }
-  bool pruned = false;  // every later (larger) micro batch size is over the limit too
+  // Memory grows with the micro batch size for a fixed recompute choice, so what was over the
+  // limit at a smaller mbs stays over it (the brute-force test checks this pruning).
+  bool static_oom = false;          // weights, grads and optimizer states alone do not fit
+  std::array<bool, 5> oom_below{};  // per RecomputeKind: over the limit at a smaller mbs
+  int64_t full_block_min = 1;       // fewest full_block layers that fit at a smaller mbs
   for (int64_t mbs : sh_.space.mbs) {
     bool expressible = true;
     StrategyConfig s = layout_strategy(l, mbs, expressible);
@@ -244,13 +256,13 @@ void Worker::run_layout(const Layout& l, size_t index) {
     // Layers of the largest chunk: selective recompute covers them all and bounds the
     // full_block binary search (the peer uses ceil(L/pp)).
     StageLayers split;
-    TRAINSIM_ASSERT(split_layers(sh_.m.layer_num, s, split, nullptr), "validate_plan checked the split");
+    const bool split_ok = split_layers(sh_.m.layer_num, s, split, nullptr);
+    TRAINSIM_ASSERT(split_ok, "validate_plan accepted the pipeline split");
     const int64_t chunk_layers = l.vpp > 1 ? sh_.m.layer_num / (l.pp * l.vpp)
                                            : std::max({split.first, split.middle, split.last});
 
-    // Candidates of this cell, in the space's recompute order with None first.
-    std::vector<std::pair<RecomputeKind, StrategyConfig>> cell;
-    for (RecomputeKind k : kinds) {
+    bool none_fits = false;
+    for (RecomputeKind k : kinds) {  // sorted: None first
       StrategyConfig v = s;
       set_recompute(v, k, chunk_layers);
       if (k != RecomputeKind::None) {
@@ -260,21 +272,11 @@ void Worker::run_layout(const Layout& l, size_t index) {
           continue;
         }
       }
-      cell.emplace_back(k, std::move(v));
-    }
-    std::stable_partition(cell.begin(), cell.end(),
-                          [](const auto& kv) { return kv.first == RecomputeKind::None; });
-    if (pruned) {
-      reject("oom_bound", static_cast<int64_t>(cell.size()));
-      continue;
-    }
-    bool any_fit = false, any_error = false, static_oom = false;
-    for (auto& [k, v] : cell) {
-      if (static_oom) {
+      if (static_oom || oom_below[static_cast<size_t>(k)]) {
         reject("oom_bound", 1);
         continue;
       }
-      if (any_fit && cell.front().first == RecomputeKind::None) {
+      if (none_fits) {
         reject("recompute_not_needed", 1);
         continue;
       }
@@ -282,30 +284,32 @@ void Worker::run_layout(const Layout& l, size_t index) {
       const Outcome out = evaluate(v, k, l.split, static_oom, c);
       if (out == Outcome::Fits && k == RecomputeKind::FullBlock) {
         // Fewest recomputed layers per chunk that fit: memory falls as layers grow, so all
-        // layers are tried first (one call when nothing fits), then [1, chunk_layers − 1] is
+        // layers are tried first (one call when nothing fits), then the rest is
         // binary-searched (the peer's search_best_recompute_layer_num).
-        int64_t lo = 1, hi = chunk_layers - 1;
+        int64_t lo = full_block_min, hi = chunk_layers - 1;
         while (lo <= hi) {
           const int64_t mid = lo + (hi - lo) / 2;
           StrategyConfig t = v;
           t.recompute_layer_num = mid;
           bool unused = false;
-          if (evaluate(t, k, l.split, unused, c) == Outcome::Fits) hi = mid - 1;
-          else lo = mid + 1;
+          if (evaluate(t, k, l.split, unused, c) == Outcome::Fits)
+            hi = mid - 1;
+          else
+            lo = mid + 1;
         }
+        full_block_min = c.strategy.recompute_layer_num;
       }
       if (out == Outcome::Fits) {
-        any_fit = true;
+        none_fits = k == RecomputeKind::None;
         keep(std::move(c));
         sh_.done.fetch_add(1, std::memory_order_relaxed);
       } else if (out == Outcome::Oom) {
+        oom_below[static_cast<size_t>(k)] = true;
         reject("oom", 1);
       } else {
-        any_error = true;
         reject("estimate_error", 1);
       }
     }
-    if (static_oom || (!any_fit && !any_error && !cell.empty())) pruned = true;
   }
 }
 
@@ -313,20 +317,28 @@ void Worker::run_layout(const Layout& l, size_t index) {
 
 const char* recompute_kind_name(RecomputeKind k) {
   switch (k) {
-    case RecomputeKind::None: return "none";
-    case RecomputeKind::FullBlock: return "full_block";
-    case RecomputeKind::SelectiveAll: return "selective_all";
-    case RecomputeKind::SelectiveAttn: return "selective_attn";
-    case RecomputeKind::SelectiveMlp: return "selective_mlp";
+    case RecomputeKind::None:
+      return "none";
+    case RecomputeKind::FullBlock:
+      return "full_block";
+    case RecomputeKind::SelectiveAll:
+      return "selective_all";
+    case RecomputeKind::SelectiveAttn:
+      return "selective_attn";
+    case RecomputeKind::SelectiveMlp:
+      return "selective_mlp";
   }
   return "?";
 }
 
 const char* pipeline_split_name(PipelineSplit s) {
   switch (s) {
-    case PipelineSplit::Even: return "even";
-    case PipelineSplit::UnevenLast: return "uneven_last";
-    case PipelineSplit::UnevenFirst: return "uneven_first";
+    case PipelineSplit::Even:
+      return "even";
+    case PipelineSplit::UnevenLast:
+      return "uneven_last";
+    case PipelineSplit::UnevenFirst:
+      return "uneven_first";
   }
   return "?";
 }
@@ -358,16 +370,16 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   auto bad = [](const std::string& path, const std::string& msg) {
     throw ConfigError("search", path, msg);
   };
-  if (o.world_size < 1) bad("/world_size", "must be at least 1, got " + std::to_string(o.world_size));
+  if (o.world_size < 1)
+    bad("/world_size", "must be at least 1, got " + std::to_string(o.world_size));
   if (o.global_batch < 1)
     bad("/global_batch", "must be at least 1, got " + std::to_string(o.global_batch));
   if (o.keep < 0) bad("/keep", "must be 0 (all) or more, got " + std::to_string(o.keep));
   if (!(o.gmi_error_gib >= 0)) bad("/gmi_error", "must be a non-negative number of GiB");
   const double limit = sys.mem_bytes - o.gmi_error_gib * kGiB;
   if (limit <= 0)
-    bad("/gmi_error", strprintf("%s GiB leaves no memory on a %s GiB device",
-                                format_number(o.gmi_error_gib).c_str(),
-                                format_number(sys.mem_bytes / kGiB).c_str()));
+    bad("/gmi_error", strprintf("%g GiB leaves no memory on a %g GiB device", o.gmi_error_gib,
+                                sys.mem_bytes / kGiB));
 
   SearchSpace space = default_search_space(m, sys, o.world_size, space_in);
   auto tidy = [&](std::vector<int64_t>& v, const char* name, int64_t lo, int64_t hi) {
@@ -375,7 +387,8 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
     v.erase(std::unique(v.begin(), v.end()), v.end());
     if (v.front() < lo || v.back() > hi)
       bad(std::string("/") + name,
-          strprintf("values must be in %lld..%lld", static_cast<long long>(lo), static_cast<long long>(hi)));
+          strprintf("values must be in %lld..%lld", static_cast<long long>(lo),
+                    static_cast<long long>(hi)));
   };
   const int64_t kMax = int64_t{1} << 40;
   tidy(space.tp, "tp", 1, kMax);
@@ -387,7 +400,8 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   tidy(space.mbs, "mbs", 1, kMax);  // ascending: the out-of-memory pruning relies on it
   tidy(space.zero, "zero", 0, 3);
   std::sort(space.recompute.begin(), space.recompute.end());
-  space.recompute.erase(std::unique(space.recompute.begin(), space.recompute.end()), space.recompute.end());
+  space.recompute.erase(std::unique(space.recompute.begin(), space.recompute.end()),
+                        space.recompute.end());
   std::sort(space.sp.begin(), space.sp.end(), std::greater<>());
   space.sp.erase(std::unique(space.sp.begin(), space.sp.end()), space.sp.end());
 
@@ -406,7 +420,8 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
             for (int64_t etp : space.etp)
               for (int64_t vpp : space.vpp)
                 for (int64_t zero : space.zero)
-                  for (bool sp : space.sp) layouts.push_back({tp, cp, pp, split, ep, etp, vpp, zero, sp});
+                  for (bool sp : space.sp)
+                    layouts.push_back({tp, cp, pp, split, ep, etp, vpp, zero, sp});
       }
 
   Shared sh{m, sys, o, space, o.base.seq_len > 0 ? o.base.seq_len : 4096, limit, space.sp.front()};
@@ -416,7 +431,8 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   const int64_t total = static_cast<int64_t>(layouts.size()) * per_layout;
   unsigned hw = std::thread::hardware_concurrency();
   int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, hw));
-  threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(1, layouts.size())));
+  threads = static_cast<int>(
+      std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(1, layouts.size())));
   r.threads = threads;
 
   std::vector<Worker> workers(static_cast<size_t>(threads), Worker(sh));

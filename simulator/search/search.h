@@ -55,8 +55,8 @@ struct SearchOptions {
   double gmi_error_gib = 6;  // per-GPU margin for memory the model does not see (GiB)
   bool use_reserved = true;  // compare peak reserved (else peak allocated) memory
   RankBy rank_by = RankBy::Time;
-  int64_t keep = 10;         // best candidates returned (0 = every feasible one)
-  int threads = 0;           // worker threads (0 = hardware concurrency)
+  int64_t keep = 10;  // best candidates returned (0 = every feasible one)
+  int threads = 0;    // worker threads (0 = hardware concurrency)
   /// Called from the calling thread about every progress_interval_s while workers run.
   std::function<void(const SearchProgress&)> progress;
   double progress_interval_s = 1.0;
@@ -75,13 +75,14 @@ struct Candidate {
 
 struct SearchResult {
   std::vector<Candidate> candidates;  // best first, at most SearchOptions::keep
-  int64_t evaluated = 0;       // candidates in the space, each either feasible or rejected
+  int64_t evaluated = 0;              // candidates in the space, each either feasible or rejected
   int64_t feasible = 0;
   int64_t estimate_calls = 0;  // estimate() calls (full_block binary searches make several)
   /// Rejected candidates per reason: illegal_<field> (first rule validate_plan reports),
   /// global_batch (dp·mbs does not divide it), duplicate (sp with tp 1), oom (estimated over the
-  /// limit), oom_bound (skipped: static memory, or every recompute choice at a smaller mbs,
-  /// already exceeds the limit), recompute_not_needed (skipped: fits without recompute),
+  /// limit), oom_bound (skipped: the layout's weights, gradients and optimizer states, or the
+  /// same recompute choice at a smaller mbs, already exceed the limit), recompute_not_needed
+  /// (skipped: the plan fits without recompute),
   /// estimate_error (the estimator rejected a plan validate_plan accepted).
   std::map<std::string, int64_t> rejected_by_reason;
   std::string first_estimate_error;  // message of the first estimate_error, if any

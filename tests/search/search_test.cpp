@@ -1,0 +1,277 @@
+// Strategy search: legality and feasibility of the results, agreement with brute force,
+// determinism across thread counts, and candidate bookkeeping.
+#include "search/search.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "config/presets.h"
+#include "config/validate.h"
+#include "core/error.h"
+#include "core/units.h"
+
+namespace trainsim {
+namespace {
+
+ModelConfig preset_model(const char* name) {
+  const ConfigText t = resolve_config("model", name);
+  return load_model(t.text, t.source);
+}
+
+SystemConfig preset_system(const char* name) {
+  const ConfigText t = resolve_config("system", name);
+  return load_system(t.text, t.source);
+}
+
+int64_t total_rejected(const SearchResult& r) {
+  int64_t n = 0;
+  for (const auto& [reason, count] : r.rejected_by_reason) n += count;
+  return n;
+}
+
+// A 10-layer Llama-3-8B on 16 GPUs with a 22 GiB limit: uneven pipelines (pp 4 splits 10 layers
+// as 3+3+3+1 or 1+3+3+3), an inexpressible one (pp 8), and plans that need recompute.
+class SmallSearchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = preset_model("llama3-8b");
+    model_.layer_num = 10;
+    sys_ = preset_system("h100-sxm-80g");
+    space_.tp = {1, 2, 4};
+    space_.pp = {1, 2, 4, 8};
+    space_.mbs = {1, 2};
+    space_.zero = {0, 1};
+    opt_.world_size = 16;
+    opt_.global_batch = 32;
+    opt_.base.seq_len = 4096;
+    opt_.gmi_error_gib = sys_.mem_bytes / kGiB - 22;
+    opt_.keep = 0;
+  }
+  ModelConfig model_;
+  SystemConfig sys_;
+  SearchSpace space_;
+  SearchOptions opt_;
+};
+
+TEST_F(SmallSearchTest, BestCandidateIsLegalAndFits) {
+  const SearchResult r = search(model_, sys_, space_, opt_);
+  ASSERT_FALSE(r.candidates.empty());
+  EXPECT_DOUBLE_EQ(r.memory_limit_bytes, 22 * kGiB);
+  for (const Candidate& c : r.candidates) {
+    EXPECT_TRUE(validate_plan(model_, c.strategy, sys_, PlanSources{}).empty());
+    const Estimate e = estimate(model_, c.strategy, sys_);
+    EXPECT_LE(e.peak_reserved_bytes(), r.memory_limit_bytes);
+    EXPECT_DOUBLE_EQ(e.iteration_time_s, c.iteration_time_s);
+    EXPECT_DOUBLE_EQ(e.peak_reserved_bytes(), c.peak_bytes);
+    EXPECT_EQ(c.strategy.global_batch_size(), 32);
+  }
+  for (size_t i = 1; i < r.candidates.size(); ++i)
+    EXPECT_LE(r.candidates[i - 1].iteration_time_s, r.candidates[i].iteration_time_s);
+}
+
+// Calls estimate() on every combination, every recompute layer count included, and applies
+// the search's definitions: recompute only when the plan does not fit without it; full_block
+// on the fewest layers that fit.
+TEST_F(SmallSearchTest, AgreesWithBruteForce) {
+  using Key = std::tuple<int64_t, int64_t, int, int64_t, int64_t, int, int64_t>;
+  std::map<Key, double> brute;
+  int64_t combos = 0, calls = 0;
+  const RecomputeKind kinds[] = {RecomputeKind::None, RecomputeKind::FullBlock,
+                                 RecomputeKind::SelectiveAll, RecomputeKind::SelectiveAttn,
+                                 RecomputeKind::SelectiveMlp};
+  auto fits = [&](const StrategyConfig& s, double* time) {
+    ++calls;
+    const Estimate e = estimate(model_, s, sys_);
+    *time = e.iteration_time_s;
+    return e.peak_reserved_bytes() <= 22 * kGiB;
+  };
+  for (int64_t tp : space_.tp)
+    for (int64_t pp : space_.pp)
+      for (int split = 0; split < 3; ++split) {
+        if ((split == 0) != (pp == 1 || 10 % pp == 0)) continue;
+        if (split == 2 && pp == 8) continue;  // 10 layers cannot start with a short stage over 8
+        for (int64_t mbs : space_.mbs)
+          for (int64_t zero : space_.zero) {
+            combos += 5;
+            StrategyConfig s = opt_.base;
+            s.world_size = 16;
+            s.tp_size = tp;
+            s.pp_size = pp;
+            s.micro_batch_size = mbs;
+            s.zero_state = zero;
+            const int64_t per = (10 + pp - 1) / pp, rest = 10 - per * (pp - 1);
+            if (rest <= 0) continue;
+            if (split == 1) s.num_layers_in_last_pipeline_stage = rest;
+            if (split == 2) s.num_layers_in_first_pipeline_stage = rest;
+            if (!validate_plan(model_, s, sys_, PlanSources{}).empty()) continue;
+            if (32 % (s.dp_size() * mbs) != 0) continue;
+            s.micro_batch_num = 32 / (s.dp_size() * mbs);
+            auto key = [&](RecomputeKind k, int64_t layers) {
+              return Key{tp, pp, split, mbs, zero, static_cast<int>(k), layers};
+            };
+            double t = 0;
+            if (fits(s, &t)) {
+              brute[key(RecomputeKind::None, 0)] = t;
+              continue;
+            }
+            for (RecomputeKind k : kinds) {
+              if (k == RecomputeKind::None) continue;
+              StrategyConfig v = s;
+              v.recompute_granularity =
+                  k == RecomputeKind::FullBlock ? "full_block" : "selective_recompute";
+              v.attn_recompute = v.mla_rms_recompute =
+                  k == RecomputeKind::SelectiveAll || k == RecomputeKind::SelectiveAttn;
+              v.mlp_recompute = v.mlp_rms_recompute =
+                  k == RecomputeKind::SelectiveAll || k == RecomputeKind::SelectiveMlp;
+              for (int64_t layers = k == RecomputeKind::FullBlock ? 1 : per; layers <= per;
+                   ++layers) {
+                v.recompute_layer_num = layers;
+                if (fits(v, &t)) {
+                  brute[key(k, layers)] = t;
+                  break;
+                }
+              }
+            }
+          }
+      }
+
+  for (int threads : {1, 3}) {
+    opt_.threads = threads;
+    const SearchResult r = search(model_, sys_, space_, opt_);
+    EXPECT_EQ(r.evaluated, combos);
+    EXPECT_EQ(r.feasible, static_cast<int64_t>(brute.size()));
+    ASSERT_EQ(r.candidates.size(), brute.size());
+    EXPECT_LT(r.estimate_calls, calls);  // pruning and binary search save work
+    std::map<Key, double> found;
+    for (const Candidate& c : r.candidates) {
+      const StrategyConfig& s = c.strategy;
+      found[Key{s.tp_size, s.pp_size, static_cast<int>(c.split), s.micro_batch_size, s.zero_state,
+                static_cast<int>(c.recompute), s.recompute_layer_num}] = c.iteration_time_s;
+    }
+    EXPECT_EQ(found, brute);
+    // Same ranking: the search's order is brute force's times sorted.
+    std::vector<double> want, got;
+    for (const auto& [k, t] : brute) want.push_back(t);
+    std::sort(want.begin(), want.end());
+    for (const Candidate& c : r.candidates) got.push_back(c.iteration_time_s);
+    EXPECT_EQ(got, want);
+  }
+  // The space exercises every path: plain fits, recompute, and out-of-memory plans.
+  std::map<int, int> by_kind;
+  for (const auto& [k, t] : brute) ++by_kind[std::get<5>(k)];
+  EXPECT_GT(by_kind[static_cast<int>(RecomputeKind::None)], 0);
+  EXPECT_GT(by_kind[static_cast<int>(RecomputeKind::FullBlock)], 0);
+  EXPECT_GT(by_kind[static_cast<int>(RecomputeKind::SelectiveAll)], 0);
+}
+
+TEST_F(SmallSearchTest, RejectedCountsAddUp) {
+  const SearchResult r = search(model_, sys_, space_, opt_);
+  // 3 tp × (pp 1, 2: even; pp 4: two uneven splits; pp 8: one inexpressible split) = 15
+  // layouts × 2 mbs × 2 zero × 5 recompute choices.
+  EXPECT_EQ(r.evaluated, 3 * 5 * 2 * 2 * 5);
+  EXPECT_EQ(r.feasible + total_rejected(r), r.evaluated);
+  // pp 8 splits 10 layers as 2 per stage with a negative remainder: 3 tp × 2 mbs × 2 zero × 5.
+  EXPECT_EQ(r.rejected_by_reason.at("illegal_pp_size"), 60);
+  EXPECT_GT(r.rejected_by_reason.at("oom"), 0);
+  EXPECT_GT(r.rejected_by_reason.at("recompute_not_needed"), 0);
+  EXPECT_GT(r.rejected_by_reason.at("oom_bound"), 0);  // pruning is covered by the brute-force test
+  EXPECT_EQ(r.rejected_by_reason.count("estimate_error"), 0u);
+}
+
+TEST(SearchTest, SameResultForAnyThreadCount) {
+  const ModelConfig m = preset_model("mixtral-8x7b");
+  const SystemConfig sys = preset_system("h100-sxm-80g");
+  SearchSpace space;
+  space.pp = {1, 2, 4, 8};
+  space.sp = {true, false};
+  space.zero = {0, 1};
+  SearchOptions o;
+  o.world_size = 64;
+  o.global_batch = 256;
+  o.base.seq_len = 4096;
+  o.keep = 0;
+  o.threads = 1;
+  const SearchResult one = search(m, sys, space, o);
+  o.threads = 4;
+  const SearchResult four = search(m, sys, space, o);
+  EXPECT_EQ(four.threads, 4);
+  ASSERT_GT(one.candidates.size(), 10u);
+  ASSERT_EQ(one.candidates.size(), four.candidates.size());
+  for (size_t i = 0; i < one.candidates.size(); ++i) {
+    EXPECT_EQ(strategy_to_json_text(one.candidates[i].strategy),
+              strategy_to_json_text(four.candidates[i].strategy));
+    EXPECT_EQ(one.candidates[i].iteration_time_s, four.candidates[i].iteration_time_s);
+  }
+  EXPECT_EQ(one.rejected_by_reason, four.rejected_by_reason);
+  EXPECT_EQ(one.estimate_calls, four.estimate_calls);
+  EXPECT_GT(one.rejected_by_reason.at("duplicate"), 0);  // sp off with tp 1
+
+  // keep = 3 returns the first three of the full ranking.
+  o.keep = 3;
+  const SearchResult top = search(m, sys, space, o);
+  ASSERT_EQ(top.candidates.size(), 3u);
+  EXPECT_EQ(top.feasible, one.feasible);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(strategy_to_json_text(top.candidates[i].strategy),
+              strategy_to_json_text(one.candidates[i].strategy));
+}
+
+TEST(SearchTest, RanksByMfu) {
+  const ModelConfig m = preset_model("llama3-8b");
+  const SystemConfig sys = preset_system("h100-sxm-80g");
+  SearchOptions o;
+  o.world_size = 8;
+  o.global_batch = 64;
+  o.base.seq_len = 4096;
+  o.keep = 0;
+  o.rank_by = RankBy::Mfu;
+  const SearchResult r = search(m, sys, {}, o);
+  ASSERT_GT(r.candidates.size(), 1u);
+  for (size_t i = 1; i < r.candidates.size(); ++i)
+    EXPECT_GE(r.candidates[i - 1].mfu, r.candidates[i].mfu);
+}
+
+TEST(SearchTest, DefaultSpace) {
+  const SearchSpace dense =
+      default_search_space(preset_model("llama3-70b"), preset_system("h100-sxm-80g"), 64);
+  EXPECT_EQ(dense.tp, (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(dense.pp.size(), 64u);  // 1..min(80 layers, 64 GPUs)
+  EXPECT_EQ(dense.ep, (std::vector<int64_t>{1}));
+  EXPECT_EQ(dense.recompute.size(), 5u);
+  const SearchSpace moe =
+      default_search_space(preset_model("deepseek-v3"), preset_system("h100-sxm-80g"), 256);
+  EXPECT_EQ(moe.tp, (std::vector<int64_t>{1}));  // MLA is modeled with tp 1
+  EXPECT_EQ(moe.ep, (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256}));
+  EXPECT_EQ(moe.pp.size(), 61u);
+}
+
+TEST(SearchTest, BadOptionsAreConfigErrors) {
+  const ModelConfig m = preset_model("llama3-8b");
+  const SystemConfig sys = preset_system("h100-sxm-80g");
+  SearchOptions o;
+  o.world_size = 8;
+  try {
+    (void)search(m, sys, {}, o);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "search: /global_batch: must be at least 1, got 0");
+  }
+  o.global_batch = 8;
+  o.gmi_error_gib = 80;
+  try {
+    (void)search(m, sys, {}, o);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "search: /gmi_error: 80 GiB leaves no memory on a 79.65 GiB device");
+  }
+  o.gmi_error_gib = 6;
+  SearchSpace space;
+  space.zero = {4};
+  EXPECT_THROW((void)search(m, sys, space, o), ConfigError);
+}
+
+}  // namespace
+}  // namespace trainsim
