@@ -3,7 +3,6 @@
 #include "schedule/pipeline.h"
 
 #include <algorithm>
-#include <deque>
 
 #include "core/error.h"
 
@@ -30,33 +29,35 @@ bool matches(const Op& a, const Op& b) {
   }
 }
 
-double run(std::vector<std::deque<Op>>& queues) {
+double run(const std::vector<std::vector<Op>>& queues) {
   const size_t n = queues.size();
   std::vector<double> t(n, 0);
+  std::vector<size_t> pos(n, 0);
   bool progress = true;
   while (progress) {
     progress = false;
     for (size_t r = 0; r < n; ++r) {
-      while (!queues[r].empty()) {
-        Op& op = queues[r].front();
+      const auto& q = queues[r];
+      while (pos[r] < q.size()) {
+        const Op& op = q[pos[r]];
         if (op.type == OpType::F || op.type == OpType::B) {
           t[r] += op.dur;
-          queues[r].pop_front();
+          ++pos[r];
           progress = true;
           continue;
         }
         const bool to_next = op.type == OpType::SendNext || op.type == OpType::RecvNext;
         const size_t p = to_next ? r + 1 : r - 1;
-        if (queues[p].empty() || !matches(op, queues[p].front())) break;
-        const double end = std::max(t[r], t[p]) + std::max(op.dur, queues[p].front().dur);
+        if (pos[p] >= queues[p].size() || !matches(op, queues[p][pos[p]])) break;
+        const double end = std::max(t[r], t[p]) + std::max(op.dur, queues[p][pos[p]].dur);
         t[r] = t[p] = end;
-        queues[r].pop_front();
-        queues[p].pop_front();
+        ++pos[r];
+        ++pos[p];
         progress = true;
       }
     }
   }
-  for (const auto& q : queues) TRAINSIM_ASSERT(q.empty(), "pipeline replay deadlocked");
+  for (size_t r = 0; r < n; ++r) TRAINSIM_ASSERT(pos[r] == queues[r].size(), "pipeline replay deadlocked");
   return *std::max_element(t.begin(), t.end());
 }
 
@@ -65,10 +66,11 @@ double run(std::vector<std::deque<Op>>& queues) {
 double replay_1f1b(const std::vector<StagePhases>& ranks, int64_t mbc) {
   const int64_t pp = static_cast<int64_t>(ranks.size());
   if (pp == 1) return static_cast<double>(mbc) * (ranks[0].fwd + ranks[0].bwd);
-  std::vector<std::deque<Op>> q(static_cast<size_t>(pp));
+  std::vector<std::vector<Op>> q(static_cast<size_t>(pp));
   for (int64_t r = 0; r < pp; ++r) {
     const StagePhases& ph = ranks[static_cast<size_t>(r)];
     auto& ops = q[static_cast<size_t>(r)];
+    ops.reserve(static_cast<size_t>(6 * mbc + 6));
     const bool has_prev = r > 0, has_next = r < pp - 1, odd = r % 2 == 1;
     const int64_t warmup = std::min(pp - r - 1, mbc), remaining = mbc - warmup;
     int64_t fmb = 0, bmb = 0;
