@@ -172,35 +172,13 @@ Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemCon
   est.dp = s.dp_size();
   est.edp = s.edp_size();
   est.global_batch_size = s.global_batch_size();
-  est.padded_vocab = padded_vocab_size(m.vocab_size, s.tp_size);
   const char* group_names[] = {"tp", "cp", "dp", "pp", "ep", "etp", "edp"};
   for (int g = 0; g < 7; ++g) est.networks.emplace_back(group_names[g], env.nets.name[static_cast<size_t>(g)]);
 
-  StageLayers split;
-  std::string why;
-  if (!split_layers(m.layer_num, s, split, &why)) throw ConfigError("strategy", "/pp_size", why);
+  PlanChunks plan = build_plan_chunks(m, s);
+  est.padded_vocab = plan.padded_vocab;
+  auto& stages = plan.stages;
   const int64_t pp = s.pp_size;
-  const bool rc = s.is_recompute();
-  auto rc_layers = [&](int64_t layers) { return rc ? std::min(layers, s.recompute_layer_num) : 0; };
-  struct StageDef {
-    std::string name;
-    Chunk chunk;
-    int64_t in_flight;
-  };
-  std::vector<StageDef> stages;
-  const int64_t dense = m.is_moe() ? m.dense_layers : 0;
-  if (pp == 1) {
-    stages.push_back({"stage", build_chunk(m, s, est.padded_vocab, true, true, m.layer_num, dense,
-                                           rc_layers(m.layer_num)), 1});
-  } else {
-    stages.push_back({"first_stage", build_chunk(m, s, est.padded_vocab, true, false, split.first,
-                                                 std::min(dense, split.first), rc_layers(split.first)), pp});
-    if (pp > 2)
-      stages.push_back({"middle_stage", build_chunk(m, s, est.padded_vocab, false, false, split.middle,
-                                                    0, rc_layers(split.middle)), pp - 1});
-    stages.push_back({"last_stage", build_chunk(m, s, est.padded_vocab, false, true, split.last, 0,
-                                                rc_layers(split.last)), 1});
-  }
 
   // Per-micro-batch phase times per stage.
   const double p2p_bytes = static_cast<double>(s.micro_batch_size * s.seq_len * m.hidden_size) *
@@ -245,11 +223,9 @@ Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemCon
     return 1;
   };
   if (v > 1) {
-    const int64_t per = m.layer_num / (pp * v);
-    for (int kind = 0; kind < 3; ++kind) {
+    for (Chunk& ch : plan.virtual_chunks) {
       VirtualChunk vc;
-      vc.chunk = build_chunk(m, s, est.padded_vocab, kind == 0, kind == 2, per,
-                             kind == 0 ? std::min(dense, per) : 0, rc_layers(per));
+      vc.chunk = std::move(ch);
       vc.sums = chunk_sums(env, vc.chunk);
       vc.act = walk_activations(vc.chunk, s);
       vchunks.push_back(std::move(vc));

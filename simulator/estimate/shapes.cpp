@@ -10,26 +10,10 @@ namespace trainsim {
 
 std::vector<ShapeUse> list_shapes(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys) {
   check_plan(m, s, sys, PlanSources{});
-  StageLayers split;
-  std::string why;
-  if (!split_layers(m.layer_num, s, split, &why)) throw ConfigError("strategy", "/pp_size", why);
-  const int64_t vocab = padded_vocab_size(m.vocab_size, s.tp_size);
-  const int64_t dense = m.is_moe() ? m.dense_layers : 0;
-  const int64_t v = s.interleaving_size, pp = s.pp_size;
-  auto rc = [&](int64_t layers) { return s.is_recompute() ? std::min(layers, s.recompute_layer_num) : 0; };
-  std::vector<Chunk> chunks;
-  if (v > 1) {
-    const int64_t per = m.layer_num / (pp * v);
-    chunks.push_back(build_chunk(m, s, vocab, true, false, per, std::min(dense, per), rc(per)));
-    chunks.push_back(build_chunk(m, s, vocab, false, false, per, 0, rc(per)));
-    chunks.push_back(build_chunk(m, s, vocab, false, true, per, 0, rc(per)));
-  } else if (pp == 1) {
-    chunks.push_back(build_chunk(m, s, vocab, true, true, m.layer_num, dense, rc(m.layer_num)));
-  } else {
-    chunks.push_back(build_chunk(m, s, vocab, true, false, split.first, std::min(dense, split.first), rc(split.first)));
-    if (pp > 2) chunks.push_back(build_chunk(m, s, vocab, false, false, split.middle, 0, rc(split.middle)));
-    chunks.push_back(build_chunk(m, s, vocab, false, true, split.last, 0, rc(split.last)));
-  }
+  PlanChunks plan = build_plan_chunks(m, s);
+  std::vector<Chunk> chunks = std::move(plan.virtual_chunks);
+  if (chunks.empty())
+    for (auto& st : plan.stages) chunks.push_back(std::move(st.chunk));
   std::vector<ShapeUse> out;
   auto add_leaf = [&](const Leaf& l, int64_t count) {
     for (const auto& phase : l.kernels)

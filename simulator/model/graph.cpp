@@ -7,6 +7,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "config/validate.h"
+#include "core/error.h"
 #include "core/text.h"
 
 namespace trainsim {
@@ -738,6 +740,37 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
     chunk.layers.push_back({slot, r});
   }
   return chunk;
+}
+
+PlanChunks build_plan_chunks(const ModelConfig& m, const StrategyConfig& s) {
+  StageLayers split;
+  std::string why;
+  if (!split_layers(m.layer_num, s, split, &why)) throw ConfigError("strategy", "/pp_size", why);
+  PlanChunks out;
+  out.padded_vocab = padded_vocab_size(m.vocab_size, s.tp_size);
+  const int64_t pp = s.pp_size, v = s.interleaving_size, V = out.padded_vocab;
+  const int64_t dense = m.is_moe() ? m.dense_layers : 0;
+  // Recompute applies to the first recompute_layer_num layers of every chunk.
+  auto rc = [&](int64_t layers) { return s.is_recompute() ? std::min(layers, s.recompute_layer_num) : 0; };
+  auto chunk = [&](bool emb, bool head, int64_t layers, int64_t dense_here) {
+    return build_chunk(m, s, V, emb, head, layers, dense_here, rc(layers));
+  };
+  if (pp == 1) {
+    out.stages.push_back({"stage", chunk(true, true, m.layer_num, dense), 1});
+  } else {
+    // Megatron 1F1B keeps pp − rank micro-batches in flight (the peer: first pp, middle
+    // pp − 1 for rank 1, last 1).
+    out.stages.push_back({"first_stage", chunk(true, false, split.first, std::min(dense, split.first)), pp});
+    if (pp > 2) out.stages.push_back({"middle_stage", chunk(false, false, split.middle, 0), pp - 1});
+    out.stages.push_back({"last_stage", chunk(false, true, split.last, 0), 1});
+  }
+  if (v > 1) {
+    const int64_t per = m.layer_num / (pp * v);
+    out.virtual_chunks.push_back(chunk(true, false, per, std::min(dense, per)));
+    out.virtual_chunks.push_back(chunk(false, false, per, 0));
+    out.virtual_chunks.push_back(chunk(false, true, per, 0));
+  }
+  return out;
 }
 
 }  // namespace trainsim

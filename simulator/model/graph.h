@@ -89,4 +89,22 @@ struct Chunk {
                                 bool with_embedding, bool with_head, int64_t layers,
                                 int64_t dense_layers, int64_t recompute_layers);
 
+/// The chunks of a plan. `stages` are the physical pipeline stages: one for pp 1; first and last;
+/// or first, middle (standing for every middle stage) and last, each with its number of
+/// in-flight micro-batches under 1F1B. With an interleaved pipeline, `virtual_chunks` holds the
+/// three kinds of virtual chunk: [0] with the embedding (rank 0, chunk 0), [1] plain, [2] with
+/// the head (last rank, last chunk). Leading dense layers of a MoE model go to the first chunk.
+struct PlanChunks {
+  struct Stage {
+    std::string name;
+    Chunk chunk;
+    int64_t in_flight;
+  };
+  std::vector<Stage> stages;
+  std::vector<Chunk> virtual_chunks;
+  int64_t padded_vocab = 0;
+};
+/// Throws ConfigError when the layers cannot be split over the pipeline.
+[[nodiscard]] PlanChunks build_plan_chunks(const ModelConfig& m, const StrategyConfig& s);
+
 }  // namespace trainsim
