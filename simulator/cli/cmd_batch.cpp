@@ -94,6 +94,10 @@ int cmd_batch(const Args& args) {
     } catch (const Error& err) {
       ++failed;
       emit(csv_escape(name) + ",,,,,,," + csv_escape(err.what()) + "\n");
+    } catch (const std::exception& err) {
+      // A bug must not stop the batch either; it is recorded as such.
+      ++failed;
+      emit(csv_escape(name) + ",,,,,,," + csv_escape(std::string("internal error: ") + err.what()) + "\n");
     }
   }
   const size_t ok = cases.size() - static_cast<size_t>(failed);

@@ -20,6 +20,9 @@ nlohmann::json parse_json(const std::string& text, const std::string& source) {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw ConfigError(source, "", strprintf("invalid JSON at byte %zu: %s", e.byte, e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    // e.g. a number literal out of double range (1e400)
+    throw ConfigError(source, "", std::string("invalid JSON: ") + e.what());
   }
 }
 
@@ -109,9 +112,7 @@ void ObjectReader::opt(const char* key, std::optional<double>& out) {
     known_.emplace_back(key);
     return;
   }
-  size_t before = known_.size();
   opt(key, v);
-  (void)before;
   if (obj_.at(key).is_number()) out = v;
 }
 

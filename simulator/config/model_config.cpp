@@ -45,16 +45,25 @@ ModelConfig load_model(const std::string& text, const std::string& source) {
   r.finish();
   m.model_type = type ? *type : (m.expert_num > 1 ? "moe" : "dense");
 
-  auto positive = [&](const char* key, int64_t v) {
-    if (doc.is_object() && doc.contains(key) && v < 1)
-      issues.add(std::string("/") + key, "must be ≥ 1, got " + std::to_string(v));
-  };
-  positive("hidden_size", m.hidden_size);
-  positive("head_num", m.head_num);
-  positive("kv_head_num", m.kv_head_num);
-  positive("layer_num", m.layer_num);
-  positive("vocab_size", m.vocab_size);
-  positive("expert_num", m.expert_num);
+  // Upper bounds keep products of dimensions far from overflow (and beyond any real model).
+  const struct { const char* name; int64_t v; int64_t max; } bounded[] = {
+      {"hidden_size", m.hidden_size, 1 << 20}, {"head_num", m.head_num, 1 << 16},
+      {"kv_head_num", m.kv_head_num, 1 << 16}, {"head_size", m.head_size.value_or(1), 1 << 16},
+      {"intermediate_size", m.intermediate_size.value_or(1), 1 << 24}, {"layer_num", m.layer_num, 1 << 16},
+      {"vocab_size", m.vocab_size, 1 << 26}, {"expert_num", m.expert_num, 1 << 16},
+      {"moe_ffn_hidden_size", m.moe_ffn_hidden_size.value_or(1), 1 << 24},
+      {"moe_shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size.value_or(1), 1 << 24},
+      {"v_head_dim", m.v_head_dim.value_or(1), 1 << 16}, {"qk_head_dim", m.qk_head_dim.value_or(1), 1 << 16},
+      {"qk_pos_emb_head_dim", m.qk_pos_emb_head_dim.value_or(1), 1 << 16},
+      {"q_lora_rank", m.q_lora_rank.value_or(1), 1 << 20}, {"kv_lora_rank", m.kv_lora_rank.value_or(1), 1 << 20}};
+  for (const auto& b : bounded) {
+    const bool given = doc.is_object() && doc.contains(b.name) && doc.at(b.name).is_number();
+    if (b.v > b.max)
+      issues.add(std::string("/") + b.name, "larger than the supported maximum " + std::to_string(b.max));
+    else if (given && b.v < 1)
+      issues.add(std::string("/") + b.name, "must be ≥ 1, got " + std::to_string(b.v));
+  }
+  if (m.capacity > 1024) issues.add("/capacity", "larger than the supported maximum 1024");
   if (m.model_type != "dense" && m.model_type != "moe")
     issues.add("/model_type", "unknown model type '" + m.model_type + "'; valid values: dense, moe");
   if (m.attention_type != "mha" && m.attention_type != "mla")

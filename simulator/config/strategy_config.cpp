@@ -110,6 +110,24 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   r.opt("megatron_recompute_modules", s.megatron_recompute_modules);
   r.finish();
 
+  // Upper bounds keep every product of sizes far from int64 overflow and every replay bounded.
+  const struct { const char* name; int64_t v; int64_t max; } bounded[] = {
+      {"seq_len", s.seq_len, 1 << 24}, {"micro_batch_size", s.micro_batch_size, 1 << 16},
+      {"micro_batch_num", s.micro_batch_num, 1 << 20}, {"world_size", s.world_size, 1 << 24},
+      {"tp_size", s.tp_size, 1 << 16}, {"cp_size", s.cp_size, 1 << 16}, {"pp_size", s.pp_size, 1 << 12},
+      {"ep_size", s.ep_size, 1 << 16}, {"etp_size", s.etp_size, 1 << 16},
+      {"interleaving_size", s.interleaving_size, 1 << 8}, {"recompute_layer_num", s.recompute_layer_num, 1 << 20},
+      {"num_layers_in_first_pipeline_stage", s.num_layers_in_first_pipeline_stage.value_or(1), 1 << 20},
+      {"num_layers_in_last_pipeline_stage", s.num_layers_in_last_pipeline_stage.value_or(1), 1 << 20},
+      {"microbatch_group_size_per_vp_stage", s.microbatch_group_size_per_vp_stage.value_or(1), 1 << 20}};
+  for (const auto& b : bounded)
+    if (b.v > b.max)
+      issues.add(std::string("/") + b.name, strprintf("%lld is larger than the supported maximum %lld",
+                                                       static_cast<long long>(b.v), static_cast<long long>(b.max)));
+  for (const char* k : {"num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
+                        "microbatch_group_size_per_vp_stage"})
+    if (r.has(k) && doc.at(k).is_number() && doc.at(k).get<double>() < 1)
+      issues.add(std::string("/") + k, "must be ≥ 1");
   for (const char* k : {"seq_len", "micro_batch_size", "micro_batch_num"})
     if (!r.has(k)) issues.add(std::string("/") + k, "required integer is missing");
   const struct { const char* name; int64_t v; } positive[] = {

@@ -27,8 +27,10 @@ void read_bandwidth(const json& j, const std::string& path, IssueList& issues, B
   std::map<std::string, double> by_num;
   r.opt("fixed_latency_us_by_comm_num", by_num);
   r.finish();
-  if (gbps < 0) issues.add(path + "/gbps", "must be ≥ 0");
-  if (bw.efficient_factor <= 0 && gbps > 0) issues.add(path + "/efficient_factor", "must be > 0");
+  if (!(gbps > 0) && gbps_required) issues.add(path + "/gbps", "must be > 0");
+  if (!(bw.efficient_factor > 0)) issues.add(path + "/efficient_factor", "must be > 0");
+  if (lat_us < 0) issues.add(path + "/latency_us", "must be ≥ 0");
+  if (fixed_us < 0) issues.add(path + "/fixed_latency", "must be ≥ 0");
   bw.bytes_per_s = gbps * kGiB;
   bw.latency_s = lat_us * kMicro;
   bw.fixed_latency_s = fixed_us * kMicro;
@@ -52,8 +54,13 @@ void read_net_op(const json& j, const std::string& path, IssueList& issues, NetO
   r.finish();
   for (const auto& [k, v] : by_num) op.fixed_latency_s_by_comm_num[k] = v * kMicro;
   for (const auto& [k, v] : dp_bw) op.dp_fixed_bw[k] = v * kGiB;
-  if (op.efficient_factor && *op.efficient_factor <= 0)
+  if (op.efficient_factor && !(*op.efficient_factor > 0))
     issues.add(path + "/efficient_factor", "must be > 0");
+  if (!(op.scale > 0)) issues.add(path + "/scale", "must be > 0");
+  if (lat && *lat < 0) issues.add(path + "/latency_us", "must be ≥ 0");
+  if (fixed && *fixed < 0) issues.add(path + "/fixed_latency_us", "must be ≥ 0");
+  for (const auto& [k, v] : dp_bw)
+    if (!(v > 0)) issues.add(path + "/dp_fixed_bw/" + k, "must be > 0");
 }
 
 const char* const kCollectives[] = {"all_reduce", "all_gather", "reduce_scatter", "p2p", "all2all"};
@@ -72,7 +79,8 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
   top.opt("num_per_node", sys.num_per_node);
   sys.has_fc8 = top.has("FC8");
   top.opt("FC8", sys.fc8);
-  if (sys.num_per_node < 1) issues.add("/num_per_node", "must be ≥ 1");
+  if (sys.num_per_node < 1 || sys.num_per_node > (1 << 16))
+    issues.add("/num_per_node", "must be in 1..65536");
 
   if (const json* acc = top.object("accelerator", true)) {
     ObjectReader a(*acc, "/accelerator", issues);
@@ -80,6 +88,7 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
     double mem_gbs = 0;
     a.opt("mem_gbs", mem_gbs);
     sys.mem_bytes = mem_gbs * kGiB;
+    if (mem_gbs < 0) issues.add("/accelerator/mem_gbs", "must be ≥ 0");
     std::string mode = "roofline";
     a.opt("mode", mode);
     if (mode == "roofline") {
@@ -100,8 +109,12 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
         op.has_accurate = r.has("accurate_efficient_factor");
         r.opt("accurate_efficient_factor", op.accurate);
         r.finish();
-        if (tflops <= 0 && it.value().is_object() && it.value().contains("tflops"))
+        if (!(tflops > 0) && it.value().is_object() && it.value().contains("tflops"))
           issues.add(p + "/tflops", "must be > 0");
+        // 0 is allowed (the peer ships unmeasured fp8 classes as 0); a plan using it is rejected.
+        if (op.efficient_factor < 0) issues.add(p + "/efficient_factor", "must be ≥ 0");
+        for (const auto& [key, eff] : op.accurate)
+          if (!(eff > 0)) issues.add(p + "/accurate_efficient_factor/" + key, "must be > 0");
         op.peak_flops = tflops * kTera;
         sys.ops[it.key()] = std::move(op);
       }

@@ -6,9 +6,15 @@
 namespace trainsim {
 
 std::vector<std::string> divisors_of(int64_t n) {
+  std::vector<int64_t> small, large;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    small.push_back(d);
+    if (d != n / d) large.push_back(n / d);
+  }
   std::vector<std::string> out;
-  for (int64_t d = 1; d <= n; ++d)
-    if (n % d == 0) out.push_back(std::to_string(d));
+  for (int64_t d : small) out.push_back(std::to_string(d));
+  for (auto it = large.rbegin(); it != large.rend(); ++it) out.push_back(std::to_string(*it));
   return out;
 }
 
@@ -90,6 +96,9 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
                                  ll(s.world_size), ll(ep * etp * pp)));
   if (s.seq_len % cp != 0)
     add("/cp_size", strprintf("%lld does not divide seq_len (%lld)", ll(cp), ll(s.seq_len)));
+  else if (s.sp() && s.seq_len % (cp * tp) != 0)
+    add("/seq_len", strprintf("sequence parallelism splits the sequence over cp_size·tp_size = %lld, "
+                              "which does not divide %lld", ll(cp * tp), ll(s.seq_len)));
   if (m.head_num % tp != 0)
     add("/tp_size", strprintf("%lld does not divide head_num (%lld) of model %s; valid values: %s",
                               ll(tp), ll(m.head_num), src.model.c_str(),
@@ -179,10 +188,13 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       issues.push_back({src.system, std::string("/accelerator/op/") + name + "/efficient_factor",
                         "is 0 but the plan uses this op; measure it or set a fallback efficiency"});
   };
-  if (s.fp8) {
-    need_op("fp8_matmul");
-    if (m.is_moe()) need_op("fp8_group_matmul");
-  }
+  if (auto it = sys.ops.find("default"); it != sys.ops.end() && !(it->second.efficient_factor > 0))
+    issues.push_back({src.system, "/accelerator/op/default/efficient_factor",
+                      "must be > 0 (every op without its own class falls back to it)"});
+  need_op(s.fp8 ? "fp8_matmul" : "matmul");
+  need_op("sdp_fwd");
+  need_op("sdp_bwd");
+  if (m.is_moe()) need_op(s.fp8 ? "fp8_group_matmul" : "group_matmul");
   std::vector<std::string> groups = sys.intra_with_pcie
       ? std::vector<std::string>{"intra_node_pcie_2x", "intra_node_pcie_4x", "intra_node_pcie_8x", "inter_node"}
       : std::vector<std::string>{"high_intra_node", "inter_node"};

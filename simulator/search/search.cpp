@@ -370,10 +370,11 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   auto bad = [](const std::string& path, const std::string& msg) {
     throw ConfigError("search", path, msg);
   };
-  if (o.world_size < 1)
-    bad("/world_size", "must be at least 1, got " + std::to_string(o.world_size));
-  if (o.global_batch < 1)
-    bad("/global_batch", "must be at least 1, got " + std::to_string(o.global_batch));
+  // The same bounds as the strategy reader, so products of sizes cannot overflow.
+  if (o.world_size < 1 || o.world_size > (int64_t{1} << 24))
+    bad("/world_size", "must be in 1..16777216, got " + std::to_string(o.world_size));
+  if (o.global_batch < 1 || o.global_batch > (int64_t{1} << 30))
+    bad("/global_batch", "must be in 1..1073741824, got " + std::to_string(o.global_batch));
   if (o.keep < 0) bad("/keep", "must be 0 (all) or more, got " + std::to_string(o.keep));
   if (!(o.gmi_error_gib >= 0)) bad("/gmi_error", "must be a non-negative number of GiB");
   const double limit = sys.mem_bytes - o.gmi_error_gib * kGiB;
@@ -385,18 +386,19 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   auto tidy = [&](std::vector<int64_t>& v, const char* name, int64_t lo, int64_t hi) {
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
+    if (v.empty()) bad(std::string("/") + name, "needs at least one value");
     if (v.front() < lo || v.back() > hi)
       bad(std::string("/") + name,
           strprintf("values must be in %lld..%lld", static_cast<long long>(lo),
                     static_cast<long long>(hi)));
   };
-  const int64_t kMax = int64_t{1} << 40;
+  const int64_t kMax = int64_t{1} << 16;
   tidy(space.tp, "tp", 1, kMax);
-  tidy(space.pp, "pp", 1, kMax);
+  tidy(space.pp, "pp", 1, int64_t{1} << 12);
   tidy(space.cp, "cp", 1, kMax);
   tidy(space.ep, "ep", 1, kMax);
   tidy(space.etp, "etp", 1, kMax);
-  tidy(space.vpp, "vpp", 1, kMax);
+  tidy(space.vpp, "vpp", 1, int64_t{1} << 8);
   tidy(space.mbs, "mbs", 1, kMax);  // ascending: the out-of-memory pruning relies on it
   tidy(space.zero, "zero", 0, 3);
   std::sort(space.recompute.begin(), space.recompute.end());
@@ -441,9 +443,18 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   std::condition_variable cv;
   int running = threads;
   std::vector<std::thread> pool;
+  // A worker that throws (a bug, or out of memory) stops taking layouts; the first exception is
+  // rethrown after every thread has joined.
+  std::exception_ptr failure;
   for (auto& w : workers)
     pool.emplace_back([&, wp = &w] {
-      for (size_t i; (i = next.fetch_add(1)) < layouts.size();) wp->run_layout(layouts[i], i);
+      try {
+        for (size_t i; (i = next.fetch_add(1)) < layouts.size();) wp->run_layout(layouts[i], i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failure) failure = std::current_exception();
+        next.store(layouts.size());
+      }
       std::lock_guard<std::mutex> lock(mu);
       --running;
       cv.notify_all();
@@ -457,6 +468,7 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
   }
   for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
 
   size_t error_layout = SIZE_MAX;
   for (auto& w : workers) {

@@ -126,6 +126,47 @@ TEST_F(PlanTest, EstimateThrowsForIllegalPlan) {
   EXPECT_THROW((void)estimate(model(), s, system()), ConfigError);
 }
 
+// Inputs that once overflowed, divided by zero or looped: each is now a ConfigError.
+TEST(ConfigErrorTest, HugeSizesAreRejectedAtLoad) {
+  EXPECT_EQ(error_of([] {
+              (void)load_strategy(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4,
+                                      "tp_size": 4294967296, "cp_size": 4294967296})", "s.json");
+            }),
+            "s.json: /tp_size: 4294967296 is larger than the supported maximum 65536\n"
+            "s.json: /cp_size: 4294967296 is larger than the supported maximum 65536");
+  EXPECT_EQ(error_of([] {
+              (void)load_model(R"({"hidden_size": 4096, "head_num": 1000000000000000, "kv_head_num": 8,
+                                   "head_size": 128, "intermediate_size": 100, "layer_num": 2,
+                                   "vocab_size": 1000})", "m.json");
+            }),
+            "m.json: /head_num: larger than the supported maximum 65536");
+  EXPECT_EQ(error_of([] { (void)load_strategy(R"({"seq_len": 1e400})", "s.json"); }).substr(0, 30),
+            "s.json: invalid JSON: [json.ex");
+}
+
+TEST(ConfigErrorTest, SystemValuesThatWouldDivideByZero) {
+  const std::string net = R"("networks": {"intra_with_pcie": false})";
+  EXPECT_EQ(error_of([&] {
+              (void)load_system(R"({"sys_name": "x", "accelerator": {"mem_gbs": -5, "op": {"default":
+                  {"tflops": 100, "efficient_factor": 0.5, "accurate_efficient_factor": {"k": -1}}},
+                  "bandwidth": {"default": {"gbps": 0, "efficient_factor": 0, "latency_us": 1}}}, )" + net + "}",
+                                "y.json");
+            }),
+            "y.json: /accelerator/mem_gbs: must be ≥ 0\n"
+            "y.json: /accelerator/op/default/accurate_efficient_factor/k: must be > 0\n"
+            "y.json: /accelerator/bandwidth/default/gbps: must be > 0\n"
+            "y.json: /accelerator/bandwidth/default/efficient_factor: must be > 0");
+}
+
+TEST_F(PlanTest, SequenceParallelNeedsSequenceDivisibleByCpTp) {
+  StrategyConfig s = load_strategy(R"({"seq_len": 4097, "micro_batch_size": 1, "micro_batch_num": 4,
+      "tp_size": 2})", "s.json");
+  const auto issues = validate_plan(model(), s, system(), {"m", "s.json", "y"});
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].str(), "s.json: /seq_len: sequence parallelism splits the sequence over "
+                             "cp_size·tp_size = 2, which does not divide 4097");
+}
+
 TEST(PresetTest, UnknownPresetSuggests) {
   const std::string msg = error_of([] { (void)resolve_config("model", "llama3-8"); });
   EXPECT_EQ(msg.substr(0, msg.find("; presets:")),

@@ -94,7 +94,7 @@ TEST_P(PropertyTest, MoreRecomputeNeverRaisesPeakMemory) {
   non_increasing(layers, "full-block layers");
 }
 
-TEST_P(PropertyTest, DoublingDpAtFixedGlobalBatchNeverRaisesComputeTime) {
+TEST_P(PropertyTest, DoublingDpAtFixedGlobalBatchHalvesComputeTime) {
   StrategyConfig s = s_;
   s.micro_batch_num = 16;
   const Estimate a = estimate(model_, s, sys_);
@@ -105,13 +105,9 @@ TEST_P(PropertyTest, DoublingDpAtFixedGlobalBatchNeverRaisesComputeTime) {
   for (size_t i = 0; i < a.stage_times.size(); ++i) {
     const double ca = a.stage_times[i].fwd_compute_s + a.stage_times[i].bwd_compute_s;
     const double cb = b.stage_times[i].fwd_compute_s + b.stage_times[i].bwd_compute_s;
-    EXPECT_LE(cb, ca) << a.stage_times[i].name;
+    // Half the micro-batches per rank: compute per stage halves exactly.
+    EXPECT_DOUBLE_EQ(cb, ca / 2) << a.stage_times[i].name;
   }
-}
-
-TEST_P(PropertyTest, ReservedIsAllocOverMemFactor) {
-  const Estimate e = estimate(model_, s_, sys_);
-  for (const auto& st : e.stages) EXPECT_DOUBLE_EQ(st.peak_reserved_bytes, st.peak_alloc_bytes / 0.94);
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, PropertyTest, ::testing::ValuesIn(kPlans),

@@ -257,7 +257,7 @@ TEST(SearchTest, BadOptionsAreConfigErrors) {
     (void)search(m, sys, {}, o);
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "search: /global_batch: must be at least 1, got 0");
+    EXPECT_STREQ(e.what(), "search: /global_batch: must be in 1..1073741824, got 0");
   }
   o.global_batch = 8;
   o.gmi_error_gib = 80;
