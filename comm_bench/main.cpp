@@ -1,13 +1,13 @@
 // comm_bench: NCCL collective benchmark, nccl-tests importer and α–β fitter.
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <unistd.h>
 
 #include "checks.h"
+#include "config/output_file.h"
+#include "config/presets.h"
 #include "core/error.h"
 #include "groups.h"
 #include "nccl_tests.h"
@@ -23,25 +23,17 @@ namespace {
 
 constexpr int kIdBytes = 128;  // sizeof(ncclUniqueId)
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw trainsim::Error("cannot read '" + path + "'");
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 int run_import(const Options& o, const std::string& command) {
   std::vector<NcclTestsRun> runs;
   for (const auto& path : o.import_files) {
-    std::vector<NcclTestsRun> r = parse_nccl_tests(read_file(path), path, o.import_op);
+    std::vector<NcclTestsRun> r = parse_nccl_tests(trainsim::read_file(path), path, o.import_op);
     runs.insert(runs.end(), r.begin(), r.end());
   }
   CommResults res = results_from_nccl_tests(runs, o.intra_link.value_or(IntraLink::NVLink), o.network, o.fit);
   res.provenance.tool_version = TRAINSIM_VERSION;
-  res.provenance.date = utc_now();
+  res.provenance.date = trainsim::utc_timestamp();
   res.provenance.command = command;
-  write_file_atomic(o.out, results_to_json_text(res));
+  trainsim::write_file_atomic(o.out, results_to_json_text(res));
   std::printf("%s\nwrote %s (%zu runs, %zu points, %zu fits)\n", results_table(res).c_str(), o.out.c_str(),
               runs.size(), res.points.size(), res.fits.size());
   return 0;
@@ -88,18 +80,13 @@ int run_dry_run(const World& w, const Options& o) {
   return 0;
 }
 
-std::string command_line(int argc, char** argv) {
-  std::string s;
-  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
-  return s;
-}
-
 }  // namespace
 }  // namespace comm_bench
 
 int main(int argc, char** argv) {
   using namespace comm_bench;
-  const std::string command = command_line(argc, argv);
+  const std::string command =
+      trainsim::command_line("comm_bench", std::vector<std::string>(argv + 1, argv + argc));
   std::unique_ptr<World> world;
   try {
     world = std::make_unique<World>(&argc, &argv);

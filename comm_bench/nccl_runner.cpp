@@ -15,6 +15,7 @@
 
 #include "checks.h"
 #include "collectives.h"
+#include "config/output_file.h"
 #include "groups.h"
 #include "nvml.h"
 #include "results.h"
@@ -170,7 +171,7 @@ void run_sweep(const World& w, const Options& o, const std::string& command) {
   CommResults res;
   Provenance& p = res.provenance;
   p.tool_version = TRAINSIM_VERSION;
-  p.date = utc_now();
+  p.date = trainsim::utc_timestamp();
   p.command = command;
   p.host = w.host();
   p.hosts = hosts;
@@ -199,7 +200,7 @@ void run_sweep(const World& w, const Options& o, const std::string& command) {
   auto save = [&] {
     if (!root) return;
     fit_all(res, o.fit);
-    write_file_atomic(o.out, results_to_json_text(res));
+    trainsim::write_file_atomic(o.out, results_to_json_text(res));
   };
   save();
 

@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
-#include <cstdlib>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -27,12 +29,12 @@ bool all_digits(const std::string& s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
 }
 
-std::optional<double> number(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
+// Whole-token decimal integer that fits in T.
+template <class T>
+bool parse_integer(const std::string& s, T& out) {
+  const char* end = s.data() + s.size();
+  const auto [ptr, ec] = std::from_chars(s.data(), end, out);
+  return ec == std::errc() && ptr == end;
 }
 
 // Launchers prefix lines with "[1,0]<stdout>:" (Open MPI --tag-output) or "[0] " (others).
@@ -80,7 +82,8 @@ std::optional<int> ranks_from_ratio(Collective op, const std::vector<NcclTestsRo
   if (!(denom > 0)) return std::nullopt;
   const double n = (op == Collective::AllReduce ? 2 : 1) / denom;
   const double rounded = std::round(n);
-  if (rounded < 1 || std::fabs(n - rounded) > 0.05 * rounded) return std::nullopt;
+  if (rounded < 1 || rounded > std::numeric_limits<int>::max() || std::fabs(n - rounded) > 0.05 * rounded)
+    return std::nullopt;
   return static_cast<int>(rounded);
 }
 
@@ -172,8 +175,12 @@ std::vector<NcclTestsRun> parse_text(const std::string& text, const std::string&
     ++line_no;
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
     const std::string line = strip_launcher_prefix(raw);
-    const size_t first = line.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;
+    const auto nonblank = std::find_if_not(line.begin(), line.end(), [](unsigned char c) { return std::isspace(c); });
+    if (nonblank == line.end()) continue;
+    const size_t first = static_cast<size_t>(nonblank - line.begin());
+    auto bad = [&](const std::string& what) {
+      return trainsim::ConfigError(source, "line " + std::to_string(line_no), what);
+    };
     if (line[first] == '#') {
       std::vector<std::string> tok = split_ws(line.substr(first + 1));
       if (tok.empty()) continue;
@@ -191,7 +198,9 @@ std::vector<NcclTestsRun> parse_text(const std::string& text, const std::string&
       } else if (tok[0] == "nThread") {
         if (!cur.rows.empty()) flush();
       } else if (tok.size() >= 2 && tok[0] == "Rank" && all_digits(tok[1])) {
-        ranks.insert(std::atoi(tok[1].c_str()));
+        int rank = 0;
+        if (!parse_integer(tok[1], rank)) throw bad("rank number '" + tok[1] + "' is out of range");
+        ranks.insert(rank);
         const bool first_rank = ranks.size() == 1;
         for (size_t i = 2; i + 1 < tok.size(); ++i) {
           if (tok[i] == "on") cur.hosts.push_back(tok[i + 1]);
@@ -213,26 +222,24 @@ std::vector<NcclTestsRun> parse_text(const std::string& text, const std::string&
       }
     }
     std::vector<std::string> tok = split_ws(line);
-    if (!all_digits(tok[0])) continue;
-    auto bad = [&](const std::string& what) {
-      return trainsim::ConfigError(source, "line " + std::to_string(line_no), what);
-    };
+    if (tok.empty() || !all_digits(tok[0])) continue;
     if (tok.size() <= layout.busbw)
       throw bad(trainsim::strprintf("data row has %zu columns, the header needs at least %zu", tok.size(),
                                     layout.busbw + 1));
     NcclTestsRow row;
-    row.size_bytes = std::strtoull(tok[0].c_str(), nullptr, 10);
-    row.count = std::strtoull(tok[layout.count].c_str(), nullptr, 10);
+    if (!parse_integer(tok[0], row.size_bytes)) throw bad("size '" + tok[0] + "' does not fit in 64 bits");
+    if (!parse_integer(tok[layout.count], row.count))
+      throw bad("expected an element count below 2^64 in the count column, got '" + tok[layout.count] + "'");
     row.type = tok[layout.type];
-    const auto t = number(tok[layout.time]), a = number(tok[layout.algbw]), b = number(tok[layout.busbw]);
-    if (!t || !a || !b)
+    double t = 0;
+    if (!trainsim::parse_double(tok[layout.time], t) || !trainsim::parse_double(tok[layout.algbw], row.oop_algbw_gbs) ||
+        !trainsim::parse_double(tok[layout.busbw], row.oop_busbw_gbs))
       throw bad("expected numbers in the out-of-place time/algbw/busbw columns, got '" + tok[layout.time] + " " +
                 tok[layout.algbw] + " " + tok[layout.busbw] + "'");
-    row.oop_time_s = *t * 1e-6;
-    row.oop_algbw_gbs = *a;
-    row.oop_busbw_gbs = *b;
-    if (layout.ip_time && *layout.ip_time < tok.size())
-      if (auto ip = number(tok[*layout.ip_time])) row.ip_time_s = *ip * 1e-6;
+    row.oop_time_s = t * 1e-6;
+    double ip = 0;
+    if (layout.ip_time && *layout.ip_time < tok.size() && trainsim::parse_double(tok[*layout.ip_time], ip))
+      row.ip_time_s = ip * 1e-6;
     cur.rows.push_back(row);
     last_row_line = line_no;
   }
@@ -243,10 +250,24 @@ std::vector<NcclTestsRun> parse_text(const std::string& text, const std::string&
 
 using nlohmann::json;
 
-const json* member(const json& j, std::initializer_list<const char*> keys) {
+// The first non-null member of `j` among `keys`; `found` gets its key.
+const json* member(const json& j, std::initializer_list<const char*> keys, const char** found = nullptr) {
   for (const char* k : keys)
-    if (auto it = j.find(k); it != j.end() && !it->is_null()) return &*it;
+    if (auto it = j.find(k); it != j.end() && !it->is_null()) {
+      if (found) *found = k;
+      return &*it;
+    }
   return nullptr;
+}
+
+// A byte or element count: a non-negative integer below 2^64 (integral floats such as 1e6 too).
+uint64_t json_count(const json& v, const std::string& source, const std::string& path) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d >= 0 && d < 0x1p64 && d == std::floor(d)) return static_cast<uint64_t>(d);
+  }
+  throw trainsim::ConfigError(source, path, "expected a non-negative integer below 2^64, got " + v.dump());
 }
 
 double json_number(const json& j, std::initializer_list<const char*> keys, const std::string& source,
@@ -264,6 +285,9 @@ std::vector<NcclTestsRun> parse_json_doc(const std::string& text, const std::str
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
     throw trainsim::ConfigError(source, "", trainsim::strprintf("invalid JSON at byte %zu", e.byte));
+  } catch (const json::exception& e) {
+    // e.g. a number literal out of double range (1e400)
+    throw trainsim::ConfigError(source, "", std::string("invalid JSON: ") + e.what());
   }
   if (!doc.is_object()) throw trainsim::ConfigError(source, "", "expected a JSON object");
   const json* results = member(doc, {"results"});
@@ -279,8 +303,10 @@ std::vector<NcclTestsRun> parse_json_doc(const std::string& text, const std::str
     if (!oop || !oop->is_object())
       throw trainsim::ConfigError(source, path + "/out_of_place", "required object is missing");
     NcclTestsRow row;
-    row.size_bytes = static_cast<uint64_t>(json_number(r, {"size"}, source, path));
-    if (const json* c = member(r, {"count"}); c && c->is_number()) row.count = c->get<uint64_t>();
+    const json* size = member(r, {"size"});
+    if (!size || !size->is_number()) throw trainsim::ConfigError(source, path + "/size", "required number is missing");
+    row.size_bytes = json_count(*size, source, path + "/size");
+    if (const json* c = member(r, {"count"}); c && c->is_number()) row.count = json_count(*c, source, path + "/count");
     if (const json* t = member(r, {"type"}); t && t->is_string()) row.type = t->get<std::string>();
     row.oop_time_s = json_number(*oop, {"time", "time_us"}, source, path + "/out_of_place") * 1e-6;
     row.oop_algbw_gbs = json_number(*oop, {"alg_bw", "algbw"}, source, path + "/out_of_place");
@@ -302,8 +328,11 @@ std::vector<NcclTestsRun> parse_json_doc(const std::string& text, const std::str
       if (run.gpu.empty())
         if (const json* g = member(rk, {"device_name", "gpu", "name"}); g && g->is_string()) run.gpu = g->get<std::string>();
     }
-  } else if (const json* n = member(doc, {"nranks", "world_size"}); n && n->is_number_integer()) {
-    listed = n->get<int>();
+  } else if (const char* key = nullptr; const json* n = member(doc, {"nranks", "world_size"}, &key)) {
+    if (!n->is_number_unsigned() || n->get<uint64_t>() < 1 || n->get<uint64_t>() > std::numeric_limits<int>::max())
+      throw trainsim::ConfigError(source, std::string("/") + key,
+                                  "expected a rank count from 1 to 2147483647, got " + n->dump());
+    listed = static_cast<int>(n->get<uint64_t>());
   }
   if (const json* v = member(doc, {"nccl_version"}))
     run.nccl_version = v->is_string() ? v->get<std::string>() : v->dump();

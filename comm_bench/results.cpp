@@ -4,15 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <ctime>
-#include <fstream>
-#include <unistd.h>
 
-#include "core/error.h"
 #include "core/text.h"
 
 namespace comm_bench {
@@ -162,34 +155,6 @@ std::string results_table(const CommResults& r) {
   for (const auto& s : r.skipped)
     out += "skipped " + (s.op.empty() ? std::string() : s.op + " ") + "on " + s.group + ": " + s.reason + "\n";
   return out;
-}
-
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw trainsim::Error("cannot write '" + tmp + "': " + std::strerror(errno));
-    f << text;
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw trainsim::Error("cannot write '" + tmp + "': " + std::strerror(errno));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    std::remove(tmp.c_str());
-    throw trainsim::Error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(e));
-  }
-}
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 }  // namespace comm_bench

@@ -96,11 +96,4 @@ void fit_all(CommResults& r, const FitOptions& opt = {});
 /// Readable table of the points (time, algbw, busbw) and the fits.
 [[nodiscard]] std::string results_table(const CommResults& r);
 
-/// Writes `path` through a temporary file in the same directory and rename(2), so a reader
-/// never sees a half-written file. Throws trainsim::Error naming the path on failure.
-void write_file_atomic(const std::string& path, const std::string& text);
-
-/// Current UTC time as "YYYY-MM-DDTHH:MM:SSZ".
-[[nodiscard]] std::string utc_now();
-
 }  // namespace comm_bench

@@ -13,6 +13,11 @@ add_test(NAME comm_bench_import_cli
   COMMAND comm_bench --from-nccl-tests ${PROJECT_SOURCE_DIR}/tests/data/comm/all_reduce_v2.19_8gpu.log
           --out ${CMAKE_CURRENT_BINARY_DIR}/comm_import_cli.json)
 set_tests_properties(comm_bench_import_cli PROPERTIES PASS_REGULAR_EXPRESSION "wrote .*comm_import_cli.json \\(1 runs")
+add_test(NAME comm_bench_import_missing_file
+  COMMAND comm_bench --from-nccl-tests ${CMAKE_CURRENT_BINARY_DIR}/missing_all_reduce.log
+          --out ${CMAKE_CURRENT_BINARY_DIR}/comm_import_missing.json)
+set_tests_properties(comm_bench_import_missing_file PROPERTIES
+  PASS_REGULAR_EXPRESSION "comm_bench: error: [^\n]*/missing_all_reduce.log: cannot open file")
 add_test(NAME comm_bench_bad_flag COMMAND comm_bench --max-byte 8G)
 set_tests_properties(comm_bench_bad_flag PROPERTIES
   PASS_REGULAR_EXPRESSION "unknown option '--max-byte'; did you mean '--max-bytes'\\?")

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "config/json_reader.h"
+#include "config/schema_version.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"
@@ -60,8 +61,7 @@ void merge_comm(SystemConfig& sys, const std::string& comm_json_text, const std:
   const json* prov = top.object("provenance", false);
   for (const char* k : {"units", "groups", "points", "skipped", "notes", "fits"}) top.ignore(k);
   top.finish();
-  if (!version.empty() && version.substr(0, version.find('.')) != "1")
-    issues.add("/schema_version", "unsupported version '" + version + "'; this trainsim reads 1.x");
+  check_schema_major(doc, "1", issues);
   const json* fits = doc.is_object() && doc.contains("fits") ? &doc["fits"] : nullptr;
   if (doc.is_object() && (!fits || !fits->is_array())) issues.add("/fits", "required array is missing");
   issues.throw_if_any();

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "config/json_reader.h"
+#include "config/schema_version.h"
 #include "config/shape_key.h"
 #include "core/units.h"
 
@@ -175,9 +176,7 @@ KernelsDoc load_kernels(const std::string& text, const std::string& source) {
   KernelsDoc out;
   ObjectReader top(doc, "", issues);
   top.req("schema_version", out.schema_version);
-  if (top.has("schema_version") && out.schema_version.substr(0, out.schema_version.find('.')) != "1")
-    issues.add("/schema_version",
-               "unsupported schema_version '" + out.schema_version + "'; this build reads 1.x.y");
+  check_schema_major(doc, "1", issues);
   std::string kind;
   top.req("kind", kind);
   if (!kind.empty() && kind != "trainsim-kernels")

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "config/json_reader.h"
+#include "config/schema_version.h"
 #include "core/text.h"
 
 namespace trainsim {
@@ -24,12 +25,6 @@ json shape_json(const ShapeKey& shape) {
     }
   }
   return j;
-}
-
-// Major version must match; minor/patch additions are readable.
-void check_schema_version(const std::string& v, const std::string& path, IssueList& issues) {
-  if (v.substr(0, v.find('.')) != "1")
-    issues.add(path, "unsupported schema_version '" + v + "'; this build reads 1.x.y");
 }
 
 }  // namespace
@@ -74,7 +69,7 @@ ShapesDoc load_shapes(const std::string& text, const std::string& source) {
   ShapesDoc out;
   ObjectReader top(doc, "", issues);
   top.req("schema_version", out.schema_version);
-  if (top.has("schema_version")) check_schema_version(out.schema_version, "/schema_version", issues);
+  check_schema_major(doc, "1", issues);
   std::string kind = "trainsim-shapes";
   top.opt("kind", kind);
   if (kind != "trainsim-shapes")

@@ -2,6 +2,8 @@
 #include "core/text.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +55,15 @@ std::string format_number(double v) {
     if (std::strtod(buf, nullptr) == v) break;
   }
   return buf;
+}
+
+bool parse_double(std::string_view s, double& out) {
+  double v = 0;
+  const char* end = s.data() + s.size();
+  const auto [ptr, ec] = std::from_chars(s.data(), end, v);
+  if (ec != std::errc() || ptr != end || !std::isfinite(v)) return false;
+  out = v;
+  return true;
 }
 
 std::string strprintf(const char* fmt, ...) {

@@ -1,4 +1,4 @@
-// Small text helpers: spelling suggestions, number formatting.
+// Small text helpers: spelling suggestions, number parsing and formatting.
 #pragma once
 
 #include <string>
@@ -16,6 +16,10 @@ namespace trainsim {
 /// Formats a double like Python's repr for the values we print in keys and messages:
 /// shortest round-trip representation ("0.5", "3", "1e-05").
 [[nodiscard]] std::string format_number(double v);
+
+/// Parses the whole of `s` as a finite decimal number ("12", "-0.5", "1e-3"; no spaces, no
+/// leading '+', no hex). Returns false, leaving `out` alone, on anything else or on overflow.
+[[nodiscard]] bool parse_double(std::string_view s, double& out);
 
 /// printf-style formatting into a std::string.
 [[nodiscard]] std::string strprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

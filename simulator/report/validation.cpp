@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <map>
@@ -75,14 +74,6 @@ bool split_csv_line(const std::string& line, std::vector<std::string>& out) {
     if (i >= line.size()) return true;
     ++i;  // the comma
   }
-}
-
-std::optional<double> parse_number(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
 }
 
 bool valid_case_name(const std::string& name) {
@@ -258,21 +249,21 @@ ValidationTable parse_validation_csv(const std::string& text, const std::string&
           break;
         }
         case Column::Real: {
-          auto x = parse_number(v);
-          if (!x || *x <= 0)
+          double x = 0;
+          if (!parse_double(v, x) || x <= 0)
             throw fail(line_no, "column '" + c.name + "': expected a positive number, got '" + v + "'");
-          vc.real[c.metric] = *x;
+          vc.real[c.metric] = x;
           break;
         }
         case Column::Peer:
         case Column::PeerTflops: {
           if (v.empty()) break;  // not published
-          auto x = parse_number(v);
-          if (!x || (c.kind == Column::PeerTflops && *x <= -100))
+          double x = 0;
+          if (!parse_double(v, x) || (c.kind == Column::PeerTflops && x <= -100))
             throw fail(line_no, "column '" + c.name + "': expected a number" +
                                     (c.kind == Column::PeerTflops ? std::string(" above -100") : "") +
                                     " or nothing, got '" + v + "'");
-          vc.peer_err_pct[c.metric] = c.kind == Column::PeerTflops ? time_error_from_tflops_error(*x) : *x;
+          vc.peer_err_pct[c.metric] = c.kind == Column::PeerTflops ? time_error_from_tflops_error(x) : x;
           break;
         }
         case Column::Info:

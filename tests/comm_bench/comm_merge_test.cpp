@@ -165,7 +165,11 @@ TEST(CommMergeTest, RejectsBadInput) {
             "comm.json: /fits/0/network: unknown network 'high_intra_nod'; valid values: high_intra_node, low_intra_node, "
             "inter_node, intra_node_pcie_2x, intra_node_pcie_4x, intra_node_pcie_8x; did you mean 'high_intra_node'?");
   EXPECT_EQ(merge_error(R"({"schema_version": "2.0.0", "fits": []})"),
-            "comm.json: /schema_version: unsupported version '2.0.0'; this trainsim reads 1.x");
+            "comm.json: /schema_version: unsupported schema_version '2.0.0'; this build reads 1.x.y");
+  EXPECT_EQ(merge_error(R"({"schema_version": "10.0", "fits": []})"),
+            "comm.json: /schema_version: unsupported schema_version '10.0'; this build reads 1.x.y");
+  EXPECT_EQ(merge_error(R"({"schema_version": 1, "fits": []})"),
+            "comm.json: /schema_version: expected a string, got a number (1)");
   EXPECT_EQ(merge_error(R"({"schema_version": "1.0.0"})"), "comm.json: /fits: required array is missing");
   EXPECT_EQ(merge_error(R"({"schema_version": "1.0.0", "fits": [{"op": "p2p", "network": "inter_node", "n": 2,
       "latency_us": 1, "bus_bandwidth_gbs": 0, "latency_uss": 3}]})"),

@@ -123,6 +123,63 @@ TEST(CommNcclTestsTest, ErrorsNameFileAndLine) {
             "reduce_scatter, alltoall, sendrecv");
 }
 
+// Lines of only whitespace (\v, \f, a stray \r) are blank, wherever they appear.
+TEST(CommNcclTestsTest, WhitespaceOnlyLinesAreBlank) {
+  std::string log = fixture("all_reduce_v2.19_8gpu.log");
+  log.insert(log.find("           8 "), "\v\n\f\n\r\r\n \v\t\n");
+  const auto runs = parse_nccl_tests(log + "\v\n", "all_reduce.log");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].rows.size(), 31u);
+  EXPECT_EQ(config_error("\v\n\f\n\r\r\n", "x.log"), "x.log: no nccl-tests data rows found");
+}
+
+TEST(CommNcclTestsTest, OutOfRangeTextValuesAreRejected) {
+  const std::string header = "# Collective test starting: all_reduce_perf\n"
+                             "#  size  count  type  redop  root  time  algbw  busbw  #wrong\n";
+  EXPECT_EQ(config_error("#  Rank 99999999999 Group 0 Pid 1 on a device 0 [0] GPU\n" + header +
+                             "1024 512 bfloat16 sum -1 12.5 0.08 0.08 0\n",
+                         "x.log"),
+            "x.log: line 1: rank number '99999999999' is out of range");
+  EXPECT_EQ(config_error(header + "99999999999999999999 512 bfloat16 sum -1 12.5 0.08 0.08 0\n", "x.log"),
+            "x.log: line 3: size '99999999999999999999' does not fit in 64 bits");
+  EXPECT_EQ(config_error(header + "1024 -512 bfloat16 sum -1 12.5 0.08 0.08 0\n", "x.log"),
+            "x.log: line 3: expected an element count below 2^64 in the count column, got '-512'");
+  EXPECT_EQ(config_error(header + "1024 512 bfloat16 sum -1 1e400 0.08 0.08 0\n", "x.log"),
+            "x.log: line 3: expected numbers in the out-of-place time/algbw/busbw columns, got '1e400 0.08 0.08'");
+  // busbw/algbw → 2/(2−f) ≈ 2e13 ranks: too many to be a rank count.
+  EXPECT_EQ(config_error(header + "1024 512 bfloat16 sum -1 12.5 1 1.9999999999999 0\n", "x.log"),
+            "x.log: line 3: cannot tell the number of ranks: the log lists no '# Rank' lines and busbw/algbw does "
+            "not determine it");
+}
+
+std::string json_doc(const std::string& top, const std::string& result) {
+  return R"({"collective": "all_reduce_perf", )" + top + R"("results": [{)" + result +
+         R"("out_of_place": {"time": 10, "alg_bw": 1, "bus_bw": 1.5}}]})";
+}
+
+TEST(CommNcclTestsTest, OutOfRangeJsonValuesAreRejected) {
+  EXPECT_EQ(config_error(json_doc(R"("nranks": 4, )", R"("size": 1e400, )"), "x.json"),
+            "x.json: invalid JSON: [json.exception.out_of_range.406] number overflow parsing '1e400'");
+  EXPECT_EQ(config_error(json_doc(R"("nranks": 4, )", R"("size": -5, )"), "x.json"),
+            "x.json: /results/0/size: expected a non-negative integer below 2^64, got -5");
+  EXPECT_EQ(config_error(json_doc(R"("nranks": 4, )", R"("size": 1e30, )"), "x.json"),
+            "x.json: /results/0/size: expected a non-negative integer below 2^64, got 1e+30");
+  EXPECT_EQ(config_error(json_doc(R"("nranks": 4, )", R"("size": 8.5, )"), "x.json"),
+            "x.json: /results/0/size: expected a non-negative integer below 2^64, got 8.5");
+  EXPECT_EQ(config_error(json_doc(R"("nranks": 4, )", R"("size": 8, "count": -1, )"), "x.json"),
+            "x.json: /results/0/count: expected a non-negative integer below 2^64, got -1");
+  EXPECT_EQ(config_error(json_doc(R"("world_size": 10000000000, )", R"("size": 8, )"), "x.json"),
+            "x.json: /world_size: expected a rank count from 1 to 2147483647, got 10000000000");
+  EXPECT_EQ(config_error(json_doc(R"("nranks": -2, )", R"("size": 8, )"), "x.json"),
+            "x.json: /nranks: expected a rank count from 1 to 2147483647, got -2");
+  const auto runs = parse_nccl_tests(json_doc(R"("nranks": 4, )", R"("size": 1e6, "count": 18446744073709551615, )"),
+                                     "x.json");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].nranks, 4);
+  EXPECT_EQ(runs[0].rows[0].size_bytes, 1000000u);
+  EXPECT_EQ(runs[0].rows[0].count, 18446744073709551615u);
+}
+
 TEST(CommNcclTestsTest, ImportClassifiesAndFits) {
   std::vector<NcclTestsRun> runs = parse_fixture("all_reduce_v2.19_8gpu.log");
   for (auto& r : parse_fixture("all_gather_perf_2node_old.log")) runs.push_back(r);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "checks.h"
+#include "config/output_file.h"
 #include "results.h"
 
 namespace comm_bench {
@@ -60,8 +61,8 @@ TEST(CommResultsTest, AtomicWriteLeavesNoTemporary) {
   const auto dir = std::filesystem::temp_directory_path() / ("comm_results_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "comm.json").string();
-  write_file_atomic(path, "first\n");
-  write_file_atomic(path, "second\n");
+  trainsim::write_file_atomic(path, "first\n");
+  trainsim::write_file_atomic(path, "second\n");
   std::ifstream f(path);
   std::ostringstream s;
   s << f.rdbuf();
@@ -69,11 +70,10 @@ TEST(CommResultsTest, AtomicWriteLeavesNoTemporary) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 1);
   std::filesystem::remove_all(dir);
   try {
-    write_file_atomic("/nonexistent-dir/comm.json", "x");
+    trainsim::write_file_atomic("/nonexistent-dir/comm.json", "x");
     FAIL();
   } catch (const trainsim::Error& e) {
-    EXPECT_EQ(std::string(e.what()), "cannot write '/nonexistent-dir/comm.json.tmp." + std::to_string(::getpid()) +
-                                         "': No such file or directory");
+    EXPECT_EQ(std::string(e.what()), "/nonexistent-dir/comm.json: cannot write: No such file or directory");
   }
 }
 

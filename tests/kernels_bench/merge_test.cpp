@@ -117,5 +117,17 @@ TEST(KernelsMergeTest, MalformedMeasurementsAreConfigErrors) {
   }
 }
 
+TEST(KernelsMergeTest, UnsupportedSchemaVersion) {
+  SystemConfig sys = load_system(read_file(data("base_system.json")), "base");
+  try {
+    merge_kernels(sys, R"({"schema_version": "2.1.0", "kind": "trainsim-kernels", "device": {"name": "x"},
+                           "results": []})",
+                  "k.json");
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "k.json: /schema_version: unsupported schema_version '2.1.0'; this build reads 1.x.y");
+  }
+}
+
 }  // namespace
 }  // namespace trainsim

@@ -67,6 +67,8 @@ TEST(KernelsShapesFileTest, ReportsEveryProblemWithItsPath) {
             "s.json: /shapes/0/flop: unknown key; did you mean 'flops'?\n"
             "s.json: /shapes/1: duplicate of /shapes/0 (same op and key)");
   EXPECT_EQ(load_error(R"({"schema_version": "1.0.0"})"), "s.json: /shapes: required array is missing");
+  EXPECT_EQ(load_error(R"({"schema_version": 1, "shapes": []})"),
+            "s.json: /schema_version: expected a string, got a number (1)");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "report/validation.h"
 
 namespace trainsim {
@@ -117,12 +118,29 @@ TEST(ValidationTable, CsvErrorMessages) {
             "t.csv: line 2: column 'real_iteration_ms': expected a positive number, got 'abc'");
   EXPECT_EQ(err("case,real_iteration_ms\na,0\n"),
             "t.csv: line 2: column 'real_iteration_ms': expected a positive number, got '0'");
+  for (const char* v : {"1e400", "inf", "nan", "0x10", "5ms", "+5", "1e-400"})
+    EXPECT_EQ(err(std::string("case,real_iteration_ms\na,") + v + "\n"),
+              std::string("t.csv: line 2: column 'real_iteration_ms': expected a positive number, got '") + v + "'");
   EXPECT_EQ(err("case,real_iteration_ms,peer_tflops_err_pct\na,1,-100\n"),
             "t.csv: line 2: column 'peer_tflops_err_pct': expected a number above -100 or nothing, got '-100'");
   EXPECT_EQ(err("case,real_iteration_ms\na,1\n\na,2\n"), "t.csv: line 4: duplicate case 'a' (first on line 2)");
   EXPECT_EQ(err("case,real_iteration_ms\n../x,1\n"),
             "t.csv: line 2: invalid case name '../x'; use letters, digits, '.', '_' and '-' (not first '.')");
   EXPECT_EQ(err("case,real_iteration_ms\n\"a,1\n"), "t.csv: line 2: unterminated or misplaced double quote");
+}
+
+// The CSV number parser (shared with comm_bench's nccl-tests import).
+TEST(ValidationTable, ParseDoubleTakesWholeFiniteTokens) {
+  double x = -1;
+  EXPECT_TRUE(parse_double("12.5", x));
+  EXPECT_EQ(x, 12.5);
+  EXPECT_TRUE(parse_double("-1e-3", x));
+  EXPECT_EQ(x, -1e-3);
+  for (const char* bad : {"", " 1", "1 ", "1x", "+1", "0x10", "inf", "nan", "1e400", "1e-400", "."}) {
+    x = 7;
+    EXPECT_FALSE(parse_double(bad, x)) << bad;
+    EXPECT_EQ(x, 7) << bad;
+  }
 }
 
 TEST(ValidationMath, SignedErrors) {
