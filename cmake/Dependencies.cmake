@@ -36,43 +36,36 @@ else()
   message(STATUS "trainsim: CUDA disabled (TRAINSIM_WITH_CUDA=OFF)")
 endif()
 
-# cuDNN (fused attention benches).
-set(TRAINSIM_HAVE_CUDNN OFF)
-if(TRAINSIM_HAVE_CUDA AND NOT TRAINSIM_WITH_CUDNN STREQUAL "OFF")
-  find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDNN_HOME} $ENV{CUDNN_HOME} ${CUDAToolkit_INCLUDE_DIRS}
-            PATH_SUFFIXES include)
-  find_library(CUDNN_LIBRARY cudnn HINTS ${CUDNN_HOME} $ENV{CUDNN_HOME} ${CUDAToolkit_LIBRARY_DIR}
-               PATH_SUFFIXES lib lib64)
-  if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
-    add_library(trainsim_cudnn INTERFACE)
-    target_include_directories(trainsim_cudnn INTERFACE ${CUDNN_INCLUDE_DIR})
-    target_link_libraries(trainsim_cudnn INTERFACE ${CUDNN_LIBRARY})
-    trainsim_dependency_result(CUDNN TRUE "${CUDNN_LIBRARY}")
-  else()
-    trainsim_dependency_result(CUDNN FALSE "cudnn.h or libcudnn not found; set CUDNN_HOME")
+# A header + library found under <NAME>_HOME or the CUDA toolkit, as an INTERFACE target.
+function(trainsim_find_cuda_library dep header lib target)
+  set(TRAINSIM_HAVE_${dep} OFF PARENT_SCOPE)
+  if(TRAINSIM_WITH_${dep} STREQUAL "OFF")
+    message(STATUS "trainsim: ${dep} disabled (TRAINSIM_WITH_${dep}=OFF)")
+    return()
   endif()
-elseif(NOT TRAINSIM_WITH_CUDNN STREQUAL "OFF")
-  trainsim_dependency_result(CUDNN FALSE "needs CUDA")
-endif()
+  if(NOT TRAINSIM_HAVE_CUDA)
+    trainsim_dependency_result(${dep} FALSE "needs CUDA")
+    set(TRAINSIM_HAVE_${dep} ${TRAINSIM_HAVE_${dep}} PARENT_SCOPE)
+    return()
+  endif()
+  find_path(${dep}_INCLUDE_DIR ${header} HINTS ${${dep}_HOME} $ENV{${dep}_HOME} ${CUDAToolkit_INCLUDE_DIRS}
+            PATH_SUFFIXES include)
+  find_library(${dep}_LIBRARY ${lib} HINTS ${${dep}_HOME} $ENV{${dep}_HOME} ${CUDAToolkit_LIBRARY_DIR}
+               PATH_SUFFIXES lib lib64)
+  if(${dep}_INCLUDE_DIR AND ${dep}_LIBRARY)
+    add_library(${target} INTERFACE)
+    target_include_directories(${target} INTERFACE ${${dep}_INCLUDE_DIR})
+    target_link_libraries(${target} INTERFACE ${${dep}_LIBRARY})
+    trainsim_dependency_result(${dep} TRUE "${${dep}_LIBRARY}")
+  else()
+    trainsim_dependency_result(${dep} FALSE "${header} or lib${lib} not found; set ${dep}_HOME")
+  endif()
+  set(TRAINSIM_HAVE_${dep} ${TRAINSIM_HAVE_${dep}} PARENT_SCOPE)
+endfunction()
 
-# NCCL (collective benches).
-set(TRAINSIM_HAVE_NCCL OFF)
-if(TRAINSIM_HAVE_CUDA AND NOT TRAINSIM_WITH_NCCL STREQUAL "OFF")
-  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${NCCL_HOME} $ENV{NCCL_HOME} ${CUDAToolkit_INCLUDE_DIRS}
-            PATH_SUFFIXES include)
-  find_library(NCCL_LIBRARY nccl HINTS ${NCCL_HOME} $ENV{NCCL_HOME} ${CUDAToolkit_LIBRARY_DIR}
-               PATH_SUFFIXES lib lib64)
-  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
-    add_library(trainsim_nccl INTERFACE)
-    target_include_directories(trainsim_nccl INTERFACE ${NCCL_INCLUDE_DIR})
-    target_link_libraries(trainsim_nccl INTERFACE ${NCCL_LIBRARY})
-    trainsim_dependency_result(NCCL TRUE "${NCCL_LIBRARY}")
-  else()
-    trainsim_dependency_result(NCCL FALSE "nccl.h or libnccl not found; set NCCL_HOME")
-  endif()
-elseif(NOT TRAINSIM_WITH_NCCL STREQUAL "OFF")
-  trainsim_dependency_result(NCCL FALSE "needs CUDA")
-endif()
+# cuDNN (fused attention benches) and NCCL (collective benches).
+trainsim_find_cuda_library(CUDNN cudnn.h cudnn trainsim_cudnn)
+trainsim_find_cuda_library(NCCL nccl.h nccl trainsim_nccl)
 
 # MPI (multi-process launch of comm_bench; its dry-run path needs no GPU).
 set(TRAINSIM_HAVE_MPI OFF)

@@ -2,20 +2,14 @@
 #include <gtest/gtest.h>
 
 #include "config/presets.h"
+#include "test_presets.h"
 #include "estimate/estimate.h"
 
 namespace trainsim {
 namespace {
 
-ModelConfig preset_model(const char* name) {
-  const ConfigText t = resolve_config("model", name);
-  return load_model(t.text, t.source);
-}
-
-SystemConfig preset_system(const char* name) {
-  const ConfigText t = resolve_config("system", name);
-  return load_system(t.text, t.source);
-}
+using test::preset_model;
+using test::preset_system;
 
 StrategyConfig base_strategy() {
   return load_strategy(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8,

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "config/presets.h"
+#include "test_presets.h"
 #include "config/validate.h"
 #include "core/error.h"
 #include "core/units.h"
@@ -16,15 +17,8 @@
 namespace trainsim {
 namespace {
 
-ModelConfig preset_model(const char* name) {
-  const ConfigText t = resolve_config("model", name);
-  return load_model(t.text, t.source);
-}
-
-SystemConfig preset_system(const char* name) {
-  const ConfigText t = resolve_config("system", name);
-  return load_system(t.text, t.source);
-}
+using test::preset_model;
+using test::preset_system;
 
 int64_t total_rejected(const SearchResult& r) {
   int64_t n = 0;
