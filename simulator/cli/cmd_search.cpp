@@ -30,15 +30,9 @@ int64_t parse_int(const std::string& flag, const std::string& text) {
   return v;
 }
 
-double parse_double(const std::string& flag, const std::string& text) {
-  size_t used = 0;
+double parse_number(const std::string& flag, const std::string& text) {
   double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size())
+  if (!trainsim::parse_double(text, v))
     throw UsageError("search: --" + flag + ": '" + text + "' is not a number");
   return v;
 }
@@ -352,7 +346,7 @@ int cmd_search(const Args& args) {
     o.threads = static_cast<int>(t);
   }
   if (p.has("gmi-error")) {
-    o.gmi_error_gib = parse_double("gmi-error", p.get("gmi-error"));
+    o.gmi_error_gib = parse_number("gmi-error", p.get("gmi-error"));
     if (!(o.gmi_error_gib >= 0))
       throw UsageError("search: --gmi-error must be a non-negative number of GiB");
   }
