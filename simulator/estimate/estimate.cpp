@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "comm/collective.h"
 #include "compute/cost.h"
@@ -162,9 +163,114 @@ double flops_per_token(const ModelConfig& m, double seq, double vocab) {
   return total;
 }
 
+// Everything the estimate needs from one chunk.
+struct ChunkResult {
+  PhaseSums sums;
+  ActivationResult act;
+  StaticMemory params;
+  double dummy_bytes = 0;
+  std::vector<EfficiencyLog::Miss> misses;
+  int64_t hits = 0;
+};
+
+ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded_vocab) {
+  const Chunk chunk = build_chunk(env.m, env.s, padded_vocab, spec);
+  EfficiencyLog log;
+  Env local = env;
+  local.log = &log;
+  ChunkResult r;
+  r.sums = chunk_sums(local, chunk);
+  r.act = walk_activations(chunk, env.s);
+  r.params = chunk_parameters(chunk);
+  std::vector<std::array<int64_t, 3>> shapes;
+  collect_dummy_wgrad(chunk, shapes);
+  for (const auto& sh : shapes) r.dummy_bytes += static_cast<double>(sh[0]) * static_cast<double>(sh[1]) * 2;
+  r.misses = std::move(log.misses);
+  r.hits = log.hits;
+  return r;
+}
+
+// The strategy fields a chunk's leaves, costs and liveness read (graph.cpp, activation.cpp,
+// collective network choice of tp/cp/ep/etp). Fields that only shape the pipeline, DP or
+// optimizer (pp, micro_batch_num, world_size, zero_state, ...) are not part of it.
+void append_signature(std::string& out, const StrategyConfig& s) {
+  auto num = [&](int64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  auto real = [&](double v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  auto str = [&](const std::string& v) {
+    num(static_cast<int64_t>(v.size()));
+    out += v;
+  };
+  for (int64_t v : {s.seq_len, s.micro_batch_size, s.tp_size, s.cp_size, s.ep_size, s.etp_size})
+    num(v);
+  for (bool b : {s.sp(), s.fp8, s.grad_reduce_in_bf16, s.use_fused_grad_accumulation, s.use_fused_norm,
+                 s.use_accm_weight, s.use_flash_sdp, s.use_fused_swiglu, s.cross_entropy_loss_fusion,
+                 s.attn_recompute, s.mla_rms_recompute, s.mlp_recompute, s.mlp_rms_recompute,
+                 s.megatron_recompute, s.recompute_variance, s.dispatch_probs, s.offload_groupgemm_col_inputs,
+                 s.enable_recompute, s.is_recompute(), s.use_fp32_accum_grad})
+    out += b ? '1' : '0';
+  real(s.attention_sparse_ratio);
+  str(s.dtype);
+  str(s.cp_comm_type);
+  str(s.cp_a2a_mode);
+  str(s.recompute_granularity.value_or("-"));
+  str(s.te_version.value_or("-"));
+  for (const auto& mod : s.megatron_recompute_modules) str(mod);
+}
+
 }  // namespace
 
-Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys) {
+struct EstimateCache::Impl {
+  const ModelConfig* model = nullptr;
+  const SystemConfig* system = nullptr;
+  std::unordered_map<std::string, ChunkResult> chunks;
+  int64_t hits = 0, misses = 0;
+};
+
+EstimateCache::EstimateCache() : impl_(std::make_unique<Impl>()) {}
+EstimateCache::~EstimateCache() = default;
+EstimateCache::EstimateCache(const EstimateCache&) : impl_(std::make_unique<Impl>()) {}
+EstimateCache& EstimateCache::operator=(const EstimateCache&) {
+  impl_ = std::make_unique<Impl>();
+  return *this;
+}
+int64_t EstimateCache::hits() const { return impl_->hits; }
+int64_t EstimateCache::misses() const { return impl_->misses; }
+
+namespace {
+
+// The chunk's results, from the cache when it has them.
+const ChunkResult& chunk_result(const Env& env, const ChunkSpec& spec, int64_t padded_vocab,
+                                EstimateCache* cache, std::vector<ChunkResult>& local) {
+  if (!cache) {
+    local.push_back(evaluate_chunk(env, spec, padded_vocab));
+    return local.back();
+  }
+  EstimateCache::Impl& c = cache->impl();
+  if (c.model != &env.m || c.system != &env.sys) {
+    c.chunks.clear();
+    c.model = &env.m;
+    c.system = &env.sys;
+  }
+  std::string key;
+  key.reserve(160);
+  append_signature(key, env.s);
+  for (int64_t v : {spec.layers, spec.dense_layers, spec.recompute_layers, padded_vocab})
+    key.append(reinterpret_cast<const char*>(&v), sizeof v);
+  key += spec.embedding ? 'E' : '-';
+  key += spec.head ? 'H' : '-';
+  auto it = c.chunks.find(key);
+  if (it != c.chunks.end()) {
+    ++c.hits;
+    return it->second;
+  }
+  ++c.misses;
+  return c.chunks.emplace(std::move(key), evaluate_chunk(env, spec, padded_vocab)).first->second;
+}
+
+}  // namespace
+
+Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
+                  EstimateCache* cache) {
   check_plan(m, s, sys, PlanSources{});
   Estimate est;
   EfficiencyLog log;
@@ -175,24 +281,37 @@ Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemCon
   const char* group_names[] = {"tp", "cp", "dp", "pp", "ep", "etp", "edp"};
   for (int g = 0; g < 7; ++g) est.networks.emplace_back(group_names[g], env.nets.name[static_cast<size_t>(g)]);
 
-  PlanChunks plan = build_plan_chunks(m, s);
+  const PlanLayout plan = plan_layout(m, s);
   est.padded_vocab = plan.padded_vocab;
-  auto& stages = plan.stages;
+  const auto& stages = plan.stages;
   const int64_t pp = s.pp_size;
+  std::vector<ChunkResult> local;  // results of this call when there is no cache
+  local.reserve(stages.size() + plan.virtual_chunks.size());
+  std::vector<const ChunkResult*> stage_results, virtual_results;
+  auto record = [&](const ChunkResult& r) {
+    for (const auto& mm : r.misses) log.miss(mm.op, mm.key, mm.flops, mm.used);
+    log.hits += r.hits;
+    return &r;
+  };
+  for (const auto& st : stages)
+    stage_results.push_back(record(chunk_result(env, st.spec, plan.padded_vocab, cache, local)));
+  for (const auto& spec : plan.virtual_chunks)
+    virtual_results.push_back(record(chunk_result(env, spec, plan.padded_vocab, cache, local)));
 
   // Per-micro-batch phase times per stage.
   const double p2p_bytes = static_cast<double>(s.micro_batch_size * s.seq_len * m.hidden_size) *
                            (s.dtype == "fp32" ? 4 : 2) / static_cast<double>(s.cp_size) /
                            (s.sp() ? static_cast<double>(s.tp_size) : 1.0);
   const double p2p = pp > 1 ? collective_time(sys, s, env.nets.of(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;
-  std::vector<PhaseSums> sums;
-  std::vector<StagePhases> phases;
-  for (size_t i = 0; i < stages.size(); ++i) {
-    PhaseSums ps = chunk_sums(env, stages[i].chunk);
-    sums.push_back(ps);
+  auto phase_of = [](const PhaseSums& ps) {
     StagePhases ph;
     ph.fwd = ps.fwd + ps.fwd_net;
     ph.bwd = ps.bwd + ps.bwd_net + ps.recompute + ps.recompute_net;
+    return ph;
+  };
+  std::vector<StagePhases> phases;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    StagePhases ph = phase_of(stage_results[i]->sums);
     const bool first = i == 0 && pp > 1, last = i + 1 == stages.size() && pp > 1;
     if (pp > 1) {
       if (!first) ph.fwd_recv = ph.bwd_send = p2p;
@@ -200,49 +319,30 @@ Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemCon
     }
     phases.push_back(ph);
   }
-  std::vector<StagePhases> ranks;
-  for (int64_t r = 0; r < pp; ++r) {
-    size_t idx = r == 0 ? 0 : (r == pp - 1 ? stages.size() - 1 : 1);
-    ranks.push_back(phases[idx]);
-  }
   const double mbc = static_cast<double>(s.micro_batch_num);
   const int64_t v = s.interleaving_size;
   double pipe = 0;
   // Interleaved pipeline: per rank v virtual chunks of L/(pp·v) layers; the embedding rides on
   // rank 0's chunk 0 and the head on the last rank's last chunk.
-  struct VirtualChunk {
-    Chunk chunk;
-    PhaseSums sums;
-    ActivationResult act;
-  };
-  std::vector<VirtualChunk> vchunks;  // 0: with embedding, 1: plain, 2: with head
   std::vector<std::vector<InterleavedPhase>> vpp_order;
-  auto vchunk_index = [&](int64_t r, int64_t c) {
+  auto vchunk_index = [&](int64_t r, int64_t c) -> size_t {
     if (r == 0 && c == 0) return 0;
     if (r == pp - 1 && c == v - 1) return 2;
     return 1;
   };
   if (v > 1) {
-    for (Chunk& ch : plan.virtual_chunks) {
-      VirtualChunk vc;
-      vc.chunk = std::move(ch);
-      vc.sums = chunk_sums(env, vc.chunk);
-      vc.act = walk_activations(vc.chunk, s);
-      vchunks.push_back(std::move(vc));
-    }
     std::vector<std::vector<StagePhases>> grid(static_cast<size_t>(pp));
     for (int64_t r = 0; r < pp; ++r)
       for (int64_t c = 0; c < v; ++c) {
-        const PhaseSums& ps = vchunks[static_cast<size_t>(vchunk_index(r, c))].sums;
-        StagePhases ph;
-        ph.fwd = ps.fwd + ps.fwd_net;
-        ph.bwd = ps.bwd + ps.bwd_net + ps.recompute + ps.recompute_net;
+        StagePhases ph = phase_of(virtual_results[vchunk_index(r, c)]->sums);
         ph.fwd_recv = ph.fwd_send = ph.bwd_recv = ph.bwd_send = p2p;
         grid[static_cast<size_t>(r)].push_back(ph);
       }
     pipe = replay_interleaved(grid, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(pp),
                               &vpp_order);
   } else {
+    std::vector<StagePhases> ranks;
+    for (int64_t r = 0; r < pp; ++r) ranks.push_back(phases[r == 0 ? 0 : (r == pp - 1 ? stages.size() - 1 : 1)]);
     pipe = replay_1f1b(ranks, s.micro_batch_num);
   }
   est.straggler_ratio = straggler_ratio(s, sys);
@@ -250,8 +350,8 @@ Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemCon
   // DP communication and optimizer per stage, then the slowest stage sets the iteration.
   std::vector<StageMemory> phys_mem;
   for (size_t i = 0; i < stages.size(); ++i) {
-    const Chunk& ch = stages[i].chunk;
-    StaticMemory sm = static_memory(ch, s);
+    const ChunkResult& cr = *stage_results[i];
+    const StaticMemory sm = shard_static_memory(cr.params, s);
     const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
     const double dense_dp = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, env.nets.of(Group::DP),
                                     s.dp_size() * s.cp_size, "dp_cp");
@@ -260,7 +360,7 @@ Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemCon
     const double optim = optimizer_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
     StageTime st;
     st.name = stages[i].name;
-    const PhaseSums& ps = sums[i];
+    const PhaseSums& ps = cr.sums;
     st.fwd_compute_s = ps.fwd * mbc;
     st.bwd_compute_s = ps.bwd * mbc;
     st.recompute_s = ps.recompute * mbc;
@@ -276,18 +376,14 @@ Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemCon
     est.stage_times.push_back(st);
     est.iteration_time_s = std::max(est.iteration_time_s, st.total_s);
 
-    // Memory.
-    std::vector<std::array<int64_t, 3>> shapes;
-    collect_dummy_wgrad(ch, shapes);
-    double dummy = 0;
-    for (const auto& sh : shapes) dummy += static_cast<double>(sh[0]) * static_cast<double>(sh[1]) * 2;
-    ActivationResult act = walk_activations(ch, s);
+    // Memory: static + cached micro-batches in flight + the single-micro-batch peak.
+    const ActivationResult& act = cr.act;
     StageMemory mem;
     mem.name = stages[i].name;
     mem.weight_bytes = sm.weight + sm.moe_weight;
     mem.grad_bytes = sm.grad + sm.moe_grad;
     mem.state_bytes = sm.state + sm.moe_state;
-    mem.model_bytes = sm.total() + dummy;
+    mem.model_bytes = sm.total() + cr.dummy_bytes;
     mem.activation_cache_per_mb_bytes = act.cache_per_mb;
     mem.in_flight_micro_batches = stages[i].in_flight;
     mem.peak_activation_bytes = act.peak.peak;
@@ -309,17 +405,17 @@ Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemCon
       double live = 0, best = 0;
       int64_t live_n = 0, max_n = 0;
       for (const auto& ph : vpp_order[static_cast<size_t>(r)]) {
-        const ActivationResult& a = vchunks[static_cast<size_t>(vchunk_index(r, ph.chunk))].act;
-        const double cache = a.cache_per_mb;
+        const ActivationResult& a = virtual_results[vchunk_index(r, ph.chunk)]->act;
+        const double cache_mb = a.cache_per_mb;
         if (ph.forward) {
           best = std::max(best, live + a.peak.slot[PeakPoint::kForward]);
-          live += cache;
+          live += cache_mb;
           max_n = std::max(max_n, ++live_n);
         } else {
           const double bwd = std::max({a.peak.slot[PeakPoint::kBackward], a.peak.slot[PeakPoint::kRecomputeForward],
-                                       a.peak.slot[PeakPoint::kRecomputeBackward]}) - cache;
+                                       a.peak.slot[PeakPoint::kRecomputeBackward]}) - cache_mb;
           best = std::max(best, live + bwd);
-          live -= cache;
+          live -= cache_mb;
           --live_n;
         }
       }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -66,7 +67,28 @@ struct Estimate {
   [[nodiscard]] double peak_reserved_bytes() const;  // max over stages
 };
 
+/// Reuses chunk results (per-layer costs, activation liveness, parameters) between estimates of
+/// one model on one system. Exact: a chunk's results depend only on its contents and on the
+/// strategy fields its ops read, which form the cache key. Not thread-safe: one per thread.
+class EstimateCache {
+ public:
+  EstimateCache();
+  ~EstimateCache();
+  EstimateCache(const EstimateCache&);  // a copy starts empty
+  EstimateCache& operator=(const EstimateCache&);
+  struct Impl;
+  [[nodiscard]] Impl& impl() { return *impl_; }
+  /// Chunk results looked up / computed so far.
+  [[nodiscard]] int64_t hits() const;
+  [[nodiscard]] int64_t misses() const;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Predicts one iteration. Throws ConfigError when the plan is illegal (see validate_plan).
-[[nodiscard]] Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys);
+/// `cache` (optional) shares chunk results with earlier calls on the same model and system.
+[[nodiscard]] Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
+                                EstimateCache* cache = nullptr);
 
 }  // namespace trainsim

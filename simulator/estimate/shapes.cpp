@@ -10,10 +10,11 @@ namespace trainsim {
 
 std::vector<ShapeUse> list_shapes(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys) {
   check_plan(m, s, sys, PlanSources{});
-  PlanChunks plan = build_plan_chunks(m, s);
-  std::vector<Chunk> chunks = std::move(plan.virtual_chunks);
+  const PlanLayout plan = plan_layout(m, s);
+  std::vector<Chunk> chunks;
+  for (const auto& spec : plan.virtual_chunks) chunks.push_back(build_chunk(m, s, plan.padded_vocab, spec));
   if (chunks.empty())
-    for (auto& st : plan.stages) chunks.push_back(std::move(st.chunk));
+    for (const auto& st : plan.stages) chunks.push_back(build_chunk(m, s, plan.padded_vocab, st.spec));
   std::vector<ShapeUse> out;
   auto add_leaf = [&](const Leaf& l, int64_t count) {
     for (const auto& phase : l.kernels)

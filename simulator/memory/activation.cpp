@@ -78,23 +78,27 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
   return r;
 }
 
-StaticMemory static_memory(const Chunk& chunk, const StrategyConfig& s) {
+StaticMemory chunk_parameters(const Chunk& chunk) {
   StaticMemory m;
-  const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
-  auto add = [&](const Leaf& l, double count) {
+  auto add = [&](const Leaf& l) {
     if (l.params == 0) return;
     if (l.moe_params) {
-      m.moe_params += l.params * count;
-      m.moe_weight += l.params * l.weight_elem_bytes * count;
+      m.moe_params += l.params;
+      m.moe_weight += l.params * l.weight_elem_bytes;
     } else {
-      m.dense_params += l.params * count;
-      m.weight += l.params * l.weight_elem_bytes * count;
+      m.dense_params += l.params;
+      m.weight += l.params * l.weight_elem_bytes;
     }
   };
-  for (const auto& l : chunk.pre) add(l, 1);
-  for (const auto& l : chunk.post) add(l, 1);
+  for (const auto& l : chunk.pre) add(l);
+  for (const auto& l : chunk.post) add(l);
   for (const auto& layer : chunk.layers)
-    for (const auto& l : chunk.templates[static_cast<size_t>(layer.template_index)].leaves) add(l, 1);
+    for (const auto& l : chunk.templates[static_cast<size_t>(layer.template_index)].leaves) add(l);
+  return m;
+}
+
+StaticMemory shard_static_memory(StaticMemory m, const StrategyConfig& s) {
+  const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
   m.grad = m.dense_params * mg;
   m.state = m.dense_params * 12;  // fp32 master weight + Adam m and v
   m.moe_grad = m.moe_params * mg;
@@ -115,6 +119,10 @@ StaticMemory static_memory(const Chunk& chunk, const StrategyConfig& s) {
     m.moe_weight /= edp;
   }
   return m;
+}
+
+StaticMemory static_memory(const Chunk& chunk, const StrategyConfig& s) {
+  return shard_static_memory(chunk_parameters(chunk), s);
 }
 
 void collect_dummy_wgrad(const Chunk& chunk, std::vector<std::array<int64_t, 3>>& shapes) {

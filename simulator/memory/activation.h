@@ -45,6 +45,10 @@ struct StaticMemory {
   [[nodiscard]] double total() const { return weight + grad + state + moe_weight + moe_grad + moe_state; }
 };
 [[nodiscard]] StaticMemory static_memory(const Chunk& chunk, const StrategyConfig& s);
+/// Parameter counts and weight bytes of a chunk per rank (no gradients, states or sharding).
+[[nodiscard]] StaticMemory chunk_parameters(const Chunk& chunk);
+/// Adds gradients and optimizer states to `params` and applies the ZeRO sharding of `s`.
+[[nodiscard]] StaticMemory shard_static_memory(StaticMemory params, const StrategyConfig& s);
 
 /// Adds the chunk's distinct TE dummy-wgrad shapes to `shapes` (rows, cols) for deduplication.
 void collect_dummy_wgrad(const Chunk& chunk, std::vector<std::array<int64_t, 3>>& shapes);

@@ -560,8 +560,10 @@ void assign_status(std::vector<Leaf>& leaves, bool variance_tails) {
 }  // namespace
 
 Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
-                  bool with_embedding, bool with_head, int64_t layers, int64_t dense_layers,
-                  int64_t recompute_layers) {
+                  const ChunkSpec& spec) {
+  const bool with_embedding = spec.embedding, with_head = spec.head;
+  const int64_t layers = spec.layers, dense_layers = spec.dense_layers;
+  const int64_t recompute_layers = spec.recompute_layers;
   const double e = s.dtype == "fp32" ? 4 : 2;
   Ctx c{m,
         s,
@@ -742,33 +744,33 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
   return chunk;
 }
 
-PlanChunks build_plan_chunks(const ModelConfig& m, const StrategyConfig& s) {
+PlanLayout plan_layout(const ModelConfig& m, const StrategyConfig& s) {
   StageLayers split;
   std::string why;
   if (!split_layers(m.layer_num, s, split, &why)) throw ConfigError("strategy", "/pp_size", why);
-  PlanChunks out;
+  PlanLayout out;
   out.padded_vocab = padded_vocab_size(m.vocab_size, s.tp_size);
-  const int64_t pp = s.pp_size, v = s.interleaving_size, V = out.padded_vocab;
+  const int64_t pp = s.pp_size, v = s.interleaving_size;
   const int64_t dense = m.is_moe() ? m.dense_layers : 0;
   // Recompute applies to the first recompute_layer_num layers of every chunk.
-  auto rc = [&](int64_t layers) { return s.is_recompute() ? std::min(layers, s.recompute_layer_num) : 0; };
-  auto chunk = [&](bool emb, bool head, int64_t layers, int64_t dense_here) {
-    return build_chunk(m, s, V, emb, head, layers, dense_here, rc(layers));
+  auto spec = [&](bool emb, bool head, int64_t layers, int64_t dense_here) {
+    return ChunkSpec{emb, head, layers, dense_here,
+                     s.is_recompute() ? std::min(layers, s.recompute_layer_num) : 0};
   };
   if (pp == 1) {
-    out.stages.push_back({"stage", chunk(true, true, m.layer_num, dense), 1});
+    out.stages.push_back({"stage", spec(true, true, m.layer_num, dense), 1});
   } else {
     // Megatron 1F1B keeps pp − rank micro-batches in flight (the peer: first pp, middle
     // pp − 1 for rank 1, last 1).
-    out.stages.push_back({"first_stage", chunk(true, false, split.first, std::min(dense, split.first)), pp});
-    if (pp > 2) out.stages.push_back({"middle_stage", chunk(false, false, split.middle, 0), pp - 1});
-    out.stages.push_back({"last_stage", chunk(false, true, split.last, 0), 1});
+    out.stages.push_back({"first_stage", spec(true, false, split.first, std::min(dense, split.first)), pp});
+    if (pp > 2) out.stages.push_back({"middle_stage", spec(false, false, split.middle, 0), pp - 1});
+    out.stages.push_back({"last_stage", spec(false, true, split.last, 0), 1});
   }
   if (v > 1) {
     const int64_t per = m.layer_num / (pp * v);
-    out.virtual_chunks.push_back(chunk(true, false, per, std::min(dense, per)));
-    out.virtual_chunks.push_back(chunk(false, false, per, 0));
-    out.virtual_chunks.push_back(chunk(false, true, per, 0));
+    out.virtual_chunks.push_back(spec(true, false, per, std::min(dense, per)));
+    out.virtual_chunks.push_back(spec(false, false, per, 0));
+    out.virtual_chunks.push_back(spec(false, true, per, 0));
   }
   return out;
 }

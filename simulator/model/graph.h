@@ -83,28 +83,33 @@ struct Chunk {
   std::vector<Layer> layers;
 };
 
-/// Builds the leaves of a chunk. Its first `dense_layers` layers use the dense MLP (MoE
-/// models); the first `recompute_layers` layers are recomputed when recompute is on.
+/// What a chunk holds: the embedding and/or the head, its layers, how many of them are leading
+/// dense layers (MoE models) and how many are recomputed.
+struct ChunkSpec {
+  bool embedding = false, head = false;
+  int64_t layers = 0, dense_layers = 0, recompute_layers = 0;
+};
+
+/// Builds the leaves of a chunk.
 [[nodiscard]] Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
-                                bool with_embedding, bool with_head, int64_t layers,
-                                int64_t dense_layers, int64_t recompute_layers);
+                                const ChunkSpec& spec);
 
 /// The chunks of a plan. `stages` are the physical pipeline stages: one for pp 1; first and last;
 /// or first, middle (standing for every middle stage) and last, each with its number of
 /// in-flight micro-batches under 1F1B. With an interleaved pipeline, `virtual_chunks` holds the
 /// three kinds of virtual chunk: [0] with the embedding (rank 0, chunk 0), [1] plain, [2] with
 /// the head (last rank, last chunk). Leading dense layers of a MoE model go to the first chunk.
-struct PlanChunks {
+struct PlanLayout {
   struct Stage {
     std::string name;
-    Chunk chunk;
+    ChunkSpec spec;
     int64_t in_flight;
   };
   std::vector<Stage> stages;
-  std::vector<Chunk> virtual_chunks;
+  std::vector<ChunkSpec> virtual_chunks;
   int64_t padded_vocab = 0;
 };
 /// Throws ConfigError when the layers cannot be split over the pipeline.
-[[nodiscard]] PlanChunks build_plan_chunks(const ModelConfig& m, const StrategyConfig& s);
+[[nodiscard]] PlanLayout plan_layout(const ModelConfig& m, const StrategyConfig& s);
 
 }  // namespace trainsim

@@ -133,6 +133,7 @@ class Worker {
   }
 
   Shared& sh_;
+  EstimateCache cache_;  // chunk results shared by this worker's candidates
   std::vector<Candidate> kept_;  // heap (worst on top) when keep > 0
   std::map<std::string, int64_t> rejected_;
   int64_t feasible_ = 0;
@@ -194,7 +195,7 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
   sh_.calls.fetch_add(1, std::memory_order_relaxed);
   Estimate e;
   try {
-    e = estimate(sh_.m, s, sh_.sys);
+    e = estimate(sh_.m, s, sh_.sys, &cache_);
   } catch (const std::exception& err) {
     if (layout_ < error_layout_) {
       error_layout_ = layout_;

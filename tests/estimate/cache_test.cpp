@@ -1,0 +1,65 @@
+// The estimate cache is exact: every field of an estimate is the same with and without it,
+// across strategies that share chunks (pp, micro-batch count, ZeRO, world size) and that don't.
+#include <gtest/gtest.h>
+
+#include "estimate/estimate.h"
+#include "test_presets.h"
+
+namespace trainsim {
+namespace {
+
+void expect_same(const Estimate& a, const Estimate& b) {
+  EXPECT_EQ(a.iteration_time_s, b.iteration_time_s);
+  EXPECT_EQ(a.mfu, b.mfu);
+  ASSERT_EQ(a.stages.size(), b.stages.size());
+  for (size_t i = 0; i < a.stages.size(); ++i) {
+    EXPECT_EQ(a.stages[i].peak_alloc_bytes, b.stages[i].peak_alloc_bytes);
+    EXPECT_EQ(a.stages[i].model_bytes, b.stages[i].model_bytes);
+    EXPECT_EQ(a.stages[i].peak_phase, b.stages[i].peak_phase);
+  }
+  ASSERT_EQ(a.stage_times.size(), b.stage_times.size());
+  for (size_t i = 0; i < a.stage_times.size(); ++i) {
+    EXPECT_EQ(a.stage_times[i].dp_comm_s, b.stage_times[i].dp_comm_s);
+    EXPECT_EQ(a.stage_times[i].tp_comm_s, b.stage_times[i].tp_comm_s);
+  }
+  EXPECT_EQ(a.misses.size(), b.misses.size());
+  EXPECT_EQ(a.efficiency_hits, b.efficiency_hits);
+}
+
+TEST(EstimateCacheTest, SameResultsWithAndWithoutCache) {
+  for (const char* name : {"llama3-8b", "mixtral-8x7b", "deepseek-v2-lite"}) {
+    SCOPED_TRACE(name);
+    ModelConfig m = test::preset_model(name);
+    m.layer_num = 8;
+    if (m.is_moe()) m.dense_layers = std::min<int64_t>(m.dense_layers, 1);
+    const SystemConfig sys = test::preset_system("h100-sxm-80g");
+    EstimateCache cache;
+    int evaluated = 0;
+    for (int64_t world : {8, 16})
+      for (int64_t pp : {1, 2, 4})
+        for (int64_t mbc : {4, 8})
+          for (int64_t zero : {0, 1, 3})
+            for (bool rc : {false, true}) {
+              StrategyConfig s = load_strategy(R"({"seq_len": 4096, "micro_batch_size": 1,
+                  "micro_batch_num": 4})", "inline");
+              s.world_size = world;
+              s.pp_size = pp;
+              s.micro_batch_num = mbc;
+              s.zero_state = zero;
+              s.tp_size = m.is_mla() ? 1 : 2;
+              s.ep_size = m.is_moe() ? 2 : 1;
+              s.recompute_granularity = rc ? std::optional<std::string>("full_block") : std::nullopt;
+              s.recompute_layer_num = rc ? 1 : 0;
+              expect_same(estimate(m, s, sys), estimate(m, s, sys, &cache));
+              ++evaluated;
+            }
+    EXPECT_EQ(evaluated, 72);
+    // pp 1, 2, 4 give 1 + 2 + 3 distinct chunk shapes, each with and without recompute; world
+    // size, micro-batch count and ZeRO never change a chunk.
+    EXPECT_EQ(cache.misses(), 12);
+    EXPECT_EQ(cache.hits() + cache.misses(), 72 * 2);  // 2 stages on average: (1+2+3)/3
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
