@@ -229,6 +229,19 @@ Leaf core_attention(const Ctx& c, double d_qk, double d_v, bool mla) {
   l.input_bytes = q + k + v;
   l.fpk = q + k + v + lse + o;
   l.bpk = 2 * q + 2 * k + 2 * v + lse + o - saved_o;
+  if (!c.s.use_flash_sdp) {
+    // Unfused (math) attention materializes the B·h·S×S score matrix P: it is saved with q, k,
+    // v, and the softmax forward / backward hold two / four copies (the peer's math path with
+    // the CUDA backend). Streaming P costs write+read of scores and probabilities forward and
+    // three such passes backward (our estimate; the peer leaves math-SDP bytes unspecified).
+    const double P = c.B * hl * c.S_l * c.S_l * 2;
+    l.cache = q + k + v + P;
+    l.cache_inputs_cached = P;
+    l.fpk = 2 * P;
+    l.bpk = 4 * P;
+    l.kernels[kFwd][0].bytes += 4 * P;
+    l.kernels[kBwdAct][0].bytes += 6 * P;
+  }
   if (cp_a2a) {
     // Ulysses all-to-all: q, k, v before and o after; backward the gradients, plus O again
     // before TE 2.8 (which then saves the post-a2a output instead).
@@ -239,26 +252,28 @@ Leaf core_attention(const Ctx& c, double d_qk, double d_v, bool mla) {
     for (double bytes : {qa, ka, va, oa})
       add_comm(l, kBwdAct, Collective::AllToAll, Group::CP, bytes, c.cp, "cp");
     if (!te28) add_comm(l, kBwdAct, Collective::AllToAll, Group::CP, oa, c.cp, "cp");
-    // Stage-local peaks around the all-to-alls (the peer's _comp_cp_a2a_flash_peak_info).
-    const bool async = c.s.cp_a2a_mode == "async_cp";
-    auto three = [&](double x, double y, double z) {
-      return async ? 4 * (x + y + z) : 2 * (x + y + z) + (y + z) + (x + y);
-    };
-    auto two = [&](double x, double y) { return async ? 4 * (x + y) : 3 * (x + y) + std::max(x, y); };
-    auto one = [](double x) { return 4 * x; };
-    const double qkv = q + k + v, saved = l.cache;
-    l.fpk = std::max({three(q, k, v), 3 * qkv + o, 2 * qkv + 4 * o, qkv + saved});
-    double bwd_pre, base_m;
-    if (te28) {
-      bwd_pre = saved + one(o);
-      base_m = saved + 2 * o;
-    } else {
-      bwd_pre = two(o, o);
-      base_m = 4 * o;
+    if (c.s.use_flash_sdp) {
+      // Stage-local peaks around the all-to-alls (the peer's _comp_cp_a2a_flash_peak_info).
+      const bool async = c.s.cp_a2a_mode == "async_cp";
+      auto three = [&](double x, double y, double z) {
+        return async ? 4 * (x + y + z) : 2 * (x + y + z) + (y + z) + (x + y);
+      };
+      auto two = [&](double x, double y) { return async ? 4 * (x + y) : 3 * (x + y) + std::max(x, y); };
+      auto one = [](double x) { return 4 * x; };
+      const double qkv = q + k + v, saved = l.cache;
+      l.fpk = std::max({three(q, k, v), 3 * qkv + o, 2 * qkv + 4 * o, qkv + saved});
+      double bwd_pre, base_m;
+      if (te28) {
+        bwd_pre = saved + one(o);
+        base_m = saved + 2 * o;
+      } else {
+        bwd_pre = two(o, o);
+        base_m = 4 * o;
+      }
+      const double bwd_fa = std::max(qkv + base_m, 2 * qkv + base_m + q + k);
+      const double bwd_post = base_m + three(q, k, v);
+      l.bpk = std::max({bwd_pre, bwd_fa, bwd_post}) - saved;
     }
-    const double bwd_fa = std::max(qkv + base_m, 2 * qkv + base_m + q + k);
-    const double bwd_post = base_m + three(q, k, v);
-    l.bpk = std::max({bwd_pre, bwd_fa, bwd_post}) - saved;
   }
   return l;
 }
