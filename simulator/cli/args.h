@@ -26,6 +26,7 @@ class ArgParser {
   [[nodiscard]] std::vector<std::string> get_all(const std::string& name) const;
   [[nodiscard]] const std::vector<std::string>& positionals() const { return positionals_; }
   [[nodiscard]] std::string help() const;
+  [[nodiscard]] const std::string& command() const { return command_; }
 
  private:
   struct Spec {

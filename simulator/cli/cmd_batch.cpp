@@ -33,7 +33,9 @@ int cmd_batch(const Args& args) {
   p.option("system", "system preset or file used for every case");
   p.option("csv", "write the results here (default: stdout)");
   p.option("match", "only cases whose name contains TEXT");
+  add_compat_option(p);
   if (!p.parse(args)) return 0;
+  const Mode mode = compat_mode(p);
   if (p.positionals().size() != 1) throw UsageError("batch: expected one directory\n" + p.help());
   if (!p.has("system")) throw UsageError("batch: --system is required\n" + p.help());
   const std::string dir = p.positionals()[0];
@@ -83,7 +85,7 @@ int cmd_batch(const Args& args) {
       ModelConfig m = load_model(read_file(base + "model.json"), base + "model.json");
       StrategyConfig s = load_strategy(read_file(base + "strategy.json"), base + "strategy.json");
       auto t0 = std::chrono::steady_clock::now();
-      Estimate e = estimate(m, s, sys);
+      Estimate e = estimate(m, s, sys, nullptr, mode);
       auto t1 = std::chrono::steady_clock::now();
       const double us = std::chrono::duration<double, std::micro>(t1 - t0).count();
       total_us += us;

@@ -29,7 +29,9 @@ int cmd_perf(const Args& args) {
   p.option("system", std::string("system preset or JSON file (default ") + kDefaultSystem + ")");
   p.flag("json", "print one JSON document instead of the summary");
   p.option("out", "also write result.json and summary.txt into this directory");
+  add_compat_option(p);
   if (!p.parse(args)) return 0;
+  const Mode mode = compat_mode(p);
   if (!p.positionals().empty())
     throw UsageError("perf: unexpected argument '" + p.positionals()[0] + "'\n" + p.help());
   const ConfigText mt = resolve_config("model", p.get("model", kDefaultModel));
@@ -37,8 +39,9 @@ int cmd_perf(const Args& args) {
   const ConfigText yt = resolve_config("system", p.get("system", kDefaultSystem));
   PlanInputs in{load_model(mt.text, mt.source), load_strategy(st.text, st.source),
                 load_system(yt.text, yt.source), mt.source, st.source, yt.source};
-  check_plan(in.model, in.strategy, in.system, {in.model_source, in.strategy_source, in.system_source});
-  const Estimate e = estimate(in.model, in.strategy, in.system);
+  const Plan plan = resolve_plan(in.model, in.strategy, in.system, mode,
+                                 {in.model_source, in.strategy_source, in.system_source});
+  const Estimate e = estimate(plan);
   const std::string json = estimate_to_json(in, e);
   const std::string text = estimate_summary(in, e);
   std::fputs(p.has("json") ? json.c_str() : text.c_str(), stdout);

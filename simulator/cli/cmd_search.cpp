@@ -302,6 +302,7 @@ int cmd_search(const Args& args) {
   p.option("recompute",
            "none, full, selective (= selective_all,selective_attn,selective_mlp) (default: all)");
   p.option("sp", "sequence parallel: on, off or on,off (default on)");
+  add_compat_option(p);
   if (!p.parse(args)) return 0;
   if (!p.positionals().empty())
     throw UsageError("search: unexpected argument '" + p.positionals()[0] + "'\n" + p.help());
@@ -317,6 +318,7 @@ int cmd_search(const Args& args) {
   const SystemConfig sys = load_system(yt.text, yt.source);
 
   SearchOptions o;
+  o.mode = compat_mode(p);
   if (p.has("base-strategy")) {
     ConfigText st = resolve_config("strategy", p.get("base-strategy"));
     o.base = load_strategy(st.text, st.source);

@@ -50,7 +50,7 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
-TableRun run_table(ValidationTable t) {
+TableRun run_table(ValidationTable t, Mode mode) {
   TableRun run;
   run.table = std::move(t);
   std::optional<SystemConfig> sys;
@@ -66,7 +66,7 @@ TableRun run_table(ValidationTable t) {
       run.results.push_back({c.name, "system: " + run.system_error, {}});
       continue;
     }
-    run.results.push_back(run_validation_case(run.table, c, *sys, run.system_source));
+    run.results.push_back(run_validation_case(run.table, c, *sys, run.system_source, mode));
   }
   run.summary = summarize(run.table, run.results);
   return run;
@@ -231,7 +231,9 @@ int cmd_validate(const Args& args) {
   p.option("table", "run only this table (folder name); repeatable", true);
   p.option("csv", "also write one row per case and metric to this CSV file");
   p.flag("json", "print the report as JSON instead of text");
+  add_compat_option(p);
   if (!p.parse(args)) return 0;
+  const Mode mode = compat_mode(p);
   if (p.positionals().size() > 1)
     throw UsageError(strprintf("validate: expected at most one DIR, got %zu", p.positionals().size()));
   const std::string root = p.positionals().empty() ? "validation" : p.positionals()[0];
@@ -260,7 +262,7 @@ int cmd_validate(const Args& args) {
   std::vector<TableRun> runs;
   int64_t failed = 0, total = 0;
   for (auto& t : tables) {
-    runs.push_back(run_table(std::move(t)));
+    runs.push_back(run_table(std::move(t), mode));
     for (const auto& r : runs.back().results) {
       ++total;
       failed += r.ok() ? 0 : 1;

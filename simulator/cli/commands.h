@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
+#include "config/mode.h"
+
 namespace trainsim::cli {
 
 using Args = std::vector<std::string>;
@@ -16,5 +19,9 @@ int cmd_validate(const Args& args);  // accuracy suite against real measurements
 int cmd_shapes(const Args& args);    // list efficiency-table keys a plan looks up
 int cmd_system(const Args& args);    // `system build`: merge measurements into a system file
 int cmd_presets(const Args& args);   // list embedded presets
+
+/// Declares --compat on a subcommand; compat_mode reads it (UsageError on an unknown mode).
+void add_compat_option(ArgParser& p);
+[[nodiscard]] Mode compat_mode(const ArgParser& p);
 
 }  // namespace trainsim::cli

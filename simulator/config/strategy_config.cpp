@@ -65,6 +65,7 @@ const StrField kStrFields[] = {
     {"cp_a2a_mode", &StrategyConfig::cp_a2a_mode},
     {"order_of_paralielism", &StrategyConfig::order_of_paralielism},
     {"moe_dispatcher_policy", &StrategyConfig::moe_dispatcher_policy},
+    {"pipeline_schedule", &StrategyConfig::pipeline_schedule},
     {"tp_net", &StrategyConfig::tp_net},
     {"cp_net", &StrategyConfig::cp_net},
     {"pp_net", &StrategyConfig::pp_net},
@@ -151,6 +152,7 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   // The peer downgrades the legacy "all2all-seq" to "all2all" with a warning.
   if (s.moe_dispatcher_policy == "all2all-seq") s.moe_dispatcher_policy = "all2all";
   check_choice(issues, "moe_dispatcher_policy", s.moe_dispatcher_policy, {"all2all"});
+  check_choice(issues, "pipeline_schedule", s.pipeline_schedule, {"1f1b", "zero_bubble_h1"});
   if (s.recompute_granularity)
     check_choice(issues, "recompute_granularity", *s.recompute_granularity,
                  {"full_block", "attn_only", "mlp_only", "sdp_only", "selective_recompute"});

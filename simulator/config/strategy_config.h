@@ -32,7 +32,8 @@ struct StrategyConfig {
   bool enable_sequence_parallel = true;
   int64_t interleaving_size = 1;
   std::optional<int64_t> microbatch_group_size_per_vp_stage;
-  bool pp_comm_async = true;
+  bool pp_comm_async = true;           // Megatron's overlap_p2p_comm (interleaved schedule)
+  std::string pipeline_schedule = "1f1b";  // "1f1b" (interleaved when interleaving_size > 1) or "zero_bubble_h1"
   bool enable_straggler_model = true;
   int64_t zero_state = 1;
   double attention_sparse_ratio = 0.0;

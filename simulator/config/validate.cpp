@@ -79,7 +79,7 @@ bool split_layers(int64_t layers, const StrategyConfig& s, StageLayers& out, std
 }
 
 std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
-                                 const SystemConfig& sys, const PlanSources& src) {
+                                 const SystemConfig& sys, const PlanSources& src, Mode mode) {
   std::vector<Issue> issues;
   auto add = [&](const std::string& path, const std::string& msg) {
     issues.push_back({src.strategy, path, msg});
@@ -135,18 +135,47 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
     add("/pp_size", strprintf("%lld exceeds layer_num (%lld)", ll(pp), ll(m.layer_num)));
 
   if (s.interleaving_size > 1) {
-    if (pp < 3)
-      add("/interleaving_size", "the synchronous interleaved pipeline needs pp_size ≥ 3 (as the peer)");
-    if (s.pp_comm_async)
-      add("/pp_comm_async", "interleaved pipeline timing is modeled for the synchronous schedule only; set pp_comm_async to false");
-    if (s.num_layers_in_first_pipeline_stage || s.num_layers_in_last_pipeline_stage)
-      add("/interleaving_size", "an interleaved pipeline needs an even layer split");
-    else if (m.layer_num % (pp * s.interleaving_size) != 0)
-      add("/interleaving_size", strprintf("layer_num (%lld) is not divisible by pp_size·interleaving_size = %lld",
-                                          ll(m.layer_num), ll(pp * s.interleaving_size)));
-    int64_t group = s.microbatch_group_size_per_vp_stage.value_or(pp);
-    if (group < pp)
-      add("/microbatch_group_size_per_vp_stage", strprintf("must be ≥ pp_size (%lld)", ll(pp)));
+    if (mode == Mode::SimuMax12) {
+      if (pp < 3)
+        add("/interleaving_size", "SimuMax 1.2 models the interleaved pipeline for pp_size ≥ 3 only; the default mode models pp_size 2");
+      if (s.pp_comm_async)
+        add("/pp_comm_async", "SimuMax 1.2 models the synchronous interleaved schedule only; set pp_comm_async to false, or use the default mode");
+      if (s.num_layers_in_first_pipeline_stage || s.num_layers_in_last_pipeline_stage)
+        add("/interleaving_size", "SimuMax 1.2 needs an even layer split with interleaving; the default mode models uneven stages");
+      else if (m.layer_num % (pp * s.interleaving_size) != 0)
+        add("/interleaving_size", strprintf("layer_num (%lld) is not divisible by pp_size·interleaving_size = %lld",
+                                            ll(m.layer_num), ll(pp * s.interleaving_size)));
+      if (s.microbatch_group_size_per_vp_stage.value_or(pp) < pp)
+        add("/microbatch_group_size_per_vp_stage", strprintf("SimuMax 1.2 needs a group ≥ pp_size (%lld)", ll(pp)));
+    } else {
+      if (pp < 2)
+        add("/interleaving_size", "an interleaved pipeline needs pp_size ≥ 2 (Megatron); valid values with pp_size 1: 1");
+      // Megatron's interleaved schedule: "the number of contiguous micro-batches in a virtual
+      // pipeline stage should range in [PP, M]".
+      const int64_t group = s.microbatch_group_size_per_vp_stage.value_or(pp);
+      if (pp >= 2 && (group < pp || group > s.micro_batch_num))
+        add(s.microbatch_group_size_per_vp_stage ? "/microbatch_group_size_per_vp_stage" : "/micro_batch_num",
+            strprintf("Megatron's interleaved schedule needs pp_size (%lld) ≤ microbatch_group_size_per_vp_stage "
+                      "(%lld) ≤ micro_batch_num (%lld)",
+                      ll(pp), ll(group), ll(s.micro_batch_num)));
+      StageLayers sl;
+      if (split_layers(m.layer_num, s, sl, nullptr)) {
+        const int64_t v = s.interleaving_size;
+        const struct { const char* what; int64_t n; } stages[] = {{"first", sl.first}, {"middle", sl.middle}, {"last", sl.last}};
+        for (const auto& st : stages)
+          if ((pp > 2 || std::string(st.what) != "middle") && st.n % v != 0)
+            add("/interleaving_size", strprintf("the %s pipeline stage's %lld layers do not divide into %lld virtual chunks",
+                                                st.what, ll(st.n), ll(v)));
+      }
+    }
+  }
+  if (s.pipeline_schedule == "zero_bubble_h1") {
+    if (mode == Mode::SimuMax12)
+      add("/pipeline_schedule", "SimuMax 1.2 has no zero-bubble schedule; use the default mode");
+    if (s.interleaving_size > 1)
+      add("/pipeline_schedule", "zero_bubble_h1 is a non-interleaved schedule; set interleaving_size to 1");
+    if (pp < 2)
+      add("/pipeline_schedule", "zero_bubble_h1 changes nothing with pp_size 1; use 1f1b");
   }
 
   // Recompute combinations.
@@ -208,12 +237,6 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
         issues.push_back({src.system, "/networks/" + g + "/op/" + op, "required collective is missing"});
   }
   return issues;
-}
-
-void check_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
-                const PlanSources& src) {
-  auto issues = validate_plan(m, s, sys, src);
-  if (!issues.empty()) throw ConfigError(std::move(issues));
 }
 
 }  // namespace trainsim

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "config/mode.h"
 #include "config/model_config.h"
 #include "config/strategy_config.h"
 #include "config/system_config.h"
@@ -18,14 +19,12 @@ struct PlanSources {
   std::string system = "system";
 };
 
-/// Every rule the plan breaks (world size factoring, head/expert/sequence divisibility,
-/// pipeline split, recompute and VPP combinations, missing system entries). Empty when legal.
+/// Every rule the plan breaks in `mode` (world size factoring, head/expert/sequence
+/// divisibility, pipeline split, schedule, recompute and VPP combinations, missing system
+/// entries). Empty when legal. resolve_plan (plan/plan.h) adds the schedule's pairing rule.
 [[nodiscard]] std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
-                                               const SystemConfig& sys, const PlanSources& src);
-
-/// Throws ConfigError listing all issues of validate_plan.
-void check_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
-                const PlanSources& src);
+                                               const SystemConfig& sys, const PlanSources& src,
+                                               Mode mode = Mode::Default);
 
 /// Divisors of n, as strings, for "valid values" lists.
 [[nodiscard]] std::vector<std::string> divisors_of(int64_t n);

@@ -1,5 +1,6 @@
-// Step estimate: chunk costs → pipeline replay → DP and optimizer → straggler → MFU, and the
-// per-stage memory peaks (the peer's PerfLLM analysis_cost / analysis_mem).
+// Step estimate of a resolved plan: chunk costs (op graph) → schedule program lowered onto the
+// engine → timeline → DP, optimizer and straggler tail → MFU, and the per-stage memory peaks
+// (in compat mode exactly the peer's PerfLLM analysis_cost / analysis_mem).
 #include "estimate/estimate.h"
 
 #include <algorithm>
@@ -8,12 +9,12 @@
 
 #include "comm/collective.h"
 #include "compute/cost.h"
-#include "config/validate.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "memory/activation.h"
 #include "model/graph.h"
-#include "schedule/pipeline.h"
+#include "schedule/lower.h"
+#include "schedule/program.h"
 
 namespace trainsim {
 
@@ -35,14 +36,15 @@ struct Env {
   const ModelConfig& m;
   const StrategyConfig& s;
   const SystemConfig& sys;
-  NetworkChoice nets;
+  const NetworkChoice& nets;
   EfficiencyLog* log;
 };
 
 // Per-micro-batch times of a set of leaves (seconds).
 struct PhaseSums {
-  double fwd = 0, bwd = 0, recompute = 0;          // compute
+  double fwd = 0, bwd = 0, recompute = 0;          // compute (bwd: input + weight gradients)
   double fwd_net = 0, bwd_net = 0, recompute_net = 0;
+  double bwd_w = 0, bwd_w_net = 0;                 // the weight-gradient part of bwd / bwd_net
   void add(const PhaseSums& o, double k = 1) {
     fwd += o.fwd * k;
     bwd += o.bwd * k;
@@ -50,6 +52,20 @@ struct PhaseSums {
     fwd_net += o.fwd_net * k;
     bwd_net += o.bwd_net * k;
     recompute_net += o.recompute_net * k;
+    bwd_w += o.bwd_w * k;
+    bwd_w_net += o.bwd_w_net * k;
+  }
+  /// Per-micro-batch pass times: recompute runs in the backward; a split backward leaves the
+  /// weight gradients (and their collectives) to a pass of their own.
+  [[nodiscard]] ChunkTimes times(bool split) const {
+    ChunkTimes t;
+    t.fwd = fwd + fwd_net;
+    t.bwd = bwd + bwd_net + recompute + recompute_net;
+    if (split) {
+      t.bwd_weight = bwd_w + bwd_w_net;
+      t.bwd -= t.bwd_weight;
+    }
+    return t;
   }
 };
 
@@ -67,8 +83,10 @@ PhaseSums leaf_sums(const Env& env, const Leaf& l, bool recomputed) {
     for (const auto& k : l.kernels[ph]) t[ph] += kernel_time(env.sys, k, env.log);
   p.fwd = t[kFwd];
   p.bwd = t[kBwdAct] + t[kBwdW];
+  p.bwd_w = t[kBwdW];
   p.fwd_net = comm_sum(env, l.comms[kFwd]);
-  p.bwd_net = comm_sum(env, l.comms[kBwdAct]) + comm_sum(env, l.comms[kBwdW]);
+  p.bwd_w_net = comm_sum(env, l.comms[kBwdW]);
+  p.bwd_net = comm_sum(env, l.comms[kBwdAct]) + p.bwd_w_net;
   if (recomputed && l.recompute && !l.variance && env.s.enable_recompute) {
     p.recompute = p.fwd;
     if (l.recompute_repeats_comm) p.recompute_net = p.fwd_net;
@@ -115,16 +133,6 @@ double dp_time(const Env& env, double rs_bytes, double ag_bytes, const std::stri
     return nrs * collective_time(env.sys, env.s, net, Collective::ReduceScatter, bucket, n, stage) +
            nag * collective_time(env.sys, env.s, net, Collective::AllGather, bucket, n, stage);
   return nrs * collective_time(env.sys, env.s, net, Collective::AllReduce, bucket, n, stage);
-}
-
-double straggler_ratio(const StrategyConfig& s, const SystemConfig& sys) {
-  if (!s.enable_straggler_model) return 1;
-  const int64_t nodes = (s.world_size + sys.num_per_node - 1) / sys.num_per_node;
-  const int64_t n = std::max<int64_t>(1, std::min({nodes, s.dp_size(), s.edp_size()}));
-  if (n <= 1) return 1;
-  // The peer's empirical tail model: 1 + log2 n/(log2 n + 1)·0.09·sqrt(log2 n).
-  const double l = std::log2(static_cast<double>(n));
-  return 1 + l / (l + 1) * 0.09 * std::sqrt(l);
 }
 
 // Model FLOPs per token (6ND-style with full attention and the LM head), as the peer's
@@ -190,38 +198,11 @@ ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded
   return r;
 }
 
-// The strategy fields a chunk's leaves, costs and liveness read (graph.cpp, activation.cpp,
-// collective network choice of tp/cp/ep/etp). Fields that only shape the pipeline, DP or
-// optimizer (pp, micro_batch_num, world_size, zero_state, ...) are not part of it.
-void append_signature(std::string& out, const StrategyConfig& s) {
-  auto num = [&](int64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  auto real = [&](double v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  auto str = [&](const std::string& v) {
-    num(static_cast<int64_t>(v.size()));
-    out += v;
-  };
-  for (int64_t v : {s.seq_len, s.micro_batch_size, s.tp_size, s.cp_size, s.ep_size, s.etp_size})
-    num(v);
-  for (bool b : {s.sp(), s.fp8, s.grad_reduce_in_bf16, s.use_fused_grad_accumulation, s.use_fused_norm,
-                 s.use_accm_weight, s.use_flash_sdp, s.use_fused_swiglu, s.cross_entropy_loss_fusion,
-                 s.attn_recompute, s.mla_rms_recompute, s.mlp_recompute, s.mlp_rms_recompute,
-                 s.megatron_recompute, s.recompute_variance, s.dispatch_probs, s.offload_groupgemm_col_inputs,
-                 s.enable_recompute, s.is_recompute(), s.use_fp32_accum_grad})
-    out += b ? '1' : '0';
-  real(s.attention_sparse_ratio);
-  str(s.dtype);
-  str(s.cp_comm_type);
-  str(s.cp_a2a_mode);
-  str(s.recompute_granularity.value_or("-"));
-  str(s.te_version.value_or("-"));
-  for (const auto& mod : s.megatron_recompute_modules) str(mod);
-}
-
 }  // namespace
 
 struct EstimateCache::Impl {
-  const ModelConfig* model = nullptr;
-  const SystemConfig* system = nullptr;
+  uint64_t model_hash = 0, system_hash = 0;
+  bool bound = false;
   std::unordered_map<std::string, ChunkResult> chunks;
   int64_t hits = 0, misses = 0;
 };
@@ -238,184 +219,257 @@ int64_t EstimateCache::misses() const { return impl_->misses; }
 
 namespace {
 
-// The chunk's results, from the cache when it has them.
-const ChunkResult& chunk_result(const Env& env, const ChunkSpec& spec, int64_t padded_vocab,
-                                EstimateCache* cache, std::vector<ChunkResult>& local) {
-  if (!cache) {
-    local.push_back(evaluate_chunk(env, spec, padded_vocab));
-    return local.back();
+// Chunk results of one estimate: each distinct spec evaluated once, through the cache when given.
+class ChunkResults {
+ public:
+  ChunkResults(const Env& env, const Plan& plan, EstimateCache* cache) : env_(env), plan_(plan), cache_(cache) {
+    if (!cache_) return;
+    EstimateCache::Impl& c = cache_->impl();
+    const uint64_t mh = content_hash(env.m), sh = content_hash(env.sys);
+    if (!c.bound || c.model_hash != mh || c.system_hash != sh) {
+      c.chunks.clear();
+      c.model_hash = mh;
+      c.system_hash = sh;
+      c.bound = true;
+    }
+    const uint64_t strategy = chunk_strategy_hash(env.s);
+    base_key_.append(reinterpret_cast<const char*>(&strategy), sizeof strategy);
+    base_key_ += mode_name(plan.mode);
+    // Leaves communicate over these groups only (a test checks every preset's leaves).
+    for (Group g : kChunkGroups) {
+      base_key_ += plan.nets.of(g);
+      base_key_ += '\0';
+    }
   }
-  EstimateCache::Impl& c = cache->impl();
-  if (c.model != &env.m || c.system != &env.sys) {
-    c.chunks.clear();
-    c.model = &env.m;
-    c.system = &env.sys;
+
+  const ChunkResult& get(const ChunkSpec& spec) {
+    for (const auto& [sp, r] : seen_)
+      if (sp == spec) return *r;
+    const ChunkResult* r = nullptr;
+    if (!cache_) {
+      local_.push_back(std::make_unique<ChunkResult>(evaluate_chunk(env_, spec, plan_.padded_vocab)));
+      r = local_.back().get();
+    } else {
+      EstimateCache::Impl& c = cache_->impl();
+      std::string key = base_key_;
+      for (int64_t v : {spec.layers, spec.dense_layers, spec.recompute_layers, plan_.padded_vocab})
+        key.append(reinterpret_cast<const char*>(&v), sizeof v);
+      key += spec.embedding ? 'E' : '-';
+      key += spec.head ? 'H' : '-';
+      auto it = c.chunks.find(key);
+      if (it != c.chunks.end()) {
+        ++c.hits;
+        r = &it->second;
+      } else {
+        ++c.misses;
+        r = &c.chunks.emplace(std::move(key), evaluate_chunk(env_, spec, plan_.padded_vocab)).first->second;
+      }
+    }
+    seen_.emplace_back(spec, r);
+    for (const auto& mm : r->misses) env_.log->miss(mm.op, mm.key, mm.flops, mm.used);
+    env_.log->hits += r->hits;
+    return *r;
   }
-  std::string key;
-  key.reserve(160);
-  append_signature(key, env.s);
-  for (int64_t v : {spec.layers, spec.dense_layers, spec.recompute_layers, padded_vocab})
-    key.append(reinterpret_cast<const char*>(&v), sizeof v);
-  key += spec.embedding ? 'E' : '-';
-  key += spec.head ? 'H' : '-';
-  auto it = c.chunks.find(key);
-  if (it != c.chunks.end()) {
-    ++c.hits;
-    return it->second;
+
+ private:
+  const Env& env_;
+  const Plan& plan_;
+  EstimateCache* cache_;
+  std::string base_key_;
+  std::vector<std::pair<ChunkSpec, const ChunkResult*>> seen_;
+  std::vector<std::unique_ptr<ChunkResult>> local_;
+};
+
+// The whole of one pipeline rank as one chunk: its static memory, DP and optimizer.
+ChunkSpec rank_spec(const Plan& p, int64_t r) {
+  const auto& cs = p.chunks[static_cast<size_t>(r)];
+  if (cs.size() == 1) return cs[0];
+  ChunkSpec all;
+  all.embedding = r == 0;
+  all.head = r == p.pp - 1;
+  for (const auto& c : cs) {
+    all.layers += c.layers;
+    all.dense_layers += c.dense_layers;
   }
-  ++c.misses;
-  return c.chunks.emplace(std::move(key), evaluate_chunk(env, spec, padded_vocab)).first->second;
+  all.recompute_layers = p.strategy->is_recompute() ? std::min(all.layers, p.strategy->recompute_layer_num) : 0;
+  return all;
+}
+
+// Most micro-batches whose activations a rank holds at once under its program (freed by the
+// backward, or by the weight-gradient pass when the backward is split).
+int64_t max_in_flight(const std::vector<Step>& steps, bool split) {
+  int64_t live = 0, best = 0;
+  for (const Step& st : steps) {
+    if (st.pass == Pass::Forward) best = std::max(best, ++live);
+    if (st.pass == (split ? Pass::BackwardWeight : Pass::Backward)) --live;
+  }
+  return best;
+}
+
+// Ranks reported per stage: "stage" (pp 1), first / middle (rank 1, the most in flight) / last.
+std::vector<int64_t> reported_ranks(int64_t pp) {
+  if (pp == 1) return {0};
+  if (pp == 2) return {0, 1};
+  return {0, 1, pp - 1};
 }
 
 }  // namespace
 
-Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
-                  EstimateCache* cache) {
-  check_plan(m, s, sys, PlanSources{});
+Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys, EstimateCache* cache,
+                  Mode mode) {
+  return estimate(resolve_plan(m, s, sys, mode), cache);
+}
+
+Estimate estimate(const Plan& plan, EstimateCache* cache) {
+  const ModelConfig& m = *plan.model;
+  const StrategyConfig& s = *plan.strategy;
+  const SystemConfig& sys = *plan.system;
   Estimate est;
   EfficiencyLog log;
-  Env env{m, s, sys, choose_networks(sys, s), &log};
-  est.dp = s.dp_size();
-  est.edp = s.edp_size();
-  est.global_batch_size = s.global_batch_size();
-  const char* group_names[] = {"tp", "cp", "dp", "pp", "ep", "etp", "edp"};
-  for (int g = 0; g < 7; ++g) est.networks.emplace_back(group_names[g], env.nets.name[static_cast<size_t>(g)]);
-
-  const PlanLayout plan = plan_layout(m, s);
+  Env env{m, s, sys, plan.nets, &log};
+  est.mode = plan.mode;
+  est.schedule = schedule_name(plan.schedule);
+  est.p2p = plan.p2p == P2PMode::Async ? "async" : "blocking";
+  est.dp = plan.dp;
+  est.edp = plan.edp;
+  est.global_batch_size = plan.global_batch_size();
   est.padded_vocab = plan.padded_vocab;
-  const auto& stages = plan.stages;
-  const int64_t pp = s.pp_size;
-  std::vector<ChunkResult> local;  // results of this call when there is no cache
-  local.reserve(stages.size() + plan.virtual_chunks.size());
-  std::vector<const ChunkResult*> stage_results, virtual_results;
-  auto record = [&](const ChunkResult& r) {
-    for (const auto& mm : r.misses) log.miss(mm.op, mm.key, mm.flops, mm.used);
-    log.hits += r.hits;
-    return &r;
-  };
-  for (const auto& st : stages)
-    stage_results.push_back(record(chunk_result(env, st.spec, plan.padded_vocab, cache, local)));
-  for (const auto& spec : plan.virtual_chunks)
-    virtual_results.push_back(record(chunk_result(env, spec, plan.padded_vocab, cache, local)));
+  est.straggler_ratio = plan.straggler_ratio;
+  const char* group_names[] = {"tp", "cp", "dp", "pp", "ep", "etp", "edp"};
+  for (size_t g = 0; g < 7; ++g) est.networks.emplace_back(group_names[g], plan.nets.name[g]);
 
-  // Per-micro-batch phase times per stage.
-  const double p2p_bytes = static_cast<double>(s.micro_batch_size * s.seq_len * m.hidden_size) *
-                           (s.dtype == "fp32" ? 4 : 2) / static_cast<double>(s.cp_size) /
-                           (s.sp() ? static_cast<double>(s.tp_size) : 1.0);
-  const double p2p = pp > 1 ? collective_time(sys, s, env.nets.of(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;
-  auto phase_of = [](const PhaseSums& ps) {
-    StagePhases ph;
-    ph.fwd = ps.fwd + ps.fwd_net;
-    ph.bwd = ps.bwd + ps.bwd_net + ps.recompute + ps.recompute_net;
-    return ph;
-  };
-  std::vector<StagePhases> phases;
-  for (size_t i = 0; i < stages.size(); ++i) {
-    StagePhases ph = phase_of(stage_results[i]->sums);
-    const bool first = i == 0 && pp > 1, last = i + 1 == stages.size() && pp > 1;
-    if (pp > 1) {
-      if (!first) ph.fwd_recv = ph.bwd_send = p2p;
-      if (!last) ph.fwd_send = ph.bwd_recv = p2p;
+  const int64_t pp = plan.pp, v = plan.vpp;
+  const double mbc = static_cast<double>(plan.micro_batch_num);
+  ChunkResults results(env, plan, cache);
+  const Program program = plan.program();
+
+  // Per-micro-batch pass times of every virtual chunk, and the pipeline transfer.
+  PipelineCosts costs;
+  costs.chunks.resize(static_cast<size_t>(pp));
+  std::vector<PhaseSums> rank_sums(static_cast<size_t>(pp));
+  for (int64_t r = 0; r < pp; ++r)
+    for (const auto& spec : plan.chunks[static_cast<size_t>(r)]) {
+      const PhaseSums& ps = results.get(spec).sums;
+      costs.chunks[static_cast<size_t>(r)].push_back(ps.times(program.split_backward));
+      rank_sums[static_cast<size_t>(r)].add(ps);
     }
-    phases.push_back(ph);
-  }
-  const double mbc = static_cast<double>(s.micro_batch_num);
-  const int64_t v = s.interleaving_size;
-  double pipe = 0;
-  // Interleaved pipeline: per rank v virtual chunks of L/(pp·v) layers; the embedding rides on
-  // rank 0's chunk 0 and the head on the last rank's last chunk.
-  std::vector<std::vector<InterleavedPhase>> vpp_order;
-  auto vchunk_index = [&](int64_t r, int64_t c) -> size_t {
-    if (r == 0 && c == 0) return 0;
-    if (r == pp - 1 && c == v - 1) return 2;
-    return 1;
-  };
-  if (v > 1) {
-    std::vector<std::vector<StagePhases>> grid(static_cast<size_t>(pp));
-    for (int64_t r = 0; r < pp; ++r)
-      for (int64_t c = 0; c < v; ++c) {
-        StagePhases ph = phase_of(virtual_results[vchunk_index(r, c)]->sums);
-        ph.fwd_recv = ph.fwd_send = ph.bwd_recv = ph.bwd_send = p2p;
-        grid[static_cast<size_t>(r)].push_back(ph);
-      }
-    pipe = replay_interleaved(grid, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(pp),
-                              &vpp_order);
-  } else {
-    std::vector<StagePhases> ranks;
-    for (int64_t r = 0; r < pp; ++r) ranks.push_back(phases[r == 0 ? 0 : (r == pp - 1 ? stages.size() - 1 : 1)]);
-    pipe = replay_1f1b(ranks, s.micro_batch_num);
-  }
-  est.straggler_ratio = straggler_ratio(s, sys);
+  const double p2p_bytes = static_cast<double>(plan.micro_batch_size * plan.seq_len * m.hidden_size) *
+                           (s.dtype == "fp32" ? 4 : 2) / static_cast<double>(plan.cp) /
+                           (plan.sp ? static_cast<double>(plan.tp) : 1.0);
+  costs.p2p = pp > 1 ? collective_time(sys, s, plan.nets.of(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;
 
-  // DP communication and optimizer per stage, then the slowest stage sets the iteration.
-  std::vector<StageMemory> phys_mem;
-  for (size_t i = 0; i < stages.size(); ++i) {
-    const ChunkResult& cr = *stage_results[i];
-    const StaticMemory sm = shard_static_memory(cr.params, s);
+  est.timeline = lower(program, costs, plan.p2p).run();
+  const double pipe = est.timeline.span();
+  est.pipeline_s = pipe;
+
+  // DP communication, optimizer and the straggler allowance after the pipeline, per rank.
+  std::vector<double> rank_dp(static_cast<size_t>(pp)), rank_optim(static_cast<size_t>(pp));
+  std::vector<const ChunkResult*> whole(static_cast<size_t>(pp));
+  for (int64_t r = 0; r < pp; ++r) {
+    const auto ri = static_cast<size_t>(r);
+    whole[ri] = &results.get(rank_spec(plan, r));
+    const StaticMemory sm = shard_static_memory(whole[ri]->params, s);
     const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
-    const double dense_dp = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, env.nets.of(Group::DP),
-                                    s.dp_size() * s.cp_size, "dp_cp");
-    const double moe_dp = dp_time(env, sm.moe_params * mg, sm.moe_params * 2, env.nets.of(Group::EDP),
-                                  s.edp_size(), "edp");
-    const double optim = optimizer_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
+    rank_dp[ri] = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, plan.nets.of(Group::DP), plan.dp * plan.cp,
+                          "dp_cp") +
+                  dp_time(env, sm.moe_params * mg, sm.moe_params * 2, plan.nets.of(Group::EDP), plan.edp, "edp");
+    rank_optim[ri] = optimizer_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
+  }
+  const double tail_start = pipe * plan.straggler_ratio;
+  for (int64_t r = 0; r < pp; ++r) {
+    const auto rr = static_cast<int32_t>(r);
+    const auto ri = static_cast<size_t>(r);
+    auto& ev = est.timeline.events;
+    if (tail_start > pipe) ev.push_back({rr, Stream::Compute, StepKind::Straggler, -1, -1, pipe, tail_start});
+    if (rank_dp[ri] > 0)
+      ev.push_back({rr, Stream::Dp, StepKind::DpComm, -1, -1, tail_start, tail_start + rank_dp[ri]});
+    ev.push_back({rr, Stream::Compute, StepKind::Optimizer, -1, -1, tail_start + rank_dp[ri],
+                  tail_start + rank_dp[ri] + rank_optim[ri]});
+  }
+  est.iteration_time_s = est.timeline.span();
+
+  // Per-stage time breakdown, read from the chunk sums and the timeline.
+  for (int64_t r : reported_ranks(pp)) {
+    const auto ri = static_cast<size_t>(r);
+    const PhaseSums& ps = rank_sums[ri];
+    const ChunkTimes per_mb = ps.times(false);
     StageTime st;
-    st.name = stages[i].name;
-    const PhaseSums& ps = cr.sums;
+    st.name = plan.stage_kind(r);
     st.fwd_compute_s = ps.fwd * mbc;
     st.bwd_compute_s = ps.bwd * mbc;
     st.recompute_s = ps.recompute * mbc;
     st.tp_comm_s = (ps.fwd_net + ps.bwd_net + ps.recompute_net) * mbc;
-    st.pp_comm_s = (phases[i].fwd_recv + phases[i].fwd_send + phases[i].bwd_recv + phases[i].bwd_send) * mbc;
-    st.dp_comm_s = dense_dp + moe_dp;
-    st.optimizer_s = optim;
+    const int neighbours = pp == 1 ? 0 : (r == 0 || r == pp - 1 ? 1 : 2);
+    st.pp_comm_s = 2 * neighbours * costs.p2p * mbc * static_cast<double>(v);
+    st.dp_comm_s = rank_dp[ri];
+    st.optimizer_s = rank_optim[ri];
     st.pipeline_s = pipe;
-    st.fwd_per_mb_s = phases[i].fwd;
-    st.bwd_per_mb_s = phases[i].bwd;
-    st.bubble_s = pipe - mbc * (phases[i].fwd + phases[i].bwd);
-    st.total_s = pipe * est.straggler_ratio + st.dp_comm_s + optim;
+    st.fwd_per_mb_s = per_mb.fwd;
+    st.bwd_per_mb_s = per_mb.bwd;
+    st.bubble_s = pipe - mbc * (per_mb.fwd + per_mb.bwd);
+    st.total_s = tail_start + st.dp_comm_s + st.optimizer_s;
+    double busy = 0;
+    for (const auto& e : est.timeline.events) {
+      if (e.rank != r || e.stream != Stream::Compute || e.end > pipe) continue;
+      if (e.kind == StepKind::P2P) st.p2p_wait_s += e.end - e.start;
+      else busy += e.end - e.start;
+    }
+    st.idle_s = pipe - busy - st.p2p_wait_s;
     est.stage_times.push_back(st);
-    est.iteration_time_s = std::max(est.iteration_time_s, st.total_s);
+  }
 
-    // Memory: static + cached micro-batches in flight + the single-micro-batch peak.
-    const ActivationResult& act = cr.act;
+  // Memory: static + cached micro-batches in flight + the single-micro-batch peak (1F1B), or a
+  // replay of the rank's program over its chunks (interleaved).
+  auto static_part = [&](int64_t r) {
+    const ChunkResult& cr = *whole[static_cast<size_t>(r)];
+    const StaticMemory sm = shard_static_memory(cr.params, s);
     StageMemory mem;
-    mem.name = stages[i].name;
     mem.weight_bytes = sm.weight + sm.moe_weight;
     mem.grad_bytes = sm.grad + sm.moe_grad;
     mem.state_bytes = sm.state + sm.moe_state;
     mem.model_bytes = sm.total() + cr.dummy_bytes;
-    mem.activation_cache_per_mb_bytes = act.cache_per_mb;
-    mem.in_flight_micro_batches = stages[i].in_flight;
-    mem.peak_activation_bytes = act.peak.peak;
-    static const char* kStageNames[] = {"forward", "backward", "recompute_forward", "recompute_backward"};
-    mem.peak_phase = std::string(kStageNames[act.peak.peak_stage]) + " at " + act.peak.peak_leaf;
-    mem.peak_alloc_bytes = mem.model_bytes + static_cast<double>(stages[i].in_flight - 1) * act.cache_per_mb +
-                           act.peak.peak;
-    mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
-    phys_mem.push_back(mem);
-  }
-  if (v == 1) est.stages = phys_mem;
-  if (v > 1) {
-    // Sync VPP memory: replay each rank's phase order; a chunk's forward adds its transient
-    // forward peak on top of the live caches, its backward the backward peak beyond its cache.
+    return mem;
+  };
+  if (v == 1) {
+    for (int64_t r : reported_ranks(pp)) {
+      const ActivationResult& act = whole[static_cast<size_t>(r)]->act;
+      StageMemory mem = static_part(r);
+      mem.name = plan.stage_kind(r);
+      // The peer keeps pp − r micro-batches in flight whatever their number; Megatron holds at
+      // most the micro-batches the program has started and not finished.
+      mem.in_flight_micro_batches = plan.mode == Mode::SimuMax12
+                                        ? pp - r
+                                        : max_in_flight(program.ranks[static_cast<size_t>(r)], program.split_backward);
+      mem.activation_cache_per_mb_bytes = act.cache_per_mb;
+      mem.peak_activation_bytes = act.peak.peak;
+      static const char* kStageNames[] = {"forward", "backward", "recompute_forward", "recompute_backward"};
+      mem.peak_phase = std::string(kStageNames[act.peak.peak_stage]) + " at " + act.peak.peak_leaf;
+      mem.peak_alloc_bytes = mem.model_bytes +
+                             static_cast<double>(mem.in_flight_micro_batches - 1) * act.cache_per_mb + act.peak.peak;
+      mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
+      est.stages.push_back(mem);
+    }
+  } else {
+    // Interleaved: a chunk's forward adds its transient forward peak on top of the live caches,
+    // its backward the backward peak beyond its cache.
     for (int64_t r = 0; r < pp; ++r) {
-      const size_t phys = r == 0 ? 0 : (r == pp - 1 ? stages.size() - 1 : 1);
-      StageMemory mem = phys_mem[phys];
+      const auto ri = static_cast<size_t>(r);
+      StageMemory mem = static_part(r);
       mem.name = r == 0 ? "first_stage" : (r == pp - 1 ? "last_stage" : "pp_stage_" + std::to_string(r));
+      mem.activation_cache_per_mb_bytes = whole[ri]->act.cache_per_mb;
       double live = 0, best = 0;
       int64_t live_n = 0, max_n = 0;
-      for (const auto& ph : vpp_order[static_cast<size_t>(r)]) {
-        const ActivationResult& a = virtual_results[vchunk_index(r, ph.chunk)]->act;
-        const double cache_mb = a.cache_per_mb;
-        if (ph.forward) {
+      for (const Step& st : program.ranks[ri]) {
+        const ActivationResult& a = results.get(plan.chunks[ri][static_cast<size_t>(st.chunk)]).act;
+        if (st.pass == Pass::Forward) {
           best = std::max(best, live + a.peak.slot[PeakPoint::kForward]);
-          live += cache_mb;
+          live += a.cache_per_mb;
           max_n = std::max(max_n, ++live_n);
         } else {
           const double bwd = std::max({a.peak.slot[PeakPoint::kBackward], a.peak.slot[PeakPoint::kRecomputeForward],
-                                       a.peak.slot[PeakPoint::kRecomputeBackward]}) - cache_mb;
+                                       a.peak.slot[PeakPoint::kRecomputeBackward]}) - a.cache_per_mb;
           best = std::max(best, live + bwd);
-          live -= cache_mb;
+          live -= a.cache_per_mb;
           --live_n;
         }
       }
@@ -428,12 +482,12 @@ Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemCon
     }
   }
 
-  const double tokens = static_cast<double>(s.seq_len * s.micro_batch_size * s.micro_batch_num * s.dp_size());
-  const double fpt = flops_per_token(m, static_cast<double>(s.seq_len), static_cast<double>(est.padded_vocab));
-  const double theory = std::floor(fpt * tokens / static_cast<double>(s.world_size));
+  const double tokens = static_cast<double>(plan.seq_len * plan.micro_batch_size * plan.micro_batch_num * plan.dp);
+  const double fpt = flops_per_token(m, static_cast<double>(plan.seq_len), static_cast<double>(est.padded_vocab));
+  const double theory = std::floor(fpt * tokens / static_cast<double>(plan.world));
   est.tflops_per_gpu = theory / est.iteration_time_s / kTera;
   est.mfu = est.tflops_per_gpu * kTera / sys.ops.at("default").peak_flops;
-  est.tokens_per_s_per_gpu = tokens / est.iteration_time_s / static_cast<double>(s.world_size);
+  est.tokens_per_s_per_gpu = tokens / est.iteration_time_s / static_cast<double>(plan.world);
   for (const auto& mm : log.misses) est.misses.push_back({mm.op, mm.key, mm.flops, mm.used});
   est.efficiency_hits = log.hits;
   return est;

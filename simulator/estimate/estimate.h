@@ -6,9 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "config/mode.h"
 #include "config/model_config.h"
 #include "config/strategy_config.h"
 #include "config/system_config.h"
+#include "plan/plan.h"
+#include "timeline/timeline.h"
 
 namespace trainsim {
 
@@ -37,6 +40,8 @@ struct StageTime {
   double bubble_s = 0;
   double total_s = 0;          // pipeline·straggler + dp + optimizer
   double fwd_per_mb_s = 0, bwd_per_mb_s = 0;
+  double p2p_wait_s = 0;       // blocking p2p on the compute stream (transfer + waiting for the peer)
+  double idle_s = 0;           // compute stream idle inside the pipeline (bubble as replayed)
 };
 
 /// A shape key looked up without a measured efficiency.
@@ -48,6 +53,9 @@ struct EfficiencyMiss {
 };
 
 struct Estimate {
+  Mode mode = Mode::Default;
+  std::string schedule;        // 1f1b, interleaved_1f1b, zero_bubble_h1
+  std::string p2p;             // blocking or async
   double iteration_time_s = 0;
   double mfu = 0;
   double tflops_per_gpu = 0;
@@ -60,6 +68,10 @@ struct Estimate {
   std::vector<StageMemory> stages;
   std::vector<EfficiencyMiss> misses;
   int64_t efficiency_hits = 0;
+  double pipeline_s = 0;       // the replayed pipeline (max over ranks), before the straggler
+  /// Every op of the step per rank and stream: the pipeline, then the straggler allowance, the
+  /// data-parallel communication and the optimizer step.
+  Timeline timeline;
   /// Network group chosen for tp, cp, dp, pp, ep, etp, edp (in that order).
   std::vector<std::pair<std::string, std::string>> networks;
 
@@ -67,9 +79,10 @@ struct Estimate {
   [[nodiscard]] double peak_reserved_bytes() const;  // max over stages
 };
 
-/// Reuses chunk results (per-layer costs, activation liveness, parameters) between estimates of
-/// one model on one system. Exact: a chunk's results depend only on its contents and on the
-/// strategy fields its ops read, which form the cache key. Not thread-safe: one per thread.
+/// Reuses chunk results (per-layer costs, activation liveness, parameters) between estimates.
+/// Exact: a chunk's results depend only on the model, the system, the strategy fields its ops
+/// read, the chosen networks and its spec, and the key is a hash of exactly those contents
+/// (plan/plan.h content_hash, chunk_strategy_hash). Not thread-safe: one per thread.
 class EstimateCache {
  public:
   EstimateCache();
@@ -86,9 +99,11 @@ class EstimateCache {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Predicts one iteration. Throws ConfigError when the plan is illegal (see validate_plan).
-/// `cache` (optional) shares chunk results with earlier calls on the same model and system.
+/// Predicts one iteration of a resolved plan. `cache` (optional) shares chunk results with
+/// earlier calls; its keys derive from the content of the model, system and strategy.
+[[nodiscard]] Estimate estimate(const Plan& plan, EstimateCache* cache = nullptr);
+/// resolve_plan + estimate. Throws ConfigError when the plan is illegal.
 [[nodiscard]] Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
-                                EstimateCache* cache = nullptr);
+                                EstimateCache* cache = nullptr, Mode mode = Mode::Default);
 
 }  // namespace trainsim

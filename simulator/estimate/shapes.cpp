@@ -3,18 +3,19 @@
 
 #include <algorithm>
 
-#include "config/validate.h"
 #include "model/graph.h"
+#include "plan/plan.h"
 
 namespace trainsim {
 
 std::vector<ShapeUse> list_shapes(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys) {
-  check_plan(m, s, sys, PlanSources{});
-  const PlanLayout plan = plan_layout(m, s);
+  const Plan plan = resolve_plan(m, s, sys, Mode::Default);
+  std::vector<ChunkSpec> specs;
+  for (const auto& rank : plan.chunks)
+    for (const auto& spec : rank)
+      if (std::find(specs.begin(), specs.end(), spec) == specs.end()) specs.push_back(spec);
   std::vector<Chunk> chunks;
-  for (const auto& spec : plan.virtual_chunks) chunks.push_back(build_chunk(m, s, plan.padded_vocab, spec));
-  if (chunks.empty())
-    for (const auto& st : plan.stages) chunks.push_back(build_chunk(m, s, plan.padded_vocab, st.spec));
+  for (const auto& spec : specs) chunks.push_back(build_chunk(m, s, plan.padded_vocab, spec));
   std::vector<ShapeUse> out;
   auto add_leaf = [&](const Leaf& l, int64_t count) {
     for (const auto& phase : l.kernels)

@@ -7,7 +7,6 @@
 #include <charconv>
 #include <cmath>
 
-#include "config/validate.h"
 #include "core/error.h"
 #include "core/text.h"
 
@@ -381,21 +380,24 @@ struct MoeShape {
   double T;       // local tokens B·S_sp
   double P;       // permuted tokens on this rank (balanced routing, capacity padded)
   double El;      // local experts
-  double M;       // tokens per local expert after dispatch
+  double M;       // tokens per local expert after dispatch and the ETP all-gather
 };
 
 MoeShape moe_shape(const Ctx& c) {
   const double NE = static_cast<double>(c.m.expert_num), k = static_cast<double>(c.m.topk.value_or(1));
   const double ep = static_cast<double>(c.s.ep_size), T = c.B * c.S_sp;
+  // Expert tensor parallelism all-gathers the dispatched tokens over the ETP group before the
+  // expert GEMMs (each rank holds 1/etp of every local expert): they see etp× the tokens.
+  const double etp = static_cast<double>(c.s.etp_size);
   MoeShape sh;
   sh.T = T;
   sh.El = NE / ep;
   if (c.m.moe_pad_expert_input_to_capacity) {
     sh.P = std::ceil(k * T / NE) * NE * c.m.capacity;
-    sh.M = std::ceil(k * T / NE) * c.m.capacity * ep;
+    sh.M = std::ceil(k * T / NE) * c.m.capacity * ep * etp;
   } else {
     sh.P = k * T;
-    sh.M = k * T / NE * ep;
+    sh.M = k * T / NE * ep * etp;
   }
   return sh;
 }
@@ -757,37 +759,6 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
     chunk.layers.push_back({slot, r});
   }
   return chunk;
-}
-
-PlanLayout plan_layout(const ModelConfig& m, const StrategyConfig& s) {
-  StageLayers split;
-  std::string why;
-  if (!split_layers(m.layer_num, s, split, &why)) throw ConfigError("strategy", "/pp_size", why);
-  PlanLayout out;
-  out.padded_vocab = padded_vocab_size(m.vocab_size, s.tp_size);
-  const int64_t pp = s.pp_size, v = s.interleaving_size;
-  const int64_t dense = m.is_moe() ? m.dense_layers : 0;
-  // Recompute applies to the first recompute_layer_num layers of every chunk.
-  auto spec = [&](bool emb, bool head, int64_t layers, int64_t dense_here) {
-    return ChunkSpec{emb, head, layers, dense_here,
-                     s.is_recompute() ? std::min(layers, s.recompute_layer_num) : 0};
-  };
-  if (pp == 1) {
-    out.stages.push_back({"stage", spec(true, true, m.layer_num, dense), 1});
-  } else {
-    // Megatron 1F1B keeps pp − rank micro-batches in flight (the peer: first pp, middle
-    // pp − 1 for rank 1, last 1).
-    out.stages.push_back({"first_stage", spec(true, false, split.first, std::min(dense, split.first)), pp});
-    if (pp > 2) out.stages.push_back({"middle_stage", spec(false, false, split.middle, 0), pp - 1});
-    out.stages.push_back({"last_stage", spec(false, true, split.last, 0), 1});
-  }
-  if (v > 1) {
-    const int64_t per = m.layer_num / (pp * v);
-    out.virtual_chunks.push_back(spec(true, false, per, std::min(dense, per)));
-    out.virtual_chunks.push_back(spec(false, false, per, 0));
-    out.virtual_chunks.push_back(spec(false, true, per, 0));
-  }
-  return out;
 }
 
 }  // namespace trainsim

@@ -18,6 +18,9 @@ enum Phase : int { kFwd = 0, kBwdAct = 1, kBwdW = 2 };
 enum class Collective { AllReduce, AllGather, ReduceScatter, P2P, AllToAll };
 /// Parallel group a collective runs over (selects the network group).
 enum class Group { TP, CP, DP, PP, EP, ETP, EDP };
+/// The groups a chunk's leaves communicate over; DP, PP and EDP traffic is scheduled outside
+/// the chunk. The estimate cache keys chunks by these groups' networks.
+inline constexpr Group kChunkGroups[] = {Group::TP, Group::CP, Group::EP, Group::ETP};
 
 /// One collective issued by a leaf in one phase.
 struct CommCall {
@@ -88,28 +91,11 @@ struct Chunk {
 struct ChunkSpec {
   bool embedding = false, head = false;
   int64_t layers = 0, dense_layers = 0, recompute_layers = 0;
+  bool operator==(const ChunkSpec&) const = default;
 };
 
 /// Builds the leaves of a chunk.
 [[nodiscard]] Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
                                 const ChunkSpec& spec);
-
-/// The chunks of a plan. `stages` are the physical pipeline stages: one for pp 1; first and last;
-/// or first, middle (standing for every middle stage) and last, each with its number of
-/// in-flight micro-batches under 1F1B. With an interleaved pipeline, `virtual_chunks` holds the
-/// three kinds of virtual chunk: [0] with the embedding (rank 0, chunk 0), [1] plain, [2] with
-/// the head (last rank, last chunk). Leading dense layers of a MoE model go to the first chunk.
-struct PlanLayout {
-  struct Stage {
-    std::string name;
-    ChunkSpec spec;
-    int64_t in_flight;
-  };
-  std::vector<Stage> stages;
-  std::vector<ChunkSpec> virtual_chunks;
-  int64_t padded_vocab = 0;
-};
-/// Throws ConfigError when the layers cannot be split over the pipeline.
-[[nodiscard]] PlanLayout plan_layout(const ModelConfig& m, const StrategyConfig& s);
 
 }  // namespace trainsim

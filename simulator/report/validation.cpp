@@ -359,7 +359,7 @@ double time_error_from_tflops_error(double tflops_err_pct) {
 }
 
 std::vector<double> predict_metrics(const std::vector<ValidationMetric>& metrics, const ModelConfig& m,
-                                    const StrategyConfig& s, const SystemConfig& sys) {
+                                    const StrategyConfig& s, const SystemConfig& sys, Mode mode) {
   const bool per_layer = std::any_of(metrics.begin(), metrics.end(),
                                      [](ValidationMetric x) { return x != ValidationMetric::IterationMs; });
   std::optional<Estimate> half;
@@ -376,9 +376,9 @@ std::vector<double> predict_metrics(const std::vector<ValidationMetric>& metrics
     mh.layer_num = half_layers;
     StrategyConfig sh = s;
     sh.recompute_layer_num = std::min(s.recompute_layer_num, half_layers);
-    half = estimate(mh, sh, sys);
+    half = estimate(mh, sh, sys, nullptr, mode);
   }
-  const Estimate full = estimate(m, s, sys);
+  const Estimate full = estimate(m, s, sys, nullptr, mode);
   std::vector<double> out;
   for (auto metric : metrics) {
     double v = metric == ValidationMetric::IterationMs
@@ -391,7 +391,7 @@ std::vector<double> predict_metrics(const std::vector<ValidationMetric>& metrics
 }
 
 CaseResult run_validation_case(const ValidationTable& t, const ValidationCase& c, const SystemConfig& sys,
-                               const std::string& system_source) {
+                               const std::string& system_source, Mode mode) {
   CaseResult r;
   r.name = c.name;
   try {
@@ -399,8 +399,8 @@ CaseResult run_validation_case(const ValidationTable& t, const ValidationCase& c
     const std::string mpath = (dir / "model.json").string(), spath = (dir / "strategy.json").string();
     ModelConfig m = load_model(read_file(mpath), mpath);
     StrategyConfig s = load_strategy(read_file(spath), spath);
-    check_plan(m, s, sys, PlanSources{mpath, spath, system_source});
-    r.predicted = predict_metrics(t.metrics, m, s, sys);
+    (void)resolve_plan(m, s, sys, mode, PlanSources{mpath, spath, system_source});
+    r.predicted = predict_metrics(t.metrics, m, s, sys, mode);
   } catch (const Error& e) {
     r.error = e.what();
   } catch (const std::exception& e) {

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/mode.h"
 #include "config/model_config.h"
 #include "config/presets.h"
 #include "config/strategy_config.h"
@@ -86,7 +87,7 @@ struct ValidationTable {
 /// embedding, LM head and loss cancel out.
 [[nodiscard]] std::vector<double> predict_metrics(const std::vector<ValidationMetric>& metrics,
                                                   const ModelConfig& m, const StrategyConfig& s,
-                                                  const SystemConfig& sys);
+                                                  const SystemConfig& sys, Mode mode = Mode::Default);
 
 struct CaseResult {
   std::string name;
@@ -99,7 +100,8 @@ struct CaseResult {
 /// CaseResult::error (the run goes on). `system_source` names the system in messages.
 [[nodiscard]] CaseResult run_validation_case(const ValidationTable& t, const ValidationCase& c,
                                              const SystemConfig& sys,
-                                             const std::string& system_source = "system");
+                                             const std::string& system_source = "system",
+                                             Mode mode = Mode::Default);
 
 /// Accuracy of one metric over a table.
 struct MetricSummary {

@@ -152,7 +152,8 @@ StrategyConfig Worker::layout_strategy(const Layout& l, int64_t mbs, bool& expre
   s.etp_size = l.etp;
   s.interleaving_size = l.vpp;
   s.microbatch_group_size_per_vp_stage.reset();
-  if (l.vpp > 1) s.pp_comm_async = false;  // interleaving is modeled for the sync schedule
+  // SimuMax 1.2 models only the synchronous interleaved schedule; Megatron overlaps its p2p.
+  if (l.vpp > 1 && sh_.o.mode == Mode::SimuMax12) s.pp_comm_async = false;
   s.zero_state = l.zero;
   s.enable_sequence_parallel = l.sp;
   s.micro_batch_size = mbs;
@@ -195,7 +196,7 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
   sh_.calls.fetch_add(1, std::memory_order_relaxed);
   Estimate e;
   try {
-    e = estimate(sh_.m, s, sh_.sys, &cache_);
+    e = estimate(sh_.m, s, sh_.sys, &cache_, sh_.o.mode);
   } catch (const std::exception& err) {
     if (layout_ < error_layout_) {
       error_layout_ = layout_;
@@ -243,7 +244,7 @@ void Worker::run_layout(const Layout& l, size_t index) {
       reject("illegal_pp_size", n_kinds);
       continue;
     }
-    std::vector<Issue> issues = validate_plan(sh_.m, s, sh_.sys, PlanSources{});
+    std::vector<Issue> issues = validate_plan(sh_.m, s, sh_.sys, PlanSources{}, sh_.o.mode);
     if (!issues.empty()) {
       reject(illegal_reason(issues), n_kinds);
       continue;
@@ -267,7 +268,7 @@ void Worker::run_layout(const Layout& l, size_t index) {
       StrategyConfig v = s;
       set_recompute(v, k, chunk_layers);
       if (k != RecomputeKind::None) {
-        std::vector<Issue> vi = validate_plan(sh_.m, v, sh_.sys, PlanSources{});
+        std::vector<Issue> vi = validate_plan(sh_.m, v, sh_.sys, PlanSources{}, sh_.o.mode);
         if (!vi.empty()) {
           reject(illegal_reason(vi), 1);
           continue;

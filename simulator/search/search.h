@@ -57,6 +57,7 @@ struct SearchOptions {
   RankBy rank_by = RankBy::Time;
   int64_t keep = 10;  // best candidates returned (0 = every feasible one)
   int threads = 0;    // worker threads (0 = hardware concurrency)
+  Mode mode = Mode::Default;
   /// Called from the calling thread about every progress_interval_s while workers run.
   std::function<void(const SearchProgress&)> progress;
   double progress_interval_s = 1.0;

@@ -112,11 +112,25 @@ TEST_F(PlanTest, PipelineSplitAndInterleavingRules) {
   StrategyConfig v = load_strategy(kStrategy, "s.json");
   v.pp_size = 2;
   v.interleaving_size = 2;
+  // Megatron runs it (asynchronous p2p by default); SimuMax 1.2 does not.
+  EXPECT_TRUE(validate_plan(model(), v, system(), {"m", "s.json", "y"}).empty());
+  issues = validate_plan(model(), v, system(), {"m", "s.json", "y"}, Mode::SimuMax12);
+  ASSERT_EQ(issues.size(), 2u);
+  EXPECT_EQ(issues[0].str(), "s.json: /interleaving_size: SimuMax 1.2 models the interleaved pipeline for pp_size ≥ 3 "
+                             "only; the default mode models pp_size 2");
+  EXPECT_EQ(issues[1].str(), "s.json: /pp_comm_async: SimuMax 1.2 models the synchronous interleaved schedule only; "
+                             "set pp_comm_async to false, or use the default mode");
+  v.microbatch_group_size_per_vp_stage = 5;  // more than micro_batch_num (4)
+  issues = validate_plan(model(), v, system(), {"m", "s.json", "y"});
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].str(), "s.json: /microbatch_group_size_per_vp_stage: Megatron's interleaved schedule needs "
+                             "pp_size (2) ≤ microbatch_group_size_per_vp_stage (5) ≤ micro_batch_num (4)");
+  v.microbatch_group_size_per_vp_stage.reset();
+  v.interleaving_size = 32;  // 16 layers per stage
   issues = validate_plan(model(), v, system(), {"m", "s.json", "y"});
   ASSERT_EQ(issues.size(), 2u);
-  EXPECT_EQ(issues[0].str(), "s.json: /interleaving_size: the synchronous interleaved pipeline needs pp_size ≥ 3 (as the peer)");
-  EXPECT_EQ(issues[1].str(), "s.json: /pp_comm_async: interleaved pipeline timing is modeled for the "
-                             "synchronous schedule only; set pp_comm_async to false");
+  EXPECT_EQ(issues[0].str(), "s.json: /interleaving_size: the first pipeline stage's 16 layers do not divide into "
+                             "32 virtual chunks");
 }
 
 TEST_F(PlanTest, EstimateThrowsForIllegalPlan) {

@@ -58,7 +58,7 @@ TEST(GoldenParityTest, AllCasesWithinOnePercentAndMostExact) {
     const std::string base = kDir + "/cases/" + c.name + "/";
     const ModelConfig m = load_model(read_file(base + "model.json"), base + "model.json");
     const StrategyConfig s = load_strategy(read_file(base + "strategy.json"), base + "strategy.json");
-    const Estimate e = estimate(m, s, systems.at(c.system));
+    const Estimate e = estimate(m, s, systems.at(c.system), nullptr, Mode::SimuMax12);
     const double dt = rel(e.iteration_time_s * 1e3, c.time_ms);
     const double dp = rel(e.peak_alloc_bytes() / kGiB, c.peak);
     const double df = rel(e.stages.front().peak_alloc_bytes / kGiB, c.first);
@@ -88,7 +88,7 @@ TEST(GoldenParityTest, PeerDefaultExample) {
   m.vocab_size = 128384;
   StrategyConfig s = load_strategy(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8,
       "world_size": 8, "tp_size": 1, "pp_size": 2})", "inline");
-  const Estimate e = estimate(m, s, sys);
+  const Estimate e = estimate(m, s, sys, nullptr, Mode::SimuMax12);
   EXPECT_NEAR(e.iteration_time_s * 1e3, 5554.7, 0.05);
   EXPECT_NEAR(e.mfu, 0.487, 0.0005);
   EXPECT_NEAR(e.stages[0].peak_alloc_bytes / kGiB, 50.8854, 5e-5);

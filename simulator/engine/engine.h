@@ -1,0 +1,59 @@
+// One engine for every schedule: ops on per-rank streams, replayed with their dependencies.
+// An op starts when its stream's previous op and every op it depends on have ended. Blocking
+// point-to-point is a rendezvous: each side ends at max(both starts) + the transfer time, so the
+// host of a rank that sends waits until the peer posts the matching receive (batched isend/irecv
+// followed by wait, as Megatron's blocking p2p calls).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "timeline/timeline.h"
+
+namespace trainsim {
+
+class Engine {
+ public:
+  using OpId = int32_t;
+  struct Label {
+    StepKind kind = StepKind::Forward;
+    int32_t chunk = -1, mb = -1;
+  };
+
+  explicit Engine(int32_t ranks);
+
+  /// Appends an op to the end of `stream` of `rank`.
+  OpId add(int32_t rank, Stream stream, double duration, Label label);
+  /// `op` starts only after `on` has ended.
+  void depends(OpId op, OpId on);
+  /// `a` and `b` rendezvous: each ends no earlier than max(start a, start b) + `duration`.
+  void rendezvous(OpId a, OpId b, double duration);
+
+  /// Replays every op. Throws an internal error if the program can never finish (a schedule
+  /// builder bug: programs are built by trainsim, never read from input).
+  [[nodiscard]] Timeline run() const;
+  /// Like run(), but returns nullopt when the program cannot finish (a cyclic wait).
+  [[nodiscard]] std::optional<Timeline> try_run() const;
+
+  [[nodiscard]] int32_t ranks() const { return ranks_; }
+  [[nodiscard]] size_t size() const { return ops_.size(); }
+
+ private:
+  struct Op {
+    int32_t rank;
+    Stream stream;
+    double duration;
+    Label label;
+  };
+  struct Link {
+    OpId from, to;
+    double duration;
+  };
+  int32_t ranks_;
+  std::vector<Op> ops_;
+  std::vector<Link> deps_, syncs_;
+};
+
+}  // namespace trainsim

@@ -1,0 +1,212 @@
+#include "plan/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/text.h"
+
+namespace trainsim {
+
+const char* schedule_name(ScheduleKind k) {
+  switch (k) {
+    case ScheduleKind::OneFOneB: return "1f1b";
+    case ScheduleKind::Interleaved: return "interleaved_1f1b";
+    case ScheduleKind::ZeroBubbleH1: return "zero_bubble_h1";
+  }
+  return "?";
+}
+
+double straggler_ratio(const StrategyConfig& s, const SystemConfig& sys) {
+  if (!s.enable_straggler_model) return 1;
+  const int64_t nodes = (s.world_size + sys.num_per_node - 1) / sys.num_per_node;
+  const int64_t n = std::max<int64_t>(1, std::min({nodes, s.dp_size(), s.edp_size()}));
+  if (n <= 1) return 1;
+  // The peer's empirical tail model: 1 + log2 n/(log2 n + 1)·0.09·sqrt(log2 n).
+  const double l = std::log2(static_cast<double>(n));
+  return 1 + l / (l + 1) * 0.09 * std::sqrt(l);
+}
+
+Program Plan::program() const {
+  switch (schedule) {
+    case ScheduleKind::Interleaved: return interleaved(pp, vpp, micro_batch_num, vp_group);
+    case ScheduleKind::ZeroBubbleH1: return zero_bubble_h1(pp, micro_batch_num);
+    case ScheduleKind::OneFOneB: break;
+  }
+  return one_f_one_b(pp, micro_batch_num);
+}
+
+const char* Plan::stage_kind(int64_t rank) const {
+  if (pp == 1) return "stage";
+  if (rank == 0) return "first_stage";
+  if (rank == pp - 1) return "last_stage";
+  return "middle_stage";
+}
+
+namespace {
+
+// Layers held by each pipeline rank (Megatron get_num_layers_to_build without a layout).
+std::vector<int64_t> rank_layers(const StageLayers& split, int64_t pp) {
+  std::vector<int64_t> out(static_cast<size_t>(pp), split.middle);
+  out.front() = split.first;
+  if (pp > 1) out.back() = split.last;
+  return out;
+}
+
+}  // namespace
+
+Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys, Mode mode,
+                  const PlanSources& src) {
+  std::vector<Issue> issues = validate_plan(m, s, sys, src, mode);
+  Plan p;
+  p.model = &m;
+  p.strategy = &s;
+  p.system = &sys;
+  p.mode = mode;
+  p.world = s.world_size;
+  p.tp = s.tp_size;
+  p.cp = s.cp_size;
+  p.pp = s.pp_size;
+  p.vpp = s.interleaving_size;
+  p.ep = s.ep_size;
+  p.etp = s.etp_size;
+  p.sp = s.sp();
+  p.seq_len = s.seq_len;
+  p.micro_batch_size = s.micro_batch_size;
+  p.micro_batch_num = s.micro_batch_num;
+  p.vp_group = s.microbatch_group_size_per_vp_stage.value_or(s.pp_size);
+  if (!issues.empty()) throw ConfigError(std::move(issues));
+
+  p.dp = s.dp_size();
+  p.edp = s.edp_size();
+  p.nets = choose_networks(sys, s);
+  p.padded_vocab = padded_vocab_size(m.vocab_size, s.tp_size);
+  p.straggler_ratio = straggler_ratio(s, sys);
+
+  if (s.pipeline_schedule == "zero_bubble_h1") {
+    p.schedule = ScheduleKind::ZeroBubbleH1;
+    p.p2p = P2PMode::Async;
+  } else if (p.vpp > 1) {
+    p.schedule = ScheduleKind::Interleaved;
+    p.p2p = (mode == Mode::Default && s.pp_comm_async) ? P2PMode::Async : P2PMode::Blocking;
+  } else {
+    p.schedule = ScheduleKind::OneFOneB;  // Megatron's 1F1B p2p calls block
+    p.p2p = P2PMode::Blocking;
+  }
+  if (p.p2p == P2PMode::Blocking) {
+    const std::string why = blocking_problem(p.program());
+    if (!why.empty())
+      throw ConfigError(src.strategy, "/pp_comm_async",
+                        why + "; set pp_comm_async true (Megatron's overlap_p2p_comm default) for the "
+                              "asynchronous schedule");
+  }
+
+  if (p.schedule == ScheduleKind::Interleaved && p.micro_batch_num % p.vp_group != 0) {
+    // A partial last group can leave Megatron's interleaved order waiting on itself: rank 0's
+    // warm-up then needs a forward that the last rank only runs after a backward that waits for
+    // rank 0. Replay the order with unit costs to find out.
+    const Program prog = p.program();
+    PipelineCosts unit;
+    unit.chunks.assign(static_cast<size_t>(p.pp), std::vector<ChunkTimes>(static_cast<size_t>(p.vpp), {1, 1, 0}));
+    if (!lower(prog, unit, p.p2p).try_run())
+      throw ConfigError(src.strategy, "/micro_batch_num",
+                        strprintf("Megatron's interleaved order cannot make progress with pp_size %lld, "
+                                  "interleaving_size %lld, micro_batch_num %lld in groups of %lld (the partial "
+                                  "last group leaves rank 0 waiting on its own backward); use a micro_batch_num "
+                                  "that is a multiple of the group",
+                                  static_cast<long long>(p.pp), static_cast<long long>(p.vpp),
+                                  static_cast<long long>(p.micro_batch_num), static_cast<long long>(p.vp_group)));
+  }
+
+  // Chunks: virtual stage c·pp + r holds the next layers in model order; leading dense layers
+  // of a MoE model land on the first virtual stages; the embedding on (rank 0, chunk 0) and the
+  // head on (last rank, last chunk). Recompute covers the first recompute_layer_num layers of
+  // every chunk (the peer's rule, per Megatron virtual chunk).
+  StageLayers split;
+  std::string why;
+  const bool split_ok = split_layers(m.layer_num, s, split, &why);
+  TRAINSIM_ASSERT(split_ok, "validate_plan accepted an illegal layer split");
+  const auto per_rank = rank_layers(split, p.pp);
+  const int64_t dense = m.is_moe() ? m.dense_layers : 0;
+  p.chunks.assign(static_cast<size_t>(p.pp), std::vector<ChunkSpec>(static_cast<size_t>(p.vpp)));
+  int64_t offset = 0;
+  for (int64_t c = 0; c < p.vpp; ++c)
+    for (int64_t r = 0; r < p.pp; ++r) {
+      const int64_t n = per_rank[static_cast<size_t>(r)] / p.vpp;
+      ChunkSpec& cs = p.chunks[static_cast<size_t>(r)][static_cast<size_t>(c)];
+      cs.embedding = r == 0 && c == 0;
+      cs.head = r == p.pp - 1 && c == p.vpp - 1;
+      cs.layers = n;
+      cs.dense_layers = std::clamp<int64_t>(dense - offset, 0, n);
+      cs.recompute_layers = s.is_recompute() ? std::min(n, s.recompute_layer_num) : 0;
+      offset += n;
+    }
+  return p;
+}
+
+namespace {
+
+struct Fnv {
+  uint64_t h = 1469598103934665603ull;
+  void bytes(const void* data, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) {
+      h ^= b[i];
+      h *= 1099511628211ull;
+    }
+  }
+  void str(const std::string& s) {
+    const uint64_t n = s.size();
+    bytes(&n, sizeof n);
+    bytes(s.data(), s.size());
+  }
+  void num(double v) { bytes(&v, sizeof v); }
+};
+
+}  // namespace
+
+uint64_t content_hash(const ModelConfig& m) {
+  Fnv f;
+  f.str(model_to_json_text(m));
+  return f.h;
+}
+
+uint64_t content_hash(const SystemConfig& sys) {
+  Fnv f;
+  f.str(sys.sys_name);
+  f.num(static_cast<double>(sys.num_per_node));
+  f.num(sys.mem_bytes);
+  f.num(static_cast<double>(sys.mode));
+  f.num(sys.fc8 ? 1 : 0);
+  f.num(sys.has_fc8 ? 1 : 0);
+  f.num(sys.intra_with_pcie ? 1 : 0);
+  // The tables, via the writer the system files round-trip through.
+  f.str(system_to_json_text(sys, -1));
+  return f.h;
+}
+
+uint64_t chunk_strategy_hash(const StrategyConfig& s) {
+  StrategyConfig c = s;
+  const StrategyConfig d;
+  c.world_size = d.world_size;
+  c.pp_size = d.pp_size;
+  c.micro_batch_num = d.micro_batch_num;
+  c.interleaving_size = d.interleaving_size;
+  c.microbatch_group_size_per_vp_stage = d.microbatch_group_size_per_vp_stage;
+  c.num_layers_in_first_pipeline_stage = d.num_layers_in_first_pipeline_stage;
+  c.num_layers_in_last_pipeline_stage = d.num_layers_in_last_pipeline_stage;
+  c.account_for_embedding_in_pipeline_split = d.account_for_embedding_in_pipeline_split;
+  c.account_for_loss_in_pipeline_split = d.account_for_loss_in_pipeline_split;
+  c.pp_comm_async = d.pp_comm_async;
+  c.pipeline_schedule = d.pipeline_schedule;
+  c.zero_state = d.zero_state;
+  c.enable_straggler_model = d.enable_straggler_model;
+  c.recompute_layer_num = d.recompute_layer_num;  // per chunk it is ChunkSpec::recompute_layers
+  c.mem_factor = d.mem_factor;
+  Fnv f;
+  f.str(strategy_to_json_text(c));
+  return f.h;
+}
+
+}  // namespace trainsim

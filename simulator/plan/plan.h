@@ -1,0 +1,71 @@
+// The Plan: (model, strategy, system, mode) resolved and validated once. Every later stage (op
+// graph, passes, schedule, engine, views) reads the Plan: parallel sizes and their networks, the
+// chunks of every rank with their layers, the schedule and its p2p mode, the straggler factor.
+// The op builders read feature switches (fusions, recompute flags, dtypes) from `strategy`, which
+// the Plan has validated for this combination.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/collective.h"
+#include "config/mode.h"
+#include "config/model_config.h"
+#include "config/strategy_config.h"
+#include "config/system_config.h"
+#include "config/validate.h"
+#include "model/graph.h"
+#include "schedule/lower.h"
+#include "schedule/program.h"
+
+namespace trainsim {
+
+enum class ScheduleKind : uint8_t { OneFOneB, Interleaved, ZeroBubbleH1 };
+[[nodiscard]] const char* schedule_name(ScheduleKind k);
+
+struct Plan {
+  // The validated inputs; a Plan must not outlive them.
+  const ModelConfig* model = nullptr;
+  const StrategyConfig* strategy = nullptr;
+  const SystemConfig* system = nullptr;
+  Mode mode = Mode::Default;
+
+  int64_t world = 1, tp = 1, cp = 1, pp = 1, vpp = 1, dp = 1, ep = 1, etp = 1, edp = 1;
+  bool sp = false;
+  NetworkChoice nets;  // per group: tp, cp, dp, pp, ep, etp, edp
+
+  int64_t seq_len = 0, micro_batch_size = 0, micro_batch_num = 0;
+  int64_t vp_group = 1;  // micro-batches per chunk group (interleaved)
+  ScheduleKind schedule = ScheduleKind::OneFOneB;
+  P2PMode p2p = P2PMode::Blocking;
+  int64_t padded_vocab = 0;
+  /// chunks[rank][chunk]: what each virtual chunk of each pipeline rank holds.
+  std::vector<std::vector<ChunkSpec>> chunks;
+  double straggler_ratio = 1;
+
+  [[nodiscard]] int64_t global_batch_size() const { return micro_batch_size * micro_batch_num * dp; }
+  /// The schedule as a program of steps per rank.
+  [[nodiscard]] Program program() const;
+  /// Stage names used in reports: "stage" (pp 1), first/middle/last (1F1B), or one per rank.
+  [[nodiscard]] const char* stage_kind(int64_t rank) const;
+};
+
+/// Resolves and validates; throws ConfigError listing every problem (naming `src` files).
+[[nodiscard]] Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
+                                Mode mode, const PlanSources& src = {});
+
+/// The straggler factor of a plan: the peer's empirical tail model over the number of
+/// independent data-parallel replicas that must all arrive (1 when disabled or single).
+[[nodiscard]] double straggler_ratio(const StrategyConfig& s, const SystemConfig& sys);
+
+/// 64-bit content hashes (FNV-1a over the canonical JSON of the config; the system over its
+/// tables). Cache keys derive from these, never from addresses.
+[[nodiscard]] uint64_t content_hash(const ModelConfig& m);
+[[nodiscard]] uint64_t content_hash(const SystemConfig& sys);
+/// Hash of the strategy fields the op graph of one chunk can read: every field, with the ones
+/// that only shape the pipeline, data parallelism or the optimizer reset to their defaults
+/// (forgetting one there costs cache hits, never correctness).
+[[nodiscard]] uint64_t chunk_strategy_hash(const StrategyConfig& s);
+
+}  // namespace trainsim

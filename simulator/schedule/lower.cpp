@@ -1,0 +1,276 @@
+#include "schedule/lower.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/text.h"
+
+namespace trainsim {
+namespace {
+
+Engine::Label compute_label(const Step& s) {
+  const StepKind kind = s.pass == Pass::Forward ? StepKind::Forward
+                        : s.pass == Pass::BackwardWeight ? StepKind::BackwardWeight
+                                                          : StepKind::Backward;
+  return {kind, s.chunk, s.mb};
+}
+
+double step_time(const PipelineCosts& c, int64_t rank, const Step& s) {
+  const ChunkTimes& t = c.chunks[static_cast<size_t>(rank)][static_cast<size_t>(s.chunk)];
+  return s.pass == Pass::Forward ? t.fwd : s.pass == Pass::Backward ? t.bwd : t.bwd_weight;
+}
+
+// --- Blocking 1F1B: Megatron's send_forward / send_forward_recv_backward / ... calls. ---------
+enum P2PType { kSendNext = 0, kRecvPrev = 1, kSendPrev = 2, kRecvNext = 3 };
+
+Engine lower_blocking_1f1b(const Program& p, const PipelineCosts& c) {
+  const int64_t pp = p.pp, mbc = p.mbc;
+  Engine e(static_cast<int32_t>(pp));
+  std::vector<Engine::OpId> ids(static_cast<size_t>(pp * 4 * mbc), -1);
+  auto slot = [&](int64_t r, int type, int64_t mb) -> Engine::OpId& {
+    return ids[static_cast<size_t>((r * 4 + type) * mbc + mb)];
+  };
+  for (int64_t r = 0; r < pp; ++r) {
+    const auto rr = static_cast<int32_t>(r);
+    const auto& steps = p.ranks[static_cast<size_t>(r)];
+    const bool has_prev = r > 0, has_next = r < pp - 1, odd = r % 2 == 1;
+    const int64_t warmup = std::min(pp - r - 1, mbc);
+    const int64_t remaining = mbc - warmup;
+    size_t next_step = 0;
+    auto compute = [&] {
+      const Step& s = steps[next_step++];
+      e.add(rr, Stream::Compute, step_time(c, r, s), compute_label(s));
+    };
+    auto p2p = [&](int type, int64_t mb, bool present) {
+      if (present) slot(r, type, mb) = e.add(rr, Stream::Compute, 0, {StepKind::P2P, 0, static_cast<int32_t>(mb)});
+    };
+    // Megatron orders a batched send/recv pair by rank parity to avoid deadlock.
+    auto bundle = [&](int send, int64_t send_mb, int recv, int64_t recv_mb, bool present) {
+      if (odd) {
+        p2p(send, send_mb, present);
+        p2p(recv, recv_mb, present);
+      } else {
+        p2p(recv, recv_mb, present);
+        p2p(send, send_mb, present);
+      }
+    };
+    int64_t fmb = 0, bmb = 0;
+    for (int64_t i = 0; i < warmup; ++i, ++fmb) {
+      p2p(kRecvPrev, fmb, has_prev);
+      compute();
+      p2p(kSendNext, fmb, has_next);
+    }
+    if (remaining > 0) p2p(kRecvPrev, fmb, has_prev);
+    for (int64_t i = 0; i < remaining; ++i) {
+      compute();
+      bundle(kSendNext, fmb, kRecvNext, bmb, has_next);
+      ++fmb;
+      compute();
+      if (i == remaining - 1) {
+        p2p(kSendPrev, bmb, has_prev);
+      } else {
+        bundle(kSendPrev, bmb, kRecvPrev, fmb, has_prev);
+      }
+      ++bmb;
+    }
+    for (int64_t i = 0; i < warmup; ++i, ++bmb) {
+      p2p(kRecvNext, bmb, has_next);
+      compute();
+      p2p(kSendPrev, bmb, has_prev);
+    }
+    TRAINSIM_ASSERT(next_step == steps.size(), "blocking 1F1B lowering needs a 1F1B program");
+  }
+  for (int64_t r = 0; r + 1 < pp; ++r)
+    for (int64_t mb = 0; mb < mbc; ++mb) {
+      e.rendezvous(slot(r, kSendNext, mb), slot(r + 1, kRecvPrev, mb), c.p2p);
+      e.rendezvous(slot(r + 1, kSendPrev, mb), slot(r, kRecvNext, mb), c.p2p);
+    }
+  return e;
+}
+
+// --- Blocking interleaved: batched isend/irecv bundles with Megatron's receive rules. ---------
+struct Sub {
+  bool send, to_next;
+  int64_t peer;
+};
+struct Item {
+  int64_t step = -1;  // compute step index, or -1 for a bundle
+  std::vector<Sub> subs;
+};
+
+std::vector<std::vector<Item>> interleaved_items(const Program& p) {
+  const int64_t pp = p.pp, v = p.v, mbc = p.mbc, total = mbc * v;
+  const auto table = interleaved_table(v, mbc, p.group);
+  auto chunk_id = [&](int64_t k, bool forward) {
+    const int64_t c = table[static_cast<size_t>(((k % total) + total) % total)].chunk;
+    return forward ? c : v - 1 - c;
+  };
+  std::vector<std::vector<Item>> items(static_cast<size_t>(pp));
+  for (int64_t r = 0; r < pp; ++r) {
+    auto& out = items[static_cast<size_t>(r)];
+    const bool first_rank = r == 0, last_rank = r == pp - 1;
+    const int64_t next = (r + 1) % pp, prev = (r - 1 + pp) % pp;
+    int64_t step = 0;
+    // Megatron's batched order: send_prev, recv_prev, send_next, recv_next.
+    auto comm = [&](bool send_prev, bool recv_prev, bool send_next, bool recv_next) {
+      Item it;
+      if (send_prev) it.subs.push_back({true, false, prev});
+      if (recv_prev) it.subs.push_back({false, true, prev});
+      if (send_next) it.subs.push_back({true, true, next});
+      if (recv_next) it.subs.push_back({false, false, next});
+      if (!it.subs.empty()) out.push_back(std::move(it));
+    };
+    auto compute = [&] { out.push_back({step++, {}}); };
+    const int64_t warmup = std::min((pp - r - 1) * 2 + (v - 1) * p.group, total);
+    const bool all_warmup = warmup == total;
+    const int64_t remaining = total - warmup;
+    comm(false, !first_rank, false, false);  // chunk 0's first input
+    for (int64_t k = 0; k < warmup; ++k) {
+      compute();
+      bool recv_prev = !(first_rank && chunk_id(k + 1, true) == 0);
+      if (k == total - 1) recv_prev = false;
+      const bool send_next = !(last_rank && chunk_id(k, true) == v - 1);
+      comm(false, recv_prev, send_next, k == warmup - 1 && !all_warmup && !last_rank);
+    }
+    for (int64_t k = 0; k < remaining; ++k) {
+      const int64_t fk = k + warmup, bk = k;
+      compute();
+      compute();
+      const bool send_next = !(last_rank && chunk_id(fk, true) == v - 1);
+      const bool send_prev = !(first_rank && chunk_id(bk, false) == 0);
+      bool recv_prev = !(first_rank && chunk_id(fk - (pp - 1), true) == v - 1);
+      bool recv_next = !(last_rank && chunk_id(bk - (pp - 1), false) == 0);
+      if (k == remaining - 1) recv_prev = false;
+      comm(send_prev, recv_prev, send_next, recv_next);
+    }
+    if (all_warmup && !last_rank) comm(false, false, false, true);
+    for (int64_t k = remaining; k < total; ++k) {
+      compute();
+      const bool send_prev = !(first_rank && chunk_id(k, false) == 0);
+      bool recv_next = !(last_rank && chunk_id(k + 1, false) == v - 1);
+      if (k == total - 1) recv_next = false;
+      comm(send_prev, false, false, recv_next);
+    }
+  }
+  return items;
+}
+
+// Per channel (src, dst, direction), the bundles posting sends and receives in order.
+struct Channels {
+  struct Ref {
+    size_t rank, item;
+  };
+  std::vector<std::vector<Ref>> sends, recvs;
+};
+
+Channels channels(const std::vector<std::vector<Item>>& items, int64_t pp) {
+  Channels ch;
+  ch.sends.resize(static_cast<size_t>(pp * pp * 2));
+  ch.recvs.resize(ch.sends.size());
+  for (size_t r = 0; r < items.size(); ++r)
+    for (size_t i = 0; i < items[r].size(); ++i)
+      for (const Sub& sb : items[r][i].subs) {
+        const int64_t rank = static_cast<int64_t>(r);
+        const int64_t src = sb.send ? rank : sb.peer, dst = sb.send ? sb.peer : rank;
+        const auto k = static_cast<size_t>((src * pp + dst) * 2 + (sb.to_next ? 1 : 0));
+        (sb.send ? ch.sends : ch.recvs)[k].push_back({r, i});
+      }
+  return ch;
+}
+
+Engine lower_blocking_interleaved(const Program& p, const PipelineCosts& c) {
+  const auto items = interleaved_items(p);
+  Engine e(static_cast<int32_t>(p.pp));
+  std::vector<std::vector<Engine::OpId>> ids(items.size());
+  for (size_t r = 0; r < items.size(); ++r) {
+    const auto& steps = p.ranks[r];
+    for (const Item& it : items[r]) {
+      if (it.step >= 0) {
+        const Step& s = steps[static_cast<size_t>(it.step)];
+        ids[r].push_back(e.add(static_cast<int32_t>(r), Stream::Compute, step_time(c, static_cast<int64_t>(r), s),
+                               compute_label(s)));
+      } else {
+        ids[r].push_back(e.add(static_cast<int32_t>(r), Stream::Compute, 0, {StepKind::P2P, -1, -1}));
+      }
+    }
+  }
+  const Channels ch = channels(items, p.pp);
+  for (size_t k = 0; k < ch.sends.size(); ++k) {
+    TRAINSIM_ASSERT(ch.sends[k].size() == ch.recvs[k].size(), "blocking interleaved bundles do not pair");
+    for (size_t j = 0; j < ch.sends[k].size(); ++j)
+      e.rendezvous(ids[ch.sends[k][j].rank][ch.sends[k][j].item], ids[ch.recvs[k][j].rank][ch.recvs[k][j].item],
+                   c.p2p);
+  }
+  return e;
+}
+
+// --- Asynchronous: data dependencies only. --------------------------------------------------
+Engine lower_async(const Program& p, const PipelineCosts& c) {
+  const int64_t pp = p.pp, v = p.v, mbc = p.mbc, stages = pp * v;
+  Engine e(static_cast<int32_t>(pp));
+  // Op ids per (virtual stage, micro-batch): compute forward / backward, and the transfer each
+  // sends downstream (forward activations) or upstream (input gradients).
+  const auto n = static_cast<size_t>(stages * mbc);
+  std::vector<Engine::OpId> fwd(n, -1), bwd(n, -1), send_fwd(n, -1), send_bwd(n, -1);
+  for (int64_t r = 0; r < pp; ++r) {
+    const auto rr = static_cast<int32_t>(r);
+    for (const Step& s : p.ranks[static_cast<size_t>(r)]) {
+      const int64_t vs = s.chunk * pp + r;
+      const auto at = static_cast<size_t>(vs * mbc + s.mb);
+      const Engine::OpId id = e.add(rr, Stream::Compute, step_time(c, r, s), compute_label(s));
+      if (s.pass == Pass::Forward) {
+        fwd[at] = id;
+        if (vs + 1 < stages) {
+          send_fwd[at] = e.add(rr, Stream::PpForward, c.p2p, {StepKind::P2P, s.chunk, s.mb});
+          e.depends(send_fwd[at], id);
+        }
+      } else if (s.pass == Pass::Backward) {
+        bwd[at] = id;
+        if (vs > 0) {
+          send_bwd[at] = e.add(rr, Stream::PpBackward, c.p2p, {StepKind::P2P, s.chunk, s.mb});
+          e.depends(send_bwd[at], id);
+        }
+      }
+    }
+  }
+  for (int64_t r = 0; r < pp; ++r)
+    for (const Step& s : p.ranks[static_cast<size_t>(r)]) {
+      const int64_t vs = s.chunk * pp + r;
+      const auto at = static_cast<size_t>(vs * mbc + s.mb);
+      if (s.pass == Pass::Forward && vs > 0) {
+        e.depends(fwd[at], send_fwd[at - static_cast<size_t>(mbc)]);
+      } else if (s.pass == Pass::Backward) {
+        e.depends(bwd[at], vs + 1 < stages ? send_bwd[at + static_cast<size_t>(mbc)] : fwd[at]);
+      }
+    }
+  // A weight-gradient step follows its input-gradient step on the same stream: no link needed.
+  return e;
+}
+
+}  // namespace
+
+std::string blocking_problem(const Program& p) {
+  if (p.split_backward) return "a split-backward (zero-bubble) schedule needs asynchronous p2p";
+  if (p.v == 1) return "";
+  const auto items = interleaved_items(p);
+  const Channels ch = channels(items, p.pp);
+  for (size_t k = 0; k < ch.sends.size(); ++k)
+    if (ch.sends[k].size() != ch.recvs[k].size()) {
+      const size_t src = k / 2 / static_cast<size_t>(p.pp), dst = k / 2 % static_cast<size_t>(p.pp);
+      return strprintf("Megatron's synchronous interleaved schedule posts %zu sends but %zu receives from "
+                       "rank %zu to rank %zu for pp %lld, %lld chunks, %lld micro-batches in groups of %lld",
+                       ch.sends[k].size(), ch.recvs[k].size(), src, dst, static_cast<long long>(p.pp),
+                       static_cast<long long>(p.v), static_cast<long long>(p.mbc),
+                       static_cast<long long>(p.group));
+    }
+  return "";
+}
+
+Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode) {
+  TRAINSIM_ASSERT(costs.chunks.size() == p.ranks.size(), "pipeline costs do not match the program");
+  if (mode == P2PMode::Async || p.pp == 1) return lower_async(p, costs);
+  TRAINSIM_ASSERT(blocking_problem(p).empty(), "blocking lowering of a program it cannot pair");
+  return p.v == 1 ? lower_blocking_1f1b(p, costs) : lower_blocking_interleaved(p, costs);
+}
+
+}  // namespace trainsim

@@ -1,0 +1,36 @@
+// Lowering a schedule program onto the engine: compute steps on each rank's compute stream and
+// the pipeline transfers between virtual stages, blocking (rendezvous bundles, as Megatron's
+// batched send/recv calls) or asynchronous (transfers on the sender's p2p streams; the consumer
+// waits for the data, as Megatron's overlap_p2p_comm).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "schedule/program.h"
+
+namespace trainsim {
+
+/// Durations of one virtual chunk's passes for one micro-batch (seconds). `bwd` is the whole
+/// backward, or only its input-gradient half when the program splits the backward.
+struct ChunkTimes {
+  double fwd = 0, bwd = 0, bwd_weight = 0;
+};
+
+struct PipelineCosts {
+  std::vector<std::vector<ChunkTimes>> chunks;  // [rank][chunk]
+  double p2p = 0;                               // one activation / gradient transfer
+};
+
+enum class P2PMode { Blocking, Async };
+
+/// Why blocking bundles cannot pair the program's transfers ("" when they can). Blocking
+/// lowering exists for non-split programs; interleaved ones pair only when Megatron's
+/// recv_tensor_from_previous_stage rules post as many receives as the peer sends.
+[[nodiscard]] std::string blocking_problem(const Program& p);
+
+/// Builds the engine for `p`. Blocking mode requires blocking_problem(p) to be empty.
+[[nodiscard]] Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode);
+
+}  // namespace trainsim

@@ -1,0 +1,98 @@
+#include "schedule/program.h"
+
+#include <algorithm>
+#include <deque>
+
+namespace trainsim {
+namespace {
+
+Program empty_program(int64_t pp, int64_t v, int64_t mbc) {
+  Program p;
+  p.pp = pp;
+  p.v = v;
+  p.mbc = mbc;
+  p.ranks.resize(static_cast<size_t>(pp));
+  return p;
+}
+
+Step step(int64_t chunk, int64_t mb, Pass pass) {
+  return {static_cast<int32_t>(chunk), static_cast<int32_t>(mb), pass};
+}
+
+}  // namespace
+
+Program one_f_one_b(int64_t pp, int64_t mbc) {
+  Program p = empty_program(pp, 1, mbc);
+  for (int64_t r = 0; r < pp; ++r) {
+    auto& s = p.ranks[static_cast<size_t>(r)];
+    s.reserve(static_cast<size_t>(2 * mbc));
+    const int64_t warmup = std::min(pp - r - 1, mbc);
+    for (int64_t i = 0; i < warmup; ++i) s.push_back(step(0, i, Pass::Forward));
+    for (int64_t i = 0; i < mbc - warmup; ++i) {
+      s.push_back(step(0, warmup + i, Pass::Forward));
+      s.push_back(step(0, i, Pass::Backward));
+    }
+    for (int64_t i = mbc - warmup; i < mbc; ++i) s.push_back(step(0, i, Pass::Backward));
+  }
+  return p;
+}
+
+std::vector<TableEntry> interleaved_table(int64_t v, int64_t mbc, int64_t group) {
+  std::vector<TableEntry> table;
+  table.reserve(static_cast<size_t>(mbc * v));
+  for (int64_t min_mb = 0; min_mb < mbc; min_mb += group)
+    for (int64_t c = 0; c < v; ++c)
+      for (int64_t mb = min_mb; mb < std::min(mbc, min_mb + group); ++mb) table.push_back({mb, c});
+  return table;
+}
+
+Program interleaved(int64_t pp, int64_t v, int64_t mbc, int64_t group) {
+  Program p = empty_program(pp, v, mbc);
+  p.group = group;
+  const auto table = interleaved_table(v, mbc, group);
+  const int64_t total = mbc * v;
+  auto fwd = [&](int64_t k) {
+    const TableEntry& t = table[static_cast<size_t>(k)];
+    return step(t.chunk, t.mb, Pass::Forward);
+  };
+  auto bwd = [&](int64_t k) {
+    const TableEntry& t = table[static_cast<size_t>(k)];
+    return step(v - 1 - t.chunk, t.mb, Pass::Backward);
+  };
+  for (int64_t r = 0; r < pp; ++r) {
+    auto& s = p.ranks[static_cast<size_t>(r)];
+    s.reserve(static_cast<size_t>(2 * total));
+    const int64_t warmup = std::min((pp - r - 1) * 2 + (v - 1) * group, total);
+    for (int64_t k = 0; k < warmup; ++k) s.push_back(fwd(k));
+    for (int64_t k = 0; k < total - warmup; ++k) {
+      s.push_back(fwd(warmup + k));
+      s.push_back(bwd(k));
+    }
+    for (int64_t k = total - warmup; k < total; ++k) s.push_back(bwd(k));
+  }
+  return p;
+}
+
+Program zero_bubble_h1(int64_t pp, int64_t mbc) {
+  Program p = empty_program(pp, 1, mbc);
+  p.split_backward = true;
+  const Program base = one_f_one_b(pp, mbc);
+  for (int64_t r = 0; r < pp; ++r) {
+    auto& s = p.ranks[static_cast<size_t>(r)];
+    s.reserve(static_cast<size_t>(3 * mbc));
+    std::deque<int32_t> pending;
+    for (const Step& st : base.ranks[static_cast<size_t>(r)]) {
+      s.push_back(st);
+      if (st.pass != Pass::Backward) continue;
+      pending.push_back(st.mb);
+      if (static_cast<int64_t>(pending.size()) > r) {
+        s.push_back({0, pending.front(), Pass::BackwardWeight});
+        pending.pop_front();
+      }
+    }
+    for (int32_t mb : pending) s.push_back({0, mb, Pass::BackwardWeight});
+  }
+  return p;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,176 @@
+// The Plan: chunks per rank and virtual stage, schedule choice per mode, content keys.
+#include "plan/plan.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "estimate/estimate.h"
+#include "test_presets.h"
+
+namespace trainsim {
+namespace {
+
+StrategyConfig strategy(int64_t pp, int64_t v, int64_t mbc) {
+  StrategyConfig s = load_strategy(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4})", "s.json");
+  s.world_size = 8 * pp;
+  s.tp_size = 2;
+  s.pp_size = pp;
+  s.interleaving_size = v;
+  s.micro_batch_num = mbc;
+  return s;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+const PlanSources kSrc{"m.json", "s.json", "y.json"};
+
+class PlanResolveTest : public ::testing::Test {
+ protected:
+  ModelConfig m_ = test::preset_model("llama3-8b");
+  SystemConfig sys_ = test::preset_system("h100-sxm-80g");
+};
+
+TEST_F(PlanResolveTest, VirtualStagesTakeLayersInModelOrder) {
+  const StrategyConfig s = strategy(4, 2, 8);
+  const Plan p = resolve_plan(m_, s, sys_, Mode::Default);
+  EXPECT_EQ(p.schedule, ScheduleKind::Interleaved);
+  EXPECT_EQ(p.p2p, P2PMode::Async);  // Megatron's overlap_p2p_comm default
+  ASSERT_EQ(p.chunks.size(), 4u);
+  for (const auto& rank : p.chunks) {
+    ASSERT_EQ(rank.size(), 2u);
+    for (const auto& c : rank) EXPECT_EQ(c.layers, 4);
+  }
+  EXPECT_TRUE(p.chunks[0][0].embedding);
+  EXPECT_FALSE(p.chunks[0][1].embedding);
+  EXPECT_TRUE(p.chunks[3][1].head);
+  EXPECT_FALSE(p.chunks[3][0].head);
+}
+
+TEST_F(PlanResolveTest, UnevenStagesWithInterleaving) {
+  StrategyConfig s = strategy(4, 2, 8);
+  s.num_layers_in_first_pipeline_stage = 4;
+  s.num_layers_in_last_pipeline_stage = 4;  // 24 layers left: 12 per middle stage
+  const Plan p = resolve_plan(m_, s, sys_, Mode::Default);
+  EXPECT_EQ(p.chunks[0][0].layers, 2);
+  EXPECT_EQ(p.chunks[1][0].layers, 6);
+  EXPECT_EQ(p.chunks[2][1].layers, 6);
+  EXPECT_EQ(p.chunks[3][1].layers, 2);
+  EXPECT_NE(error_of([&] { (void)resolve_plan(m_, s, sys_, Mode::SimuMax12, kSrc); }).find("SimuMax 1.2 needs an even layer split"),
+            std::string::npos);
+}
+
+// DeepSeek-V2-Lite style: 3 leading dense layers over 2-layer virtual chunks land on virtual
+// stages 0 (rank 0 chunk 0) and 1 (rank 1 chunk 0).
+TEST_F(PlanResolveTest, LeadingDenseLayersFollowModelOrder) {
+  ModelConfig moe = test::preset_model("mixtral-8x7b");
+  moe.dense_layers = 3;
+  moe.layer_num = 16;
+  StrategyConfig s = strategy(4, 2, 8);
+  s.tp_size = 1;
+  s.ep_size = 8;
+  const Plan p = resolve_plan(moe, s, sys_, Mode::Default);
+  EXPECT_EQ(p.chunks[0][0].dense_layers, 2);
+  EXPECT_EQ(p.chunks[1][0].dense_layers, 1);
+  EXPECT_EQ(p.chunks[2][0].dense_layers, 0);
+  EXPECT_EQ(p.chunks[0][1].dense_layers, 0);
+}
+
+// The case that hit an internal assertion: llama3-8b with 16 layers, tp2 pp4, interleaving 2,
+// 5 micro-batches. Megatron runs it; SimuMax 1.2's synchronous replay cannot pair it.
+TEST_F(PlanResolveTest, InterleavedWithMicroBatchesNotAMultipleOfPp) {
+  ModelConfig m = m_;
+  m.layer_num = 16;
+  StrategyConfig s = strategy(4, 2, 5);
+  const Estimate e = estimate(m, s, sys_);
+  EXPECT_GT(e.iteration_time_s, 0);
+  EXPECT_EQ(e.schedule, "interleaved_1f1b");
+  s.pp_comm_async = false;
+  EXPECT_EQ(error_of([&] { (void)resolve_plan(m, s, sys_, Mode::Default, kSrc); }),
+            "s.json: /pp_comm_async: Megatron's synchronous interleaved schedule posts 5 sends but 6 receives "
+            "from rank 0 to rank 3 for pp 4, 2 chunks, 5 micro-batches in groups of 4; set pp_comm_async "
+            "true (Megatron's overlap_p2p_comm default) for the asynchronous schedule");
+  StrategyConfig t = strategy(2, 2, 4);  // pp 2: Megatron runs it, SimuMax 1.2 refuses it
+  t.pp_comm_async = false;
+  EXPECT_GT(estimate(m, t, sys_).iteration_time_s, 0);
+}
+
+TEST_F(PlanResolveTest, PartialGroupThatCannotProgressIsAnInputError) {
+  ModelConfig m = m_;
+  m.layer_num = 48;
+  const StrategyConfig s = strategy(4, 3, 5);  // groups of 4: the last holds one micro-batch
+  EXPECT_EQ(error_of([&] { (void)resolve_plan(m, s, sys_, Mode::Default, kSrc); }),
+            "s.json: /micro_batch_num: Megatron's interleaved order cannot make progress with pp_size 4, "
+            "interleaving_size 3, micro_batch_num 5 in groups of 4 (the partial last group leaves rank 0 "
+            "waiting on its own backward); use a micro_batch_num that is a multiple of the group");
+}
+
+TEST_F(PlanResolveTest, ZeroBubbleIsADefaultModeSchedule) {
+  StrategyConfig s = strategy(4, 1, 8);
+  s.pipeline_schedule = "zero_bubble_h1";
+  const Plan p = resolve_plan(m_, s, sys_, Mode::Default);
+  EXPECT_EQ(p.schedule, ScheduleKind::ZeroBubbleH1);
+  EXPECT_EQ(error_of([&] { (void)resolve_plan(m_, s, sys_, Mode::SimuMax12, kSrc); }),
+            "s.json: /pipeline_schedule: SimuMax 1.2 has no zero-bubble schedule; use the default mode");
+}
+
+// ZB-H1 against 1F1B on the same plan: the same work, less bubble, and at most pp micro-batches
+// in flight on every rank (1F1B's first-stage peak).
+TEST_F(PlanResolveTest, ZeroBubbleH1IsFasterWithTheSamePeakMicroBatches) {
+  StrategyConfig s = strategy(4, 1, 8);
+  const Estimate base = estimate(m_, s, sys_);
+  s.pipeline_schedule = "zero_bubble_h1";
+  const Estimate zb = estimate(m_, s, sys_);
+  EXPECT_LT(zb.pipeline_s, base.pipeline_s);
+  EXPECT_GT(zb.pipeline_s, 8 * (base.stage_times[0].fwd_per_mb_s + base.stage_times[0].bwd_per_mb_s));
+  for (const auto& st : zb.stages) EXPECT_EQ(st.in_flight_micro_batches, 4);
+  EXPECT_EQ(base.stages[0].in_flight_micro_batches, 4);
+  EXPECT_EQ(base.stages.back().in_flight_micro_batches, 1);
+}
+
+TEST_F(PlanResolveTest, ChunkKeyIgnoresPipelineOnlyFields) {
+  const StrategyConfig a = strategy(2, 1, 8);
+  StrategyConfig b = strategy(4, 1, 16);
+  b.zero_state = 3;
+  EXPECT_EQ(chunk_strategy_hash(a), chunk_strategy_hash(b));
+  b.tp_size = 4;
+  EXPECT_NE(chunk_strategy_hash(a), chunk_strategy_hash(b));
+  ModelConfig m2 = m_;
+  EXPECT_EQ(content_hash(m2), content_hash(m_));
+  m2.vocab_size += 1;
+  EXPECT_NE(content_hash(m2), content_hash(m_));
+}
+
+// The estimate cache keys chunks by the networks of kChunkGroups only: no leaf may talk over
+// another group.
+TEST(ChunkGroupsTest, LeavesCommunicateOverChunkGroupsOnly) {
+  for (const char* name : {"llama3-8b", "mixtral-8x7b", "deepseek-v2-lite"}) {
+    const ModelConfig m = test::preset_model(name);
+    StrategyConfig s = strategy(1, 1, 4);
+    s.tp_size = m.is_mla() ? 1 : 2;
+    s.cp_size = m.is_mla() ? 1 : 2;
+    s.ep_size = m.is_moe() ? 4 : 1;
+    s.etp_size = m.is_moe() ? 2 : 1;
+    s.world_size = 64;
+    const Chunk c = build_chunk(m, s, padded_vocab_size(m.vocab_size, s.tp_size), {true, true, 2, 1, 0});
+    auto check = [&](const Leaf& l) {
+      for (const auto& phase : l.comms)
+        for (const auto& call : phase)
+          EXPECT_NE(std::find(std::begin(kChunkGroups), std::end(kChunkGroups), call.group), std::end(kChunkGroups))
+              << name << " " << l.name;
+    };
+    for (const auto& l : c.pre) check(l);
+    for (const auto& l : c.post) check(l);
+    for (const auto& t : c.templates)
+      for (const auto& l : t.leaves) check(l);
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
