@@ -5,9 +5,9 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= 2
 CMAKE_ARGS ?=
 PACKAGES  := cmake g++ make pkg-config nlohmann-json3-dev libgtest-dev libgmock-dev \
-             libopenmpi-dev openmpi-bin
+             libopenmpi-dev openmpi-bin libbenchmark-dev
 
-.PHONY: all setup configure build run test asan clean
+.PHONY: all setup configure build run test asan bench clean
 
 all: build
 
@@ -35,6 +35,10 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+# Estimate speed on the 128 golden cases (Google Benchmark; figures in docs/cost-model.md).
+bench: build
+	./$(BUILD_DIR)/bin/estimate_bench --benchmark_min_time=0.05
 
 # The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (CPU parts only).
 asan: setup

@@ -6,10 +6,14 @@
 
 namespace trainsim {
 
-void EfficiencyLog::miss(const std::string& op, const std::string& key, double flops, double used) {
-  for (const auto& m : misses)
-    if (m.op == op && m.key == key) return;
-  misses.push_back({op, key, flops, used});
+void EfficiencyLog::miss(std::string_view op, const std::string& key, double flops, double used) {
+  std::string id;
+  id.reserve(op.size() + 1 + key.size());
+  id.append(op);
+  id += '\n';
+  id += key;
+  if (!seen_.insert(std::move(id)).second) return;
+  misses.push_back({std::string(op), key, flops, used});
 }
 
 double memory_time(const SystemConfig& sys, double bytes, const char* bw_name) {

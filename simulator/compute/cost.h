@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "config/system_config.h"
@@ -18,7 +20,10 @@ struct EfficiencyLog {
   };
   std::vector<Miss> misses;
   int64_t hits = 0;
-  void miss(const std::string& op, const std::string& key, double flops, double used);
+  void miss(std::string_view op, const std::string& key, double flops, double used);
+
+ private:
+  std::unordered_set<std::string> seen_;  // op + '\n' + key of every miss recorded
 };
 
 /// Seconds for one kernel: max(flops/(peak·eff), bytes/(bw·eff) + latency) in roofline mode.

@@ -166,6 +166,7 @@ void merge_comm(SystemConfig& sys, const std::string& comm_json_text, const std:
   comm["complete"] = complete;
   p["comm_bench"] = comm;
   sys.provenance_json = p.dump();
+  refresh_fingerprint(sys);
 }
 
 }  // namespace trainsim

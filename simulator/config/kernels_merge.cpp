@@ -128,6 +128,7 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
   if (!doc.method_json.empty()) k["method"] = nlohmann::json::parse(doc.method_json);
   prov["kernels"] = k;
   sys.provenance_json = prov.dump();
+  refresh_fingerprint(sys);
 }
 
 }  // namespace trainsim

@@ -29,6 +29,8 @@ struct ModelConfig {
   double capacity = 1;
   std::string group_linear_mode = "parallel";  // "parallel" (grouped GEMM) or "serial"
 
+  bool operator==(const ModelConfig&) const = default;
+
   [[nodiscard]] bool is_moe() const { return model_type == "moe"; }
   [[nodiscard]] bool is_mla() const { return attention_type == "mla"; }
   /// Expert FFN size (falls back to the dense intermediate size, as the peer does).

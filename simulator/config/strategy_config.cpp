@@ -185,6 +185,35 @@ std::string strategy_to_json_text(const StrategyConfig& s) {
   return j.dump(1) + "\n";
 }
 
+uint64_t strategy_hash(const StrategyConfig& s) {
+  // FNV-1a over every field, in the order of the tables the reader and writer share.
+  uint64_t h = 1469598103934665603ull;
+  auto bytes = [&](const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) {
+      h ^= b[i];
+      h *= 1099511628211ull;
+    }
+  };
+  auto num = [&](int64_t v) { bytes(&v, sizeof v); };
+  auto str = [&](const std::string& v) {
+    num(static_cast<int64_t>(v.size()));
+    bytes(v.data(), v.size());
+  };
+  for (const auto& f : kIntFields) num(s.*f.ptr);
+  for (const auto& f : kStrFields) str(s.*f.ptr);
+  for (const auto& f : kBoolFields) num(s.*f.ptr ? 1 : 0);
+  for (const auto& f : kOptIntFields) num((s.*f.ptr).has_value() ? *(s.*f.ptr) : INT64_MIN);
+  for (const auto& f : kOptStrFields) {
+    num((s.*f.ptr).has_value() ? 1 : 0);
+    str((s.*f.ptr).value_or(""));
+  }
+  bytes(&s.attention_sparse_ratio, sizeof s.attention_sparse_ratio);
+  bytes(&s.mem_factor, sizeof s.mem_factor);
+  for (const auto& m : s.megatron_recompute_modules) str(m);
+  return h;
+}
+
 bool version_at_least(const std::optional<std::string>& version, const char* min) {
   if (!version) return false;
   auto parse = [](const std::string& v) {

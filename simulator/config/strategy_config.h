@@ -75,6 +75,8 @@ struct StrategyConfig {
 /// Parses a strategy JSON document; throws ConfigError listing every problem.
 [[nodiscard]] StrategyConfig load_strategy(const std::string& text, const std::string& source);
 [[nodiscard]] std::string strategy_to_json_text(const StrategyConfig& s);
+/// 64-bit hash of every field (the fields strategy_to_json_text writes).
+[[nodiscard]] uint64_t strategy_hash(const StrategyConfig& s);
 
 /// Compares dotted versions ("2.11.0" ≥ "2.8.0"); a missing version is older than every version.
 [[nodiscard]] bool version_at_least(const std::optional<std::string>& version, const char* min);

@@ -107,14 +107,16 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
         r.req("tflops", tflops);
         r.req("efficient_factor", op.efficient_factor);
         op.has_accurate = r.has("accurate_efficient_factor");
-        r.opt("accurate_efficient_factor", op.accurate);
+        std::map<std::string, double> accurate;
+        r.opt("accurate_efficient_factor", accurate);
         r.finish();
         if (!(tflops > 0) && it.value().is_object() && it.value().contains("tflops"))
           issues.add(p + "/tflops", "must be > 0");
         // 0 is allowed (the peer ships unmeasured fp8 classes as 0); a plan using it is rejected.
         if (op.efficient_factor < 0) issues.add(p + "/efficient_factor", "must be ≥ 0");
-        for (const auto& [key, eff] : op.accurate)
+        for (const auto& [key, eff] : accurate)
           if (!(eff > 0)) issues.add(p + "/accurate_efficient_factor/" + key, "must be > 0");
+        op.accurate.insert(accurate.begin(), accurate.end());
         op.peak_flops = tflops * kTera;
         sys.ops[it.key()] = std::move(op);
       }
@@ -165,7 +167,19 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
   }
   top.finish();
   issues.throw_if_any();
+  refresh_fingerprint(sys);
   return sys;
+}
+
+void refresh_fingerprint(SystemConfig& sys) {
+  sys.fingerprint = 0;
+  const std::string text = system_to_json_text(sys, -1);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  sys.fingerprint = h == 0 ? 1 : h;
 }
 
 namespace {

@@ -1,9 +1,11 @@
 // System (hardware) description in the SimuMax-compatible JSON format, held in SI units.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 namespace trainsim {
 
@@ -12,7 +14,8 @@ struct ComputeOpConfig {
   double peak_flops = 0;         // FLOP/s (JSON `tflops` × 1e12)
   double efficient_factor = 0;   // fallback efficiency for shapes not in `accurate`
   bool has_accurate = false;     // the JSON had an `accurate_efficient_factor` member
-  std::map<std::string, double> accurate;  // shape key → measured efficiency
+  // Shape key → measured efficiency: hashed, as every estimate looks up hundreds of long keys.
+  std::unordered_map<std::string, double> accurate;
 };
 
 /// A bandwidth class (`accelerator.bandwidth.<name>` or `networks.<group>.bandwidth`).
@@ -41,7 +44,7 @@ struct NetOpConfig {
 struct NetworkConfig {
   double processor_usage = 0;
   BandwidthConfig bandwidth;
-  std::map<std::string, NetOpConfig> ops;  // all_reduce, all_gather, reduce_scatter, p2p, all2all
+  std::map<std::string, NetOpConfig, std::less<>> ops;  // all_reduce, all_gather, reduce_scatter, p2p, all2all
 };
 
 enum class CostMode { Roofline, OnlyCompute };
@@ -54,8 +57,9 @@ struct SystemConfig {
   std::string backend = "cuda";
   double mem_bytes = 0;          // JSON `mem_gbs` (GiB)
   CostMode mode = CostMode::Roofline;
-  std::map<std::string, ComputeOpConfig> ops;
-  std::map<std::string, BandwidthConfig> bandwidths;
+  // Transparent comparators: ops are looked up by const char* without building a string.
+  std::map<std::string, ComputeOpConfig, std::less<>> ops;
+  std::map<std::string, BandwidthConfig, std::less<>> bandwidths;
   bool intra_with_pcie = false;
   std::map<std::string, NetworkConfig> networks;
   /// trainsim extensions (ignored by the peer): schema version, free-text description and
@@ -63,7 +67,13 @@ struct SystemConfig {
   std::string schema_version;
   std::string description;
   std::string provenance_json;
+  /// Hash of the content (canonical JSON), set by load_system; code that edits a system in
+  /// place calls refresh_fingerprint. Estimate caches key on it, so it must follow the content.
+  uint64_t fingerprint = 0;
 };
+
+/// Recomputes `sys.fingerprint` from its content.
+void refresh_fingerprint(SystemConfig& sys);
 
 /// Parses a system JSON document. Throws ConfigError listing every problem, each naming
 /// `source` and the JSON path.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <unordered_map>
 
 #include "comm/collective.h"
@@ -201,8 +202,8 @@ ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded
 }  // namespace
 
 struct EstimateCache::Impl {
-  uint64_t model_hash = 0, system_hash = 0;
-  bool bound = false;
+  std::optional<ModelConfig> model;  // compared by content on every call
+  uint64_t system_hash = 0;
   std::unordered_map<std::string, ChunkResult> chunks;
   int64_t hits = 0, misses = 0;
 };
@@ -225,12 +226,11 @@ class ChunkResults {
   ChunkResults(const Env& env, const Plan& plan, EstimateCache* cache) : env_(env), plan_(plan), cache_(cache) {
     if (!cache_) return;
     EstimateCache::Impl& c = cache_->impl();
-    const uint64_t mh = content_hash(env.m), sh = content_hash(env.sys);
-    if (!c.bound || c.model_hash != mh || c.system_hash != sh) {
+    const uint64_t sh = content_hash(env.sys);
+    if (!c.model || !(*c.model == env.m) || c.system_hash != sh) {
       c.chunks.clear();
-      c.model_hash = mh;
+      c.model = env.m;
       c.system_hash = sh;
-      c.bound = true;
     }
     const uint64_t strategy = chunk_strategy_hash(env.s);
     base_key_.append(reinterpret_cast<const char*>(&strategy), sizeof strategy);

@@ -611,6 +611,7 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
     LayerTemplate t;
     t.moe = moe;
     std::vector<Leaf>& L = t.leaves;
+    L.reserve(32);
     const double h = static_cast<double>(m.head_num), kv = static_cast<double>(m.kv_head_num);
     L.push_back(layer_norm(c, "input_layernorm"));
     if (m.is_mla()) {

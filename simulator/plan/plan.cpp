@@ -173,17 +173,10 @@ uint64_t content_hash(const ModelConfig& m) {
 }
 
 uint64_t content_hash(const SystemConfig& sys) {
-  Fnv f;
-  f.str(sys.sys_name);
-  f.num(static_cast<double>(sys.num_per_node));
-  f.num(sys.mem_bytes);
-  f.num(static_cast<double>(sys.mode));
-  f.num(sys.fc8 ? 1 : 0);
-  f.num(sys.has_fc8 ? 1 : 0);
-  f.num(sys.intra_with_pcie ? 1 : 0);
-  // The tables, via the writer the system files round-trip through.
-  f.str(system_to_json_text(sys, -1));
-  return f.h;
+  if (sys.fingerprint != 0) return sys.fingerprint;
+  SystemConfig copy = sys;
+  refresh_fingerprint(copy);
+  return copy.fingerprint;
 }
 
 uint64_t chunk_strategy_hash(const StrategyConfig& s) {
@@ -204,9 +197,7 @@ uint64_t chunk_strategy_hash(const StrategyConfig& s) {
   c.enable_straggler_model = d.enable_straggler_model;
   c.recompute_layer_num = d.recompute_layer_num;  // per chunk it is ChunkSpec::recompute_layers
   c.mem_factor = d.mem_factor;
-  Fnv f;
-  f.str(strategy_to_json_text(c));
-  return f.h;
+  return strategy_hash(c);
 }
 
 }  // namespace trainsim

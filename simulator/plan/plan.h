@@ -59,8 +59,8 @@ struct Plan {
 /// independent data-parallel replicas that must all arrive (1 when disabled or single).
 [[nodiscard]] double straggler_ratio(const StrategyConfig& s, const SystemConfig& sys);
 
-/// 64-bit content hashes (FNV-1a over the canonical JSON of the config; the system over its
-/// tables). Cache keys derive from these, never from addresses.
+/// 64-bit content hashes (FNV-1a over the canonical JSON of the config; the system's is its
+/// fingerprint, computed at load). Cache keys derive from these, never from addresses.
 [[nodiscard]] uint64_t content_hash(const ModelConfig& m);
 [[nodiscard]] uint64_t content_hash(const SystemConfig& sys);
 /// Hash of the strategy fields the op graph of one chunk can read: every field, with the ones

@@ -1,0 +1,105 @@
+// Estimate speed on the 128 golden cases (tests/data/golden): one benchmark per case in one
+// process, as `trainsim batch` runs them, then the median over cases. Usage:
+//   build/bin/estimate_bench [--golden DIR] [google-benchmark flags]
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "config/presets.h"
+#include "estimate/estimate.h"
+
+namespace {
+
+struct Case {
+  std::string name;
+  trainsim::ModelConfig m;
+  trainsim::StrategyConfig s;
+  const trainsim::SystemConfig* sys;
+};
+
+// Collects each case's CPU time per iteration for the median.
+class MedianReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const auto& r : runs)
+      if (r.run_type == Run::RT_Iteration)
+        (r.benchmark_name().rfind("cached/", 0) == 0 ? cached_us : cpu_us).push_back(r.GetAdjustedCPUTime());
+    ConsoleReporter::ReportRuns(runs);
+  }
+  std::vector<double> cpu_us, cached_us;
+};
+
+void print_median(const char* what, std::vector<double>& t) {
+  if (t.empty()) return;
+  std::sort(t.begin(), t.end());
+  std::printf("%s: %zu golden cases, CPU time per estimate: median %.1f us, min %.1f us, max %.1f us\n", what,
+              t.size(), t[t.size() / 2], t.front(), t.back());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir = std::string(TRAINSIM_SOURCE_DIR) + "/tests/data/golden";
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--golden") == 0 && i + 1 < argc) {
+      dir = argv[++i];
+      continue;
+    }
+    rest.push_back(argv[i]);
+  }
+  int n = static_cast<int>(rest.size());
+  benchmark::Initialize(&n, rest.data());
+  try {
+    std::map<std::string, trainsim::SystemConfig> systems;
+    std::vector<Case> cases;
+    std::ifstream csv(dir + "/expected.csv");
+    if (!csv) throw trainsim::Error("cannot read " + dir + "/expected.csv");
+    std::string line;
+    std::getline(csv, line);
+    while (std::getline(csv, line)) {
+      std::stringstream ss(line);
+      std::string name, system;
+      std::getline(ss, name, ',');
+      std::getline(ss, system, ',');
+      if (!systems.count(system)) {
+        const std::string path = dir + "/systems/" + system + ".json";
+        systems.emplace(system, trainsim::load_system(trainsim::read_file(path), path));
+      }
+      const std::string base = dir + "/cases/" + name + "/";
+      cases.push_back({name, trainsim::load_model(trainsim::read_file(base + "model.json"), base + "model.json"),
+                       trainsim::load_strategy(trainsim::read_file(base + "strategy.json"), base + "strategy.json"),
+                       &systems.at(system)});
+    }
+    for (const Case& c : cases)
+      benchmark::RegisterBenchmark(c.name.c_str(), [&c](benchmark::State& st) {
+        for (auto _ : st)
+          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::SimuMax12));
+      })->Unit(benchmark::kMicrosecond);
+    // The same estimates with warm chunk results (as the search's candidates sharing chunks):
+    // what the schedule engine, memory and the rest cost without the op graph.
+    for (const Case& c : cases)
+      benchmark::RegisterBenchmark(("cached/" + c.name).c_str(), [&c](benchmark::State& st) {
+        trainsim::EstimateCache cache;
+        (void)trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::SimuMax12);
+        for (auto _ : st)
+          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::SimuMax12));
+      })->Unit(benchmark::kMicrosecond);
+    MedianReporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    print_median("estimate", reporter.cpu_us);
+    print_median("estimate with warm chunk cache", reporter.cached_us);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "estimate_bench: %s\n", e.what());
+    return 1;
+  }
+  benchmark::Shutdown();
+  return 0;
+}
