@@ -6,6 +6,7 @@ list(APPEND TRAINSIM_TEST_SOURCES
   ${PROJECT_SOURCE_DIR}/tests/comm_bench/nccl_tests_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/comm_bench/results_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/comm_bench/comm_merge_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/comm_bench/launch_test.cpp
 )
 list(APPEND TRAINSIM_TEST_LIBS comm_bench_host)
 

@@ -6,6 +6,13 @@ list(APPEND TRAINSIM_TEST_SOURCES
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/stats_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/runner_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/merge_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/timing_loop_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/device_errors_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/gemm_config_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/launch_shapes_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/reference_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/self_check_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/sdpa_graph_test.cpp
 )
 list(APPEND TRAINSIM_TEST_LIBS kernels_bench_host)
 
@@ -41,3 +48,13 @@ add_test(NAME KernelsSystemBuildNeedsBase
                  --out ${PROJECT_BINARY_DIR}/unused.json)
 set_tests_properties(KernelsSystemBuildNeedsBase PROPERTIES
   PASS_REGULAR_EXPRESSION "system build: --base is required")
+
+# calibrate_node.sh validates its arguments before touching a GPU.
+add_test(NAME CalibrateNodeBudgetTooSmall
+         COMMAND bash ${PROJECT_SOURCE_DIR}/kernels_bench/calibrate_node.sh --budget-min 2 --bin-dir ${PROJECT_BINARY_DIR}/bin)
+set_tests_properties(CalibrateNodeBudgetTooSmall PROPERTIES
+  PASS_REGULAR_EXPRESSION "calibrate_node.sh: --budget-min '2': expected whole minutes ≥ 5")
+add_test(NAME CalibrateNodeUnknownArgument
+         COMMAND bash ${PROJECT_SOURCE_DIR}/kernels_bench/calibrate_node.sh --budget 20)
+set_tests_properties(CalibrateNodeUnknownArgument PROPERTIES
+  PASS_REGULAR_EXPRESSION "calibrate_node.sh: unknown argument '--budget' \\(see --help\\)")
