@@ -26,6 +26,7 @@ namespace comm_bench {
 namespace {
 
 constexpr int kElemBytes = 2;  // bf16
+constexpr uint64_t kSelfCheckMaxBytes = uint64_t{256} << 20;  // largest self-check all-reduce
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -166,10 +167,10 @@ void destroy_comm(ncclComm_t comm, double timeout_s) {
 }
 
 // --self-check: every collective on the world communicator (and send/recv between ranks 0 and
-// 1) must deliver exactly the expected sums and copies (launch.h), and the all-reduce time must
-// grow with size. Every rank learns the verdict; a failure stops all of them.
-void run_self_check(const World& w, ncclComm_t world, char* send, char* recv, uint64_t max_bytes, cudaStream_t stream,
-                    cudaEvent_t start, cudaEvent_t stop, const Options& o) {
+// 1) must deliver exactly the expected sums and copies (launch.h) on 64 KiB, and the all-reduce
+// time must grow with size up to kSelfCheckMaxBytes (the buffers hold at least that). Every rank learns the verdict; a failure stops all of them.
+void run_self_check(const World& w, ncclComm_t world, char* send, char* recv, cudaStream_t stream, cudaEvent_t start,
+                    cudaEvent_t stop, const Options& o) {
   const int n = w.size(), me = w.rank();
   std::vector<std::string> lines;
   long long bad = 0;
@@ -218,7 +219,7 @@ void run_self_check(const World& w, ncclComm_t world, char* send, char* recv, ui
   // All-reduce of growing size on the world: time must grow (5 % tolerance).
   double prev = 0;
   std::string prev_name;
-  for (uint64_t size = uint64_t{1} << 20; size <= std::min<uint64_t>(uint64_t{256} << 20, max_bytes); size <<= 2) {
+  for (uint64_t size = uint64_t{1} << 20; size <= kSelfCheckMaxBytes; size <<= 2) {
     const CallShape shape = call_shape(Collective::AllReduce, size, n, kElemBytes);
     NcclTimer timer([&] { launch(Collective::AllReduce, shape, send, recv, n, me, world, stream, o.timeout_s); },
                     stream, start, stop, world, o.timeout_s, "self-check all_reduce timing");
@@ -289,10 +290,12 @@ void run_sweep(const World& w, const Options& o, const std::string& command) {
   const std::vector<uint64_t> sizes = size_sweep(o.min_bytes, max_bytes, o.factor);
   char* send = nullptr;
   char* recv = nullptr;
-  CB_CUDA_CHECK(cudaMalloc(&send, max_bytes));
-  CB_CUDA_CHECK(cudaMalloc(&recv, max_bytes));
-  CB_CUDA_CHECK(cudaMemset(send, 0, max_bytes));
-  CB_CUDA_CHECK(cudaMemset(recv, 0, max_bytes));
+  // The self-check times all-reduce up to 256 MiB whatever the sweep's range.
+  const uint64_t buffer_bytes = o.self_check ? std::max<uint64_t>(max_bytes, kSelfCheckMaxBytes) : max_bytes;
+  CB_CUDA_CHECK(cudaMalloc(&send, buffer_bytes));
+  CB_CUDA_CHECK(cudaMalloc(&recv, buffer_bytes));
+  CB_CUDA_CHECK(cudaMemset(send, 0, buffer_bytes));
+  CB_CUDA_CHECK(cudaMemset(recv, 0, buffer_bytes));
   cudaStream_t stream;
   CB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaEvent_t start, stop;
@@ -305,9 +308,12 @@ void run_sweep(const World& w, const Options& o, const std::string& command) {
   w.broadcast(&id, sizeof id, 0);
   ncclComm_t world_comm;
   ncclConfig_t config = nonblocking_config();
-  CB_NCCL_NB(ncclCommInitRankConfig(&world_comm, w.size(), id, w.rank(), &config), world_comm, o.init_timeout_s);
+  // The handle exists once the call returns (ncclInProgress included); wait_comm polls it.
+  const ncclResult_t init = ncclCommInitRankConfig(&world_comm, w.size(), id, w.rank(), &config);
+  if (init != ncclSuccess && init != ncclInProgress)
+    check_failed("NCCL", "ncclCommInitRankConfig", ncclGetErrorString(init), __FILE__, __LINE__);
   wait_comm(world_comm, o.init_timeout_s, "NCCL communicator init (" + std::to_string(w.size()) + " ranks)");
-  if (o.self_check) run_self_check(w, world_comm, send, recv, max_bytes, stream, start, stop, o);
+  if (o.self_check) run_self_check(w, world_comm, send, recv, stream, start, stop, o);
 
   CommResults res;
   Provenance& p = res.provenance;

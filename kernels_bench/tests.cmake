@@ -34,8 +34,18 @@ if(TRAINSIM_ENABLE_DEVICE_TESTS AND TRAINSIM_HAVE_CUDA)
   add_test(NAME KernelsDeviceSystemBuild
            COMMAND trainsim_cli system build --base h100-sxm-80g --kernels ${KB_SMOKE_OUT}
                    --out ${PROJECT_BINARY_DIR}/system_smoke.json)
+  add_test(NAME KernelsDeviceSelfCheck COMMAND kernels_bench --self-check)
+  set_tests_properties(KernelsDeviceSelfCheck PROPERTIES PASS_REGULAR_EXPRESSION "self-check: [0-9]+ passed, 0 failed"
+                       LABELS gpu)
   set_tests_properties(KernelsDeviceSmoke PROPERTIES FIXTURES_SETUP kb_smoke LABELS gpu)
   set_tests_properties(KernelsDeviceSystemBuild PROPERTIES FIXTURES_REQUIRED kb_smoke LABELS gpu)
+endif()
+
+# Without a GPU the self-check stops with a clear message (exit 1), whatever the build.
+if(NOT TRAINSIM_ENABLE_DEVICE_TESTS)
+  add_test(NAME KernelsSelfCheckNeedsGpu COMMAND kernels_bench --self-check)
+  set_tests_properties(KernelsSelfCheckNeedsGpu PROPERTIES
+    PASS_REGULAR_EXPRESSION "kernels_bench: error: (no usable GPU|this kernels_bench was built without CUDA)")
 endif()
 
 # `trainsim system build` on the fixtures (the merged file must read back in the simulator).
