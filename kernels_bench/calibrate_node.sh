@@ -113,8 +113,9 @@ if [[ ! -f "$out_dir/kernels.json" || -f "$out_dir/kernels.json.partial.jsonl" |
   resume=()
   [[ -f "$out_dir/kernels.json.partial.jsonl" || -f "$out_dir/kernels.json" ]] && resume=(--resume)
   "$bin_dir/kernels_bench" "${shape_args[@]}" --out "$out_dir/kernels.json" "${resume[@]}" \
-    --budget-min "$kernel_min" "${bench_args[@]}" 2> >(tee -a "$out_dir/kernels_bench.log" >&2)
-  if grep -q "items left by the time budget" "$out_dir/kernels_bench.log"; then
+    --budget-min "$kernel_min" "${bench_args[@]}" 2>&1 | tee "$out_dir/kernels_bench.last.log" >&2
+  cat "$out_dir/kernels_bench.last.log" >> "$out_dir/kernels_bench.log"
+  if grep -q "items left by the time budget" "$out_dir/kernels_bench.last.log"; then
     touch "$out_dir/kernels.left"
   else
     rm -f "$out_dir/kernels.left"

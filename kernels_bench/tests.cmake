@@ -59,6 +59,13 @@ add_test(NAME KernelsSystemBuildNeedsBase
 set_tests_properties(KernelsSystemBuildNeedsBase PROPERTIES
   PASS_REGULAR_EXPRESSION "system build: --base is required")
 
+# calibrate_node.sh with stub tools: step order, one comm_bench rank per GPU, budget, resume.
+add_test(NAME CalibrateNodeStubbedRun
+         COMMAND bash ${PROJECT_SOURCE_DIR}/tests/kernels_bench/calibrate_node_test.sh
+                 ${PROJECT_SOURCE_DIR}/kernels_bench/calibrate_node.sh)
+set_tests_properties(CalibrateNodeStubbedRun PROPERTIES
+  PASS_REGULAR_EXPRESSION "calibrate_node.sh: steps, mpirun ranks and resume OK" TIMEOUT 60)
+
 # calibrate_node.sh validates its arguments before touching a GPU.
 add_test(NAME CalibrateNodeBudgetTooSmall
          COMMAND bash ${PROJECT_SOURCE_DIR}/kernels_bench/calibrate_node.sh --budget-min 2 --bin-dir ${PROJECT_BINARY_DIR}/bin)
