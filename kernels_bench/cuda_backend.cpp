@@ -72,8 +72,8 @@ std::vector<float> download(const void* ptr, size_t count, Elem e) {
 
 namespace {
 
-// The timing loop's device side: one stream, two events, the read flush; samples the SM clock
-// after each sample.
+// The timing loop's device side: one stream, two events, the read flush; reads the SM clock
+// and clock-event reasons after each timed sample (the warm-up ramp is left out).
 class CudaTimerOps : public TimerOps {
  public:
   CudaTimerOps(CudaContext& ctx, const std::function<void()>& launch, Timing& t) : ctx_(ctx), launch_(launch), t_(t) {}
@@ -88,12 +88,14 @@ class CudaTimerOps : public TimerOps {
     KB_CUDA_CHECK(cudaEventSynchronize(ctx_.stop));
     float ms = 0;
     KB_CUDA_CHECK(cudaEventElapsedTime(&ms, ctx_.start, ctx_.stop));
+    return ms * 1e-3;
+  }
+  void sampled() override {
     if (auto mhz = ctx_.nvml->sm_clock_mhz()) {
       t_.sm_clock_min_mhz = t_.sm_clock_min_mhz == 0 ? *mhz : std::min(t_.sm_clock_min_mhz, *mhz);
       t_.sm_clock_max_mhz = std::max(t_.sm_clock_max_mhz, *mhz);
     }
     if (auto r = ctx_.nvml->clock_event_reasons()) t_.clock_event_reasons |= *r;
-    return ms * 1e-3;
   }
 
  private:

@@ -10,10 +10,12 @@ namespace trainsim::kb {
 std::vector<double> run_timing_loop(TimerOps& ops, const TimingLoopOptions& opt) {
   if (opt.samples < 1 || opt.calls_per_sample < 1)
     throw Error("timing loop: samples and calls_per_sample must be ≥ 1");
-  const int batch = std::max(opt.warmup, 1) * opt.calls_per_sample;
+  const int first = std::max(opt.warmup, 1) * opt.calls_per_sample;
   double warm_s = 0;
   int launched = 0;
-  while (launched < batch || (warm_s < opt.min_warmup_s && launched < opt.max_warmup_launches)) {
+  // Batches double so that short kernels keep the GPU busy instead of waiting on syncs.
+  for (int batch = first; launched < first || (warm_s < opt.min_warmup_s && launched < opt.max_warmup_launches);
+       batch *= 2) {
     ops.record_start();
     for (int c = 0; c < batch; ++c) ops.launch();
     ops.record_stop();
@@ -29,6 +31,7 @@ std::vector<double> run_timing_loop(TimerOps& ops, const TimingLoopOptions& opt)
     for (int c = 0; c < opt.calls_per_sample; ++c) ops.launch();
     ops.record_stop();
     out.push_back(ops.elapsed_s() / opt.calls_per_sample);
+    ops.sampled();
   }
   return out;
 }

@@ -20,6 +20,8 @@ class TimerOps {
   virtual void record_stop() = 0;
   /// Waits for the stop event; returns the seconds between the start and stop events.
   virtual double elapsed_s() = 0;
+  /// Called after each timed sample (not after warm-up batches), e.g. to read the SM clock.
+  virtual void sampled() = 0;
 };
 
 struct TimingLoopOptions {
@@ -33,9 +35,11 @@ struct TimingLoopOptions {
   int max_warmup_launches = 100000;  // bound for kernels too short to reach min_warmup_s
 };
 
-/// Seconds per call of each sample. Warm-up: batches of max(warmup, 1) x calls_per_sample
-/// launches, each between events, until min_warmup_s of device time or max_warmup_launches.
-/// Then per sample: flush (when cold), start event, calls_per_sample launches, stop event.
+/// Seconds per call of each sample. Warm-up: batches between events, the first of
+/// max(warmup, 1) x calls_per_sample launches, then doubling, until min_warmup_s of device time
+/// or max_warmup_launches.
+/// Then per sample: flush (when cold), start event, calls_per_sample launches, stop event,
+/// elapsed_s, sampled.
 [[nodiscard]] std::vector<double> run_timing_loop(TimerOps& ops, const TimingLoopOptions& opt);
 
 /// Size of the L2 flush buffer for an L2 of `l2_bytes`: at least twice the L2 and 64 MiB,

@@ -24,6 +24,7 @@ class RecordingOps : public TimerOps {
   }
   void record_stop() override { log += "]"; }
   double elapsed_s() override { return pending_; }
+  void sampled() override { log += "S"; }
   std::string log;
 
  private:
@@ -31,14 +32,15 @@ class RecordingOps : public TimerOps {
 };
 
 TEST(KbTimingLoopTest, WarmsUpForMinimumDeviceTimeThenFlushesOutsideTheEvents) {
-  // 40 ms per launch, warm-up batches of 2: 0.08 s, 0.16 s, 0.24 s >= 0.2 s -> three batches.
+  // L launch, F flush, [ ] events, S clock read after a timed sample.
+  // 40 ms per launch, warm-up batches of 2 then 4: 0.08 s + 0.16 s >= 0.2 s.
   RecordingOps ops(0.04);
   TimingLoopOptions opt;
   opt.warmup = 2;
   opt.samples = 2;
   opt.min_warmup_s = 0.2;
   std::vector<double> s = run_timing_loop(ops, opt);
-  EXPECT_EQ(ops.log, "[LL][LL][LL]F[L]F[L]");
+  EXPECT_EQ(ops.log, "[LL][LLLL]F[L]SF[L]S");
   ASSERT_EQ(s.size(), 2u);
   EXPECT_DOUBLE_EQ(s[0], 0.04);
 }
@@ -50,9 +52,10 @@ TEST(KbTimingLoopTest, ShortKernelsStopWarmingAtTheLaunchCapAndDividePerCall) {
   opt.samples = 1;
   opt.calls_per_sample = 3;
   opt.cold = false;
-  opt.max_warmup_launches = 6;
+  opt.max_warmup_launches = 10;
   std::vector<double> s = run_timing_loop(ops, opt);
-  EXPECT_EQ(ops.log, "[LLL][LLL][LLL]");
+  // Batches of 3, 6 (9 launched, below the cap of 10), then 12.
+  EXPECT_EQ(ops.log, "[LLL][LLLLLL][LLLLLLLLLLLL][LLL]S");
   EXPECT_DOUBLE_EQ(s[0], 1e-6);
 }
 
