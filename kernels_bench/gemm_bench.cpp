@@ -305,15 +305,20 @@ std::vector<CheckLine> self_check_gemm(CudaContext& ctx, const MeasureOptions& o
     bool accumulate;
     const char* out_dtype;
     bool fp8;
-    int64_t count;  // experts (grouped operands at aligned offsets)
+    int64_t count;    // experts (grouped operands at aligned offsets)
+    int64_t m, k, n;  // key dims (cuBLAS m = n, n = m)
   };
-  // Odd sizes on purpose (not multiples of the tile); k = 64 keeps the bf16 sums exact enough.
-  const Case cases[] = {{"TN", false, "bf16", false, 1}, {"NN", false, "bf16", false, 1}, {"NT", true, "fp32", false, 1},
-                        {"TN", false, "bf16", false, 3}, {"TN", false, "bf16", true, 1},  {"NN", false, "bf16", true, 1}};
+  // Sizes that are not multiples of the tiles (multiples of 16 for FP8); the grouped case has
+  // operands of 1920/1152 bytes, so only the 256-byte alignment keeps experts 2 and 3 aligned.
+  const Case cases[] = {{"TN", false, "bf16", false, 1, 80, 64, 48}, {"NN", false, "bf16", false, 1, 80, 64, 48},
+                        {"NT", true, "fp32", false, 1, 80, 64, 48},  {"TN", false, "bf16", false, 3, 24, 24, 40},
+                        {"TN", false, "bf16", true, 1, 80, 64, 48},  {"NN", false, "bf16", true, 1, 80, 64, 48}};
   for (const Case& c : cases) {
-    GemmDims g = gemm_dims(1, 72, 64, 40, c.layout, c.accumulate, c.out_dtype, c.fp8);
-    std::string name = strprintf("gemm %s %s%s m=72 n=40 k=64%s", c.fp8 ? "fp8" : "bf16", c.layout,
-                                 c.accumulate ? " beta=1 fp32" : "", c.count > 1 ? " grouped x3 (aligned)" : "");
+    GemmDims g = gemm_dims(1, c.m, c.k, c.n, c.layout, c.accumulate, c.out_dtype, c.fp8);
+    std::string name = strprintf("gemm %s %s%s m=%lld k=%lld n=%lld%s", c.fp8 ? "fp8" : "bf16", c.layout,
+                                 c.accumulate ? " beta=1 fp32" : "", static_cast<long long>(c.m),
+                                 static_cast<long long>(c.k), static_cast<long long>(c.n),
+                                 c.count > 1 ? " grouped x3 (aligned)" : "");
     try {
       Operands ops(g, c.count, ctx.stream);
       LtPlan plan(h.get(), g, ws_bytes, ops.scale_ptrs());
