@@ -161,6 +161,9 @@ std::string cudnn_version_string() {
 KernelResult bench_sdpa(CudaContext& ctx, const BenchItem& item, const MeasureOptions& opt) {
   const auto& a = std::get<SdpaShape>(*item.shape);
   const bool bwd = item.family == Family::SdpaBwd;
+  if (a.kv_head_num < 1 || a.head_num % a.kv_head_num != 0)
+    return unsupported_result(strprintf("head_num %lld is not a multiple of kv_head_num %lld",
+                                        static_cast<long long>(a.head_num), static_cast<long long>(a.kv_head_num)));
   try {
     const SdpaGraph d = sdpa_graph(a, bwd);
     Handle h(ctx.stream);
