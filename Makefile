@@ -5,7 +5,7 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= 2
 CMAKE_ARGS ?=
 PACKAGES  := cmake g++ make pkg-config nlohmann-json3-dev libgtest-dev libgmock-dev \
-             libopenmpi-dev openmpi-bin
+             libopenmpi-dev openmpi-bin python3-pip
 
 # cudnn-frontend C++ headers (attention bench) from the PyPI wheel; any Python tag works, the
 # headers are the same. Without network or pip the attention bench is built disabled.

@@ -359,15 +359,18 @@ RunPlacement classify_run(const NcclTestsRun& run) {
   } else {
     const int r = per_host.begin()->second;
     const bool even = std::all_of(per_host.begin(), per_host.end(), [&](const auto& kv) { return kv.second == r; });
-    // A ring/tree reduction over k nodes of r GPUs moves 1/r of the data over each GPU's NIC
-    // (NCCL runs one ring per NIC), like r concurrent one-rank-per-node groups on size / r;
-    // all-to-all and send/recv do not decompose this way and stay whole-world.
+    // NCCL spreads the rings of a k-node, r-GPU run over the r NICs of a node, so each NIC
+    // carries 1/r of the traffic: r concurrent one-rank-per-node groups. Their points get the
+    // size whose bus bandwidth at n = k is the run's busbw / r (the per-NIC share), which keeps
+    // busbw comparable across group sizes as nccl-tests intends. All-to-all and send/recv do
+    // not decompose this way and stay whole-world.
     const bool decomposes = run.op == Collective::AllReduce || run.op == Collective::AllGather ||
                             run.op == Collective::ReduceScatter;
     if (even && decomposes && static_cast<int>(per_host.size()) * r == run.nranks) {
       pl.kind = GroupKind::InterNode;
       pl.n = pl.nodes;
       pl.concurrent = r;
+      pl.size_scale = busbw_factor(run.op, run.nranks) / (busbw_factor(run.op, pl.n) * r);
     }
   }
   return pl;
@@ -398,10 +401,12 @@ CommResults results_from_nccl_tests(const std::vector<NcclTestsRun>& runs, Intra
     if (pl.concurrent > 1)
       r.notes.push_back(run.source + ": " + std::to_string(run.nranks) + " ranks on " + std::to_string(pl.n) +
                         " nodes (" + std::to_string(pl.concurrent) + " per node) merged per node: " + name + " with " +
-                        std::to_string(pl.concurrent) + " concurrent groups of size / " +
-                        std::to_string(pl.concurrent) + " (one per GPU index, as NCCL's rings run one per NIC)");
+                        std::to_string(pl.concurrent) + " concurrent groups (one per NIC), sizes scaled by " +
+                        trainsim::strprintf("%.6g", pl.size_scale) + " so that each carries busbw / " +
+                        std::to_string(pl.concurrent));
     for (const auto& row : run.rows)
-      r.points.push_back({run.op, name, kind, net, pl.n, row.size_bytes / static_cast<uint64_t>(pl.concurrent),
+      r.points.push_back({run.op, name, kind, net, pl.n,
+                          static_cast<uint64_t>(std::llround(static_cast<double>(row.size_bytes) * pl.size_scale)),
                           row.oop_time_s, 0});
     const int nodes = pl.nodes;
     std::set<std::string> hosts(run.hosts.begin(), run.hosts.end());

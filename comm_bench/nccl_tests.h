@@ -53,12 +53,14 @@ struct RunPlacement {
   GroupKind kind = GroupKind::World;
   int n = 0;           // group size the points are fitted with
   int nodes = 1;
-  int concurrent = 1;  // equal groups running at once; the printed size is divided by it
+  int concurrent = 1;  // equal groups running at once (one per NIC when merged per node)
+  double size_scale = 1;  // point size / printed size: busbw_factor(N) / (busbw_factor(n) * concurrent)
 };
 
 /// Single host → intra_node; one rank per host → inter_node; k hosts with r ranks each
-/// (all_reduce, all_gather, reduce_scatter) → merged per node: inter_node with n = k and r
-/// concurrent groups; anything else → world (reported, not merged).
+/// (all_reduce, all_gather, reduce_scatter) → merged per node: inter_node with n = k, r
+/// concurrent groups and sizes scaled so each group's busbw is the run's busbw / r; anything
+/// else → world (reported, not merged).
 [[nodiscard]] RunPlacement classify_run(const NcclTestsRun& run);
 
 /// comm.json results from imported runs: each run becomes one group placed by classify_run,

@@ -224,17 +224,19 @@ TEST(CommNcclTestsTest, SixteenRanksOnTwoNodesAreMergedPerNode) {
   EXPECT_EQ(pl.n, 2);
   EXPECT_EQ(pl.nodes, 2);
   EXPECT_EQ(pl.concurrent, 8);
+  EXPECT_DOUBLE_EQ(pl.size_scale, 1.875 / 8);  // busbw factor 2*15/16 at 16 ranks, 1 at 2 nodes
   const CommResults res = results_from_nccl_tests(runs, IntraLink::NVLink, "");
   ASSERT_EQ(res.groups.size(), 1u);
   EXPECT_EQ(res.groups[0].name, "inter_node_x2");
   EXPECT_EQ(res.groups[0].count, 8);
-  EXPECT_EQ(res.points.back().size_bytes, uint64_t{1} << 27);  // 1 GiB / 8 per rail
+  EXPECT_EQ(res.points.back().size_bytes, 251658240u);  // 1 GiB * 1.875 / 8
   EXPECT_EQ(res.points.back().n, 2);
   ASSERT_EQ(res.fits.size(), 1u);
   EXPECT_EQ(res.fits[0].network, "inter_node");
-  // Per rail: (S / 8) / (S * 1.875 / 45 GB/s) = 3 GB/s of bus bandwidth at n = 2.
+  // Per NIC: the run's 45 GB/s busbw / 8 = 5.625 GB/s of bus bandwidth at n = 2 (the merge into
+  // a system file multiplies inter_node by the 8 GPUs of a node again).
   EXPECT_NEAR(res.fits[0].fit.latency_s, 40e-6, 0.5e-6);
-  EXPECT_NEAR(res.fits[0].fit.bus_bandwidth / 3e9, 1, 0.002);
+  EXPECT_NEAR(res.fits[0].fit.bus_bandwidth / 5.625e9, 1, 0.002);
   EXPECT_EQ(res.provenance.nodes, 2);
   EXPECT_EQ(res.provenance.ranks_per_node, 8);
   // All-to-all does not decompose per NIC: it stays a whole-world group (not merged).
