@@ -5,9 +5,14 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= 2
 CMAKE_ARGS ?=
 PACKAGES  := cmake g++ make pkg-config nlohmann-json3-dev libgtest-dev libgmock-dev \
-             libopenmpi-dev openmpi-bin libbenchmark-dev
+             libopenmpi-dev openmpi-bin libbenchmark-dev python3-pip
 
-.PHONY: all setup configure build run test asan bench clean
+# cudnn-frontend C++ headers (attention bench) from the PyPI wheel; any Python tag works, the
+# headers are the same. Without network or pip the attention bench is built disabled.
+CUDNN_FE_VERSION ?= 1.32.0
+CUDNN_FE_DIR     := $(BUILD_DIR)/_deps/cudnn_frontend
+
+.PHONY: all setup configure build run test asan bench clean calibrate
 
 all: build
 
@@ -25,7 +30,15 @@ setup:
 $(BUILD_DIR)/CMakeCache.txt:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
 
-configure: setup $(BUILD_DIR)/CMakeCache.txt
+$(CUDNN_FE_DIR)/include/cudnn_frontend.h:
+	@mkdir -p $(CUDNN_FE_DIR)
+	@if python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
+	     --platform manylinux_2_28_$$(uname -m) -d $(CUDNN_FE_DIR) nvidia-cudnn-frontend==$(CUDNN_FE_VERSION); then \
+	  python3 -c "import glob, zipfile; z = zipfile.ZipFile(glob.glob('$(CUDNN_FE_DIR)/*.whl')[0]); \
+	    [z.extract(n, '$(CUDNN_FE_DIR)') for n in z.namelist() if n.startswith('include/')]"; \
+	else echo "cudnn-frontend: download failed; the attention bench will be built disabled"; fi
+
+configure: setup $(CUDNN_FE_DIR)/include/cudnn_frontend.h $(BUILD_DIR)/CMakeCache.txt
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
@@ -46,6 +59,11 @@ asan: setup
 	  -DTRAINSIM_WITH_CUDA=OFF -DTRAINSIM_WITH_MPI=OFF
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=0 ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS)
+
+# The whole node calibration (needs GPUs): see docs/calibration.md. Pass options in ARGS,
+# e.g. make calibrate ARGS="--budget-min 20 --out-dir calib".
+calibrate: build
+	kernels_bench/calibrate_node.sh --bin-dir $(BUILD_DIR)/bin $(ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -67,6 +67,30 @@ endfunction()
 trainsim_find_cuda_library(CUDNN cudnn.h cudnn trainsim_cudnn)
 trainsim_find_cuda_library(NCCL nccl.h nccl trainsim_nccl)
 
+# cudnn-frontend: the header-only C++ graph API over cuDNN that the attention bench builds its
+# SDPA graphs with (as TransformerEngine does). `make` unpacks the headers of the PyPI wheel
+# nvidia-cudnn-frontend into <build>/_deps/cudnn_frontend; CUDNN_FRONTEND_HOME points elsewhere.
+set(TRAINSIM_HAVE_CUDNN_FRONTEND OFF)
+if(TRAINSIM_HAVE_CUDNN)
+  find_path(CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h
+            HINTS ${CUDNN_FRONTEND_HOME} $ENV{CUDNN_FRONTEND_HOME} ${PROJECT_BINARY_DIR}/_deps/cudnn_frontend
+            PATH_SUFFIXES include NO_DEFAULT_PATH)
+  if(CUDNN_FRONTEND_INCLUDE_DIR)
+    add_library(trainsim_cudnn_frontend INTERFACE)
+    # SYSTEM: the frontend's own warnings are not ours. Its bundled nlohmann/json stays out
+    # (the project uses the system one).
+    target_include_directories(trainsim_cudnn_frontend SYSTEM INTERFACE ${CUDNN_FRONTEND_INCLUDE_DIR})
+    target_compile_definitions(trainsim_cudnn_frontend INTERFACE CUDNN_FRONTEND_SKIP_JSON_LIB)
+    # Its experimental OSS engines compile kernels at run time (NVRTC) and load them (driver API).
+    target_link_libraries(trainsim_cudnn_frontend INTERFACE trainsim_cudnn CUDA::nvrtc CUDA::cuda_driver)
+    set(TRAINSIM_HAVE_CUDNN_FRONTEND ON)
+    message(STATUS "trainsim: cudnn-frontend found (${CUDNN_FRONTEND_INCLUDE_DIR})")
+  else()
+    message(STATUS "trainsim: cudnn-frontend not found (run `make`, which downloads its headers, or set "
+                   "CUDNN_FRONTEND_HOME): attention bench disabled")
+  endif()
+endif()
+
 # MPI (multi-process launch of comm_bench; its dry-run path needs no GPU).
 set(TRAINSIM_HAVE_MPI OFF)
 if(NOT TRAINSIM_WITH_MPI STREQUAL "OFF")

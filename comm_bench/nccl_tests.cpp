@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -343,6 +344,38 @@ std::vector<NcclTestsRun> parse_json_doc(const std::string& text, const std::str
 
 }  // namespace
 
+RunPlacement classify_run(const NcclTestsRun& run) {
+  std::map<std::string, int> per_host;
+  for (const auto& h : run.hosts) ++per_host[h];
+  RunPlacement pl;
+  pl.nodes = std::max<int>(1, static_cast<int>(per_host.size()));
+  pl.n = run.nranks;
+  if (run.nranks == 1) {
+    pl.kind = GroupKind::Single;
+  } else if (pl.nodes == 1) {
+    pl.kind = GroupKind::IntraNode;
+  } else if (pl.nodes == run.nranks) {
+    pl.kind = GroupKind::InterNode;
+  } else {
+    const int r = per_host.begin()->second;
+    const bool even = std::all_of(per_host.begin(), per_host.end(), [&](const auto& kv) { return kv.second == r; });
+    // NCCL spreads the rings of a k-node, r-GPU run over the r NICs of a node, so each NIC
+    // carries 1/r of the traffic: r concurrent one-rank-per-node groups. Their points get the
+    // size whose bus bandwidth at n = k is the run's busbw / r (the per-NIC share), which keeps
+    // busbw comparable across group sizes as nccl-tests intends. All-to-all and send/recv do
+    // not decompose this way and stay whole-world.
+    const bool decomposes = run.op == Collective::AllReduce || run.op == Collective::AllGather ||
+                            run.op == Collective::ReduceScatter;
+    if (even && decomposes && static_cast<int>(per_host.size()) * r == run.nranks) {
+      pl.kind = GroupKind::InterNode;
+      pl.n = pl.nodes;
+      pl.concurrent = r;
+      pl.size_scale = busbw_factor(run.op, run.nranks) / (busbw_factor(run.op, pl.n) * r);
+    }
+  }
+  return pl;
+}
+
 CommResults results_from_nccl_tests(const std::vector<NcclTestsRun>& runs, IntraLink link, const std::string& network,
                                     const FitOptions& fit) {
   const std::vector<std::string> classes = {"high_intra_node", "low_intra_node", "inter_node",
@@ -358,23 +391,25 @@ CommResults results_from_nccl_tests(const std::vector<NcclTestsRun>& runs, Intra
   p.topology_source = network.empty() ? "nccl-tests" : "option";
   p.intra_link = link == IntraLink::NVLink ? "nvlink" : "pcie";
   for (const auto& run : runs) {
-    std::set<std::string> hosts(run.hosts.begin(), run.hosts.end());
-    const int nodes = std::max<int>(1, static_cast<int>(hosts.size()));
-    GroupKind kind = GroupKind::World;
-    if (run.nranks == 1) {
-      kind = GroupKind::Single;
-    } else if (nodes == 1) {
-      kind = GroupKind::IntraNode;
-    } else if (nodes == run.nranks) {
-      kind = GroupKind::InterNode;
-    }
+    const RunPlacement pl = classify_run(run);
+    const GroupKind kind = pl.kind;
     const std::string name =
-        kind == GroupKind::Single ? "single" : std::string(kind_name(kind)) + "_x" + std::to_string(run.nranks);
-    const std::string net = network.empty() || kind == GroupKind::Single ? network_class(kind, run.nranks, link) : network;
+        kind == GroupKind::Single ? "single" : std::string(kind_name(kind)) + "_x" + std::to_string(pl.n);
+    const std::string net = network.empty() || kind == GroupKind::Single ? network_class(kind, pl.n, link) : network;
     if (std::none_of(r.groups.begin(), r.groups.end(), [&](const GroupInfo& g) { return g.name == name; }))
-      r.groups.push_back({name, kind, net, run.nranks, 1});
+      r.groups.push_back({name, kind, net, pl.n, pl.concurrent});
+    if (pl.concurrent > 1)
+      r.notes.push_back(run.source + ": " + std::to_string(run.nranks) + " ranks on " + std::to_string(pl.n) +
+                        " nodes (" + std::to_string(pl.concurrent) + " per node) merged per node: " + name + " with " +
+                        std::to_string(pl.concurrent) + " concurrent groups (one per NIC), sizes scaled by " +
+                        trainsim::strprintf("%.6g", pl.size_scale) + " so that each carries busbw / " +
+                        std::to_string(pl.concurrent));
     for (const auto& row : run.rows)
-      r.points.push_back({run.op, name, kind, net, run.nranks, row.size_bytes, row.oop_time_s, 0});
+      r.points.push_back({run.op, name, kind, net, pl.n,
+                          static_cast<uint64_t>(std::llround(static_cast<double>(row.size_bytes) * pl.size_scale)),
+                          row.oop_time_s, 0});
+    const int nodes = pl.nodes;
+    std::set<std::string> hosts(run.hosts.begin(), run.hosts.end());
     for (const auto& n : run.notes) r.notes.push_back(run.source + ": " + n);
     if (std::find(p.sources.begin(), p.sources.end(), run.source) == p.sources.end()) p.sources.push_back(run.source);
     if (p.gpu.empty()) p.gpu = run.gpu;

@@ -48,9 +48,23 @@ struct NcclTestsRun {
 
 namespace comm_bench {
 
-/// comm.json results from imported runs: each run becomes one group (single host →
-/// intra_node with `link`; one rank per host → inter_node; otherwise world), out-of-place
-/// times become points, and every series is fitted. `network` (when not empty) overrides
+/// How an imported run maps onto comm_bench's groups.
+struct RunPlacement {
+  GroupKind kind = GroupKind::World;
+  int n = 0;           // group size the points are fitted with
+  int nodes = 1;
+  int concurrent = 1;  // equal groups running at once (one per NIC when merged per node)
+  double size_scale = 1;  // point size / printed size: busbw_factor(N) / (busbw_factor(n) * concurrent)
+};
+
+/// Single host → intra_node; one rank per host → inter_node; k hosts with r ranks each
+/// (all_reduce, all_gather, reduce_scatter) → merged per node: inter_node with n = k, r
+/// concurrent groups and sizes scaled so each group's busbw is the run's busbw / r; anything
+/// else → world (reported, not merged).
+[[nodiscard]] RunPlacement classify_run(const NcclTestsRun& run);
+
+/// comm.json results from imported runs: each run becomes one group placed by classify_run,
+/// out-of-place times become points, and every series is fitted. `network` (when not empty) overrides
 /// the class. Throws trainsim::UsageError for an unknown class.
 [[nodiscard]] CommResults results_from_nccl_tests(const std::vector<NcclTestsRun>& runs, IntraLink link,
                                                   const std::string& network, const FitOptions& fit = {});

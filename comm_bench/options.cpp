@@ -12,7 +12,7 @@ namespace {
 
 const std::vector<std::string> kFlags = {
     "--help", "--dry-run", "--from-nccl-tests", "--out", "--min-bytes", "--max-bytes", "--factor", "--iters",
-    "--warmup", "--ops", "--groups", "--timeout-s", "--intra-link", "--op", "--network", "--fit-small-max-bytes",
+    "--warmup", "--ops", "--groups", "--timeout-s", "--init-timeout-s", "--self-check", "--intra-link", "--op", "--network", "--fit-small-max-bytes",
     "--fit-large-min-bytes"};
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -62,6 +62,10 @@ Options parse_options(const std::vector<std::string>& args) {
     };
     if (a == "--help" || a == "-h") {
       o.help = true;
+    } else if (a == "--self-check") {
+      o.self_check = true;
+    } else if (a == "--init-timeout-s") {
+      o.init_timeout_s = parse_int(a, value(), 1);
     } else if (a == "--dry-run") {
       o.dry_run = true;
     } else if (a == "--from-nccl-tests") {
@@ -119,13 +123,15 @@ Options parse_options(const std::vector<std::string>& args) {
 std::string usage() {
   return R"(usage: comm_bench [options]                 measure NCCL collectives (one process per GPU)
        comm_bench --dry-run [options]       check rank discovery and id broadcast (no GPU)
+       comm_bench --self-check [options]    check every collective's result and timing sanity first
        comm_bench --from-nccl-tests FILE... --out comm.json   import nccl-tests output
 
 Launch:  mpirun -np 16 -N 8 comm_bench --out comm.json   (or srun --ntasks-per-node=8 ...)
 Sweep:   --min-bytes 8 --max-bytes 8G --factor 2 --iters 20 --warmup 5
          --ops all_reduce,all_gather,reduce_scatter,all2all,p2p
          --groups intra_node,inter_node,inter_node_pair,world,single
-         --timeout-s 300           per collective call; the run aborts after it
+         --timeout-s 300           per timed loop; the run aborts after it
+         --init-timeout-s 120      NCCL communicator creation (nonblocking init with a deadline)
          --intra-link auto|nvlink|pcie   GPU link class (auto: NVML, else nvlink)
 Import:  --op NAME                 collective of logs that do not say
          --network CLASS           network class of the imported groups

@@ -15,6 +15,7 @@ namespace comm_bench {
 struct Options {
   bool help = false;
   bool dry_run = false;
+  bool self_check = false;                   // --self-check: verify collectives before measuring
   std::vector<std::string> import_files;  // --from-nccl-tests
   std::string out = "comm.json";
   uint64_t min_bytes = 8;
@@ -24,7 +25,8 @@ struct Options {
   int warmup = 5;
   std::vector<Collective> ops;               // default: all
   std::vector<GroupKind> kinds;              // default: all
-  double timeout_s = 300;                    // per collective call
+  double timeout_s = 300;                    // per timed loop of one size
+  double init_timeout_s = 120;               // communicator creation (init, split)
   std::optional<IntraLink> intra_link;       // default: NVML, else NVLink
   std::optional<Collective> import_op;       // --op, for logs that do not say
   std::string network;                       // --network, override for imports

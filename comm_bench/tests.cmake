@@ -6,6 +6,7 @@ list(APPEND TRAINSIM_TEST_SOURCES
   ${PROJECT_SOURCE_DIR}/tests/comm_bench/nccl_tests_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/comm_bench/results_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/comm_bench/comm_merge_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/comm_bench/launch_test.cpp
 )
 list(APPEND TRAINSIM_TEST_LIBS comm_bench_host)
 
@@ -27,4 +28,14 @@ if(TRAINSIM_HAVE_MPI)
     COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe -np 2 $<TARGET_FILE:comm_bench> --dry-run)
   set_tests_properties(comm_bench_mpi_dry_run PROPERTIES
     PASS_REGULAR_EXPRESSION "comm_bench dry-run OK: 2 ranks on 1 node\\(s\\)" TIMEOUT 60)
+endif()
+
+# On a GPU machine: every collective's result and timing sanity on all visible GPUs.
+if(TRAINSIM_ENABLE_DEVICE_TESTS AND TRAINSIM_HAVE_MPI AND TRAINSIM_HAVE_NCCL)
+  set(TRAINSIM_TEST_GPUS 1 CACHE STRING "GPUs the comm_bench device test runs on (one rank each)")
+  add_test(NAME comm_bench_device_self_check
+    COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root -np ${TRAINSIM_TEST_GPUS} $<TARGET_FILE:comm_bench>
+            --self-check --groups single --ops all_reduce --max-bytes 8 --out ${CMAKE_CURRENT_BINARY_DIR}/comm_self_check.json)
+  set_tests_properties(comm_bench_device_self_check PROPERTIES PASS_REGULAR_EXPRESSION "self-check: passed"
+                       LABELS gpu TIMEOUT 300)
 endif()

@@ -3,9 +3,11 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "config/kernels_file.h"
 #include "plan.h"
+#include "self_check.h"
 
 namespace trainsim::kb {
 
@@ -13,6 +15,7 @@ namespace trainsim::kb {
 struct MeasureOptions {
   int warmup = 5;
   int samples = 20;
+  double min_warmup_s = 0.2;  // device time of the warm-up (clock ramp), see TimingLoopOptions
   double workspace_bytes = 32.0 * 1024 * 1024;  // cuBLAS workspace (TE uses 32 MiB on Hopper)
 };
 
@@ -26,6 +29,9 @@ class Backend {
   /// Measures one item. A configuration the library refuses is a result with status
   /// "unsupported" and a reason; other failures throw Error.
   [[nodiscard]] virtual KernelResult measure(const BenchItem& item, const MeasureOptions& opt) = 0;
+  /// --self-check: numerics of every op family on small problems against the CPU references,
+  /// then timing sanity (efficiency <= 1 of the device peak, time growing with size).
+  [[nodiscard]] virtual std::vector<CheckLine> self_check(const MeasureOptions& opt) = 0;
 };
 
 /// The CUDA backend; throws Error when the binary was built without CUDA or no GPU is usable.

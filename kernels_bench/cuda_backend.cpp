@@ -1,5 +1,6 @@
 // The CUDA device backend: device facts, the timing loop, dispatch to the per-family benches.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -7,15 +8,21 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "cuda_context.h"
+#include "device_errors.h"
 #include "efficiency.h"
 #include "mem_kernels.h"
+#include "reference.h"
 #include "stats.h"
+#include "timing_loop.h"
 
 namespace trainsim::kb {
 
 void cuda_check(cudaError_t e, const char* call, const char* file, int line) {
   if (e == cudaSuccess) return;
-  throw Error(strprintf("%s:%d: %s failed: %s (%s)", file, line, call, cudaGetErrorString(e), cudaGetErrorName(e)));
+  std::string msg = strprintf("%s:%d: %s failed: %s (%s)", file, line, call, cudaGetErrorString(e), cudaGetErrorName(e));
+  if (is_sticky_cuda_error(cudaGetErrorName(e))) throw DeviceLostError(msg);
+  (void)cudaGetLastError();  // clear a recoverable error so the next item starts clean
+  throw Error(msg);
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
@@ -43,29 +50,73 @@ void fill_random(DeviceBuffer& buf, Elem e, uint32_t seed, float scale, cudaStre
   KB_CUDA_CHECK(cudaGetLastError());
 }
 
+std::vector<float> download(const void* ptr, size_t count, Elem e) {
+  std::vector<unsigned char> raw(count * elem_bytes(e));
+  KB_CUDA_CHECK(cudaMemcpy(raw.data(), ptr, raw.size(), cudaMemcpyDeviceToHost));
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    switch (e) {
+      case Elem::F32: std::memcpy(&out[i], raw.data() + 4 * i, 4); break;
+      case Elem::BF16: {
+        uint16_t b;
+        std::memcpy(&b, raw.data() + 2 * i, 2);
+        out[i] = bf16_to_float(b);
+        break;
+      }
+      case Elem::FP8E4M3: out[i] = e4m3_to_float(raw[i]); break;
+      case Elem::FP8E5M2: out[i] = e5m2_to_float(raw[i]); break;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The timing loop's device side: one stream, two events, the read flush; reads the SM clock
+// and clock-event reasons after each timed sample (the warm-up ramp is left out).
+class CudaTimerOps : public TimerOps {
+ public:
+  CudaTimerOps(CudaContext& ctx, const std::function<void()>& launch, Timing& t) : ctx_(ctx), launch_(launch), t_(t) {}
+  void launch() override { launch_(); }
+  void flush() override {
+    launch_read_flush(ctx_.flush.get(), ctx_.flush.bytes(), static_cast<unsigned*>(ctx_.flush_sink.get()),
+                      ctx_.sm_count, ctx_.stream);
+  }
+  void record_start() override { KB_CUDA_CHECK(cudaEventRecord(ctx_.start, ctx_.stream)); }
+  void record_stop() override { KB_CUDA_CHECK(cudaEventRecord(ctx_.stop, ctx_.stream)); }
+  double elapsed_s() override {
+    KB_CUDA_CHECK(cudaEventSynchronize(ctx_.stop));
+    float ms = 0;
+    KB_CUDA_CHECK(cudaEventElapsedTime(&ms, ctx_.start, ctx_.stop));
+    return ms * 1e-3;
+  }
+  void sampled() override {
+    if (auto mhz = ctx_.nvml->sm_clock_mhz()) {
+      t_.sm_clock_min_mhz = t_.sm_clock_min_mhz == 0 ? *mhz : std::min(t_.sm_clock_min_mhz, *mhz);
+      t_.sm_clock_max_mhz = std::max(t_.sm_clock_max_mhz, *mhz);
+    }
+    if (auto r = ctx_.nvml->clock_event_reasons()) t_.clock_event_reasons |= *r;
+  }
+
+ private:
+  CudaContext& ctx_;
+  const std::function<void()>& launch_;
+  Timing& t_;
+};
+
+}  // namespace
+
 Timing CudaContext::time(const MeasureOptions& opt, const std::function<void()>& launch, bool cold,
                          int calls_per_sample) {
-  for (int i = 0; i < opt.warmup; ++i)
-    for (int c = 0; c < calls_per_sample; ++c) launch();
-  KB_CUDA_CHECK(cudaStreamSynchronize(stream));
   Timing t;
-  std::vector<double> samples;
-  for (int i = 0; i < opt.samples; ++i) {
-    // The flush runs before the start event, so it is not timed.
-    if (cold) KB_CUDA_CHECK(cudaMemsetAsync(flush.get(), i & 0xff, flush.bytes(), stream));
-    KB_CUDA_CHECK(cudaEventRecord(start, stream));
-    for (int c = 0; c < calls_per_sample; ++c) launch();
-    KB_CUDA_CHECK(cudaEventRecord(stop, stream));
-    KB_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    KB_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    samples.push_back(ms * 1e-3 / calls_per_sample);
-    if (auto mhz = nvml->sm_clock_mhz()) {
-      t.sm_clock_min_mhz = t.sm_clock_min_mhz == 0 ? *mhz : std::min(t.sm_clock_min_mhz, *mhz);
-      t.sm_clock_max_mhz = std::max(t.sm_clock_max_mhz, *mhz);
-    }
-    if (auto r = nvml->clock_event_reasons()) t.clock_event_reasons |= *r;
-  }
+  CudaTimerOps ops(*this, launch, t);
+  TimingLoopOptions lo;
+  lo.warmup = opt.warmup;
+  lo.samples = opt.samples;
+  lo.calls_per_sample = calls_per_sample;
+  lo.cold = cold;
+  lo.min_warmup_s = opt.min_warmup_s;
+  std::vector<double> samples = run_timing_loop(ops, lo);
   KB_CUDA_CHECK(cudaGetLastError());
   t.stats = summarize(std::move(samples));
   return t;
@@ -99,8 +150,6 @@ KernelResult unsupported_result(const std::string& reason) {
 
 namespace {
 
-constexpr size_t kFlushBytes = size_t{256} << 20;  // as cudnn-frontend's SDPA benchmark
-
 std::string format_uuid(const cudaUUID_t& u) {
   std::string s = "GPU-";
   for (int i = 0; i < 16; ++i) {
@@ -121,7 +170,11 @@ class CudaBackend : public Backend {
     KB_CUDA_CHECK(cudaStreamCreateWithFlags(&ctx_.stream, cudaStreamNonBlocking));
     KB_CUDA_CHECK(cudaEventCreate(&ctx_.start));
     KB_CUDA_CHECK(cudaEventCreate(&ctx_.stop));
-    ctx_.flush = DeviceBuffer(kFlushBytes);
+    int l2 = 0;
+    KB_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, ctx_.device));
+    ctx_.flush = DeviceBuffer(l2_flush_bytes(static_cast<size_t>(l2)));
+    fill_random(ctx_.flush, Elem::BF16, 99, 1.0f, ctx_.stream);
+    ctx_.flush_sink = DeviceBuffer(sizeof(unsigned));
     char bus[32] = {};
     KB_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, ctx_.device));
     ctx_.nvml = std::make_unique<NvmlProbe>(bus);
@@ -170,19 +223,35 @@ class CudaBackend : public Backend {
     j["warmup"] = opt.warmup;
     j["samples"] = opt.samples;
     j["statistic"] = "median of the samples; p10, p90, min, max, mean and rel_stdev reported";
-    j["timer"] = "CUDA events around each call, one synchronization per sample";
-    j["l2"] = strprintf("flushed before every sample by an untimed %zu MiB cudaMemsetAsync (launch latency: warm)",
-                        kFlushBytes >> 20);
+    j["timer"] = "CUDA events around each sample, one synchronization per sample";
+    j["warmup_policy"] = strprintf("at least %d launches and %.2f s of device time before the first sample (clocks "
+                                   "ramp up from idle)",
+                                   opt.warmup, opt.min_warmup_s);
+    j["l2"] = strprintf("flushed before every sample by an untimed read of %zu MiB (>= 2x L2; reads leave no dirty "
+                        "lines to write back; launch latency: warm)",
+                        ctx_.flush.bytes() >> 20);
     j["gemm"] = strprintf("cuBLASLt, top-1 heuristic algorithm, %.0f MiB workspace, FP32 compute; layouts TN fprop, "
                           "NN dgrad, NT wgrad (beta=1 into FP32 when accumulate=True); FP8 timed as TN",
                           opt.workspace_bytes / (1 << 20));
     j["grouped_gemm"] = "per-expert cuBLASLt calls round-robin over 4 streams (TransformerEngine default); "
                         "cublasGemmGroupedBatchedEx timed as an alternative where supported";
-    j["attention"] = "cuDNN backend composite graph, causal (top-left), BHSD, bf16; bwd times dQ, dK, dV";
+    j["attention"] = "cudnn-frontend SDPA graphs as TransformerEngine builds them: bf16 io, fp32 compute, causal "
+                     "(top-left), sbhd strides; bwd times dQ, dK, dV (GQA reduction and fp32 dQ accumulation by "
+                     "cudnn-frontend)";
     j["memory"] = "bytes per the simulator's formulas; latency is deducted at merge time with the system's value";
     j["clocks"] = "not locked; SM clock and clock-event reasons sampled through NVML when available";
     j["peaks"] = peaks_source_;
     return j.dump();
+  }
+
+  std::vector<CheckLine> self_check(const MeasureOptions& opt) override {
+    const DeviceFacts d = device();
+    std::vector<TimedPoint> timed;
+    std::vector<CheckLine> lines = self_check_gemm(ctx_, opt, timed, d.peak_bf16_flops);
+    for (auto& l : self_check_sdpa(ctx_)) lines.push_back(std::move(l));
+    for (auto& l : self_check_memory(ctx_, opt, timed, d.peak_mem_bytes_per_s)) lines.push_back(std::move(l));
+    for (auto& l : timing_checks(timed)) lines.push_back(std::move(l));
+    return lines;
   }
 
   KernelResult measure(const BenchItem& item, const MeasureOptions& opt) override {

@@ -7,14 +7,17 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend.h"
 #include "core/error.h"
 #include "nvml_probe.h"
+#include "self_check.h"
 
 namespace trainsim::kb {
 
-/// Throws trainsim::Error naming the call site and CUDA's message.
+/// Throws trainsim::Error naming the call site and CUDA's message; DeviceLostError for a
+/// sticky error (the context is unusable and the sweep must stop).
 void cuda_check(cudaError_t e, const char* call, const char* file, int line);
 #define KB_CUDA_CHECK(call) ::trainsim::kb::cuda_check((call), #call, __FILE__, __LINE__)
 
@@ -49,6 +52,9 @@ enum class Elem { F32, BF16, FP8E4M3, FP8E5M2 };
 /// and clocks depend on the data).
 void fill_random(DeviceBuffer& buf, Elem e, uint32_t seed, float scale, cudaStream_t s);
 
+/// Copies `count` elements of type `e` at `ptr` (device) to the host as floats (synchronous).
+[[nodiscard]] std::vector<float> download(const void* ptr, size_t count, Elem e);
+
 /// Result of a timing loop.
 struct Timing {
   SampleStats stats;
@@ -60,13 +66,13 @@ struct CudaContext {
   int device = 0;
   cudaStream_t stream = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
-  DeviceBuffer flush;  // written before each cold sample to evict L2
+  DeviceBuffer flush;       // read before each cold sample to evict L2 (timing_loop.h)
+  DeviceBuffer flush_sink;  // the flush kernel's never-written output word
   std::unique_ptr<NvmlProbe> nvml;
   int sm_count = 0;
 
-  /// Runs `launch` (which enqueues on `stream`) opt.warmup times, then per sample: flush L2
-  /// (when `cold`), record start, launch, record stop, synchronize. Time per call = event time
-  /// / `calls_per_sample`.
+  /// Times `launch` (which enqueues on `stream`) with run_timing_loop: clock warm-up, then per
+  /// sample an untimed L2 flush (when `cold`) and `calls_per_sample` launches between events.
   Timing time(const MeasureOptions& opt, const std::function<void()>& launch, bool cold = true,
               int calls_per_sample = 1);
 };
@@ -86,6 +92,14 @@ struct CudaContext {
 [[nodiscard]] KernelResult bench_sdpa(CudaContext& ctx, const BenchItem& item, const MeasureOptions& opt);
 [[nodiscard]] KernelResult bench_memory(CudaContext& ctx, const BenchItem& item, const MeasureOptions& opt);
 [[nodiscard]] std::string cublas_version_string();
+
+// Self-check parts (--self-check): numerics on small problems against reference.h, and timed
+// size series for timing_checks.
+[[nodiscard]] std::vector<CheckLine> self_check_gemm(CudaContext& ctx, const MeasureOptions& opt,
+                                                     std::vector<TimedPoint>& timed, double peak_bf16);
+[[nodiscard]] std::vector<CheckLine> self_check_sdpa(CudaContext& ctx);  // sdpa_bench.cpp / sdpa_none.cpp
+[[nodiscard]] std::vector<CheckLine> self_check_memory(CudaContext& ctx, const MeasureOptions& opt,
+                                                       std::vector<TimedPoint>& timed, double peak_bytes_per_s);
 [[nodiscard]] std::string cudnn_version_string();  // "" without cuDNN
 
 }  // namespace trainsim::kb

@@ -11,6 +11,8 @@
 
 #include "core/text.h"
 #include "cuda_context.h"
+#include "gemm_config.h"
+#include "reference.h"
 
 namespace trainsim::kb {
 namespace {
@@ -25,46 +27,20 @@ void cublas_check(cublasStatus_t s, const char* call, const char* file, int line
 
 constexpr int kGroupedStreams = 4;  // TE get_num_compute_streams()
 
-// One GEMM in cuBLAS column-major terms: D[m,n] = op(A)[m,k] * op(B)[k,n] (+ C).
-struct GemmDims {
-  int64_t m = 0, n = 0, k = 0;
-  bool ta = false, tb = false;
-  cudaDataType_t a_type = CUDA_R_16BF, b_type = CUDA_R_16BF, c_type = CUDA_R_16BF;
-  bool accumulate = false;
-  bool fp8 = false, fast_accum = false;
-};
-
-Elem elem_of(cudaDataType_t t) {
-  return t == CUDA_R_32F ? Elem::F32 : t == CUDA_R_8F_E4M3 ? Elem::FP8E4M3 : t == CUDA_R_8F_E5M2 ? Elem::FP8E5M2 : Elem::BF16;
-}
-
-// Key (b, m, k, n, layout) to cuBLAS: TE calls general_gemm(A=weight-like, B=activation-like)
-// with m = key n, n = key b*m (tokens are flattened), k = key k, trans from the layout letters.
-// FP8 on Hopper requires TN ("A transposed, B not"), so FP8 grads are timed as TN GEMMs on
-// pre-transposed operands, E4M3 x E5M2 (TE hybrid recipe), split accumulation for grads.
-GemmDims dims_for(int64_t b, int64_t m, int64_t k, int64_t n, const std::string& layout, bool accumulate,
-                  const std::string& out_dtype, bool fp8) {
-  GemmDims g;
-  g.m = n;
-  g.n = b * m;
-  g.k = k;
-  g.ta = layout[0] == 'T';
-  g.tb = layout[1] == 'T';
-  g.c_type = out_dtype == "fp32" ? CUDA_R_32F : out_dtype == "fp16" ? CUDA_R_16F : CUDA_R_16BF;
-  g.accumulate = accumulate;
-  if (fp8) {
-    bool fprop = layout == "TN";
-    g.fp8 = true;
-    g.ta = true;
-    g.tb = false;
-    g.a_type = CUDA_R_8F_E4M3;
-    g.b_type = fprop ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2;
-    g.fast_accum = fprop;  // TE: _2X_ACC_FPROP=False, _2X_ACC_DGRAD/_WGRAD=True
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::BF16: return CUDA_R_16BF;
+    case DType::FP16: return CUDA_R_16F;
+    case DType::F32: return CUDA_R_32F;
+    case DType::E4M3: return CUDA_R_8F_E4M3;
+    case DType::E5M2: return CUDA_R_8F_E5M2;
   }
-  return g;
+  return CUDA_R_16BF;
 }
 
-size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : (t == CUDA_R_16BF || t == CUDA_R_16F) ? 2 : 1; }
+Elem elem_of(DType t) {
+  return t == DType::F32 ? Elem::F32 : t == DType::E4M3 ? Elem::FP8E4M3 : t == DType::E5M2 ? Elem::FP8E5M2 : Elem::BF16;
+}
 
 class LtHandle {
  public:
@@ -81,7 +57,8 @@ class LtHandle {
 // Descriptors and the heuristic's top algorithm for one GEMM shape.
 class LtPlan {
  public:
-  LtPlan(cublasLtHandle_t h, const GemmDims& g, size_t workspace) : g_(g) {
+  /// `scales` points to two device floats (A and B dequantization scales) for FP8 GEMMs.
+  LtPlan(cublasLtHandle_t h, const GemmDims& g, size_t workspace, const float* scales = nullptr) : g_(g) {
     KB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t ta = g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     KB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
@@ -90,8 +67,18 @@ class LtPlan {
       int8_t fast = g.fast_accum ? 1 : 0;
       KB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
     }
-    auto layout = [](cublasLtMatrixLayout_t* l, cudaDataType_t t, int64_t rows, int64_t cols) {
-      KB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(l, t, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), rows));
+    if (g.a_scale || g.b_scale) {
+      if (!scales) throw Error("FP8 GEMM without scale pointers");
+      const float* a_scale = scales;
+      const float* b_scale = scales + 1;
+      KB_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof a_scale));
+      KB_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof b_scale));
+    }
+    auto layout = [](cublasLtMatrixLayout_t* l, DType t, int64_t rows, int64_t cols) {
+      KB_CUBLAS_CHECK(
+          cublasLtMatrixLayoutCreate(l, cuda_type(t), static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), rows));
     };
     layout(&a_, g.a_type, g.ta ? g.k : g.m, g.ta ? g.m : g.k);
     layout(&b_, g.b_type, g.tb ? g.n : g.k, g.tb ? g.k : g.n);
@@ -142,29 +129,36 @@ class LtPlan {
   cublasLtMatmulHeuristicResult_t heur_{};
 };
 
-// Operands of `count` same-shape GEMMs, contiguous per operand.
+// Operands of `count` same-shape GEMMs, each starting on a 256-byte boundary, and the two
+// FP8 scales (1.0).
 struct Operands {
-  DeviceBuffer a, b, c;
-  size_t a_each = 0, b_each = 0, c_each = 0;
+  DeviceBuffer a, b, c, scales;
+  std::vector<size_t> a_off, b_off, c_off;
   Operands(const GemmDims& g, int64_t count, cudaStream_t s) {
-    a_each = static_cast<size_t>(g.m * g.k) * type_bytes(g.a_type);
-    b_each = static_cast<size_t>(g.k * g.n) * type_bytes(g.b_type);
-    c_each = static_cast<size_t>(g.m * g.n) * type_bytes(g.c_type);
-    a = DeviceBuffer(a_each * count);
-    b = DeviceBuffer(b_each * count);
-    c = DeviceBuffer(c_each * count);
+    a_off = aligned_offsets(g.a_bytes(), count);
+    b_off = aligned_offsets(g.b_bytes(), count);
+    c_off = aligned_offsets(g.c_bytes(), count);
+    a = DeviceBuffer(aligned_total(g.a_bytes(), count));
+    b = DeviceBuffer(aligned_total(g.b_bytes(), count));
+    c = DeviceBuffer(aligned_total(g.c_bytes(), count));
     fill_random(a, elem_of(g.a_type), 1, 1.0f, s);
     fill_random(b, elem_of(g.b_type), 2, 1.0f, s);
     fill_random(c, elem_of(g.c_type), 3, 0.01f, s);
+    const float one[2] = {1.0f, 1.0f};
+    scales = DeviceBuffer(sizeof one);
+    KB_CUDA_CHECK(cudaMemcpyAsync(scales.get(), one, sizeof one, cudaMemcpyHostToDevice, s));
+    KB_CUDA_CHECK(cudaStreamSynchronize(s));
   }
-  [[nodiscard]] const void* a_at(int64_t i) const { return static_cast<const char*>(a.get()) + a_each * i; }
-  [[nodiscard]] const void* b_at(int64_t i) const { return static_cast<const char*>(b.get()) + b_each * i; }
-  [[nodiscard]] void* c_at(int64_t i) const { return static_cast<char*>(c.get()) + c_each * i; }
+  [[nodiscard]] const void* a_at(int64_t i) const { return static_cast<const char*>(a.get()) + a_off[static_cast<size_t>(i)]; }
+  [[nodiscard]] const void* b_at(int64_t i) const { return static_cast<const char*>(b.get()) + b_off[static_cast<size_t>(i)]; }
+  [[nodiscard]] void* c_at(int64_t i) const { return static_cast<char*>(c.get()) + c_off[static_cast<size_t>(i)]; }
+  [[nodiscard]] const float* scale_ptrs() const { return static_cast<const float*>(scales.get()); }
 };
 
 nlohmann::json dims_json(const GemmDims& g) {
   return {{"cublas_m", g.m}, {"cublas_n", g.n}, {"cublas_k", g.k},  {"transa", g.ta},
-          {"transb", g.tb},  {"beta", g.accumulate ? 1 : 0},        {"fast_accum", g.fast_accum}};
+          {"transb", g.tb},  {"beta", g.accumulate ? 1 : 0},        {"fast_accum", g.fast_accum},
+          {"fp8_scale_pointers", g.a_scale}};
 }
 
 // cublasGemmGroupedBatchedEx over `ng` equal problems (BF16 only); median seconds or a reason.
@@ -192,13 +186,14 @@ nlohmann::json time_grouped_batched(CudaContext& ctx, const GemmDims& g, int64_t
   KB_CUDA_CHECK(cudaMemcpy(dev + 2 * ng, c.data(), ng * sizeof(void*), cudaMemcpyHostToDevice));
   cublasOperation_t ta = g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
-  int lda = static_cast<int>(g.ta ? g.k : g.m), ldb = static_cast<int>(g.tb ? g.n : g.k), ldc = m;
+  int lda = static_cast<int>(g.lda()), ldb = static_cast<int>(g.ldb()), ldc = m;
   int group = static_cast<int>(ng);
   float alpha = 1, beta = g.accumulate ? 1 : 0;
   auto launch = [&] {
     KB_CUBLAS_CHECK(cublasGemmGroupedBatchedEx(h, &ta, &tb, &m, &n, &k, &alpha, const_cast<const void* const*>(dev),
-                                               g.a_type, &lda, const_cast<const void* const*>(dev + ng), g.b_type, &ldb,
-                                               &beta, dev + 2 * ng, g.c_type, &ldc, 1, &group, CUBLAS_COMPUTE_32F));
+                                               cuda_type(g.a_type), &lda, const_cast<const void* const*>(dev + ng),
+                                               cuda_type(g.b_type), &ldb, &beta, dev + 2 * ng, cuda_type(g.c_type), &ldc,
+                                               1, &group, CUBLAS_COMPUTE_32F));
   };
   try {
     Timing t = ctx.time(opt, launch);
@@ -218,12 +213,12 @@ std::string cublas_version_string() {
 KernelResult bench_matmul(CudaContext& ctx, const BenchItem& item, const MeasureOptions& opt) {
   const auto& s = std::get<MatmulShape>(*item.shape);
   try {
-    GemmDims g = dims_for(s.b, s.m, s.k, s.n, s.layout, s.accumulate, s.out_dtype, item.op == "fp8_matmul");
+    GemmDims g = gemm_dims(s.b, s.m, s.k, s.n, s.layout, s.accumulate, s.out_dtype, item.op == "fp8_matmul");
     LtHandle h;
     auto ws_bytes = static_cast<size_t>(opt.workspace_bytes);
     DeviceBuffer ws(ws_bytes);
     Operands ops(g, 1, ctx.stream);
-    LtPlan plan(h.get(), g, ws_bytes);
+    LtPlan plan(h.get(), g, ws_bytes, ops.scale_ptrs());
     Timing t = ctx.time(opt, [&] { plan.run(h.get(), ops.a_at(0), ops.b_at(0), ops.c_at(0), ws.get(), ws_bytes, ctx.stream); });
     nlohmann::json extra = plan.algo_json();
     extra.update(dims_json(g));
@@ -239,10 +234,10 @@ KernelResult bench_grouped(CudaContext& ctx, const BenchItem& item, const Measur
   // Stage -> per-expert GEMM with the fwd dims M (tokens), N (out), K (in):
   // fwd Y = X W^T (TN); dgrad dX = dY W (NN); wgrad dW = dY^T X (NT, into main_grad).
   bool fp8 = item.op == "fp8_group_matmul" || s.dtype == "fp8";
-  GemmDims g = s.stage == "fwd"            ? dims_for(1, s.m, s.k, s.n, "TN", false, s.out_dtype, fp8)
-               : s.stage == "bwd_grad_act" ? dims_for(1, s.m, s.n, s.k, "NN", false, s.out_dtype, fp8)
-                                           : dims_for(1, s.n, s.m, s.k, "NT", s.accumulate,
-                                                      s.accumulate ? s.main_grad_dtype : s.out_dtype, fp8);
+  GemmDims g = s.stage == "fwd"            ? gemm_dims(1, s.m, s.k, s.n, "TN", false, s.out_dtype, fp8)
+               : s.stage == "bwd_grad_act" ? gemm_dims(1, s.m, s.n, s.k, "NN", false, s.out_dtype, fp8)
+                                           : gemm_dims(1, s.n, s.m, s.k, "NT", s.accumulate,
+                                                       s.accumulate ? s.main_grad_dtype : s.out_dtype, fp8);
   try {
     LtHandle h;
     auto ws_bytes = static_cast<size_t>(opt.workspace_bytes);
@@ -269,7 +264,7 @@ KernelResult bench_grouped(CudaContext& ctx, const BenchItem& item, const Measur
     }
     KB_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
     Operands ops(g, s.ng, ctx.stream);
-    LtPlan plan(h.get(), g, ws_bytes);
+    LtPlan plan(h.get(), g, ws_bytes, ops.scale_ptrs());
     // TE multi-stream path: expert i on stream i % 4, each with its own workspace, joined
     // back into the timed stream.
     auto launch = [&] {
@@ -293,6 +288,72 @@ KernelResult bench_grouped(CudaContext& ctx, const BenchItem& item, const Measur
   } catch (const UnsupportedError& e) {
     return unsupported_result(e.what());
   }
+}
+
+}  // namespace trainsim::kb
+
+namespace trainsim::kb {
+
+std::vector<CheckLine> self_check_gemm(CudaContext& ctx, const MeasureOptions& opt, std::vector<TimedPoint>& timed,
+                                       double peak_bf16) {
+  std::vector<CheckLine> out;
+  LtHandle h;
+  auto ws_bytes = static_cast<size_t>(opt.workspace_bytes);
+  DeviceBuffer ws(ws_bytes);
+  struct Case {
+    const char* layout;
+    bool accumulate;
+    const char* out_dtype;
+    bool fp8;
+    int64_t count;    // experts (grouped operands at aligned offsets)
+    int64_t m, k, n;  // key dims (cuBLAS m = n, n = m)
+  };
+  // Sizes that are not multiples of the tiles (multiples of 16 for FP8); the grouped case has
+  // operands of 1920/1152 bytes, so only the 256-byte alignment keeps experts 2 and 3 aligned.
+  const Case cases[] = {{"TN", false, "bf16", false, 1, 80, 64, 48}, {"NN", false, "bf16", false, 1, 80, 64, 48},
+                        {"NT", true, "fp32", false, 1, 80, 64, 48},  {"TN", false, "bf16", false, 3, 24, 24, 40},
+                        {"TN", false, "bf16", true, 1, 80, 64, 48},  {"NN", false, "bf16", true, 1, 80, 64, 48}};
+  for (const Case& c : cases) {
+    GemmDims g = gemm_dims(1, c.m, c.k, c.n, c.layout, c.accumulate, c.out_dtype, c.fp8);
+    std::string name = strprintf("gemm %s %s%s m=%lld k=%lld n=%lld%s", c.fp8 ? "fp8" : "bf16", c.layout,
+                                 c.accumulate ? " beta=1 fp32" : "", static_cast<long long>(c.m),
+                                 static_cast<long long>(c.k), static_cast<long long>(c.n),
+                                 c.count > 1 ? " grouped x3 (aligned)" : "");
+    try {
+      Operands ops(g, c.count, ctx.stream);
+      LtPlan plan(h.get(), g, ws_bytes, ops.scale_ptrs());
+      std::vector<std::vector<float>> c_in;
+      for (int64_t e = 0; e < c.count; ++e)
+        c_in.push_back(download(ops.c_at(e), static_cast<size_t>(g.m * g.n), elem_of(g.c_type)));
+      for (int64_t e = 0; e < c.count; ++e) plan.run(h.get(), ops.a_at(e), ops.b_at(e), ops.c_at(e), ws.get(), ws_bytes, ctx.stream);
+      KB_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+      bool ok = true;
+      std::string detail;
+      for (int64_t e = 0; e < c.count; ++e) {
+        auto a = download(ops.a_at(e), static_cast<size_t>(g.m * g.k), elem_of(g.a_type));
+        auto b = download(ops.b_at(e), static_cast<size_t>(g.k * g.n), elem_of(g.b_type));
+        auto d = download(ops.c_at(e), static_cast<size_t>(g.m * g.n), elem_of(g.c_type));
+        const bool fp32 = g.c_type == DType::F32;
+        Comparison cmp = compare(d, gemm_ref(g, a, b, c_in[static_cast<size_t>(e)]), fp32 ? 1e-3 : 3e-2, fp32 ? 1e-4 : 1e-2);
+        ok = ok && cmp.ok;
+        if (detail.empty() || !cmp.ok) detail = cmp.detail;
+      }
+      out.push_back({name, ok, detail});
+    } catch (const Error& e) {
+      out.push_back({name, false, e.what()});
+    }
+  }
+  // Square bf16 GEMMs of growing size: efficiency <= 1 of the bf16 peak, time grows.
+  for (int64_t n : {1024, 2048, 4096, 8192}) {
+    GemmDims g = gemm_dims(1, n, n, n, "TN", false, "bf16", false);
+    Operands ops(g, 1, ctx.stream);
+    LtPlan plan(h.get(), g, ws_bytes);
+    Timing t = ctx.time(opt, [&] { plan.run(h.get(), ops.a_at(0), ops.b_at(0), ops.c_at(0), ws.get(), ws_bytes, ctx.stream); });
+    timed.push_back({"gemm bf16 TN square", strprintf("gemm bf16 TN %lld^3", static_cast<long long>(n)),
+                     2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n), t.stats.median,
+                     peak_bf16});
+  }
+  return out;
 }
 
 }  // namespace trainsim::kb

@@ -1,5 +1,6 @@
 // kernels_bench: measures the GEMM, grouped GEMM, fused attention and memory-bound kernels a
 // shapes.json lists, and writes kernels.json for `trainsim system build`.
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <exception>
@@ -33,8 +34,11 @@ int int_option(const trainsim::cli::ArgParser& p, const std::string& name, int f
 int run(const std::vector<std::string>& args) {
   trainsim::cli::ArgParser p(
       "kernels_bench",
-      "kernels_bench --shapes shapes.json --out kernels.json [--dry-run] [--resume] [--samples N] [--warmup N]");
+      "kernels_bench --shapes shapes.json --out kernels.json [--dry-run] [--resume] [--samples N] [--warmup N]\n"
+      "       kernels_bench --self-check [--shapes ... --out ...]");
   p.option("shapes", "shapes.json written by `trainsim shapes` (repeatable: the union is measured)", true);
+  p.flag("self-check", "verify numerics of every op family and timing sanity first; stop with a report on failure");
+  p.option("budget-min", "stop starting new items after this many minutes (the rest is left for --resume)");
   p.option("out", "kernels.json to write (results also stream to OUT.partial.jsonl)");
   p.flag("dry-run", "print the plan and the estimated run time; touch no GPU");
   p.flag("resume", "continue an interrupted run (reuses finished results)");
@@ -44,6 +48,19 @@ int run(const std::vector<std::string>& args) {
   p.flag("no-memory", "skip the memory-bound and launch-latency items");
   if (!p.parse(args)) return 0;
   if (!p.positionals().empty()) throw UsageError("unexpected argument '" + p.positionals()[0] + "'\n" + p.help());
+  if (p.has("self-check")) {
+    trainsim::kb::MeasureOptions mopt;
+    mopt.samples = 10;
+    auto backend = trainsim::kb::make_device_backend();
+    std::fprintf(stderr, "kernels_bench: self-check on %s\n", backend->device().name.c_str());
+    std::vector<trainsim::kb::CheckLine> lines = backend->self_check(mopt);
+    std::fputs(trainsim::kb::format_checks(lines).c_str(), stdout);
+    std::fflush(stdout);
+    if (!trainsim::kb::all_passed(lines))
+      throw trainsim::Error("self-check failed (FAIL lines above): do not calibrate with this build or GPU until "
+                            "it passes");
+    if (!p.has("shapes")) return 0;
+  }
   if (!p.has("shapes")) throw UsageError("--shapes is required\n" + p.help());
   bool dry = p.has("dry-run");
   if (!dry && !p.has("out")) throw UsageError("--out is required (or use --dry-run)\n" + p.help());
@@ -53,6 +70,8 @@ int run(const std::vector<std::string>& args) {
   popt.warmup = int_option(p, "warmup", popt.warmup);
   popt.memory = !p.has("no-memory");
   int workspace_mib = int_option(p, "workspace-mib", 32);
+  int budget_min = int_option(p, "budget-min", 0);
+  if (budget_min < 0) throw UsageError("--budget-min must be ≥ 0");
   if (workspace_mib < 0) throw UsageError("--workspace-mib must be ≥ 0");
 
   // Several shapes files (one per model) are measured as their union.
@@ -66,6 +85,12 @@ int run(const std::vector<std::string>& args) {
       if (seen.emplace(e.op, e.key).second) shapes.shapes.push_back(std::move(e));
   }
   trainsim::kb::BenchPlan plan = trainsim::kb::make_plan(shapes, popt);
+  // Under a budget the few memory-bound and latency items (seconds in all) go first, so a run
+  // cut short still calibrates every bandwidth class.
+  if (budget_min > 0)
+    std::stable_partition(plan.items.begin(), plan.items.end(), [](const trainsim::kb::BenchItem& it) {
+      return it.family == trainsim::kb::Family::Memory || it.family == trainsim::kb::Family::Latency;
+    });
   if (dry) {
     std::fputs(trainsim::kb::format_plan(plan, popt).c_str(), stdout);
     return 0;
@@ -76,6 +101,7 @@ int run(const std::vector<std::string>& args) {
   ropt.measure.warmup = popt.warmup;
   ropt.measure.workspace_bytes = workspace_mib * 1024.0 * 1024.0;
   ropt.resume = p.has("resume");
+  ropt.deadline_s = budget_min * 60.0;
   ropt.out_path = p.get("out");
   nlohmann::json prov;
   prov["tool"] = "kernels_bench";
@@ -94,6 +120,9 @@ int run(const std::vector<std::string>& args) {
                ropt.out_path.c_str(), static_cast<long long>(sum.measured), static_cast<long long>(sum.ok),
                static_cast<long long>(sum.unsupported), static_cast<long long>(sum.failed),
                static_cast<long long>(sum.reused));
+  if (sum.left > 0)
+    std::fprintf(stderr, "kernels_bench: %lld items left by the time budget; rerun with --resume to measure them\n",
+                 static_cast<long long>(sum.left));
   if (sum.failed > 0)
     std::fprintf(stderr, "kernels_bench: warning: %lld items failed (see 'reason' in %s); --resume retries them\n",
                  static_cast<long long>(sum.failed), ropt.out_path.c_str());

@@ -1,9 +1,11 @@
 // The few device kernels of kernels_bench: data fill, MoE permutation patterns, fused
-// cross-entropy and an empty kernel. Everything else is library calls from host C++.
+// cross-entropy, the L2 flush and an empty kernel. Everything else is library calls from host C++.
 #include "mem_kernels.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
+
+#include "launch_shapes.h"
 
 namespace trainsim::kb {
 namespace {
@@ -48,16 +50,18 @@ __global__ void make_index_kernel(int32_t* index, int64_t rows, int64_t divisor)
     index[p] = static_cast<int32_t>((p * kStride) % rows / divisor);
 }
 
+// Rows of 16-byte chunks: x = chunk of the row, y = row (grid-stride over rows); no division.
 __global__ void gather_kernel(const uint4* in, uint4* out, const int32_t* index, int64_t rows, int64_t vec) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows * vec; i += int64_t(gridDim.x) * blockDim.x)
-    out[i] = in[int64_t(index[i / vec]) * vec + i % vec];
+  const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (c >= vec) return;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) out[r * vec + c] = in[int64_t(index[r]) * vec + c];
 }
 
 __global__ void unpermute_kernel(const uint4* in, uint4* out, const int32_t* index, int64_t tokens, int64_t topk,
                                  int64_t vec) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < tokens * vec;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t t = i / vec, c = i % vec;
+  const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (c >= vec) return;
+  for (int64_t t = blockIdx.y; t < tokens; t += gridDim.y) {
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int64_t j = 0; j < topk; ++j) {
       uint4 v = in[int64_t(index[t * topk + j]) * vec + c];
@@ -67,24 +71,46 @@ __global__ void unpermute_kernel(const uint4* in, uint4* out, const int32_t* ind
     uint4 o;
     __nv_bfloat16* oh = reinterpret_cast<__nv_bfloat16*>(&o);
     for (int e = 0; e < 8; ++e) oh[e] = __float2bfloat16(acc[e]);
-    out[i] = o;
+    out[t * vec + c] = o;
+  }
+}
+
+// VEC bf16 logits per load: 8 (one 16-byte load) when rows are 16-byte aligned, else 1.
+template <int VEC>
+struct Pack {
+  __nv_bfloat16 v[VEC];
+};
+
+template <int VEC>
+__device__ Pack<VEC> load_pack(const __nv_bfloat16* row, int64_t i) {
+  Pack<VEC> p;
+  if constexpr (VEC == 8) {
+    *reinterpret_cast<uint4*>(&p) = reinterpret_cast<const uint4*>(row)[i];
+  } else {
+    p.v[0] = row[i];
+  }
+  return p;
+}
+
+__device__ void online_add(float& m, float& s, float x) {
+  if (x > m) {
+    s = s * __expf(m - x) + 1;
+    m = x;
+  } else {
+    s += __expf(x - m);
   }
 }
 
 // One block per row: online max / sum of exp, then a block reduction of (max, sum) pairs.
+template <int VEC>
 __global__ void ce_forward_kernel(const __nv_bfloat16* logits, const int32_t* target, float* lse, float* loss,
                                   int64_t vocab) {
   __shared__ float sm[kThreads], ss[kThreads];
   const __nv_bfloat16* row = logits + blockIdx.x * vocab;
   float m = -INFINITY, s = 0;
-  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
-    float x = __bfloat162float(row[v]);
-    if (x > m) {
-      s = s * __expf(m - x) + 1;
-      m = x;
-    } else {
-      s += __expf(x - m);
-    }
+  for (int64_t i = threadIdx.x; i < vocab / VEC; i += blockDim.x) {
+    Pack<VEC> p = load_pack<VEC>(row, i);
+    for (int e = 0; e < VEC; ++e) online_add(m, s, __bfloat162float(p.v[e]));
   }
   sm[threadIdx.x] = m;
   ss[threadIdx.x] = s;
@@ -105,14 +131,35 @@ __global__ void ce_forward_kernel(const __nv_bfloat16* logits, const int32_t* ta
   }
 }
 
+template <int VEC>
 __global__ void ce_backward_kernel(const __nv_bfloat16* logits, const int32_t* target, const float* lse,
                                    __nv_bfloat16* grad, int64_t vocab) {
   const __nv_bfloat16* row = logits + blockIdx.x * vocab;
   __nv_bfloat16* g = grad + blockIdx.x * vocab;
-  float l = lse[blockIdx.x];
-  int32_t t = target[blockIdx.x];
-  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x)
-    g[v] = __float2bfloat16(__expf(__bfloat162float(row[v]) - l) - (v == t ? 1.0f : 0.0f));
+  const float l = lse[blockIdx.x];
+  const int64_t t = target[blockIdx.x];
+  for (int64_t i = threadIdx.x; i < vocab / VEC; i += blockDim.x) {
+    Pack<VEC> p = load_pack<VEC>(row, i);
+    Pack<VEC> o;
+    for (int e = 0; e < VEC; ++e)
+      o.v[e] = __float2bfloat16(__expf(__bfloat162float(p.v[e]) - l) - (i * VEC + e == t ? 1.0f : 0.0f));
+    if constexpr (VEC == 8) {
+      reinterpret_cast<uint4*>(g)[i] = *reinterpret_cast<const uint4*>(&o);
+    } else {
+      g[i] = o.v[0];
+    }
+  }
+}
+
+// L2 flush by reading: the lines it leaves are clean. The store never happens (the XOR of
+// the fill pattern is not the magic value) but keeps the loads alive.
+__global__ void read_flush_kernel(const uint4* buf, int64_t n, unsigned* sink) {
+  unsigned acc = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    uint4 v = buf[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u && sink) *sink = acc;
 }
 
 __global__ void empty_kernel() {}
@@ -126,16 +173,16 @@ void launch_fill(void* ptr, size_t count, int elem, uint32_t seed, float scale, 
 
 void launch_gather_rows(const void* in, void* out, const int32_t* index, int64_t rows, int64_t row_bytes,
                         cudaStream_t s) {
-  int64_t vec = row_bytes / 16;
-  gather_kernel<<<blocks_for(rows * vec), kThreads, 0, s>>>(static_cast<const uint4*>(in), static_cast<uint4*>(out),
-                                                            index, rows, vec);
+  const LaunchShape l = row_launch(rows, row_bytes);
+  gather_kernel<<<dim3(l.grid_x, l.grid_y), l.block, 0, s>>>(static_cast<const uint4*>(in), static_cast<uint4*>(out),
+                                                            index, rows, l.vec);
 }
 
 void launch_unpermute_reduce(const void* in, void* out, const int32_t* index, int64_t tokens, int64_t topk,
                              int64_t hidden, cudaStream_t s) {
-  int64_t vec = hidden / 8;
-  unpermute_kernel<<<blocks_for(tokens * vec), kThreads, 0, s>>>(static_cast<const uint4*>(in),
-                                                                 static_cast<uint4*>(out), index, tokens, topk, vec);
+  const LaunchShape l = row_launch(tokens, hidden * 2);
+  unpermute_kernel<<<dim3(l.grid_x, l.grid_y), l.block, 0, s>>>(static_cast<const uint4*>(in),
+                                                               static_cast<uint4*>(out), index, tokens, topk, l.vec);
 }
 
 void launch_make_index(int32_t* index, int64_t rows, int64_t divisor, cudaStream_t s) {
@@ -144,14 +191,30 @@ void launch_make_index(int32_t* index, int64_t rows, int64_t divisor, cudaStream
 
 void launch_ce_forward(const void* logits, const int32_t* target, float* lse, float* loss, int64_t rows,
                        int64_t vocab, cudaStream_t s) {
-  ce_forward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(logits),
-                                                                     target, lse, loss, vocab);
+  const LaunchShape l = ce_launch(rows, vocab);
+  const auto* x = static_cast<const __nv_bfloat16*>(logits);
+  if (l.vec == 8) {
+    ce_forward_kernel<8><<<l.grid_x, l.block, 0, s>>>(x, target, lse, loss, vocab);
+  } else {
+    ce_forward_kernel<1><<<l.grid_x, l.block, 0, s>>>(x, target, lse, loss, vocab);
+  }
 }
 
 void launch_ce_backward(const void* logits, const int32_t* target, const float* lse, void* grad, int64_t rows,
                         int64_t vocab, cudaStream_t s) {
-  ce_backward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(
-      static_cast<const __nv_bfloat16*>(logits), target, lse, static_cast<__nv_bfloat16*>(grad), vocab);
+  const LaunchShape l = ce_launch(rows, vocab);
+  const auto* x = static_cast<const __nv_bfloat16*>(logits);
+  auto* g = static_cast<__nv_bfloat16*>(grad);
+  if (l.vec == 8) {
+    ce_backward_kernel<8><<<l.grid_x, l.block, 0, s>>>(x, target, lse, g, vocab);
+  } else {
+    ce_backward_kernel<1><<<l.grid_x, l.block, 0, s>>>(x, target, lse, g, vocab);
+  }
+}
+
+void launch_read_flush(const void* buf, size_t bytes, unsigned* sink, int sm_count, cudaStream_t s) {
+  const auto n = static_cast<int64_t>(bytes / 16);
+  read_flush_kernel<<<static_cast<unsigned>(4 * sm_count), 512, 0, s>>>(static_cast<const uint4*>(buf), n, sink);
 }
 
 void launch_empty(cudaStream_t s) { empty_kernel<<<1, 1, 0, s>>>(); }

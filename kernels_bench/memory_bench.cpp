@@ -2,7 +2,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cuda_context.h"
+#include "core/text.h"
 #include "mem_kernels.h"
+#include "reference.h"
 
 namespace trainsim::kb {
 namespace {
@@ -77,6 +79,88 @@ KernelResult bench_memory(CudaContext& ctx, const BenchItem& item, const Measure
     return ok_result(t, "fused_ce_fwd_bwd_kernels", "");
   }
   return unsupported_result("unknown memory pattern '" + c.pattern + "'");
+}
+
+}  // namespace trainsim::kb
+
+namespace trainsim::kb {
+
+std::vector<CheckLine> self_check_memory(CudaContext& ctx, const MeasureOptions& opt, std::vector<TimedPoint>& timed,
+                                         double peak_bytes_per_s) {
+  std::vector<CheckLine> out;
+  cudaStream_t s = ctx.stream;
+  // Cross-entropy on 16-byte loads (vocab % 8 == 0) and on the scalar path.
+  for (int64_t vocab : {int64_t{1000}, int64_t{1001}}) {
+    const int64_t rows = 5;
+    std::string name = strprintf("cross-entropy fwd+bwd rows=%lld vocab=%lld", static_cast<long long>(rows),
+                                 static_cast<long long>(vocab));
+    try {
+      DeviceBuffer logits(static_cast<size_t>(rows * vocab) * 2), grad(static_cast<size_t>(rows * vocab) * 2),
+          target(static_cast<size_t>(rows) * 4), lse(static_cast<size_t>(rows) * 4), loss(static_cast<size_t>(rows) * 4);
+      fill_random(logits, Elem::BF16, 31, 4.0f, s);
+      std::vector<int32_t> tgt = {0, 7, 999, 500, 3};
+      KB_CUDA_CHECK(cudaMemcpy(target.get(), tgt.data(), tgt.size() * 4, cudaMemcpyHostToDevice));
+      launch_ce_forward(logits.get(), static_cast<const int32_t*>(target.get()), static_cast<float*>(lse.get()),
+                        static_cast<float*>(loss.get()), rows, vocab, s);
+      launch_ce_backward(logits.get(), static_cast<const int32_t*>(target.get()), static_cast<const float*>(lse.get()),
+                         grad.get(), rows, vocab, s);
+      check_launch();
+      KB_CUDA_CHECK(cudaStreamSynchronize(s));
+      CrossEntropyRef ref =
+          cross_entropy_ref(rows, vocab, download(logits.get(), static_cast<size_t>(rows * vocab), Elem::BF16), tgt);
+      Comparison l = compare(download(loss.get(), static_cast<size_t>(rows), Elem::F32), ref.loss, 1e-3, 1e-3);
+      Comparison g = compare(download(grad.get(), static_cast<size_t>(rows * vocab), Elem::BF16), ref.grad, 1e-3, 1e-2);
+      out.push_back({name, l.ok && g.ok, "loss " + l.detail + "; grad " + g.detail});
+    } catch (const Error& e) {
+      out.push_back({name, false, e.what()});
+    }
+  }
+  // Row gather (permutation) and the topk reduction (unpermutation).
+  {
+    const int64_t tokens = 6, topk = 2, hidden = 24, rows = tokens * topk;
+    std::string name = "permute gather + unpermute reduce tokens=6 topk=2 hidden=24";
+    try {
+      DeviceBuffer in(static_cast<size_t>(tokens * hidden) * 2), permuted(static_cast<size_t>(rows * hidden) * 2),
+          back(static_cast<size_t>(tokens * hidden) * 2), index(static_cast<size_t>(rows) * 4);
+      fill_random(in, Elem::BF16, 32, 1.0f, s);
+      std::vector<int32_t> idx(static_cast<size_t>(rows));
+      for (int64_t p = 0; p < rows; ++p) idx[static_cast<size_t>(p)] = static_cast<int32_t>((p * 5) % tokens);
+      KB_CUDA_CHECK(cudaMemcpy(index.get(), idx.data(), idx.size() * 4, cudaMemcpyHostToDevice));
+      auto* ip = static_cast<const int32_t*>(index.get());
+      launch_gather_rows(in.get(), permuted.get(), ip, rows, hidden * 2, s);
+      // Reducing permuted row p = t*topk + j with the identity index sums the two copies.
+      std::vector<int32_t> ident(static_cast<size_t>(rows));
+      for (int64_t p = 0; p < rows; ++p) ident[static_cast<size_t>(p)] = static_cast<int32_t>(p);
+      DeviceBuffer id_index(static_cast<size_t>(rows) * 4);
+      KB_CUDA_CHECK(cudaMemcpy(id_index.get(), ident.data(), ident.size() * 4, cudaMemcpyHostToDevice));
+      launch_unpermute_reduce(permuted.get(), back.get(), static_cast<const int32_t*>(id_index.get()), tokens, topk,
+                              hidden, s);
+      check_launch();
+      KB_CUDA_CHECK(cudaStreamSynchronize(s));
+      auto x = download(in.get(), static_cast<size_t>(tokens * hidden), Elem::BF16);
+      std::vector<float> want_perm, want_back;
+      for (int64_t p = 0; p < rows; ++p)
+        for (int64_t c = 0; c < hidden; ++c) want_perm.push_back(x[static_cast<size_t>(idx[static_cast<size_t>(p)] * hidden + c)]);
+      for (int64_t t = 0; t < tokens; ++t)
+        for (int64_t c = 0; c < hidden; ++c)
+          want_back.push_back(round_to_bf16(want_perm[static_cast<size_t>((t * topk) * hidden + c)] +
+                                            want_perm[static_cast<size_t>((t * topk + 1) * hidden + c)]));
+      Comparison a = compare(download(permuted.get(), want_perm.size(), Elem::BF16), want_perm, 0, 0);
+      Comparison b = compare(download(back.get(), want_back.size(), Elem::BF16), want_back, 0, 0);
+      out.push_back({name, a.ok && b.ok, "gather " + a.detail + "; reduce " + b.detail});
+    } catch (const Error& e) {
+      out.push_back({name, false, e.what()});
+    }
+  }
+  // Device copies of growing size: efficiency <= 1 of the memory peak, time grows.
+  for (size_t mib : {size_t{64}, size_t{256}, size_t{1024}}) {
+    DeviceBuffer src(mib << 20), dst(mib << 20);
+    fill_random(src, Elem::BF16, 33, 1.0f, s);
+    Timing t = ctx.time(opt, [&] { KB_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), mib << 20, cudaMemcpyDeviceToDevice, s)); });
+    timed.push_back({"device copy", strprintf("copy %zu MiB", mib), 2.0 * static_cast<double>(mib << 20),
+                     t.stats.median, peak_bytes_per_s});
+  }
+  return out;
 }
 
 }  // namespace trainsim::kb

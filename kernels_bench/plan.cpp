@@ -6,12 +6,15 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "timing_loop.h"
 
 namespace trainsim::kb {
 namespace {
 
-// Per-sample cost besides the kernel: L2 flush (a 256 MiB memset) and the event sync.
-double per_sample_overhead_s(const PlanOptions& opt) { return 256.0 * (1 << 20) / opt.mem_bytes_per_s + 20e-6; }
+// Per-sample cost besides the kernel: L2 flush (a read of twice the L2) and the event sync.
+double per_sample_overhead_s(const PlanOptions& opt) {
+  return static_cast<double>(l2_flush_bytes(static_cast<size_t>(opt.l2_bytes))) / opt.mem_bytes_per_s + 20e-6;
+}
 
 // Typical efficiencies used only to estimate run time.
 constexpr double kGuessGemmEff = 0.6, kGuessGroupedEff = 0.4, kGuessSdpaEff = 0.5, kGuessMemEff = 0.8;
@@ -34,6 +37,21 @@ const char* family_name(Family f) {
     case Family::Latency: return "latency";
   }
   return "?";
+}
+
+// Setup plus the timed and warm-up runs of one item.
+double runs_seconds(const BenchItem& item, const PlanOptions& opt, double runs, double overhead) {
+  double peak = item.op.rfind("fp8_", 0) == 0 ? opt.peak_fp8_flops : opt.peak_bf16_flops;
+  switch (item.family) {
+    case Family::Gemm: return 0.05 + runs * (item.flops / (peak * kGuessGemmEff) + overhead);
+    case Family::GroupedGemm: return 0.1 + runs * (item.flops / (peak * kGuessGroupedEff) + overhead);
+    case Family::SdpaFwd:
+    case Family::SdpaBwd: return 1.0 + runs * (item.flops / (peak * kGuessSdpaEff) + overhead);
+    case Family::Memory:
+      return 0.2 + runs * (item.bytes / (opt.mem_bytes_per_s * kGuessMemEff) + item.launches * kGuessLaunchS + overhead);
+    case Family::Latency: return 0.1 + runs * (kLaunchesPerLatencySample * kGuessLaunchS + overhead);
+  }
+  return 0;
 }
 
 }  // namespace
@@ -103,17 +121,8 @@ std::string memory_case_class(const MemoryCase& c) { return c.pattern == "copy" 
 double estimate_item_seconds(const BenchItem& item, const PlanOptions& opt) {
   double runs = opt.warmup + opt.samples;
   double overhead = per_sample_overhead_s(opt);
-  double peak = item.op.rfind("fp8_", 0) == 0 ? opt.peak_fp8_flops : opt.peak_bf16_flops;
-  switch (item.family) {
-    case Family::Gemm: return 0.05 + runs * (item.flops / (peak * kGuessGemmEff) + overhead);
-    case Family::GroupedGemm: return 0.1 + runs * (item.flops / (peak * kGuessGroupedEff) + overhead);
-    case Family::SdpaFwd:
-    case Family::SdpaBwd: return 1.0 + runs * (item.flops / (peak * kGuessSdpaEff) + overhead);
-    case Family::Memory:
-      return 0.2 + runs * (item.bytes / (opt.mem_bytes_per_s * kGuessMemEff) + item.launches * kGuessLaunchS + overhead);
-    case Family::Latency: return 0.1 + runs * (kLaunchesPerLatencySample * kGuessLaunchS + overhead);
-  }
-  return 0;
+  // Every item first keeps the GPU busy for min_warmup_s (clock ramp, timing_loop.h).
+  return opt.min_warmup_s + runs_seconds(item, opt, runs, overhead);
 }
 
 BenchPlan make_plan(const ShapesDoc& shapes, const PlanOptions& opt) {

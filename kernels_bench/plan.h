@@ -44,6 +44,8 @@ struct PlanOptions {
   double peak_bf16_flops = 989e12;
   double peak_fp8_flops = 1979e12;
   double mem_bytes_per_s = 3.35e12;
+  double l2_bytes = 50.0 * (1 << 20);
+  double min_warmup_s = 0.2;      // clock warm-up per item (MeasureOptions::min_warmup_s)
 };
 
 struct BenchPlan {
@@ -67,7 +69,8 @@ struct BenchPlan {
 /// Throws UsageError for options out of range.
 [[nodiscard]] BenchPlan make_plan(const ShapesDoc& shapes, const PlanOptions& opt);
 
-/// Estimated seconds of one item (setup + (warmup + samples) x (kernel + per-sample overhead)).
+/// Estimated seconds of one item: clock warm-up + setup + (warmup + samples) x (kernel +
+/// per-sample overhead: L2 flush read and event sync).
 [[nodiscard]] double estimate_item_seconds(const BenchItem& item, const PlanOptions& opt);
 
 /// Human-readable plan for --dry-run: one line per item and the estimated total.

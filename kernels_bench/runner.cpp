@@ -8,6 +8,7 @@
 #include "config/shape_key.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "device_errors.h"
 #include "efficiency.h"
 #include "result_store.h"
 
@@ -65,7 +66,10 @@ RunSummary run_plan(const BenchPlan& plan, Backend& backend, const RunOptions& o
   double est_todo = 0;
   for (const auto& it : plan.items)
     if (!have.count(it.id())) est_todo += it.est_s;
-  auto t0 = std::chrono::steady_clock::now();
+  std::function<double()> now = opt.now_s ? opt.now_s : [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
+  const double t0 = now();
   double est_done = 0;
   std::map<std::string, KernelResult> fresh;
   for (size_t i = 0; i < plan.items.size(); ++i) {
@@ -74,9 +78,19 @@ RunSummary run_plan(const BenchPlan& plan, Backend& backend, const RunOptions& o
       ++sum.reused;
       continue;
     }
+    if (opt.deadline_s > 0 && now() - t0 >= opt.deadline_s) {
+      ++sum.left;
+      continue;
+    }
     KernelResult r;
+    std::string lost;
     try {
       r = backend.measure(item, opt.measure);
+    } catch (const DeviceLostError& e) {
+      r = KernelResult{};
+      r.status = "failed";
+      r.reason = e.what();
+      lost = e.what();
     } catch (const Error& e) {
       r = KernelResult{};
       r.status = "failed";
@@ -92,9 +106,15 @@ RunSummary run_plan(const BenchPlan& plan, Backend& backend, const RunOptions& o
     store.append(r);
     ++sum.measured;
     ++(r.status == "ok" ? sum.ok : r.status == "unsupported" ? sum.unsupported : sum.failed);
+    if (!lost.empty())
+      throw Error(strprintf("stopped at item %zu/%zu (%s %s): the GPU is in an unrecoverable state: %s; every "
+                            "later CUDA call in this process would fail too. The results so far are in %s; check "
+                            "the GPU (nvidia-smi, dmesg), then rerun with --resume",
+                            i + 1, plan.items.size(), item.op.c_str(), item.key.c_str(), lost.c_str(),
+                            store.partial_path().c_str()));
 
     est_done += item.est_s;
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double elapsed = now() - t0;
     double eta = est_done > 0 ? (est_todo - est_done) * elapsed / est_done : est_todo;
     std::string what = r.status == "ok" ? format_time(r.time.median) +
                                               strprintf(" (p10 %s, p90 %s)", format_time(r.time.p10).c_str(),
@@ -107,14 +127,17 @@ RunSummary run_plan(const BenchPlan& plan, Backend& backend, const RunOptions& o
     fresh.emplace(r.id(), std::move(r));
   }
 
+  if (sum.left > 0)
+    std::fprintf(progress, "kernels_bench: time budget of %s reached: %lld items not measured; --resume measures them\n",
+                 format_duration(opt.deadline_s).c_str(), static_cast<long long>(sum.left));
   // Plan order first, then earlier results that are no longer in the plan.
   std::set<std::string> placed;
   for (const auto& item : plan.items) {
     auto f = fresh.find(item.id());
     if (f != fresh.end()) {
       doc.results.push_back(f->second);
-    } else {
-      doc.results.push_back(kept[have.at(item.id())]);
+    } else if (auto k = have.find(item.id()); k != have.end()) {
+      doc.results.push_back(kept[k->second]);
     }
     placed.insert(item.id());
   }

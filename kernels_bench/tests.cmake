@@ -6,6 +6,13 @@ list(APPEND TRAINSIM_TEST_SOURCES
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/stats_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/runner_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/merge_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/timing_loop_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/device_errors_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/gemm_config_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/launch_shapes_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/reference_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/self_check_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/sdpa_graph_test.cpp
 )
 list(APPEND TRAINSIM_TEST_LIBS kernels_bench_host)
 
@@ -27,8 +34,18 @@ if(TRAINSIM_ENABLE_DEVICE_TESTS AND TRAINSIM_HAVE_CUDA)
   add_test(NAME KernelsDeviceSystemBuild
            COMMAND trainsim_cli system build --base h100-sxm-80g --kernels ${KB_SMOKE_OUT}
                    --out ${PROJECT_BINARY_DIR}/system_smoke.json)
+  add_test(NAME KernelsDeviceSelfCheck COMMAND kernels_bench --self-check)
+  set_tests_properties(KernelsDeviceSelfCheck PROPERTIES PASS_REGULAR_EXPRESSION "self-check: [0-9]+ passed, 0 failed"
+                       LABELS gpu)
   set_tests_properties(KernelsDeviceSmoke PROPERTIES FIXTURES_SETUP kb_smoke LABELS gpu)
   set_tests_properties(KernelsDeviceSystemBuild PROPERTIES FIXTURES_REQUIRED kb_smoke LABELS gpu)
+endif()
+
+# Without a GPU the self-check stops with a clear message (exit 1), whatever the build.
+if(NOT TRAINSIM_ENABLE_DEVICE_TESTS)
+  add_test(NAME KernelsSelfCheckNeedsGpu COMMAND kernels_bench --self-check)
+  set_tests_properties(KernelsSelfCheckNeedsGpu PROPERTIES
+    PASS_REGULAR_EXPRESSION "kernels_bench: error: (no usable GPU|this kernels_bench was built without CUDA)")
 endif()
 
 # `trainsim system build` on the fixtures (the merged file must read back in the simulator).
@@ -41,3 +58,20 @@ add_test(NAME KernelsSystemBuildNeedsBase
                  --out ${PROJECT_BINARY_DIR}/unused.json)
 set_tests_properties(KernelsSystemBuildNeedsBase PROPERTIES
   PASS_REGULAR_EXPRESSION "system build: --base is required")
+
+# calibrate_node.sh with stub tools: step order, one comm_bench rank per GPU, budget, resume.
+add_test(NAME CalibrateNodeStubbedRun
+         COMMAND bash ${PROJECT_SOURCE_DIR}/tests/kernels_bench/calibrate_node_test.sh
+                 ${PROJECT_SOURCE_DIR}/kernels_bench/calibrate_node.sh)
+set_tests_properties(CalibrateNodeStubbedRun PROPERTIES
+  PASS_REGULAR_EXPRESSION "calibrate_node.sh: steps, mpirun ranks and resume OK" TIMEOUT 60)
+
+# calibrate_node.sh validates its arguments before touching a GPU.
+add_test(NAME CalibrateNodeBudgetTooSmall
+         COMMAND bash ${PROJECT_SOURCE_DIR}/kernels_bench/calibrate_node.sh --budget-min 2 --bin-dir ${PROJECT_BINARY_DIR}/bin)
+set_tests_properties(CalibrateNodeBudgetTooSmall PROPERTIES
+  PASS_REGULAR_EXPRESSION "calibrate_node.sh: --budget-min '2': expected whole minutes ≥ 5")
+add_test(NAME CalibrateNodeUnknownArgument
+         COMMAND bash ${PROJECT_SOURCE_DIR}/kernels_bench/calibrate_node.sh --budget 20)
+set_tests_properties(CalibrateNodeUnknownArgument PROPERTIES
+  PASS_REGULAR_EXPRESSION "calibrate_node.sh: unknown argument '--budget' \\(see --help\\)")

@@ -118,6 +118,8 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
   k["cuda_runtime_version"] = doc.device.cuda_runtime_version;
   k["cublas_version"] = doc.device.cublas_version;
   k["cudnn_version"] = doc.device.cudnn_version;
+  k["sm_clock_max_mhz"] = doc.device.sm_clock_max_hz / 1e6;
+  k["mem_clock_mhz"] = doc.device.mem_clock_hz / 1e6;
   nlohmann::json kp = doc.provenance_json.empty() ? nlohmann::json::object()
                                                   : nlohmann::json::parse(doc.provenance_json);
   k["date"] = kp.value("date", "");

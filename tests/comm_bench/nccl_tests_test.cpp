@@ -215,5 +215,38 @@ TEST(CommNcclTestsTest, ImportNetworkOverride) {
   }
 }
 
+TEST(CommNcclTestsTest, SixteenRanksOnTwoNodesAreMergedPerNode) {
+  // Synthetic fixture: 2 nodes x 8 GPUs, t = 40 us + S * 2 * 15/16 / 45 GB/s.
+  const auto runs = parse_fixture("all_reduce_16rank_2node_synthetic.log");
+  ASSERT_EQ(runs.size(), 1u);
+  const RunPlacement pl = classify_run(runs[0]);
+  EXPECT_EQ(pl.kind, GroupKind::InterNode);
+  EXPECT_EQ(pl.n, 2);
+  EXPECT_EQ(pl.nodes, 2);
+  EXPECT_EQ(pl.concurrent, 8);
+  EXPECT_DOUBLE_EQ(pl.size_scale, 1.875 / 8);  // busbw factor 2*15/16 at 16 ranks, 1 at 2 nodes
+  const CommResults res = results_from_nccl_tests(runs, IntraLink::NVLink, "");
+  ASSERT_EQ(res.groups.size(), 1u);
+  EXPECT_EQ(res.groups[0].name, "inter_node_x2");
+  EXPECT_EQ(res.groups[0].count, 8);
+  EXPECT_EQ(res.points.back().size_bytes, 251658240u);  // 1 GiB * 1.875 / 8
+  EXPECT_EQ(res.points.back().n, 2);
+  ASSERT_EQ(res.fits.size(), 1u);
+  EXPECT_EQ(res.fits[0].network, "inter_node");
+  // Per NIC: the run's 45 GB/s busbw / 8 = 5.625 GB/s of bus bandwidth at n = 2 (the merge into
+  // a system file multiplies inter_node by the 8 GPUs of a node again).
+  EXPECT_NEAR(res.fits[0].fit.latency_s, 40e-6, 0.5e-6);
+  EXPECT_NEAR(res.fits[0].fit.bus_bandwidth / 5.625e9, 1, 0.002);
+  EXPECT_EQ(res.provenance.nodes, 2);
+  EXPECT_EQ(res.provenance.ranks_per_node, 8);
+  // All-to-all does not decompose per NIC: it stays a whole-world group (not merged).
+  NcclTestsRun a2a = runs[0];
+  a2a.op = Collective::AllToAll;
+  EXPECT_EQ(classify_run(a2a).kind, GroupKind::World);
+  a2a.op = Collective::AllReduce;
+  a2a.hosts.back() = "node-b03";  // 8 + 7 + 1 ranks: uneven nodes
+  EXPECT_EQ(classify_run(a2a).kind, GroupKind::World);
+}
+
 }  // namespace
 }  // namespace comm_bench

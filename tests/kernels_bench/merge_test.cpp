@@ -69,6 +69,8 @@ TEST(KernelsMergeTest, ProvenanceRecordsTheMeasurement) {
   const auto& k = prov["kernels"];
   EXPECT_EQ(k["gpu"], "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(k["cublas_version"], "13.1.0");
+  EXPECT_DOUBLE_EQ(k["sm_clock_max_mhz"].get<double>(), 1980);  // fixture: device clocks
+  EXPECT_DOUBLE_EQ(k["mem_clock_mhz"].get<double>(), 2619);
   EXPECT_EQ(k["date"], "2026-01-02T03:04:05Z");
   EXPECT_EQ(k["results"]["ok"], 8);
   EXPECT_EQ(k["results"]["unsupported"], 1);

@@ -53,8 +53,9 @@ TEST(KernelsPlanTest, MemoryBytesFollowTheSimulatorFormulas) {
 
 TEST(KernelsPlanTest, EstimateIsSetupPlusRunsTimesKernelAndOverhead) {
   BenchPlan plan = make_plan(small_shapes(), PlanOptions{});
-  // GEMM: 0.05 s setup + 25 runs x (206158430208 / (989e12 * 0.6) + 2^28 / 3.35e12 + 20e-6).
-  double expected = 0.05 + 25 * (206158430208.0 / (989e12 * 0.6) + 268435456.0 / 3.35e12 + 20e-6);
+  // GEMM: 0.2 s clock warm-up + 0.05 s setup + 25 runs x (206158430208 / (989e12 * 0.6) +
+  // 100 MiB flush read / 3.35e12 + 20e-6).
+  double expected = 0.2 + 0.05 + 25 * (206158430208.0 / (989e12 * 0.6) + 104857600.0 / 3.35e12 + 20e-6);
   EXPECT_NEAR(plan.items[0].est_s, expected, 1e-12);
   double total = 0;
   for (const auto& it : plan.items) total += it.est_s;

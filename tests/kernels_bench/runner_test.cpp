@@ -10,6 +10,7 @@
 
 #include "config/presets.h"
 #include "core/error.h"
+#include "device_errors.h"
 #include "runner.h"
 
 namespace trainsim::kb {
@@ -30,10 +31,13 @@ class FakeBackend : public Backend {
     return d;
   }
   std::string method_json(const MeasureOptions&) override { return R"({"timing": "fake"})"; }
+  std::vector<CheckLine> self_check(const MeasureOptions&) override { return {}; }  // not used by run_plan
   KernelResult measure(const BenchItem& item, const MeasureOptions&) override {
     if (calls == crash_after) throw std::runtime_error("killed");
     ++calls;
     if (item.op == fail_op) throw Error("cuBLASLt returned CUBLAS_STATUS_NOT_SUPPORTED");
+    if (calls == lost_at) throw DeviceLostError("cudaErrorIllegalAddress: an illegal memory access was encountered");
+    clock += 1;
     KernelResult r;
     double t = item.flops > 0   ? item.flops / (0.5 * (item.op.rfind("fp8_", 0) == 0 ? 2e15 : 1e15))
                : item.bytes > 0 ? item.bytes / (0.5 * 2e12)
@@ -44,6 +48,8 @@ class FakeBackend : public Backend {
   }
   int calls = 0;
   int crash_after = -1;
+  int lost_at = -1;     // call that leaves the device unusable
+  double clock = 0;     // fake seconds: each measurement takes 1 s
   std::string fail_op;
 
  private:
@@ -156,6 +162,49 @@ TEST_F(KernelsRunnerTest, RefusesToResumeOnAnotherDevice) {
     EXPECT_EQ(std::string(e.what()),
               "cannot resume " + opt_.out_path + ": it was measured on 'Fake GPU', this device is 'Other GPU'");
   }
+}
+
+}  // namespace
+}  // namespace trainsim::kb
+
+namespace trainsim::kb {
+namespace {
+
+TEST_F(KernelsRunnerTest, StickyDeviceErrorStopsTheRunWithAClearMessage) {
+  FakeBackend b;
+  b.lost_at = 3;
+  try {
+    (void)run_plan(plan_, b, opt_, log_);
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "stopped at item 3/18 (matmul b=1, m=6144, k=4096, n=4096, layout=NT, accumulate=True, out_dtype=fp32): "
+              "the GPU is in an unrecoverable state: cudaErrorIllegalAddress: an illegal memory access was "
+              "encountered; every later CUDA call in this process would fail too. The results so far are in " +
+                  opt_.out_path + ".partial.jsonl; check the GPU (nvidia-smi, dmesg), then rerun with --resume");
+  }
+  EXPECT_EQ(b.calls, 3);  // nothing measured after the sticky error
+  FakeBackend again;
+  opt_.resume = true;
+  RunSummary s = run_plan(plan_, again, opt_, log_);
+  EXPECT_EQ(s.reused, 2);  // the failed item is measured again
+  EXPECT_EQ(s.measured, 16);
+}
+
+TEST_F(KernelsRunnerTest, DeadlineLeavesTheRestForResume) {
+  FakeBackend b;
+  opt_.deadline_s = 4;
+  opt_.now_s = [&b] { return b.clock; };
+  RunSummary s = run_plan(plan_, b, opt_, log_);
+  EXPECT_EQ(s.measured, 4);  // items start at t = 0, 1, 2, 3
+  EXPECT_EQ(s.left, 14);
+  EXPECT_EQ(load_kernels(read_file(opt_.out_path), opt_.out_path).results.size(), 4u);
+  FakeBackend again;
+  opt_.deadline_s = 0;
+  opt_.resume = true;
+  RunSummary rest = run_plan(plan_, again, opt_, log_);
+  EXPECT_EQ(rest.reused, 4);
+  EXPECT_EQ(rest.measured, 14);
 }
 
 }  // namespace
