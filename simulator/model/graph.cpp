@@ -9,6 +9,8 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "passes/fp8.h"
+#include "passes/recompute.h"
 
 namespace trainsim {
 namespace {
@@ -523,57 +525,6 @@ Leaf expert_swiglu(const Ctx& c, const MoeShape& sh, double width) {
   return l;
 }
 
-// TE Float8Quantizer casting a Linear's input to fp8 before each quantized GEMM: reads the bf16
-// input, writes the fp8 copy (the peer's Float8Quantizer leaf).
-void insert_quantizers(std::vector<Leaf>& L) {
-  for (size_t i = 0; i < L.size(); ++i) {
-    const auto& k = L[i].kernels[kFwd];
-    if (k.empty() || (std::string(k[0].op) != "fp8_matmul" && std::string(k[0].op) != "fp8_group_matmul")) continue;
-    Leaf q;
-    q.name = L[i].name + ".quantizer";
-    const double in = L[i].input_bytes, out = L[i].input_bytes / 2;
-    q.kernels[kFwd] = {mem_kernel(in + out)};
-    q.fpk = in + out;
-    q.input_bytes = in;
-    L.insert(L.begin() + static_cast<std::ptrdiff_t>(i), std::move(q));
-    ++i;
-  }
-}
-
-// Recompute roles of a layer's leaves by name for the legacy granularities.
-bool legacy_recomputed(const StrategyConfig& s, const std::string& name, bool attn_part, bool mlp_part) {
-  const std::string& g = *s.recompute_granularity;
-  if (g == "full_block") return true;
-  if (g == "attn_only") return attn_part && name != "input_layernorm";
-  if (g == "sdp_only") return name == "core_attention";
-  if (g == "mlp_only") return mlp_part;
-  // selective_recompute
-  if (attn_part) {
-    if (name == "input_layernorm" || name == "q_down_proj" || name == "kv_down_proj")
-      return s.attn_recompute && s.mla_rms_recompute;
-    if (name == "linear_proj") return false;
-    return s.attn_recompute;
-  }
-  if (name == "pre_mlp_layernorm" || name.rfind("shared_expert", 0) == 0 || name == "router")
-    return s.mlp_recompute && s.mlp_rms_recompute;
-  if (name == "permutation" || name == "unpermutation") return false;
-  return s.mlp_recompute;
-}
-
-// Assigns FIRST/MIDDLE/LAST over runs of recomputed leaves; the layer's first leaf and any
-// breakpoint start/end segments (the peer's set_first_last_recompute_status + set_breakpoints).
-void assign_status(std::vector<Leaf>& leaves, bool variance_tails) {
-  const size_t n = leaves.size();
-  for (size_t i = 0; i < n; ++i) {
-    Leaf& l = leaves[i];
-    if (!l.recompute) continue;
-    const bool prev = i > 0 && leaves[i - 1].recompute && !leaves[i - 1].breakpoint;
-    const bool next = i + 1 < n && leaves[i + 1].recompute && !l.breakpoint;
-    l.status = !prev ? RecomputeStatus::First : (!next ? RecomputeStatus::Last : RecomputeStatus::Middle);
-    if (variance_tails && !next && prev) l.variance = true;
-  }
-}
-
 }  // namespace
 
 Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
@@ -677,73 +628,7 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
       L.push_back(unpermutation(c, sh));
     }
     if (c.fp8) insert_quantizers(L);
-    const size_t attn_end = static_cast<size_t>(
-        std::find_if(L.begin(), L.end(), [](const Leaf& l) { return l.name == "pre_mlp_layernorm"; }) - L.begin());
-    if (!recompute) return t;
-    bool variance = false;
-    if (s.megatron_recompute) {
-      // Megatron 0.14 output-discarding checkpoints: a recomputed norm's consumer keeps no input
-      // copy and is the segment's tail (not recomputed itself).
-      for (const auto& mod : s.megatron_recompute_modules) {
-        if (mod == "layernorm") {
-          for (size_t i = 0; i < L.size(); ++i) {
-            if (L[i].name != "input_layernorm" && L[i].name != "pre_mlp_layernorm") continue;
-            L[i].recompute = true;
-            // The norm's consumers (QKV, or MLA's q/kv down projections; fc1 or the router).
-            for (size_t j = i + 1; j < L.size(); ++j) {
-              const std::string& n = L[j].name;
-              const bool consumer = n == "linear_qkv" || n == "q_down_proj" || n == "q_proj" ||
-                                    n == "kv_down_proj" || n == "linear_fc1" ||
-                                    n == "shared_expert.linear_fc1" || n == "router";
-              if (!consumer) break;
-              L[j].recompute = true;
-              L[j].variance = true;
-              L[j].has_cached_inputs = true;
-              L[j].breakpoint = true;
-              if (n == "linear_qkv" || n == "linear_fc1" || n == "router") break;
-            }
-          }
-        } else if (mod == "mlp" && !moe) {
-          for (size_t i = attn_end + 1; i < L.size(); ++i) {
-            if (L[i].name == "linear_fc1") continue;
-            L[i].recompute = true;
-          }
-        } else if (mod == "moe" && moe) {
-          for (size_t i = attn_end + 1; i < L.size(); ++i)
-            if (!L[i].recompute) L[i].recompute = true;
-        } else if (mod == "moe_act" && moe) {
-          for (size_t i = attn_end + 1; i < L.size(); ++i) {
-            if (L[i].name == "expert_swiglu") L[i].recompute = true;
-            if (L[i].name == "experts.linear_fc2") {
-              L[i].recompute = true;
-              L[i].variance = true;
-              L[i].has_cached_inputs = true;
-              L[i].breakpoint = true;
-            }
-          }
-        } else if (mod == "mla_up_proj" && m.is_mla()) {
-          for (size_t i = 0; i < attn_end; ++i) {
-            const std::string& n = L[i].name;
-            if (n == "q_layernorm" || n == "q_up_proj" || n == "kv_layernorm" || n == "kv_up_proj" ||
-                n == "rotary_emb" || n == "q_proj")
-              L[i].recompute = true;
-            if (n == "core_attention" && s.cp_size == 1) {
-              L[i].recompute = true;
-              L[i].variance = true;
-              L[i].has_cached_inputs = true;
-              L[i].breakpoint = true;
-            }
-          }
-        }
-      }
-    } else {
-      for (size_t i = 0; i < L.size(); ++i)
-        L[i].recompute = legacy_recomputed(s, L[i].name, i < attn_end, i >= attn_end);
-      variance = s.recompute_variance && *s.recompute_granularity != "full_block";
-    }
-    assign_status(L, variance);
-    // The first leaf of a block always starts a segment.
-    if (L[0].recompute) L[0].status = RecomputeStatus::First;
+    if (recompute) apply_recompute(L, m, s, moe);
     return t;
   };
 

@@ -244,6 +244,9 @@ void Worker::run_layout(const Layout& l, size_t index) {
       reject("illegal_pp_size", n_kinds);
       continue;
     }
+    // Megatron's interleaving rules read micro_batch_num: validate with the count this layout gets.
+    if (s.world_size % (l.tp * l.cp * l.pp) == 0 && sh_.o.global_batch % (s.dp_size() * mbs) == 0)
+      s.micro_batch_num = sh_.o.global_batch / (s.dp_size() * mbs);
     std::vector<Issue> issues = validate_plan(sh_.m, s, sh_.sys, PlanSources{}, sh_.o.mode);
     if (!issues.empty()) {
       reject(illegal_reason(issues), n_kinds);

@@ -1,0 +1,114 @@
+#include "passes/recompute.h"
+
+#include <algorithm>
+#include <string>
+
+namespace trainsim {
+namespace {
+
+// Recompute roles of a layer's leaves by name for the legacy granularities.
+bool legacy_recomputed(const StrategyConfig& s, const std::string& name, bool attn_part, bool mlp_part) {
+  const std::string& g = *s.recompute_granularity;
+  if (g == "full_block") return true;
+  if (g == "attn_only") return attn_part && name != "input_layernorm";
+  if (g == "sdp_only") return name == "core_attention";
+  if (g == "mlp_only") return mlp_part;
+  // selective_recompute
+  if (attn_part) {
+    if (name == "input_layernorm" || name == "q_down_proj" || name == "kv_down_proj")
+      return s.attn_recompute && s.mla_rms_recompute;
+    if (name == "linear_proj") return false;
+    return s.attn_recompute;
+  }
+  if (name == "pre_mlp_layernorm" || name.rfind("shared_expert", 0) == 0 || name == "router")
+    return s.mlp_recompute && s.mlp_rms_recompute;
+  if (name == "permutation" || name == "unpermutation") return false;
+  return s.mlp_recompute;
+}
+
+// Assigns FIRST/MIDDLE/LAST over runs of recomputed leaves; the layer's first leaf and any
+// breakpoint start/end segments (the peer's set_first_last_recompute_status + set_breakpoints).
+void assign_status(std::vector<Leaf>& leaves, bool variance_tails) {
+  const size_t n = leaves.size();
+  for (size_t i = 0; i < n; ++i) {
+    Leaf& l = leaves[i];
+    if (!l.recompute) continue;
+    const bool prev = i > 0 && leaves[i - 1].recompute && !leaves[i - 1].breakpoint;
+    const bool next = i + 1 < n && leaves[i + 1].recompute && !l.breakpoint;
+    l.status = !prev ? RecomputeStatus::First : (!next ? RecomputeStatus::Last : RecomputeStatus::Middle);
+    if (variance_tails && !next && prev) l.variance = true;
+  }
+}
+
+}  // namespace
+
+void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const StrategyConfig& s, bool moe) {
+  const size_t attn_end = static_cast<size_t>(
+      std::find_if(L.begin(), L.end(), [](const Leaf& l) { return l.name == "pre_mlp_layernorm"; }) - L.begin());
+  bool variance = false;
+  if (s.megatron_recompute) {
+    // Megatron 0.14 output-discarding checkpoints: a recomputed norm's consumer keeps no input
+    // copy and is the segment's tail (not recomputed itself).
+    for (const auto& mod : s.megatron_recompute_modules) {
+      if (mod == "layernorm") {
+        for (size_t i = 0; i < L.size(); ++i) {
+          if (L[i].name != "input_layernorm" && L[i].name != "pre_mlp_layernorm") continue;
+          L[i].recompute = true;
+          // The norm's consumers (QKV, or MLA's q/kv down projections; fc1 or the router).
+          for (size_t j = i + 1; j < L.size(); ++j) {
+            const std::string& n = L[j].name;
+            const bool consumer = n == "linear_qkv" || n == "q_down_proj" || n == "q_proj" ||
+                                  n == "kv_down_proj" || n == "linear_fc1" ||
+                                  n == "shared_expert.linear_fc1" || n == "router";
+            if (!consumer) break;
+            L[j].recompute = true;
+            L[j].variance = true;
+            L[j].has_cached_inputs = true;
+            L[j].breakpoint = true;
+            if (n == "linear_qkv" || n == "linear_fc1" || n == "router") break;
+          }
+        }
+      } else if (mod == "mlp" && !moe) {
+        for (size_t i = attn_end + 1; i < L.size(); ++i) {
+          if (L[i].name == "linear_fc1") continue;
+          L[i].recompute = true;
+        }
+      } else if (mod == "moe" && moe) {
+        for (size_t i = attn_end + 1; i < L.size(); ++i)
+          if (!L[i].recompute) L[i].recompute = true;
+      } else if (mod == "moe_act" && moe) {
+        for (size_t i = attn_end + 1; i < L.size(); ++i) {
+          if (L[i].name == "expert_swiglu") L[i].recompute = true;
+          if (L[i].name == "experts.linear_fc2") {
+            L[i].recompute = true;
+            L[i].variance = true;
+            L[i].has_cached_inputs = true;
+            L[i].breakpoint = true;
+          }
+        }
+      } else if (mod == "mla_up_proj" && m.is_mla()) {
+        for (size_t i = 0; i < attn_end; ++i) {
+          const std::string& n = L[i].name;
+          if (n == "q_layernorm" || n == "q_up_proj" || n == "kv_layernorm" || n == "kv_up_proj" ||
+              n == "rotary_emb" || n == "q_proj")
+            L[i].recompute = true;
+          if (n == "core_attention" && s.cp_size == 1) {
+            L[i].recompute = true;
+            L[i].variance = true;
+            L[i].has_cached_inputs = true;
+            L[i].breakpoint = true;
+          }
+        }
+      }
+    }
+  } else {
+    for (size_t i = 0; i < L.size(); ++i)
+      L[i].recompute = legacy_recomputed(s, L[i].name, i < attn_end, i >= attn_end);
+    variance = s.recompute_variance && *s.recompute_granularity != "full_block";
+  }
+  assign_status(L, variance);
+  // The first leaf of a block always starts a segment.
+  if (!L.empty() && L[0].recompute) L[0].status = RecomputeStatus::First;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,17 @@
+// Recompute pass: marks which leaves of a recomputed layer re-run in the backward, where the
+// checkpointed segments start and end, and which leaves keep no input copy (the peer's legacy
+// granularities and Megatron's recompute modules with output discarding).
+#pragma once
+
+#include <vector>
+
+#include "config/model_config.h"
+#include "config/strategy_config.h"
+#include "model/graph.h"
+
+namespace trainsim {
+
+/// Sets the recompute roles of one recomputed layer's leaves (`moe`: the layer's MLP is MoE).
+void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const StrategyConfig& s, bool moe);
+
+}  // namespace trainsim
