@@ -26,29 +26,40 @@ namespace {
 
 // Compressed adjacency: the links of op i are [first[i], first[i+1]).
 struct Csr {
-  std::vector<int32_t> first;
-  std::vector<int32_t> other;
+  std::vector<int32_t> first, fill, other;
   std::vector<double> duration;
 };
 
 template <class LinkVec>
-Csr compress(size_t n, const LinkVec& links) {
-  Csr c;
+void compress(size_t n, const LinkVec& links, Csr& c) {
   c.first.assign(n + 1, 0);
   for (const auto& l : links) ++c.first[static_cast<size_t>(l.from) + 1];
   for (size_t i = 0; i < n; ++i) c.first[i + 1] += c.first[i];
   c.other.resize(links.size());
   c.duration.resize(links.size());
-  std::vector<int32_t> fill(c.first.begin(), c.first.end() - 1);
+  c.fill.assign(c.first.begin(), c.first.end() - 1);
   for (const auto& l : links) {
-    const auto at = static_cast<size_t>(fill[static_cast<size_t>(l.from)]++);
+    const auto at = static_cast<size_t>(c.fill[static_cast<size_t>(l.from)]++);
     c.other[at] = l.to;
     c.duration[at] = l.duration;
   }
-  return c;
 }
 
+// Working arrays of one replay, kept per thread so that repeated estimates (search) reuse
+// their memory instead of faulting in fresh pages.
+struct Scratch {
+  Csr deps, syncs;
+  std::vector<int32_t> qfirst, qops, fill, pos, active;
+  std::vector<double> start, end, tail;
+};
+
 }  // namespace
+
+void Engine::reserve(size_t ops, size_t deps, size_t syncs) {
+  ops_.reserve(ops);
+  deps_.reserve(deps);
+  syncs_.reserve(2 * syncs);
+}
 
 Timeline Engine::run() const {
   std::optional<Timeline> tl = try_run();
@@ -57,32 +68,43 @@ Timeline Engine::run() const {
 }
 
 std::optional<Timeline> Engine::try_run() const {
+  thread_local Scratch w;
   const size_t n = ops_.size();
-  const Csr deps = compress(n, deps_), syncs = compress(n, syncs_);
-  // Per (rank, stream) queue in issue order.
+  compress(n, deps_, w.deps);
+  compress(n, syncs_, w.syncs);
+  const Csr& deps = w.deps;
+  const Csr& syncs = w.syncs;
+  // Per (rank, stream) queue in issue order; only non-empty queues are visited.
   const size_t nq = static_cast<size_t>(ranks_) * kStreamCount;
-  std::vector<int32_t> qfirst(nq + 1, 0), qops(n);
-  for (const auto& op : ops_) ++qfirst[static_cast<size_t>(op.rank) * kStreamCount + static_cast<size_t>(op.stream) + 1];
-  for (size_t q = 0; q < nq; ++q) qfirst[q + 1] += qfirst[q];
-  {
-    std::vector<int32_t> fill(qfirst.begin(), qfirst.end() - 1);
-    for (size_t i = 0; i < n; ++i) {
-      const size_t q = static_cast<size_t>(ops_[i].rank) * kStreamCount + static_cast<size_t>(ops_[i].stream);
-      qops[static_cast<size_t>(fill[q]++)] = static_cast<int32_t>(i);
-    }
+  auto queue_of = [](const Op& op) {
+    return static_cast<size_t>(op.rank) * kStreamCount + static_cast<size_t>(op.stream);
+  };
+  w.qfirst.assign(nq + 1, 0);
+  for (const auto& op : ops_) ++w.qfirst[queue_of(op) + 1];
+  w.active.clear();
+  for (size_t q = 0; q < nq; ++q) {
+    if (w.qfirst[q + 1] > 0) w.active.push_back(static_cast<int32_t>(q));
+    w.qfirst[q + 1] += w.qfirst[q];
   }
-  std::vector<double> start(n, -1), end(n, -1);
-  std::vector<int32_t> pos(qfirst.begin(), qfirst.end() - 1);
-  std::vector<double> tail(nq, 0);
+  w.qops.resize(n);
+  w.fill.assign(w.qfirst.begin(), w.qfirst.end() - 1);
+  for (size_t i = 0; i < n; ++i) w.qops[static_cast<size_t>(w.fill[queue_of(ops_[i])]++)] = static_cast<int32_t>(i);
+  w.start.assign(n, -1);
+  w.end.assign(n, -1);
+  w.pos.assign(w.qfirst.begin(), w.qfirst.end() - 1);
+  w.tail.assign(nq, 0);
+  auto& start = w.start;
+  auto& end = w.end;
   size_t done = 0;
   bool progress = true;
   while (progress) {
     progress = false;
-    for (size_t q = 0; q < nq; ++q) {
-      while (pos[q] < qfirst[q + 1]) {
-        const auto i = static_cast<size_t>(qops[static_cast<size_t>(pos[q])]);
+    for (int32_t qi : w.active) {
+      const auto q = static_cast<size_t>(qi);
+      while (w.pos[q] < w.qfirst[q + 1]) {
+        const auto i = static_cast<size_t>(w.qops[static_cast<size_t>(w.pos[q])]);
         if (start[i] < 0) {
-          double t = tail[q];
+          double t = w.tail[q];
           bool ready = true;
           for (int32_t k = deps.first[i]; k < deps.first[i + 1]; ++k) {
             const double e = end[static_cast<size_t>(deps.other[static_cast<size_t>(k)])];
@@ -108,8 +130,8 @@ std::optional<Timeline> Engine::try_run() const {
         }
         if (!ready) break;
         end[i] = e;
-        tail[q] = e;
-        ++pos[q];
+        w.tail[q] = e;
+        ++w.pos[q];
         ++done;
         progress = true;
       }

@@ -23,6 +23,8 @@ class Engine {
   };
 
   explicit Engine(int32_t ranks);
+  /// Capacity hints: ops, dependencies and rendezvous pairs about to be added.
+  void reserve(size_t ops, size_t deps, size_t syncs);
 
   /// Appends an op to the end of `stream` of `rank`.
   OpId add(int32_t rank, Stream stream, double duration, Label label);

@@ -26,6 +26,7 @@ enum P2PType { kSendNext = 0, kRecvPrev = 1, kSendPrev = 2, kRecvNext = 3 };
 Engine lower_blocking_1f1b(const Program& p, const PipelineCosts& c) {
   const int64_t pp = p.pp, mbc = p.mbc;
   Engine e(static_cast<int32_t>(pp));
+  e.reserve(static_cast<size_t>(pp * 6 * mbc), 0, static_cast<size_t>(2 * pp * mbc));
   std::vector<Engine::OpId> ids(static_cast<size_t>(pp * 4 * mbc), -1);
   auto slot = [&](int64_t r, int type, int64_t mb) -> Engine::OpId& {
     return ids[static_cast<size_t>((r * 4 + type) * mbc + mb)];
@@ -181,6 +182,7 @@ Channels channels(const std::vector<std::vector<Item>>& items, int64_t pp) {
 Engine lower_blocking_interleaved(const Program& p, const PipelineCosts& c) {
   const auto items = interleaved_items(p);
   Engine e(static_cast<int32_t>(p.pp));
+  e.reserve(static_cast<size_t>(4 * p.pp * p.v * p.mbc), 0, static_cast<size_t>(2 * p.pp * p.v * p.mbc));
   std::vector<std::vector<Engine::OpId>> ids(items.size());
   for (size_t r = 0; r < items.size(); ++r) {
     const auto& steps = p.ranks[r];
@@ -208,6 +210,7 @@ Engine lower_blocking_interleaved(const Program& p, const PipelineCosts& c) {
 Engine lower_async(const Program& p, const PipelineCosts& c) {
   const int64_t pp = p.pp, v = p.v, mbc = p.mbc, stages = pp * v;
   Engine e(static_cast<int32_t>(pp));
+  e.reserve(static_cast<size_t>(5 * stages * mbc), static_cast<size_t>(4 * stages * mbc), 0);
   // Op ids per (virtual stage, micro-batch): compute forward / backward, and the transfer each
   // sends downstream (forward activations) or upstream (input gradients).
   const auto n = static_cast<size_t>(stages * mbc);
