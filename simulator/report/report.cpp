@@ -44,11 +44,17 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   j["world_size"] = s.world_size;
   j["global_batch_size"] = e.global_batch_size;
   j["recompute"] = recompute_string(s);
+  j["mode"] = mode_name(e.mode);
+  j["schedule"] = e.schedule;
+  j["p2p"] = e.p2p;
   j["iteration_time_ms"] = e.iteration_time_s * 1e3;
   j["mfu"] = e.mfu;
   j["tflops_per_gpu"] = e.tflops_per_gpu;
   j["tokens_per_s_per_gpu"] = e.tokens_per_s_per_gpu;
   j["straggler_ratio"] = e.straggler_ratio;
+  j["pipeline_ms"] = e.pipeline_s * 1e3;
+  j["straggler_ms"] = e.pipeline_s * (e.straggler_ratio - 1) * 1e3;
+  j["timeline_events"] = e.timeline.events.size();
   j["peak_alloc_gib"] = e.peak_alloc_bytes() / kGiB;
   j["peak_reserved_gib"] = e.peak_reserved_bytes() / kGiB;
   j["device_memory_gib"] = in.system.mem_bytes / kGiB;
@@ -81,6 +87,8 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
     x["tp_cp_ep_comm_ms"] = t.tp_comm_s * 1e3;
     x["pp_comm_ms"] = t.pp_comm_s * 1e3;
     x["bubble_ms"] = t.bubble_s * 1e3;
+    x["p2p_wait_ms"] = t.p2p_wait_s * 1e3;
+    x["idle_ms"] = t.idle_s * 1e3;
     x["dp_comm_ms"] = t.dp_comm_s * 1e3;
     x["optimizer_ms"] = t.optimizer_s * 1e3;
     x["forward_per_micro_batch_ms"] = t.fwd_per_mb_s * 1e3;
@@ -113,11 +121,14 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
                  parallelism_string(s).c_str(), static_cast<long long>(s.world_size),
                  static_cast<long long>(s.seq_len), static_cast<long long>(s.micro_batch_size),
                  static_cast<long long>(s.micro_batch_num), static_cast<long long>(e.global_batch_size));
-  o += strprintf("recompute  %s; ZeRO %lld\n\n", recompute_string(s).c_str(), static_cast<long long>(s.zero_state));
+  o += strprintf("recompute  %s; ZeRO %lld\n", recompute_string(s).c_str(), static_cast<long long>(s.zero_state));
+  o += strprintf("schedule   %s, %s p2p; mode %s\n\n", e.schedule.c_str(), e.p2p.c_str(), mode_name(e.mode));
   o += strprintf("step time      %10.2f ms\n", e.iteration_time_s * 1e3);
   o += strprintf("MFU            %10.2f %%\n", e.mfu * 100);
   o += strprintf("TFLOPS/GPU     %10.1f\n", e.tflops_per_gpu);
-  o += strprintf("tokens/s/GPU   %10.1f\n\n", e.tokens_per_s_per_gpu);
+  o += strprintf("tokens/s/GPU   %10.1f\n", e.tokens_per_s_per_gpu);
+  o += strprintf("straggler      %10.3f x  (+%.1f ms on the %.1f ms pipeline)\n\n", e.straggler_ratio,
+                 e.pipeline_s * (e.straggler_ratio - 1) * 1e3, e.pipeline_s * 1e3);
   o += "time per stage (ms)   total  pipeline    bubble   fwd/mb   bwd/mb  tp/cp/ep     dp   optim\n";
   for (const auto& t : e.stage_times)
     o += strprintf("  %-16s %9.1f %9.1f %9.1f %8.2f %8.2f %9.1f %6.1f %7.1f\n", t.name.c_str(), t.total_s * 1e3,
