@@ -74,6 +74,8 @@ struct StrategyConfig {
 /// Parses a strategy JSON document; throws ConfigError listing every problem.
 [[nodiscard]] StrategyConfig load_strategy(const std::string& text, const std::string& source);
 [[nodiscard]] std::string strategy_to_json_text(const StrategyConfig& s);
+/// Every key a strategy JSON document may hold.
+[[nodiscard]] std::vector<std::string> strategy_keys();
 
 /// Compares dotted versions ("2.11.0" ≥ "2.8.0"); a missing version is older than every version.
 [[nodiscard]] bool version_at_least(const std::optional<std::string>& version, const char* min);
