@@ -16,5 +16,6 @@ int cmd_validate(const Args& args);  // accuracy suite against real measurements
 int cmd_shapes(const Args& args);    // list efficiency-table keys a plan looks up
 int cmd_system(const Args& args);    // `system build`: merge measurements into a system file
 int cmd_presets(const Args& args);   // list embedded presets
+int cmd_import(const Args& args);    // Hugging Face config / Megatron command line → JSON files
 
 }  // namespace trainsim::cli

@@ -47,17 +47,17 @@ std::string with_origins(const std::string& source, const std::vector<std::strin
 
 const std::vector<Shortcut>& override_shortcuts() {
   static const std::vector<Shortcut> shortcuts = {
-      {"tp", "tp_size", "tensor parallel size"},
-      {"pp", "pp_size", "pipeline parallel size"},
-      {"cp", "cp_size", "context parallel size"},
-      {"ep", "ep_size", "expert parallel size"},
-      {"etp", "etp_size", "expert tensor parallel size"},
-      {"vpp", "interleaving_size", "virtual pipeline stages per rank"},
-      {"dp", "dp_size", "data parallel size (sets world_size = dp·tp·cp·pp)"},
-      {"mbs", "micro_batch_size", "micro batch size"},
-      {"gbs", "global_batch_size", "global batch size (sets micro_batch_num = gbs / (mbs·dp))"},
-      {"seq", "seq_len", "sequence length"},
-      {"world-size", "world_size", "number of GPUs"},
+      {"tp", "tp_size", "tensor parallel size (tp_size)"},
+      {"pp", "pp_size", "pipeline parallel size (pp_size)"},
+      {"cp", "cp_size", "context parallel size (cp_size)"},
+      {"ep", "ep_size", "expert parallel size (ep_size)"},
+      {"etp", "etp_size", "expert tensor parallel size (etp_size)"},
+      {"vpp", "interleaving_size", "virtual pipeline stages per rank (interleaving_size)"},
+      {"dp", "dp_size", "data parallel size: sets world_size = dp·tp·cp·pp"},
+      {"mbs", "micro_batch_size", "micro batch size (micro_batch_size)"},
+      {"gbs", "global_batch_size", "global batch size: sets micro_batch_num = gbs / (mbs·dp)"},
+      {"seq", "seq_len", "sequence length (seq_len)"},
+      {"world-size", "world_size", "number of GPUs (world_size)"},
   };
   return shortcuts;
 }
@@ -110,6 +110,13 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
     if (model_source.empty()) {
       model_doc = megatron_model_json(*meg);
       model_source = meg->source;
+      IssueList missing(meg->source);
+      for (const auto& [key, flag] : {std::pair{"layer_num", "--num-layers"}, {"hidden_size", "--hidden-size"},
+                                      {"head_num", "--num-attention-heads"}, {"vocab_size", "--vocab-size"}})
+        if (!model_doc.contains(key))
+          missing.add(flag, "missing: the model needs it (Megatron-LM takes the vocabulary size from the "
+                            "tokenizer); give it, or the architecture with --hf-config / --model");
+      missing.throw_if_any();
     } else {
       IssueList issues(meg->source);
       for (const auto& [key, value] : meg->model.items()) {
