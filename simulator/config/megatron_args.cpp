@@ -531,6 +531,12 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
     out.model["dense_layers"] = dense;
     out.model_flags["dense_layers"] = "--moe-layer-freq " + f;
   }
+  // Megatron: experts use --ffn-hidden-size unless --moe-ffn-hidden-size is given.
+  if (out.model.contains("expert_num") && !out.model.contains("moe_ffn_hidden_size") &&
+      out.model.contains("intermediate_size")) {
+    out.model["moe_ffn_hidden_size"] = out.model["intermediate_size"];
+    out.model_flags["moe_ffn_hidden_size"] = out.model_flags["intermediate_size"];
+  }
   if (auto etp = int_of("--expert-tensor-parallel-size")) {
     out.strategy["etp_size"] = *etp;
     out.expert_tp_given = true;

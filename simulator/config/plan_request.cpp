@@ -124,6 +124,10 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
           model_doc[key] = value;
           continue;
         }
+        // The dense FFN width of a model without dense layers is unused (Mixtral's config has none).
+        if (key == "intermediate_size" && !model_doc.contains(key) && int_key(model_doc, "expert_num", 1) > 1 &&
+            int_key(model_doc, "dense_layers", 0) == 0)
+          continue;
         const nlohmann::json* base = model_doc.contains(key) ? &model_doc[key]
                                      : kModelDefaults.contains(key) ? &kModelDefaults[key] : nullptr;
         if (!base || *base != value)

@@ -70,7 +70,8 @@ std::string grouped(int64_t n) {
 std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   nlohmann::ordered_json j;
   const auto& s = in.strategy;
-  j["schema_version"] = "1.0.0";
+  // 2.0.0: mfu / tflops_per_gpu follow --mfu (Megatron-LM's convention by default).
+  j["schema_version"] = "2.0.0";
   j["model"] = in.model_source;
   j["strategy"] = in.strategy_source;
   j["system"] = in.system_source;
