@@ -102,6 +102,70 @@ TEST(MegatronArgs, RecomputeMapping) {
   EXPECT_TRUE(parse_megatron_args("--recompute-granularity full --recompute-num-layers 1", "f").recompute_all_layers);
 }
 
+// Every switch of the Megatron-LM strategy guide lands in a strategy/model key or in not_modeled
+// (none is silently ignored).
+TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
+  struct Case {
+    const char* args;
+    char where;  // 's' strategy key, 'm' model key, 'n' not modeled
+    const char* key;
+  };
+  const Case cases[] = {
+      {"--use-distributed-optimizer", 's', "zero_state"},
+      {"--overlap-grad-reduce", 's', "overlap_grad_reduce"},
+      {"--grad-reduce-in-bf16", 's', "grad_reduce_in_bf16"},
+      {"--sequence-parallel", 's', "enable_sequence_parallel"},
+      {"--tensor-model-parallel-size 2", 's', "tp_size"},
+      {"--pipeline-model-parallel-size 2", 's', "pp_size"},
+      {"--context-parallel-size 2", 's', "cp_size"},
+      {"--expert-model-parallel-size 2", 's', "ep_size"},
+      {"--expert-tensor-parallel-size 2", 's', "etp_size"},
+      {"--num-virtual-stages-per-pipeline-rank 2", 's', "interleaving_size"},
+      {"--microbatch-group-size-per-virtual-pipeline-stage 4", 's', "microbatch_group_size_per_vp_stage"},
+      {"--no-overlap-p2p-communication", 's', "pp_comm_async"},
+      {"--decoder-first-pipeline-num-layers 3", 's', "num_layers_in_first_pipeline_stage"},
+      {"--decoder-last-pipeline-num-layers 3", 's', "num_layers_in_last_pipeline_stage"},
+      {"--account-for-embedding-in-pipeline-split", 's', "account_for_embedding_in_pipeline_split"},
+      {"--account-for-loss-in-pipeline-split", 's', "account_for_loss_in_pipeline_split"},
+      {"--recompute-granularity full --recompute-method block --recompute-num-layers 2", 's', "recompute_layer_num"},
+      {"--cross-entropy-loss-fusion", 's', "cross_entropy_loss_fusion"},
+      {"--fp8-format hybrid", 's', "fp8"},
+      {"--bf16", 's', "dtype"},
+      {"--moe-expert-capacity-factor 1.5", 'm', "capacity"},
+      {"--moe-pad-expert-input-to-capacity", 'm', "moe_pad_expert_input_to_capacity"},
+      {"--moe-layer-freq 1", 'm', "dense_layers"},
+      {"--ddp-bucket-size 40000000", 'n', ""},
+      {"--overlap-param-gather", 'n', ""},
+      {"--data-parallel-sharding-strategy optim_grads_params", 'n', ""},
+      {"--tp-comm-overlap", 'n', ""},
+      {"--pipeline-model-parallel-layout Et*3|(tt|)*29,m|L", 'n', ""},
+      {"--hierarchical-context-parallel-sizes 2 4", 'n', ""},
+      {"--moe-enable-deepep", 'n', ""},
+      {"--moe-permute-fusion", 'n', ""},
+      {"--overlap-moe-expert-parallel-comm", 'n', ""},
+      {"--moe-shared-expert-overlap", 'n', ""},
+      {"--offload-modules core_attn", 'n', ""},
+      {"--optimizer-cpu-offload", 'n', ""},
+      {"--overlap-cpu-optimizer-d2h-h2d", 'n', ""},
+      {"--fp8-recipe blockwise", 'n', ""},
+      {"--fp8-param-gather", 'n', ""},
+      {"--delay-wgrad-compute", 'n', ""},
+      {"--cuda-graph-impl transformer_engine", 'n', ""},
+      {"--use-megatron-fsdp", 'n', ""},
+  };
+  for (const auto& c : cases) {
+    const MegatronArgs a = parse_megatron_args(std::string("--num-layers 8 --num-experts 4 ") + c.args, "f");
+    if (c.where == 's') {
+      EXPECT_TRUE(a.strategy.contains(c.key)) << c.args;
+    } else if (c.where == 'm') {
+      EXPECT_TRUE(a.model.contains(c.key)) << c.args;
+    } else {
+      EXPECT_EQ(a.not_modeled.size(), 1u) << c.args;
+    }
+    EXPECT_TRUE(a.ignored.empty()) << c.args;
+  }
+}
+
 // The acceptance test: a torchrun command line predicts exactly what the equivalent strategy
 // JSON predicts.
 TEST(MegatronArgs, TorchrunLineEqualsStrategyJson) {
