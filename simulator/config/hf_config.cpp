@@ -40,7 +40,7 @@ std::string model_name_from(const std::string& source) {
     std::string dir = p.parent_path().filename().string();
     if (!dir.empty() && dir != ".") return dir;
   }
-  return p.stem().string();
+  return source.empty() || source[0] == '<' ? "" : p.stem().string();  // "<stdin>": no name
 }
 
 }  // namespace

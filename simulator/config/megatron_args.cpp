@@ -5,6 +5,7 @@
 #include "config/megatron_args.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "core/error.h"
@@ -218,10 +219,10 @@ std::vector<std::string> split_on(const std::string& text, char sep) {
   return out;
 }
 
+// Integers up to 2^53 (exact in a double); larger values are not sizes of anything real.
 bool parse_int(const std::string& s, int64_t& out) {
   double d = 0;
-  if (!parse_double(s, d) || d != static_cast<double>(static_cast<int64_t>(d)) ||
-      s.find_first_of(".eE") != std::string::npos)
+  if (!parse_double(s, d) || s.find_first_of(".eE") != std::string::npos || std::abs(d) > 9007199254740992.0)
     return false;
   out = static_cast<int64_t>(d);
   return true;
@@ -254,9 +255,9 @@ std::optional<int64_t> launcher_world_size(const std::vector<std::string>& words
       auto it = opt.find(n);
       if (it == opt.end()) continue;
       int64_t v = 0;
-      if (!parse_int(it->second, v) || v < 1)
+      if (!parse_int(it->second, v) || v < 1 || v > (1 << 20))
         throw ConfigError(source, "", std::string("launcher option ") + n + ": '" + it->second +
-                                          "' is not a positive integer (a fixed node count is needed)");
+                                          "' is not an integer in 1..1048576 (a fixed node count is needed)");
       return v;
     }
     return std::nullopt;

@@ -39,6 +39,10 @@ int64_t int_key(const nlohmann::json& doc, const char* key, int64_t fallback) {
   return it != doc.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
 }
 
+// A size the derived values may multiply without overflow; anything else is left for the
+// strategy reader to reject with its own message.
+bool sane(int64_t v) { return v >= 1 && v <= (1 << 16); }
+
 std::string with_origins(const std::string& source, const std::vector<std::string>& origins) {
   return origins.empty() ? source : source + " with " + join(origins);
 }
@@ -169,8 +173,8 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
   for (const Override& o : req.overrides) {
     const nlohmann::json v = typed_value(o.value);
     if (o.key == "dp_size" || o.key == "global_batch_size") {
-      if (!v.is_number_integer() || v.get<int64_t>() < 1)
-        throw UsageError(o.origin + ": expected a positive integer, got '" + o.value + "'");
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (int64_t{1} << 32))
+        throw UsageError(o.origin + ": expected an integer in 1..2^32, got '" + o.value + "'");
       (o.key == "dp_size" ? dp : gbs) = std::make_pair(v.get<int64_t>(), o.origin);
       strategy_origins.push_back(o.origin);
     } else if (std::find(skeys.begin(), skeys.end(), o.key) != skeys.end()) {
@@ -198,9 +202,9 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
       throw UsageError(meg->source + ": the world size is unknown: give a torchrun/srun prefix "
                        "(--nproc-per-node, --nnodes), --world-size or --dp");
     const int64_t pp = int_key(strategy_doc, "pp_size", 1);
-    if (meg->layers_per_virtual_stage && !overridden("interleaving_size")) {
+    if (meg->layers_per_virtual_stage && !overridden("interleaving_size") && sane(pp)) {
       const int64_t n = *meg->layers_per_virtual_stage;
-      if (n < 1 || out.model.layer_num % (pp * n) != 0)
+      if (!sane(n) || out.model.layer_num % (pp * n) != 0)
         throw ConfigError(meg->source, "--num-layers-per-virtual-pipeline-stage",
                           strprintf("%lld layers per virtual stage do not divide %lld layers over pp %lld",
                                     static_cast<long long>(n), static_cast<long long>(out.model.layer_num),
@@ -224,13 +228,20 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
   }
   const int64_t tp = int_key(strategy_doc, "tp_size", 1), cp = int_key(strategy_doc, "cp_size", 1),
                 pp = int_key(strategy_doc, "pp_size", 1);
-  if (dp) strategy_doc["world_size"] = dp->first * tp * cp * pp;
+  const bool sizes_ok = sane(tp) && sane(cp) && sane(pp);
+  if (dp && sizes_ok) {
+    const double world = static_cast<double>(dp->first) * static_cast<double>(tp * cp * pp);
+    if (world > (1 << 24))
+      throw ConfigError(dp->second, "", strprintf("world size dp·tp·cp·pp = %.0f is larger than the supported "
+                                                  "maximum 16777216", world));
+    strategy_doc["world_size"] = dp->first * tp * cp * pp;
+  }
   if (!gbs && meg && !req.strategy && meg->global_batch_size)
     gbs = std::make_pair(*meg->global_batch_size, std::string("--global-batch-size"));
-  if (gbs) {
+  if (gbs && sizes_ok) {
     const int64_t world = int_key(strategy_doc, "world_size", 8), mbs = int_key(strategy_doc, "micro_batch_size", 1);
-    const int64_t d = tp * cp * pp > 0 ? world / (tp * cp * pp) : 0;
-    if (d < 1 || mbs < 1 || gbs->first % (mbs * d) != 0)
+    const int64_t d = world / (tp * cp * pp);
+    if (d < 1 || !sane(mbs) || d > (int64_t{1} << 32) || gbs->first % (mbs * d) != 0)
       throw ConfigError(gbs->second, "",
                         strprintf("global batch %lld is not a multiple of micro_batch_size·dp = %lld·%lld",
                                   static_cast<long long>(gbs->first), static_cast<long long>(mbs),
