@@ -69,6 +69,16 @@ TEST(ParameterCount, PerStageSumsToTotalPlusTiedCopy) {
   EXPECT_EQ(t.stages[0].total + t.stages[1].total, t.total + t.embedding);
 }
 
+TEST(ParameterCount, InterleavedPipelineGivesEachRankItsChunks) {
+  // pp 4 × 2 virtual stages of 4 layers: rank 0 holds layers 0-3 and 16-19, every rank 8 layers.
+  StrategyConfig s = pipeline(4);
+  s.interleaving_size = 2;
+  const ParameterCount p = count_parameters(hf("llama-3.1-8b"), s);
+  ASSERT_EQ(p.stages.size(), 4u);
+  for (const auto& st : p.stages) EXPECT_EQ(st.layers, 8);
+  EXPECT_EQ(p.stages[0].total, 8 * 218112000LL + 525336576);
+}
+
 TEST(ParameterCount, DenseLayersFollowTheGlobalOrder) {
   // DeepSeek-V3 (61 layers) on pp 8 split 5 + 7·8: the first stage holds the 3 dense
   // layers (583,483,392 each), 2 MoE layers and the embedding (129280·7168).
