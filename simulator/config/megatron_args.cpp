@@ -579,6 +579,13 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
   return out;
 }
 
+nlohmann::json megatron_moe_defaults(const MegatronArgs& a) {
+  nlohmann::json d = {{"group_linear_mode", "serial"}, {"moe_pad_expert_input_to_capacity", false}};
+  for (const auto& [k, v] : a.model.items())
+    if (d.contains(k)) d[k] = v;
+  return d;
+}
+
 nlohmann::json megatron_model_json(const MegatronArgs& a) {
   nlohmann::json m = a.model;
   auto get = [&](const char* k, int64_t fallback) {
@@ -596,8 +603,7 @@ nlohmann::json megatron_model_json(const MegatronArgs& a) {
   if (m["linear_bias"].get<bool>()) m["qkv_bias"] = true;  // the QKV linear gets a bias too
   if (!m.contains("normalization")) m["normalization"] = "LayerNorm";
   if (get("expert_num", 1) > 1) {
-    if (!m.contains("group_linear_mode")) m["group_linear_mode"] = "serial";  // SequentialMLP
-    if (!m.contains("moe_pad_expert_input_to_capacity")) m["moe_pad_expert_input_to_capacity"] = false;
+    m.update(megatron_moe_defaults(a));
     if (!m.contains("topk")) m["topk"] = 2;
   }
   if (m.value("attention_type", "mha") == "mla") {

@@ -49,6 +49,10 @@ struct MegatronArgs {
 /// value outside the flag's choices is a ConfigError with a suggestion.
 [[nodiscard]] MegatronArgs parse_megatron_args(const std::string& text, const std::string& source);
 
+/// How Megatron-LM runs a MoE model when the command line does not say (SequentialMLP experts,
+/// dropless routing), as model keys; applied to a model file given with the command line too.
+[[nodiscard]] nlohmann::json megatron_moe_defaults(const MegatronArgs& a);
+
 /// The model keys of `a` plus Megatron's defaults for the rest (MHA unless GQA, ffn 4h or
 /// 8h/3 rounded down to 64 with SwiGLU, LayerNorm, linear biases, tied embeddings, ...).
 [[nodiscard]] nlohmann::json megatron_model_json(const MegatronArgs& a);

@@ -141,6 +141,9 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
       issues.throw_if_any();
     }
   }
+  // How Megatron runs the experts, unless the command line says otherwise.
+  if (meg && !model_source.empty() && model_source != meg->source && int_key(model_doc, "expert_num", 1) > 1)
+    model_doc.update(megatron_moe_defaults(*meg));
   if (model_source.empty()) {
     if (default_model.empty())
       throw UsageError("a model is needed: --model, --hf-config, or model flags in --megatron-args");

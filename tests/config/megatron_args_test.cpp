@@ -209,6 +209,24 @@ TEST(MegatronArgs, ModelFlagsMustAgreeWithTheModelFile) {
                 " has 4096");
 }
 
+TEST(MegatronArgs, MegatronMoeDefaultsApplyToAModelFile) {
+  PlanRequest r;
+  r.hf_config = file("hf/mixtral-8x7b/config.json");
+  r.megatron = ConfigText{"torchrun --nproc-per-node 8 pretrain_gpt.py --seq-length 4096 --micro-batch-size 1 "
+                          "--expert-model-parallel-size 8 --moe-token-dispatcher-type alltoall",
+                          "args.txt"};
+  const PlanConfigs sequential = build_plan(r, "", "");
+  EXPECT_EQ(sequential.model.group_linear_mode, "serial");  // no --moe-grouped-gemm: SequentialMLP
+  EXPECT_FALSE(sequential.model.moe_pad_expert_input_to_capacity);
+  EXPECT_EQ(sequential.strategy.etp_size, 1);  // expert TP follows TP (1)
+  EXPECT_TRUE(sequential.not_modeled.empty());
+  r.megatron->text += " --moe-grouped-gemm --moe-pad-expert-input-to-capacity --moe-expert-capacity-factor 1.25";
+  const PlanConfigs grouped = build_plan(r, "", "");
+  EXPECT_EQ(grouped.model.group_linear_mode, "parallel");
+  EXPECT_TRUE(grouped.model.moe_pad_expert_input_to_capacity);
+  EXPECT_EQ(grouped.model.capacity, 1.25);
+}
+
 TEST(MegatronArgs, ModelFromFlagsAlone) {
   PlanRequest r;
   r.megatron = ConfigText{"--num-layers 2 --hidden-size 256 --num-attention-heads 4 --vocab-size 1000 "
