@@ -118,8 +118,9 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
       for (const auto& [key, flag] : {std::pair{"layer_num", "--num-layers"}, {"hidden_size", "--hidden-size"},
                                       {"head_num", "--num-attention-heads"}, {"vocab_size", "--vocab-size"}})
         if (!model_doc.contains(key))
-          missing.add(flag, "missing: the model needs it (Megatron-LM takes the vocabulary size from the "
-                            "tokenizer); give it, or the architecture with --hf-config / --model");
+          missing.add(flag, std::string("missing: the model needs it") +
+                                (key == std::string("vocab_size") ? " (Megatron-LM reads it from the tokenizer)" : "") +
+                                "; give it, or the architecture with --hf-config / --model");
       missing.throw_if_any();
     } else {
       IssueList issues(meg->source);

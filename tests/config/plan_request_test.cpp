@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace trainsim {
@@ -38,6 +42,25 @@ TEST(PlanRequest, OverridesAndShortcuts) {
   r.overrides = {{"global_batch_size", "9", "--gbs 9"}};
   EXPECT_EQ(error_of([&] { (void)build_plan(r, "llama3-8b", "tp2-pp2-dp2-zero1"); }),
             "--gbs 9: global batch 9 is not a multiple of micro_batch_size·dp = 1·2");
+}
+
+// --set routes keys by these lists; every listed key must be one the readers know (null = absent).
+TEST(PlanRequest, KeyListsMatchTheReaders) {
+  nlohmann::json model = {{"hidden_size", 64}, {"head_num", 4}, {"kv_head_num", 4}, {"head_size", 16},
+                          {"intermediate_size", 128}, {"layer_num", 2}, {"vocab_size", 100}};
+  for (const auto& k : model_keys()) {
+    nlohmann::json doc = model;
+    if (!doc.contains(k)) doc[k] = nullptr;
+    EXPECT_EQ(error_of([&] { (void)load_model(doc.dump(), "m"); }), "(no error)") << k;
+  }
+  for (const auto& k : strategy_keys()) {
+    nlohmann::json doc = {{"seq_len", 8}, {"micro_batch_size", 1}, {"micro_batch_num", 1}};
+    if (!doc.contains(k)) doc[k] = nullptr;
+    EXPECT_EQ(error_of([&] { (void)load_strategy(doc.dump(), "s"); }), "(no error)") << k;
+  }
+  const auto keys = strategy_keys();
+  for (const char* k : {"tp_size", "recompute_granularity", "num_layers_in_first_pipeline_stage", "mem_factor"})
+    EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k;
 }
 
 TEST(PlanRequest, InputsThatExcludeEachOther) {
