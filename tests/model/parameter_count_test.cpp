@@ -27,6 +27,7 @@ struct Published {
 
 TEST(ParameterCount, PublishedModelsExactly) {
   const Published cases[] = {
+      {"llama-2-7b", 6738415616, 6738415616},
       {"llama-3.1-8b", 8030261248, 8030261248},
       {"llama-3.2-1b", 1235814400, 1235814400},  // tied embeddings
       {"mistral-7b", 7241732096, 7241732096},
