@@ -4,7 +4,7 @@ BUILD_DIR ?= build
 ASAN_DIR  ?= build-asan
 JOBS      ?= 2
 CMAKE_ARGS ?=
-PACKAGES  := cmake g++ make pkg-config nlohmann-json3-dev libgtest-dev libgmock-dev \
+PACKAGES  := cmake g++ make pkg-config nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev \
              libopenmpi-dev openmpi-bin libbenchmark-dev python3-pip
 
 # cudnn-frontend C++ headers (attention bench) from the PyPI wheel; any Python tag works, the

@@ -1,7 +1,6 @@
 // kernels_bench: measures the GEMM, grouped GEMM, fused attention and memory-bound kernels a
 // shapes.json lists, and writes kernels.json for `trainsim system build`.
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <exception>
 #include <set>
@@ -9,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend.h"
-#include "cli/args.h"
+#include "cli/cli_app.h"
 #include "config/output_file.h"
 #include "config/presets.h"
 #include "config/shapes_file.h"
@@ -21,34 +20,28 @@ namespace {
 
 using trainsim::UsageError;
 
-int int_option(const trainsim::cli::ArgParser& p, const std::string& name, int fallback) {
-  if (!p.has(name)) return fallback;
-  std::string v = p.get(name);
-  int out = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || ptr != v.data() + v.size())
-    throw UsageError("--" + name + ": expected an integer, got '" + v + "'");
-  return out;
-}
-
 int run(const std::vector<std::string>& args) {
-  trainsim::cli::ArgParser p(
-      "kernels_bench",
-      "kernels_bench --shapes shapes.json --out kernels.json [--dry-run] [--resume] [--samples N] [--warmup N]\n"
-      "       kernels_bench --self-check [--shapes ... --out ...]");
-  p.option("shapes", "shapes.json written by `trainsim shapes` (repeatable: the union is measured)", true);
-  p.flag("self-check", "verify numerics of every op family and timing sanity first; stop with a report on failure");
-  p.option("budget-min", "stop starting new items after this many minutes (the rest is left for --resume)");
-  p.option("out", "kernels.json to write (results also stream to OUT.partial.jsonl)");
-  p.flag("dry-run", "print the plan and the estimated run time; touch no GPU");
-  p.flag("resume", "continue an interrupted run (reuses finished results)");
-  p.option("samples", "timed samples per item (median and spread; default 20, minimum 10)");
-  p.option("warmup", "untimed warm-up runs per item (default 5)");
-  p.option("workspace-mib", "cuBLASLt workspace in MiB (default 32, as TransformerEngine on Hopper)");
-  p.flag("no-memory", "skip the memory-bound and launch-latency items");
-  if (!p.parse(args)) return 0;
-  if (!p.positionals().empty()) throw UsageError("unexpected argument '" + p.positionals()[0] + "'\n" + p.help());
-  if (p.has("self-check")) {
+  CLI::App app("Measure the GEMM, grouped GEMM, attention and memory-bound kernels a shapes.json lists.",
+               "kernels_bench");
+  std::vector<std::string> shapes_paths;
+  std::string out;
+  bool dry = false, resume = false, no_memory = false, self_check = false;
+  trainsim::kb::PlanOptions popt;
+  int workspace_mib = 32, budget_min = 0;
+  app.add_option("--shapes", shapes_paths, "shapes.json written by `trainsim shapes` (repeatable: the union is measured)");
+  app.add_flag("--self-check", self_check,
+               "verify numerics of every op family and timing sanity first; stop with a report on failure");
+  app.add_option("--budget-min", budget_min,
+                 "stop starting new items after this many minutes (the rest is left for --resume)");
+  app.add_option("--out", out, "kernels.json to write (results also stream to OUT.partial.jsonl)");
+  app.add_flag("--dry-run", dry, "print the plan and the estimated run time; touch no GPU");
+  app.add_flag("--resume", resume, "continue an interrupted run (reuses finished results)");
+  app.add_option("--samples", popt.samples, "timed samples per item (median and spread; default 20, minimum 10)");
+  app.add_option("--warmup", popt.warmup, "untimed warm-up runs per item (default 5)");
+  app.add_option("--workspace-mib", workspace_mib, "cuBLASLt workspace in MiB (default 32, as TransformerEngine on Hopper)");
+  app.add_flag("--no-memory", no_memory, "skip the memory-bound and launch-latency items");
+  if (!trainsim::cli::parse_args(app, "kernels_bench", args)) return 0;
+  if (self_check) {
     trainsim::kb::MeasureOptions mopt;
     mopt.samples = 10;
     auto backend = trainsim::kb::make_device_backend();
@@ -59,23 +52,15 @@ int run(const std::vector<std::string>& args) {
     if (!trainsim::kb::all_passed(lines))
       throw trainsim::Error("self-check failed (FAIL lines above): do not calibrate with this build or GPU until "
                             "it passes");
-    if (!p.has("shapes")) return 0;
+    if (shapes_paths.empty()) return 0;
   }
-  if (!p.has("shapes")) throw UsageError("--shapes is required\n" + p.help());
-  bool dry = p.has("dry-run");
-  if (!dry && !p.has("out")) throw UsageError("--out is required (or use --dry-run)\n" + p.help());
-
-  trainsim::kb::PlanOptions popt;
-  popt.samples = int_option(p, "samples", popt.samples);
-  popt.warmup = int_option(p, "warmup", popt.warmup);
-  popt.memory = !p.has("no-memory");
-  int workspace_mib = int_option(p, "workspace-mib", 32);
-  int budget_min = int_option(p, "budget-min", 0);
+  if (shapes_paths.empty()) throw UsageError("--shapes is required");
+  if (!dry && out.empty()) throw UsageError("--out is required (or use --dry-run)");
+  popt.memory = !no_memory;
   if (budget_min < 0) throw UsageError("--budget-min must be ≥ 0");
   if (workspace_mib < 0) throw UsageError("--workspace-mib must be ≥ 0");
 
   // Several shapes files (one per model) are measured as their union.
-  std::vector<std::string> shapes_paths = p.get_all("shapes");
   trainsim::ShapesDoc shapes = trainsim::load_shapes(trainsim::read_file(shapes_paths[0]), shapes_paths[0]);
   std::set<std::pair<std::string, std::string>> seen;
   for (const auto& e : shapes.shapes) seen.emplace(e.op, e.key);
@@ -100,9 +85,9 @@ int run(const std::vector<std::string>& args) {
   ropt.measure.samples = popt.samples;
   ropt.measure.warmup = popt.warmup;
   ropt.measure.workspace_bytes = workspace_mib * 1024.0 * 1024.0;
-  ropt.resume = p.has("resume");
+  ropt.resume = resume;
   ropt.deadline_s = budget_min * 60.0;
-  ropt.out_path = p.get("out");
+  ropt.out_path = out;
   nlohmann::json prov;
   prov["tool"] = "kernels_bench";
   prov["version"] = TRAINSIM_VERSION;

@@ -1,13 +1,15 @@
-// `trainsim batch DIR --system Y --csv OUT.csv`: every DIR/<case>/{model,strategy}.json in one
-// process; a failing case records its error and the batch goes on.
+// `trainsim batch DIR --system Y --csv OUT.csv`: every DIR/<case>/{model,strategy}.json (or
+// megatron_args.txt, with an optional config.json) in one process; a failing case records its
+// error and the batch goes on.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
-#include "cli/args.h"
+#include "cli/cli_app.h"
 #include "cli/commands.h"
+#include "config/plan_request.h"
 #include "config/presets.h"
 #include "core/error.h"
 #include "core/text.h"
@@ -28,35 +30,35 @@ std::string csv_escape(std::string v) {
 }  // namespace
 
 int cmd_batch(const Args& args) {
-  ArgParser p("batch", "trainsim batch DIR --system Y [--csv OUT.csv] [--match TEXT]");
-  p.positional("DIR", "directory of cases, each DIR/<case>/{model,strategy}.json");
-  p.option("system", "system preset or file used for every case");
-  p.option("csv", "write the results here (default: stdout)");
-  p.option("match", "only cases whose name contains TEXT");
-  add_compat_option(p);
-  if (!p.parse(args)) return 0;
-  const Mode mode = compat_mode(p);
-  if (p.positionals().size() != 1) throw UsageError("batch: expected one directory\n" + p.help());
-  if (!p.has("system")) throw UsageError("batch: --system is required\n" + p.help());
-  const std::string dir = p.positionals()[0];
+  CLI::App app("Evaluate every case of a directory into a CSV.", "trainsim batch");
+  std::string dir, system_arg, csv, match;
+  app.add_option("DIR", dir, "directory of cases: DIR/<case>/{model,strategy}.json, or "
+                             "DIR/<case>/megatron_args.txt with an optional config.json")->required();
+  app.add_option("--system", system_arg, "system preset or file used for every case")->required();
+  app.add_option("--csv", csv, "write the results here (default: stdout)");
+  app.add_option("--match", match, "only cases whose name contains TEXT");
+  std::string compat;
+  add_compat_option(app, compat);
+  if (!parse_args(app, "batch", args)) return 0;
+  const Mode mode = compat_mode(compat, "batch");
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) throw ConfigError(dir, "", "not a directory");
-  ConfigText sys_text = resolve_config("system", p.get("system"));
+  ConfigText sys_text = resolve_config("system", system_arg);
   const SystemConfig sys = load_system(sys_text.text, sys_text.source);
 
   std::vector<std::string> cases;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (!entry.is_directory()) continue;
     std::string name = entry.path().filename().string();
-    if (p.has("match") && name.find(p.get("match")) == std::string::npos) continue;
+    if (!match.empty() && name.find(match) == std::string::npos) continue;
     cases.push_back(name);
   }
   std::sort(cases.begin(), cases.end());
   // Rows are written as each case finishes, so an interrupted batch keeps what it computed.
   std::ofstream file;
-  if (p.has("csv")) {
-    file.open(p.get("csv"));
-    if (!file) throw ConfigError(p.get("csv"), "", "cannot write file");
+  if (!csv.empty()) {
+    file.open(csv);
+    if (!file) throw ConfigError(csv, "", "cannot write file");
   }
   auto emit = [&](const std::string& row) {
     if (file.is_open()) {
@@ -82,8 +84,21 @@ int cmd_batch(const Args& args) {
     }
     const std::string base = dir + "/" + name + "/";
     try {
-      ModelConfig m = load_model(read_file(base + "model.json"), base + "model.json");
-      StrategyConfig s = load_strategy(read_file(base + "strategy.json"), base + "strategy.json");
+      ModelConfig m;
+      StrategyConfig s;
+      std::error_code exists_ec;
+      if (std::filesystem::exists(base + "megatron_args.txt", exists_ec)) {
+        PlanRequest r;
+        r.megatron = ConfigText{read_file(base + "megatron_args.txt"), base + "megatron_args.txt"};
+        if (std::filesystem::exists(base + "config.json", exists_ec))
+          r.hf_config = ConfigText{read_file(base + "config.json"), base + "config.json"};
+        const PlanConfigs pc = build_plan(r, "", "");
+        m = pc.model;
+        s = pc.strategy;
+      } else {
+        m = load_model(read_file(base + "model.json"), base + "model.json");
+        s = load_strategy(read_file(base + "strategy.json"), base + "strategy.json");
+      }
       auto t0 = std::chrono::steady_clock::now();
       Estimate e = estimate(m, s, sys, nullptr, mode);
       auto t1 = std::chrono::steady_clock::now();

@@ -1,16 +1,16 @@
 // `trainsim perf`: predict one plan; with no arguments, the embedded default plan.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
-#include "cli/args.h"
+#include "cli/cli_app.h"
 #include "cli/commands.h"
+#include "cli/plan_options.h"
+#include "config/output_file.h"
 #include "config/presets.h"
 #include "config/validate.h"
 #include "core/error.h"
-#include "core/text.h"
-#include "core/units.h"
 #include "estimate/estimate.h"
+#include "estimate/throughput.h"
 #include "report/report.h"
 
 namespace trainsim::cli {
@@ -23,38 +23,51 @@ constexpr const char* kDefaultSystem = "h100-sxm-80g";
 }  // namespace
 
 int cmd_perf(const Args& args) {
-  ArgParser p("perf", "trainsim perf [--model M --strategy S --system Y] [--json] [--out DIR]");
-  p.option("model", std::string("model preset or JSON file (default ") + kDefaultModel + ")");
-  p.option("strategy", std::string("strategy preset or JSON file (default ") + kDefaultStrategy + ")");
-  p.option("system", std::string("system preset or JSON file (default ") + kDefaultSystem + ")");
-  p.flag("json", "print one JSON document instead of the summary");
-  p.option("out", "also write result.json and summary.txt into this directory");
-  add_compat_option(p);
-  if (!p.parse(args)) return 0;
-  const Mode mode = compat_mode(p);
-  if (!p.positionals().empty())
-    throw UsageError("perf: unexpected argument '" + p.positionals()[0] + "'\n" + p.help());
-  const ConfigText mt = resolve_config("model", p.get("model", kDefaultModel));
-  const ConfigText st = resolve_config("strategy", p.get("strategy", kDefaultStrategy));
-  const ConfigText yt = resolve_config("system", p.get("system", kDefaultSystem));
-  PlanInputs in{load_model(mt.text, mt.source), load_strategy(st.text, st.source),
-                load_system(yt.text, yt.source), mt.source, st.source, yt.source};
+  CLI::App app("Predict step time, MFU and memory of one plan. Without a model or strategy, the "
+               "default plan (" + std::string(kDefaultModel) + ", " + kDefaultStrategy + ") is used.",
+               "trainsim perf");
+  PlanOptions po;
+  add_plan_options(app, po);
+  std::string system = kDefaultSystem, out_dir, mfu = "megatron";
+  bool json = false;
+  app.add_option("--system", system, std::string("system preset or JSON file (default ") + kDefaultSystem + ")");
+  app.add_flag("--json", json, "print one JSON document instead of the summary");
+  app.add_option("--out-dir", out_dir, "also write result.json and summary.txt into this directory");
+  app.add_option("--mfu", mfu, "convention of the headline MFU and TFLOP/s: megatron (as Megatron-LM logs it, "
+                               "causal attention at half; default) or simumax (full attention)");
+  std::string compat;
+  add_compat_option(app, compat);
+  if (!parse_args(app, "perf", args)) return 0;
+  const Mode mode = compat_mode(compat, "perf");
+
+  const MfuConvention convention = parse_mfu_convention(mfu, "--mfu");
+  // A Megatron command line or an HF config describes the user's own run: no default model then.
+  const bool own = !po.megatron_args.empty();
+  const PlanConfigs pc = build_plan(make_request(po), own ? "" : kDefaultModel, kDefaultStrategy);
+  const ConfigText yt = resolve_config("system", system);
+  PlanInputs in;
+  in.model = pc.model;
+  in.strategy = pc.strategy;
+  in.system = load_system(yt.text, yt.source);
+  in.model_source = pc.model_source;
+  in.strategy_source = pc.strategy_source;
+  in.system_source = yt.source;
+  in.mfu = convention;
+  in.notes = pc.notes;
+  in.not_modeled = pc.not_modeled;
+  in.ignored = pc.ignored;
   const Plan plan = resolve_plan(in.model, in.strategy, in.system, mode,
                                  {in.model_source, in.strategy_source, in.system_source});
   const Estimate e = estimate(plan);
-  const std::string json = estimate_to_json(in, e);
+  const std::string json_text = estimate_to_json(in, e);
   const std::string text = estimate_summary(in, e);
-  std::fputs(p.has("json") ? json.c_str() : text.c_str(), stdout);
-  if (p.has("out")) {
-    const std::string dir = p.get("out");
+  std::fputs(json ? json_text.c_str() : text.c_str(), stdout);
+  if (!out_dir.empty()) {
     std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw ConfigError(dir, "", "cannot create directory: " + ec.message());
-    for (const auto& [name, body] : {std::pair{"result.json", json}, std::pair{"summary.txt", text}}) {
-      std::ofstream f(dir + "/" + name);
-      if (!f) throw ConfigError(dir + "/" + name, "", "cannot write file");
-      f << body;
-    }
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec) throw ConfigError(out_dir, "", "cannot create directory: " + ec.message());
+    write_file_atomic(out_dir + "/result.json", json_text);
+    write_file_atomic(out_dir + "/summary.txt", text);
   }
   return 0;
 }

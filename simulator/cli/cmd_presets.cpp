@@ -1,24 +1,19 @@
 // `trainsim presets`: the embedded model / strategy / system presets.
 #include <cstdio>
 
-#include "cli/args.h"
+#include "cli/cli_app.h"
 #include "cli/commands.h"
 #include "config/presets.h"
-#include "core/error.h"
 
 namespace trainsim::cli {
 
 int cmd_presets(const Args& args) {
-  ArgParser p("presets", "trainsim presets [model|strategy|system]");
-  p.positional("KIND", "only this kind (default: all)");
-  if (!p.parse(args)) return 0;
+  CLI::App app("List the embedded model, strategy and system presets.", "trainsim presets");
+  std::string kind;
+  app.add_option("KIND", kind, "only this kind (default: all)")->check(CLI::IsMember({"model", "strategy", "system"}));
+  if (!parse_args(app, "presets", args)) return 0;
   std::vector<std::string> kinds = {"model", "strategy", "system"};
-  if (!p.positionals().empty()) {
-    const std::string k = p.positionals()[0];
-    if (k != "model" && k != "strategy" && k != "system")
-      throw UsageError("presets: unknown kind '" + k + "'; valid values: model, strategy, system");
-    kinds = {k};
-  }
+  if (!kind.empty()) kinds = {kind};
   for (const auto& k : kinds) {
     std::printf("%s:\n", k.c_str());
     for (const auto& n : preset_names(k)) std::printf("  %s\n", n.c_str());

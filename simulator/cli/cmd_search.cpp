@@ -2,11 +2,14 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "cli/args.h"
+#include "cli/cli_app.h"
 #include "cli/commands.h"
+#include "cli/plan_options.h"
+#include "config/plan_request.h"
 #include "config/output_file.h"
 #include "config/presets.h"
 #include "core/error.h"
@@ -16,6 +19,16 @@
 
 namespace trainsim::cli {
 namespace {
+
+// Option values as given (CLI11 binds each option to one map entry); parsed below with the
+// search's own list and range syntax.
+struct Values {
+  std::map<std::string, std::string> given;
+  [[nodiscard]] bool has(const std::string& k) const { return given.count(k) && !given.at(k).empty(); }
+  [[nodiscard]] std::string get(const std::string& k, const std::string& fallback = "") const {
+    return has(k) ? given.at(k) : fallback;
+  }
+};
 
 int64_t parse_int(const std::string& flag, const std::string& text) {
   size_t used = 0;
@@ -52,7 +65,7 @@ std::vector<std::string> split_commas(const std::string& flag, const std::string
 }
 
 // "1,2,4", "1-16" or a mix ("1,2,8-10"); values must be ≥ `lo`.
-std::vector<int64_t> parse_int_list(const ArgParser& p, const std::string& flag, int64_t lo = 1) {
+std::vector<int64_t> parse_int_list(const Values& p, const std::string& flag, int64_t lo = 1) {
   std::vector<int64_t> out;
   if (!p.has(flag)) return out;
   for (const auto& item : split_commas(flag, p.get(flag))) {
@@ -68,7 +81,7 @@ std::vector<int64_t> parse_int_list(const ArgParser& p, const std::string& flag,
   return out;
 }
 
-std::vector<RecomputeKind> parse_recompute(const ArgParser& p) {
+std::vector<RecomputeKind> parse_recompute(const Values& p) {
   std::vector<RecomputeKind> out;
   if (!p.has("recompute")) return out;
   const std::vector<std::string> names = {"none",         "full",          "full_block",
@@ -98,7 +111,7 @@ std::vector<RecomputeKind> parse_recompute(const ArgParser& p) {
   return out;
 }
 
-std::vector<bool> parse_sp(const ArgParser& p) {
+std::vector<bool> parse_sp(const Values& p) {
   std::vector<bool> out;
   if (!p.has("sp")) return out;
   for (const auto& item : split_commas("sp", p.get("sp"))) {
@@ -268,65 +281,68 @@ nlohmann::ordered_json candidate_json(const Candidate& c, size_t rank) {
 }  // namespace
 
 int cmd_search(const Args& args) {
-  ArgParser p("search",
-              "trainsim search --model M --system Y --gpus N --global-batch G [--seq S] [--top K] "
-              "[--rank-by time|mfu|tokens] [--csv OUT] [--json] [dimension lists]");
-  p.option("model", "model preset name or JSON file (required)");
-  p.option("system", "system preset name or JSON file (required)");
-  p.option("gpus", "world size (required)");
-  p.option("global-batch", "sequences per step (required); mbc = G / (dp·mbs)");
-  p.option("seq", "sequence length (default: the base strategy's, else 4096)");
-  p.option("base-strategy",
-           "strategy preset or file whose other switches every candidate inherits");
-  p.option("top", "best candidates shown and written (default 10; 0 = every feasible one)");
-  p.option("rank-by", "time (default), mfu or tokens");
-  p.option("csv", "write the ranked candidates to this CSV file");
-  p.flag("json", "print a JSON report to stdout instead of the table");
-  p.option("threads", "worker threads (default: hardware concurrency)");
-  p.option("gmi-error", "per-GPU memory margin in GiB (default 6)");
-  p.flag("use-reserved", "compare peak reserved memory with the limit (default)");
-  p.flag("use-alloc", "compare peak allocated memory with the limit");
-  p.flag("quiet", "no progress line on stderr");
-  p.option("tp",
-           "tensor parallel sizes, e.g. 1,2,4,8 (default: powers of two up to GPUs per node; 1 for "
-           "MLA)");
-  p.option("pp", "pipeline sizes, e.g. 1-16 (default: 1..layers)");
-  p.option("cp", "context parallel sizes (default 1)");
-  p.option("ep",
-           "expert parallel sizes (default: powers of two up to the expert count; 1 for dense)");
-  p.option("etp", "expert tensor parallel sizes (default 1)");
-  p.option("vpp",
-           "virtual pipeline sizes (default 1; > 1 needs pp ≥ 3 and layers divisible by pp·vpp)");
-  p.option("mbs", "micro batch sizes (default 1,2,4)");
-  p.option("zero", "ZeRO stages 0..3 (default 1)");
-  p.option("recompute",
-           "none, full, selective (= selective_all,selective_attn,selective_mlp) (default: all)");
-  p.option("sp", "sequence parallel: on, off or on,off (default on)");
-  add_compat_option(p);
-  if (!p.parse(args)) return 0;
-  if (!p.positionals().empty())
-    throw UsageError("search: unexpected argument '" + p.positionals()[0] + "'\n" + p.help());
-  for (const char* req : {"model", "system", "gpus", "global-batch"})
-    if (!p.has(req))
-      throw UsageError(std::string("search: --") + req + " is required\n" + p.help());
-  if (p.has("use-reserved") && p.has("use-alloc"))
-    throw UsageError("search: --use-reserved and --use-alloc exclude each other");
+  CLI::App app("Find the fastest strategies for a model on N GPUs that fit in device memory.", "trainsim search");
+  PlanOptions po;
+  add_plan_options(app, po, {.strategy_repeatable = false, .shortcuts = false});
+  Values p;
+  auto opt = [&](const std::string& names, const std::string& help) {
+    const std::string key = names.substr(2, names.find(',') == std::string::npos ? std::string::npos : names.find(',') - 2);
+    return app.add_option(names, p.given[key], help);
+  };
+  opt("--system", "system preset name or JSON file (required)");
+  opt("--gpus,--world-size", "world size (required unless --megatron-args gives it)");
+  opt("--global-batch,--gbs", "sequences per step (required unless --megatron-args gives it); mbc = G / (dp·mbs)");
+  opt("--seq", "sequence length (default: the base strategy's, else 4096)");
+  app.add_option("--base-strategy", po.strategies, "same as --strategy (the strategy every candidate inherits "
+                                                   "its other switches from)")->expected(1);
+  opt("--top", "best candidates shown and written (default 10; 0 = every feasible one)");
+  opt("--rank-by", "time (default), mfu or tokens");
+  opt("--csv", "write the ranked candidates to this CSV file");
+  bool json = false, use_reserved = false, use_alloc = false, quiet = false;
+  app.add_flag("--json", json, "print a JSON report to stdout instead of the table");
+  opt("--threads", "worker threads (default: hardware concurrency)");
+  opt("--gmi-error", "per-GPU memory margin in GiB (default 6)");
+  app.add_flag("--use-reserved", use_reserved, "compare peak reserved memory with the limit (default)");
+  app.add_flag("--use-alloc", use_alloc, "compare peak allocated memory with the limit");
+  app.add_flag("--quiet", quiet, "no progress line on stderr");
+  opt("--tp", "tensor parallel sizes, e.g. 1,2,4,8 (default: powers of two up to GPUs per node; 1 for MLA)");
+  opt("--pp", "pipeline sizes, e.g. 1-16 (default: 1..layers)");
+  opt("--cp", "context parallel sizes (default 1)");
+  opt("--ep", "expert parallel sizes (default: powers of two up to the expert count; 1 for dense)");
+  opt("--etp", "expert tensor parallel sizes (default 1)");
+  opt("--vpp", "virtual pipeline sizes (default 1; > 1 needs pp ≥ 2 and each stage's layers divisible by vpp; pp ≥ 3 with --compat)");
+  opt("--mbs", "micro batch sizes (default 1,2,4)");
+  opt("--zero", "ZeRO stages 0..3 (default 1)");
+  opt("--recompute", "none, full, selective (= selective_all,selective_attn,selective_mlp) (default: all)");
+  opt("--sp", "sequence parallel: on, off or on,off (default on)");
+  std::string compat;
+  add_compat_option(app, compat);
+  if (!parse_args(app, "search", args)) return 0;
+  if (!p.has("system")) throw UsageError("search: --system is required");
+  if (use_reserved && use_alloc) throw UsageError("search: --use-reserved and --use-alloc exclude each other");
 
-  ConfigText mt = resolve_config("model", p.get("model"));
-  const ModelConfig model = load_model(mt.text, mt.source);
+  // The base strategy: --strategy, the Megatron command line, or the strategy defaults.
+  PlanRequest request = make_request(po);
+  const bool own_strategy = request.strategy || request.megatron;
+  if (!own_strategy)
+    request.strategy = ConfigText{R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 1})",
+                                  "(search defaults)"};
+  const PlanConfigs plan = build_plan(request, "", "");
+  warn_about(plan, "search");
+  const ModelConfig& model = plan.model;
   ConfigText yt = resolve_config("system", p.get("system"));
   const SystemConfig sys = load_system(yt.text, yt.source);
 
   SearchOptions o;
-  o.mode = compat_mode(p);
-  if (p.has("base-strategy")) {
-    ConfigText st = resolve_config("strategy", p.get("base-strategy"));
-    o.base = load_strategy(st.text, st.source);
-  }
+  o.mode = compat_mode(compat, "search");
+  o.base = plan.strategy;
   if (p.has("seq")) o.base.seq_len = parse_int("seq", p.get("seq"));
   if (o.base.seq_len <= 0) o.base.seq_len = 4096;
-  o.world_size = parse_int("gpus", p.get("gpus"));
-  o.global_batch = parse_int("global-batch", p.get("global-batch"));
+  if (!request.megatron)
+    for (const char* req : {"gpus", "global-batch"})
+      if (!p.has(req)) throw UsageError(std::string("search: --") + req + " is required");
+  o.world_size = p.has("gpus") ? parse_int("gpus", p.get("gpus")) : o.base.world_size;
+  o.global_batch = p.has("global-batch") ? parse_int("global-batch", p.get("global-batch")) : o.base.global_batch_size();
   if (o.world_size < 1) throw UsageError("search: --gpus must be at least 1");
   if (o.global_batch < 1) throw UsageError("search: --global-batch must be at least 1");
   if (o.base.seq_len < 1) throw UsageError("search: --seq must be at least 1");
@@ -352,7 +368,7 @@ int cmd_search(const Args& args) {
     if (!(o.gmi_error_gib >= 0))
       throw UsageError("search: --gmi-error must be a non-negative number of GiB");
   }
-  o.use_reserved = !p.has("use-alloc");
+  o.use_reserved = !use_alloc;
 
   SearchSpace space;
   space.tp = parse_int_list(p, "tp");
@@ -370,7 +386,7 @@ int cmd_search(const Args& args) {
   space.recompute = parse_recompute(p);
   space.sp = parse_sp(p);
 
-  const bool show_progress = !p.has("quiet");
+  const bool show_progress = !quiet;
   const bool tty = isatty(fileno(stderr)) != 0;
   bool progress_shown = false;
   o.progress = [&](const SearchProgress& pr) {
@@ -387,9 +403,9 @@ int cmd_search(const Args& args) {
   const SearchResult r = search(model, sys, space, o);
   if (progress_shown && tty) std::fputs("\n", stderr);
 
-  const std::string model_name = model.model_name.empty() ? p.get("model") : model.model_name;
+  const std::string model_name = model.model_name.empty() ? plan.model_source : model.model_name;
   if (p.has("csv")) write_file_atomic(p.get("csv"), csv(r));
-  if (p.has("json")) {
+  if (json) {
     const SearchSpace full = default_search_space(model, sys, o.world_size, space);
     nlohmann::ordered_json j;
     j["schema_version"] = "1.0.0";

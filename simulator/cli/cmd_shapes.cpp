@@ -6,8 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/args.h"
+#include "cli/cli_app.h"
 #include "cli/commands.h"
+#include "cli/plan_options.h"
 #include "config/model_config.h"
 #include "config/output_file.h"
 #include "config/presets.h"
@@ -23,27 +24,32 @@ constexpr const char* kGenericSystem = "h100-sxm-80g";
 }  // namespace
 
 int cmd_shapes(const Args& args) {
-  ArgParser p("shapes",
-              "trainsim shapes --model M --strategy S [--strategy S2 ...] [--system Y] [--out shapes.json]");
-  p.option("model", "model preset name or JSON file");
-  p.option("strategy", "strategy preset name or JSON file (repeatable)", true);
-  p.option("system", "system preset or file: mark the keys it has no measurement for");
-  p.option("out", "write shapes.json here (default: stdout)");
-  if (!p.parse(args)) return 0;
-  if (!p.positionals().empty())
-    throw UsageError("shapes: unexpected argument '" + p.positionals()[0] + "'\n" + p.help());
-  if (!p.has("model")) throw UsageError("shapes: --model is required\n" + p.help());
-  if (!p.has("strategy")) throw UsageError("shapes: at least one --strategy is required\n" + p.help());
-
-  ConfigText model_text = resolve_config("model", p.get("model"));
-  ModelConfig model = load_model(model_text.text, model_text.source);
+  CLI::App app("List every efficiency-table key the given plans look up (the input of kernels_bench).",
+               "trainsim shapes");
+  PlanOptions po;
+  add_plan_options(app, po, {.strategy_repeatable = true, .shortcuts = true});
+  std::string system_arg, out;
+  app.add_option("--system", system_arg, "system preset or file: mark the keys it has no measurement for");
+  app.add_option("--out", out, "write shapes.json here (default: stdout)");
+  if (!parse_args(app, "shapes", args)) return 0;
+  if (po.strategies.empty() && po.megatron_args.empty())
+    throw UsageError("shapes: at least one --strategy (or --megatron-args) is required");
+  // One plan per --strategy (or the Megatron command line); the model is the same for all.
+  std::vector<PlanConfigs> plans;
+  std::vector<std::string> plan_names;
+  for (size_t i = 0; i < std::max<size_t>(1, po.strategies.size()); ++i) {
+    plans.push_back(build_plan(make_request(po, i), "", ""));
+    warn_about(plans.back(), "shapes");
+    plan_names.push_back(i < po.strategies.size() ? po.strategies[i] : po.megatron_args);
+  }
+  const ModelConfig& model = plans.front().model;
+  const std::string model_name = !po.model.empty() ? po.model : !po.hf_config.empty() ? po.hf_config : po.megatron_args;
   // The plan needs a system to be legal (networks); without --system a generic preset stands in
   // and no entry is marked against it.
-  bool have_system = p.has("system");
-  std::string system_arg = p.get("system");
+  bool have_system = !system_arg.empty();
   if (!have_system) {
     auto names = preset_names("system");
-    if (names.empty()) throw UsageError("shapes: no system preset is embedded; give --system\n" + p.help());
+    if (names.empty()) throw UsageError("shapes: no system preset is embedded; give --system");
     system_arg = std::find(names.begin(), names.end(), kGenericSystem) != names.end() ? kGenericSystem : names.front();
   }
   ConfigText system_text = resolve_config("system", system_arg);
@@ -52,11 +58,10 @@ int cmd_shapes(const Args& args) {
   ShapesDoc doc;
   if (have_system) doc.system = sys.sys_name;
   std::map<std::pair<std::string, std::string>, size_t> index;
-  for (const auto& strategy_arg : p.get_all("strategy")) {
-    ConfigText st = resolve_config("strategy", strategy_arg);
-    StrategyConfig strategy = load_strategy(st.text, st.source);
+  for (size_t pi = 0; pi < plans.size(); ++pi) {
+    const StrategyConfig& strategy = plans[pi].strategy;
     auto plan = static_cast<int64_t>(doc.plans.size());
-    doc.plans.push_back({p.get("model"), strategy_arg});
+    doc.plans.push_back({model_name, plan_names[pi]});
     for (const ShapeUse& use : list_shapes(model, strategy, sys)) {
       auto [it, fresh] = index.emplace(std::make_pair(use.op, use.key), doc.shapes.size());
       if (!fresh) {
@@ -68,7 +73,7 @@ int cmd_shapes(const Args& args) {
       ShapeEntry e;
       e.op = use.op;
       e.key = use.key;
-      e.shape = parse_shape_key(use.op, use.key, st.source, "(listed shape)");
+      e.shape = parse_shape_key(use.op, use.key, plans[pi].strategy_source, "(listed shape)");
       e.flops = use.flops;
       e.count = use.count;
       if (have_system) {
@@ -90,10 +95,9 @@ int cmd_shapes(const Args& args) {
 
   size_t missing = 0;
   for (const auto& e : doc.shapes) missing += e.in_system && !*e.in_system ? 1 : 0;
-  if (p.has("out")) {
-    write_file_atomic(p.get("out"), text);
-    std::fprintf(stderr, "trainsim shapes: wrote %zu shapes to %s\n", doc.shapes.size(),
-                 p.get("out").c_str());
+  if (!out.empty()) {
+    write_file_atomic(out, text);
+    std::fprintf(stderr, "trainsim shapes: wrote %zu shapes to %s\n", doc.shapes.size(), out.c_str());
   } else {
     std::fputs(text.c_str(), stdout);
   }

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/args.h"
+#include "cli/cli_app.h"
 #include "cli/commands.h"
 #include "config/comm_merge.h"
 #include "config/kernels_merge.h"
@@ -16,24 +16,20 @@
 namespace trainsim::cli {
 
 int cmd_system(const Args& args) {
-  ArgParser p("system build",
-              "trainsim system build --base PRESET_OR_FILE [--kernels kernels.json] [--comm comm.json] "
-              "--out system.json [--name SYS_NAME]");
-  p.positional("build", "the only action");
-  p.option("base", "system preset or file to start from (declared peaks, networks, latencies)");
-  p.option("kernels", "kernels_bench output (kernels.json)");
-  p.option("comm", "comm_bench output (comm.json)");
-  p.option("out", "where to write the merged system JSON");
-  p.option("name", "sys_name of the result (default: the base's)");
-  if (!p.parse(args)) return 0;
-  if (p.positionals().size() != 1 || p.positionals()[0] != "build")
-    throw UsageError("system: expected the action 'build'\n" + p.help());
-  for (const char* required : {"base", "out"})
-    if (!p.has(required)) throw UsageError(std::string("system build: --") + required + " is required\n" + p.help());
-  if (!p.has("kernels") && !p.has("comm"))
-    throw UsageError("system build: give --kernels, --comm or both\n" + p.help());
+  CLI::App app("system build: merge kernels_bench and comm_bench measurements into a base system file.",
+               "trainsim system build");
+  std::string action, base_arg, kernels, comm, out, name;
+  app.add_option("ACTION", action, "the only action: build")->required()->check(CLI::IsMember({"build"}));
+  app.add_option("--base", base_arg, "system preset or file to start from (declared peaks, networks, latencies)")
+      ->required();
+  app.add_option("--kernels", kernels, "kernels_bench output (kernels.json)");
+  app.add_option("--comm", comm, "comm_bench output (comm.json)");
+  app.add_option("--out", out, "where to write the merged system JSON")->required();
+  app.add_option("--name", name, "sys_name of the result (default: the base's)");
+  if (!parse_args(app, "system build", args)) return 0;
+  if (kernels.empty() && comm.empty()) throw UsageError("system build: give --kernels, --comm or both");
 
-  ConfigText base = resolve_config("system", p.get("base"));
+  ConfigText base = resolve_config("system", base_arg);
   SystemConfig sys = load_system(base.text, base.source);
   // Provenance of the result: this command plus what each merge adds under its own key.
   nlohmann::json prov = nlohmann::json::object();
@@ -44,16 +40,16 @@ int cmd_system(const Args& args) {
   prov["base"] = base.source;
   if (!sys.provenance_json.empty()) prov["base_provenance"] = nlohmann::json::parse(sys.provenance_json);
   sys.provenance_json = prov.dump();
-  if (p.has("kernels")) merge_kernels(sys, read_file(p.get("kernels")), p.get("kernels"));
-  if (p.has("comm")) merge_comm(sys, read_file(p.get("comm")), p.get("comm"));
-  if (p.has("name")) sys.sys_name = p.get("name");
+  if (!kernels.empty()) merge_kernels(sys, read_file(kernels), kernels);
+  if (!comm.empty()) merge_comm(sys, read_file(comm), comm);
+  if (!name.empty()) sys.sys_name = name;
   if (sys.schema_version.empty()) sys.schema_version = "1.0.0";
 
   std::string text = system_to_json_text(sys);
   // The file must load in the simulator; a failure here is a bug in a merge, not user input.
-  (void)load_system(text, p.get("out") + " (merged)");
-  write_file_atomic(p.get("out"), text);
-  std::fprintf(stderr, "trainsim system build: wrote %s\n", p.get("out").c_str());
+  (void)load_system(text, out + " (merged)");
+  write_file_atomic(out, text);
+  std::fprintf(stderr, "trainsim system build: wrote %s\n", out.c_str());
   return 0;
 }
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/args.h"
+#include "cli/cli_app.h"
 #include "cli/commands.h"
 #include "config/system_config.h"
 #include "core/error.h"
@@ -226,23 +226,24 @@ void write_csv(const std::string& path, const std::vector<TableRun>& runs) {
 }  // namespace
 
 int cmd_validate(const Args& args) {
-  ArgParser p("validate", "trainsim validate [DIR] [--table NAME] [--csv OUT] [--json]");
-  p.positional("DIR", "folder of table folders, or one table folder (default: validation)");
-  p.option("table", "run only this table (folder name); repeatable", true);
-  p.option("csv", "also write one row per case and metric to this CSV file");
-  p.flag("json", "print the report as JSON instead of text");
-  add_compat_option(p);
-  if (!p.parse(args)) return 0;
-  const Mode mode = compat_mode(p);
-  if (p.positionals().size() > 1)
-    throw UsageError(strprintf("validate: expected at most one DIR, got %zu", p.positionals().size()));
-  const std::string root = p.positionals().empty() ? "validation" : p.positionals()[0];
+  CLI::App app("Compare predictions with real measurements (the accuracy tables).", "trainsim validate");
+  std::string root = "validation", csv;
+  std::vector<std::string> wanted;
+  bool json = false;
+  app.add_option("DIR", root, "folder of table folders, or one table folder (default: validation)");
+  app.add_option("--table", wanted, "run only this table (folder name); repeatable");
+  app.add_option("--csv", csv, "also write one row per case and metric to this CSV file");
+  app.add_flag("--json", json, "print the report as JSON instead of text");
+  std::string compat;
+  add_compat_option(app, compat);
+  if (!parse_args(app, "validate", args)) return 0;
+  const Mode mode = compat_mode(compat, "validate");
 
   std::vector<std::string> dirs = find_validation_tables(root);
-  if (p.has("table")) {
+  if (!wanted.empty()) {
     std::vector<std::string> names, picked;
     for (const auto& d : dirs) names.push_back(validation_table_name(d));
-    for (const auto& want : p.get_all("table")) {
+    for (const auto& want : wanted) {
       auto it = std::find(names.begin(), names.end(), want);
       if (it == names.end()) {
         std::string msg = "no table '" + want + "'";
@@ -267,19 +268,19 @@ int cmd_validate(const Args& args) {
       ++total;
       failed += r.ok() ? 0 : 1;
     }
-    if (!p.has("json")) {
+    if (!json) {
       print_table(runs.back());
       std::fflush(stdout);
     }
   }
-  if (p.has("json")) {
+  if (json) {
     std::printf("%s\n", to_json(runs).dump(1).c_str());
   } else {
     print_overview(runs);
     if (failed)
       std::printf("%lld of %lld cases failed\n", static_cast<long long>(failed), static_cast<long long>(total));
   }
-  if (p.has("csv")) write_csv(p.get("csv"), runs);
+  if (!csv.empty()) write_csv(csv, runs);
   // Large errors are the report, not a failure; a case that could not be predicted is.
   return failed ? 1 : 0;
 }

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/args.h"
+#include "cli/cli_app.h"
 #include "config/mode.h"
 
 namespace trainsim::cli {
@@ -19,9 +19,11 @@ int cmd_validate(const Args& args);  // accuracy suite against real measurements
 int cmd_shapes(const Args& args);    // list efficiency-table keys a plan looks up
 int cmd_system(const Args& args);    // `system build`: merge measurements into a system file
 int cmd_presets(const Args& args);   // list embedded presets
+int cmd_import(const Args& args);    // Hugging Face config / Megatron command line → JSON files
 
-/// Declares --compat on a subcommand; compat_mode reads it (UsageError on an unknown mode).
-void add_compat_option(ArgParser& p);
-[[nodiscard]] Mode compat_mode(const ArgParser& p);
+/// Declares --compat on a subcommand, storing its value in `value`; compat_mode turns it into
+/// the mode ("" → default; UsageError naming `command` for an unknown mode).
+void add_compat_option(CLI::App& app, std::string& value);
+[[nodiscard]] Mode compat_mode(const std::string& value, const std::string& command);
 
 }  // namespace trainsim::cli

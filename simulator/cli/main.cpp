@@ -23,6 +23,7 @@ const Command kCommands[] = {
     {"shapes", trainsim::cli::cmd_shapes, "list the efficiency-table keys a plan looks up"},
     {"system", trainsim::cli::cmd_system, "system build: merge measurements into a system file"},
     {"presets", trainsim::cli::cmd_presets, "list the embedded model/strategy/system presets"},
+    {"import", trainsim::cli::cmd_import, "write model/strategy JSON from a Hugging Face config or Megatron-LM command line"},
 };
 
 void usage(FILE* out) {

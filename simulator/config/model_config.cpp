@@ -42,6 +42,14 @@ ModelConfig load_model(const std::string& text, const std::string& source) {
   r.opt("moe_pad_expert_input_to_capacity", m.moe_pad_expert_input_to_capacity);
   r.opt("capacity", m.capacity);
   r.opt("group_linear_mode", m.group_linear_mode);
+  r.opt("tie_word_embeddings", m.tie_word_embeddings);
+  r.opt("qkv_bias", m.qkv_bias);
+  r.opt("linear_bias", m.linear_bias);
+  r.opt("router_bias", m.router_bias);
+  r.opt("qk_layernorm", m.qk_layernorm);
+  r.opt("attention_sinks", m.attention_sinks);
+  r.opt("normalization", m.normalization);
+  r.opt("mtp_num_layers", m.mtp_num_layers);
   r.finish();
   m.model_type = type ? *type : (m.expert_num > 1 ? "moe" : "dense");
 
@@ -72,6 +80,10 @@ ModelConfig load_model(const std::string& text, const std::string& source) {
   if (m.group_linear_mode != "parallel" && m.group_linear_mode != "serial")
     issues.add("/group_linear_mode",
                "unknown mode '" + m.group_linear_mode + "'; valid values: parallel, serial");
+  if (m.normalization != "RMSNorm" && m.normalization != "LayerNorm")
+    issues.add("/normalization",
+               "unknown normalization '" + m.normalization + "'; valid values: RMSNorm, LayerNorm");
+  if (m.mtp_num_layers < 0 || m.mtp_num_layers > 64) issues.add("/mtp_num_layers", "must be in 0..64");
   if (m.head_num > 0 && m.kv_head_num > 0 && m.head_num % m.kv_head_num != 0)
     issues.add("/kv_head_num", "must divide head_num (" + std::to_string(m.head_num) + ")");
   if (!m.is_mla() && !m.head_size) issues.add("/head_size", "required for attention_type 'mha'");
@@ -127,7 +139,29 @@ std::string model_to_json_text(const ModelConfig& m) {
     if (m.q_lora_rank) j["q_lora_rank"] = *m.q_lora_rank;
     if (m.kv_lora_rank) j["kv_lora_rank"] = *m.kv_lora_rank;
   }
+  // Parameter-count details: written only when they differ from the defaults.
+  const ModelConfig d;
+  if (m.tie_word_embeddings != d.tie_word_embeddings) j["tie_word_embeddings"] = m.tie_word_embeddings;
+  if (m.qkv_bias != d.qkv_bias) j["qkv_bias"] = m.qkv_bias;
+  if (m.linear_bias != d.linear_bias) j["linear_bias"] = m.linear_bias;
+  if (m.router_bias != d.router_bias) j["router_bias"] = m.router_bias;
+  if (m.qk_layernorm != d.qk_layernorm) j["qk_layernorm"] = m.qk_layernorm;
+  if (m.attention_sinks != d.attention_sinks) j["attention_sinks"] = m.attention_sinks;
+  if (m.normalization != d.normalization) j["normalization"] = m.normalization;
+  if (m.mtp_num_layers != d.mtp_num_layers) j["mtp_num_layers"] = m.mtp_num_layers;
   return j.dump(1) + "\n";
+}
+
+const std::vector<std::string>& model_keys() {
+  static const std::vector<std::string> keys = {
+      "model_type", "model_name", "hidden_size", "head_num", "kv_head_num", "head_size",
+      "intermediate_size", "layer_num", "vocab_size", "orig_vocab_size", "use_swiglu",
+      "expert_num", "topk", "attention_type", "moe_ffn_hidden_size",
+      "moe_shared_expert_intermediate_size", "v_head_dim", "qk_head_dim", "qk_pos_emb_head_dim",
+      "q_lora_rank", "kv_lora_rank", "dense_layers", "moe_pad_expert_input_to_capacity",
+      "capacity", "group_linear_mode", "tie_word_embeddings", "qkv_bias", "linear_bias",
+      "router_bias", "qk_layernorm", "attention_sinks", "normalization", "mtp_num_layers"};
+  return keys;
 }
 
 }  // namespace trainsim

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace trainsim {
 
@@ -28,6 +29,16 @@ struct ModelConfig {
   bool moe_pad_expert_input_to_capacity = true;
   double capacity = 1;
   std::string group_linear_mode = "parallel";  // "parallel" (grouped GEMM) or "serial"
+  // Details that change only the parameter count (not the step time): Hugging Face and
+  // Megatron-LM spell them out, and users compare the count with theirs.
+  bool tie_word_embeddings = false;   // output layer shares the embedding matrix
+  bool qkv_bias = false;              // biases on the Q, K and V projections (Qwen2)
+  bool linear_bias = false;           // biases on the output projection and MLP / expert linears
+  bool router_bias = false;           // one bias per routed expert (DeepSeek-V3, GPT-OSS)
+  bool qk_layernorm = false;          // per-head q/k norms (Qwen3)
+  bool attention_sinks = false;       // one learned sink logit per head (GPT-OSS)
+  std::string normalization = "RMSNorm";  // "RMSNorm" (weight) or "LayerNorm" (weight + bias)
+  int64_t mtp_num_layers = 0;         // DeepSeek-V3 multi-token prediction layers (counted only)
 
   bool operator==(const ModelConfig&) const = default;
 
@@ -42,6 +53,9 @@ struct ModelConfig {
 /// Parses a model JSON document; throws ConfigError listing every problem.
 [[nodiscard]] ModelConfig load_model(const std::string& text, const std::string& source);
 [[nodiscard]] std::string model_to_json_text(const ModelConfig& m);
+
+/// Every key a model JSON document may hold.
+[[nodiscard]] const std::vector<std::string>& model_keys();
 
 /// Megatron vocabulary padding: ceil(V / (128·tp))·128·tp.
 [[nodiscard]] int64_t padded_vocab_size(int64_t vocab, int64_t tp);

@@ -214,6 +214,18 @@ uint64_t strategy_hash(const StrategyConfig& s) {
   return h;
 }
 
+std::vector<std::string> strategy_keys() {
+  std::vector<std::string> keys;
+  for (const auto& f : kIntFields) keys.emplace_back(f.name);
+  for (const auto& f : kBoolFields) keys.emplace_back(f.name);
+  for (const auto& f : kStrFields) keys.emplace_back(f.name);
+  for (const auto& f : kOptIntFields) keys.emplace_back(f.name);
+  for (const auto& f : kOptStrFields) keys.emplace_back(f.name);
+  for (const char* k : {"attention_sparse_ratio", "mem_factor", "megatron_recompute_modules"})
+    keys.emplace_back(k);
+  return keys;
+}
+
 bool version_at_least(const std::optional<std::string>& version, const char* min) {
   if (!version) return false;
   auto parse = [](const std::string& v) {

@@ -77,6 +77,8 @@ struct StrategyConfig {
 [[nodiscard]] std::string strategy_to_json_text(const StrategyConfig& s);
 /// 64-bit hash of every field (the fields strategy_to_json_text writes).
 [[nodiscard]] uint64_t strategy_hash(const StrategyConfig& s);
+/// Every key a strategy JSON document may hold.
+[[nodiscard]] std::vector<std::string> strategy_keys();
 
 /// Compares dotted versions ("2.11.0" ≥ "2.8.0"); a missing version is older than every version.
 [[nodiscard]] bool version_at_least(const std::optional<std::string>& version, const char* min);

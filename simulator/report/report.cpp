@@ -5,6 +5,7 @@
 
 #include "core/text.h"
 #include "core/units.h"
+#include "model/parameter_count.h"
 
 namespace trainsim {
 
@@ -31,12 +32,46 @@ std::string recompute_string(const StrategyConfig& s) {
   }
   return g + strprintf(", %lld layers/chunk", static_cast<long long>(s.recompute_layer_num));
 }
+
+// Both MFU conventions, and the one the headline uses.
+struct Mfu {
+  Throughput megatron, simumax, headline;
+};
+Mfu mfu_of(const PlanInputs& in, const Estimate& e) {
+  Mfu out;
+  out.megatron = megatron_throughput(in.model, in.strategy, in.system, e);
+  out.simumax = {e.tflops_per_gpu, e.mfu};
+  out.headline = in.mfu == MfuConvention::Megatron ? out.megatron : out.simumax;
+  return out;
+}
+
+// What the straggler factor adds to the step: the slowest stage's pipeline time × (ratio − 1).
+double straggler_added_s(const Estimate& e) {
+  const StageTime* worst = nullptr;
+  for (const auto& t : e.stage_times)
+    if (!worst || t.total_s > worst->total_s) worst = &t;
+  return worst ? worst->pipeline_s * (e.straggler_ratio - 1) : 0;
+}
+
+// "8.03 B" style.
+std::string billions(int64_t n) { return strprintf("%.2f B", static_cast<double>(n) / 1e9); }
+
+// "8,030,261,248".
+std::string grouped(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
 }  // namespace
 
 std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   nlohmann::ordered_json j;
   const auto& s = in.strategy;
-  j["schema_version"] = "1.0.0";
+  // 2.0.0: mfu / tflops_per_gpu follow --mfu (Megatron-LM's convention by default).
+  j["schema_version"] = "2.0.0";
   j["model"] = in.model_source;
   j["strategy"] = in.strategy_source;
   j["system"] = in.system_source;
@@ -47,14 +82,31 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   j["mode"] = mode_name(e.mode);
   j["schedule"] = e.schedule;
   j["p2p"] = e.p2p;
+  const ParameterCount params = count_parameters(in.model, s);
+  j["parameter_count"] = params.total;
+  j["active_parameter_count"] = params.active;
+  nlohmann::ordered_json per_stage = nlohmann::ordered_json::array();
+  for (const auto& st : params.stages)
+    per_stage.push_back({{"stage", st.stage}, {"layers", st.layers}, {"parameter_count", st.total},
+                         {"active_parameter_count", st.active}});
+  j["parameters_per_stage"] = per_stage;
   j["iteration_time_ms"] = e.iteration_time_s * 1e3;
-  j["mfu"] = e.mfu;
-  j["tflops_per_gpu"] = e.tflops_per_gpu;
+  const Mfu mfu = mfu_of(in, e);
+  j["mfu_convention"] = mfu_convention_name(in.mfu);
+  j["mfu"] = mfu.headline.mfu;
+  j["tflops_per_gpu"] = mfu.headline.tflops_per_gpu;
+  j["mfu_megatron"] = mfu.megatron.mfu;
+  j["tflops_per_gpu_megatron"] = mfu.megatron.tflops_per_gpu;
+  j["mfu_simumax"] = mfu.simumax.mfu;
+  j["tflops_per_gpu_simumax"] = mfu.simumax.tflops_per_gpu;
   j["tokens_per_s_per_gpu"] = e.tokens_per_s_per_gpu;
   j["straggler_ratio"] = e.straggler_ratio;
   j["pipeline_ms"] = e.pipeline_s * 1e3;
-  j["straggler_ms"] = e.pipeline_s * (e.straggler_ratio - 1) * 1e3;
   j["timeline_events"] = e.timeline.events.size();
+  j["straggler_added_ms"] = straggler_added_s(e) * 1e3;
+  j["notes"] = in.notes;
+  j["not_modeled"] = in.not_modeled;
+  j["ignored"] = in.ignored;
   j["peak_alloc_gib"] = e.peak_alloc_bytes() / kGiB;
   j["peak_reserved_gib"] = e.peak_reserved_bytes() / kGiB;
   j["device_memory_gib"] = in.system.mem_bytes / kGiB;
@@ -114,6 +166,16 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
   o += strprintf("model      %s (%s, %lld layers, hidden %lld)\n", in.model_source.c_str(),
                  m.model_name.empty() ? m.model_type.c_str() : m.model_name.c_str(),
                  static_cast<long long>(m.layer_num), static_cast<long long>(m.hidden_size));
+  const ParameterCount params = count_parameters(m, s);
+  o += strprintf("parameters %s (%s)", billions(params.total).c_str(), grouped(params.total).c_str());
+  if (params.active != params.total)
+    o += strprintf(", active %s (%s)", billions(params.active).c_str(), grouped(params.active).c_str());
+  if (params.stages.size() > 1) {
+    std::vector<std::string> per;
+    for (const auto& st : params.stages) per.push_back(billions(st.total));
+    o += "; per stage " + join(per);
+  }
+  o += "\n";
   o += strprintf("strategy   %s\n", in.strategy_source.c_str());
   o += strprintf("system     %s (%s, %lld GPUs/node, %.0f GiB)\n", in.system_source.c_str(),
                  in.system.sys_name.c_str(), static_cast<long long>(in.system.num_per_node), in.system.mem_bytes / kGiB);
@@ -123,12 +185,16 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
                  static_cast<long long>(s.micro_batch_num), static_cast<long long>(e.global_batch_size));
   o += strprintf("recompute  %s; ZeRO %lld\n", recompute_string(s).c_str(), static_cast<long long>(s.zero_state));
   o += strprintf("schedule   %s, %s p2p; mode %s\n\n", e.schedule.c_str(), e.p2p.c_str(), mode_name(e.mode));
-  o += strprintf("step time      %10.2f ms\n", e.iteration_time_s * 1e3);
-  o += strprintf("MFU            %10.2f %%\n", e.mfu * 100);
-  o += strprintf("TFLOPS/GPU     %10.1f\n", e.tflops_per_gpu);
-  o += strprintf("tokens/s/GPU   %10.1f\n", e.tokens_per_s_per_gpu);
-  o += strprintf("straggler      %10.3f x  (+%.1f ms on the %.1f ms pipeline)\n\n", e.straggler_ratio,
-                 e.pipeline_s * (e.straggler_ratio - 1) * 1e3, e.pipeline_s * 1e3);
+  const Mfu mfu = mfu_of(in, e);
+  const bool meg = in.mfu == MfuConvention::Megatron;
+  const Throughput& other = meg ? mfu.simumax : mfu.megatron;
+  o += strprintf("step time      %10.2f ms  (straggler x%.3f adds %.2f ms)\n", e.iteration_time_s * 1e3,
+                 e.straggler_ratio, straggler_added_s(e) * 1e3);
+  o += strprintf("MFU            %10.2f %%  (%s convention; %s: %.2f %%)\n", mfu.headline.mfu * 100,
+                 mfu_convention_name(in.mfu), meg ? "simumax" : "megatron", other.mfu * 100);
+  o += strprintf("TFLOPS/GPU     %10.1f    (%s: %.1f)\n", mfu.headline.tflops_per_gpu,
+                 meg ? "simumax" : "megatron", other.tflops_per_gpu);
+  o += strprintf("tokens/s/GPU   %10.1f\n\n", e.tokens_per_s_per_gpu);
   o += "time per stage (ms)   total  pipeline    bubble   fwd/mb   bwd/mb  tp/cp/ep     dp   optim\n";
   for (const auto& t : e.stage_times)
     o += strprintf("  %-16s %9.1f %9.1f %9.1f %8.2f %8.2f %9.1f %6.1f %7.1f\n", t.name.c_str(), t.total_s * 1e3,
@@ -147,6 +213,9 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
   o += strprintf("\nefficiency %lld shape lookups measured, %zu shapes fell back to op defaults%s\n",
                  static_cast<long long>(e.efficiency_hits), e.misses.size(),
                  e.misses.empty() ? "" : " (see --json efficiency_misses; measure them with kernels_bench)");
+  for (const auto& n : in.notes) o += "note: " + n + "\n";
+  if (!in.not_modeled.empty())
+    o += "warning: given but not modeled (the prediction ignores them): " + join(in.not_modeled) + "\n";
   return o;
 }
 

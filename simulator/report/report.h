@@ -2,11 +2,13 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "config/model_config.h"
 #include "config/strategy_config.h"
 #include "config/system_config.h"
 #include "estimate/estimate.h"
+#include "estimate/throughput.h"
 
 namespace trainsim {
 
@@ -16,13 +18,18 @@ struct PlanInputs {
   StrategyConfig strategy;
   SystemConfig system;
   std::string model_source, strategy_source, system_source;
+  MfuConvention mfu = MfuConvention::Megatron;  // the convention of the headline MFU
+  std::vector<std::string> notes;        // approximations made while reading the inputs
+  std::vector<std::string> not_modeled;  // given Megatron-LM flags that matter but are not modeled
+  std::vector<std::string> ignored;      // given Megatron-LM flags that cannot change the prediction
 };
 
-/// One JSON document (schema_version 1.0.0): headline numbers in ms/GiB, per-stage memory and
-/// time breakdown, network choice and efficiency misses.
+/// One JSON document (schema_version 1.0.0): headline numbers in ms/GiB, parameter counts, MFU in
+/// both conventions, per-stage memory and time breakdown, network choice and efficiency misses.
 [[nodiscard]] std::string estimate_to_json(const PlanInputs& in, const Estimate& e);
 
-/// The console summary: model, parallelism, time per step, MFU, TFLOPS, tokens/s, memory.
+/// The console summary: model and its parameter count, parallelism, time per step and what the
+/// straggler factor adds, MFU, TFLOPS, tokens/s, memory, and warnings about what is not modeled.
 [[nodiscard]] std::string estimate_summary(const PlanInputs& in, const Estimate& e);
 
 /// "tp2.sp.cp1.pp2.dp2.ep1.etp1.edp4" style parallelism string.

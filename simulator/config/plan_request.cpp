@@ -1,0 +1,254 @@
+// Combining the user's inputs into one plan: documents first, then overrides, then the values
+// derived from others (world size from dp, micro-batch count from the global batch).
+#include "config/plan_request.h"
+
+#include <algorithm>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "config/json_reader.h"
+#include "config/megatron_args.h"
+#include "core/error.h"
+#include "core/text.h"
+
+namespace trainsim {
+namespace {
+
+// Model keys that describe how Megatron-LM runs the model rather than the architecture: a
+// Megatron command line sets them even when the architecture comes from a config file.
+const std::set<std::string> kImplementationKeys = {"group_linear_mode", "moe_pad_expert_input_to_capacity",
+                                                   "capacity", "mtp_num_layers"};
+// Values a model file leaves at their default (for comparing with Megatron flags).
+const nlohmann::json kModelDefaults = {
+    {"use_swiglu", false},        {"expert_num", 1},           {"attention_type", "mha"},
+    {"dense_layers", 0},          {"tie_word_embeddings", false}, {"qkv_bias", false},
+    {"linear_bias", false},       {"router_bias", false},      {"qk_layernorm", false},
+    {"attention_sinks", false},   {"normalization", "RMSNorm"}};
+
+nlohmann::json typed_value(const std::string& text) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    return text;  // a bare word is a string
+  }
+}
+
+int64_t int_key(const nlohmann::json& doc, const char* key, int64_t fallback) {
+  auto it = doc.find(key);
+  return it != doc.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
+}
+
+// A size the derived values may multiply without overflow; anything else is left for the
+// strategy reader to reject with its own message.
+bool sane(int64_t v) { return v >= 1 && v <= (1 << 16); }
+
+std::string with_origins(const std::string& source, const std::vector<std::string>& origins) {
+  return origins.empty() ? source : source + " with " + join(origins);
+}
+
+}  // namespace
+
+const std::vector<Shortcut>& override_shortcuts() {
+  static const std::vector<Shortcut> shortcuts = {
+      {"tp", "tp_size", "tensor parallel size (tp_size)"},
+      {"pp", "pp_size", "pipeline parallel size (pp_size)"},
+      {"cp", "cp_size", "context parallel size (cp_size)"},
+      {"ep", "ep_size", "expert parallel size (ep_size)"},
+      {"etp", "etp_size", "expert tensor parallel size (etp_size)"},
+      {"vpp", "interleaving_size", "virtual pipeline stages per rank (interleaving_size)"},
+      {"dp", "dp_size", "data parallel size: sets world_size = dp·tp·cp·pp"},
+      {"mbs", "micro_batch_size", "micro batch size (micro_batch_size)"},
+      {"gbs", "global_batch_size", "global batch size: sets micro_batch_num = gbs / (mbs·dp)"},
+      {"seq", "seq_len", "sequence length (seq_len)"},
+      {"world-size", "world_size", "number of GPUs (world_size)"},
+  };
+  return shortcuts;
+}
+
+Override parse_set_option(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError("--set: expected key=value, got '" + text + "'");
+  Override o{text.substr(0, eq), text.substr(eq + 1), "--set " + text};
+  std::vector<std::string> keys = strategy_keys();
+  keys.insert(keys.end(), model_keys().begin(), model_keys().end());
+  keys.emplace_back("dp_size");
+  keys.emplace_back("global_batch_size");
+  if (std::find(keys.begin(), keys.end(), o.key) == keys.end()) {
+    std::string msg = "--set: unknown key '" + o.key + "' (model or strategy keys, dp_size, global_batch_size)";
+    // "tp" → "tp_size" before the edit distance, which finds "fp8" as close.
+    std::string s = std::find(keys.begin(), keys.end(), o.key + "_size") != keys.end() ? o.key + "_size"
+                                                                                       : suggest(o.key, keys);
+    if (!s.empty()) msg += "; did you mean '" + s + "'?";
+    throw UsageError(msg);
+  }
+  return o;
+}
+
+PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
+                       const std::string& default_strategy) {
+  if (req.model && req.hf_config) throw UsageError("--model and --hf-config exclude each other");
+  if (req.strategy && req.megatron) throw UsageError("--strategy and --megatron-args exclude each other");
+  PlanConfigs out;
+  std::optional<MegatronArgs> meg;
+  if (req.megatron) {
+    meg = parse_megatron_args(req.megatron->text, req.megatron->source);
+    out.not_modeled = meg->not_modeled;
+    out.ignored = meg->ignored;
+  }
+
+  // The model document.
+  nlohmann::json model_doc;
+  std::string model_source;
+  if (req.hf_config) {
+    HfModel hm = load_hf_config(req.hf_config->text, req.hf_config->source, req.hf);
+    model_doc = nlohmann::json::parse(model_to_json_text(hm.model));
+    model_source = req.hf_config->source;
+    out.notes = hm.notes;
+  } else if (req.model) {
+    model_doc = parse_json(req.model->text, req.model->source);
+    model_source = req.model->source;
+  }
+  if (meg && !meg->model.empty()) {
+    if (model_source.empty()) {
+      model_doc = megatron_model_json(*meg);
+      model_source = meg->source;
+      IssueList missing(meg->source);
+      for (const auto& [key, flag] : {std::pair{"layer_num", "--num-layers"}, {"hidden_size", "--hidden-size"},
+                                      {"head_num", "--num-attention-heads"}, {"vocab_size", "--vocab-size"}})
+        if (!model_doc.contains(key))
+          missing.add(flag, std::string("missing: the model needs it") +
+                                (key == std::string("vocab_size") ? " (Megatron-LM reads it from the tokenizer)" : "") +
+                                "; give it, or the architecture with --hf-config / --model");
+      missing.throw_if_any();
+    } else {
+      IssueList issues(meg->source);
+      for (const auto& [key, value] : meg->model.items()) {
+        if (kImplementationKeys.count(key)) {
+          model_doc[key] = value;
+          continue;
+        }
+        // The dense FFN width of a model without dense layers is unused (Mixtral's config has none).
+        if (key == "intermediate_size" && !model_doc.contains(key) && int_key(model_doc, "expert_num", 1) > 1 &&
+            int_key(model_doc, "dense_layers", 0) == 0)
+          continue;
+        const nlohmann::json* base = model_doc.contains(key) ? &model_doc[key]
+                                     : kModelDefaults.contains(key) ? &kModelDefaults[key] : nullptr;
+        if (!base || *base != value)
+          issues.add(meg->model_flags[key], "gives " + key + " = " + value.dump() + " but " + model_source +
+                                                " has " + (base ? base->dump() : std::string("none")));
+      }
+      issues.throw_if_any();
+    }
+  }
+  // How Megatron runs the experts, unless the command line says otherwise.
+  if (meg && !model_source.empty() && model_source != meg->source && int_key(model_doc, "expert_num", 1) > 1)
+    model_doc.update(megatron_moe_defaults(*meg));
+  if (model_source.empty()) {
+    if (default_model.empty())
+      throw UsageError("a model is needed: --model, --hf-config, or model flags in --megatron-args");
+    const ConfigText t = resolve_config("model", default_model);
+    model_doc = parse_json(t.text, t.source);
+    model_source = t.source;
+  }
+
+  // The strategy document.
+  nlohmann::json strategy_doc;
+  std::string strategy_source;
+  if (req.strategy) {
+    strategy_doc = parse_json(req.strategy->text, req.strategy->source);
+    strategy_source = req.strategy->source;
+  } else if (meg) {
+    strategy_doc = meg->strategy;
+    strategy_source = meg->source;
+    if (meg->world_size) strategy_doc["world_size"] = *meg->world_size;
+  } else {
+    if (default_strategy.empty()) throw UsageError("a strategy is needed: --strategy or --megatron-args");
+    const ConfigText t = resolve_config("strategy", default_strategy);
+    strategy_doc = parse_json(t.text, t.source);
+    strategy_source = t.source;
+  }
+
+  // Overrides, in order; dp_size and global_batch_size wait until the sizes are final.
+  std::vector<std::string> model_origins, strategy_origins;
+  std::optional<std::pair<int64_t, std::string>> dp, gbs;
+  const std::vector<std::string> skeys = strategy_keys();
+  for (const Override& o : req.overrides) {
+    const nlohmann::json v = typed_value(o.value);
+    if (o.key == "dp_size" || o.key == "global_batch_size") {
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (int64_t{1} << 32))
+        throw UsageError(o.origin + ": expected an integer in 1..2^32, got '" + o.value + "'");
+      (o.key == "dp_size" ? dp : gbs) = std::make_pair(v.get<int64_t>(), o.origin);
+      strategy_origins.push_back(o.origin);
+    } else if (std::find(skeys.begin(), skeys.end(), o.key) != skeys.end()) {
+      strategy_doc[o.key] = v;
+      strategy_origins.push_back(o.origin);
+    } else {
+      model_doc[o.key] = v;
+      model_origins.push_back(o.origin);
+    }
+  }
+  auto overridden = [&](const char* key) {
+    return std::any_of(req.overrides.begin(), req.overrides.end(), [&](const Override& o) { return o.key == key; });
+  };
+  out.model_source = with_origins(model_source, model_origins);
+  out.strategy_source = with_origins(strategy_source, strategy_origins);
+  out.model = load_model(model_doc.dump(), out.model_source);
+  if (!strategy_doc.is_object()) (void)load_strategy(strategy_doc.dump(), out.strategy_source);  // type error
+
+  if (meg && !req.strategy) {
+    // Megatron's own rules for what the command line leaves implicit.
+    const char* missing = !strategy_doc.contains("seq_len") ? "--seq-length"
+                          : !strategy_doc.contains("micro_batch_size") ? "--micro-batch-size" : nullptr;
+    if (missing) throw ConfigError(meg->source, missing, "required by Megatron-LM and missing");
+    if (!meg->world_size && !overridden("world_size") && !dp)
+      throw UsageError(meg->source + ": the world size is unknown: give a torchrun/srun prefix "
+                       "(--nproc-per-node, --nnodes), --world-size or --dp");
+    const int64_t pp = int_key(strategy_doc, "pp_size", 1);
+    if (meg->layers_per_virtual_stage && !overridden("interleaving_size") && sane(pp)) {
+      const int64_t n = *meg->layers_per_virtual_stage;
+      if (!sane(n) || out.model.layer_num % (pp * n) != 0)
+        throw ConfigError(meg->source, "--num-layers-per-virtual-pipeline-stage",
+                          strprintf("%lld layers per virtual stage do not divide %lld layers over pp %lld",
+                                    static_cast<long long>(n), static_cast<long long>(out.model.layer_num),
+                                    static_cast<long long>(pp)));
+      strategy_doc["interleaving_size"] = out.model.layer_num / (pp * n);
+    }
+    if (meg->recompute_all_layers && !overridden("recompute_layer_num"))
+      strategy_doc["recompute_layer_num"] = out.model.layer_num;
+    if (out.model.is_moe() && !meg->expert_tp_given && !overridden("etp_size"))
+      strategy_doc["etp_size"] = int_key(strategy_doc, "tp_size", 1);  // Megatron: etp defaults to tp
+    if (int_key(strategy_doc, "cp_size", 1) > 1 && meg->cp_comm_type != "a2a")
+      out.not_modeled.push_back("--cp-comm-type " + meg->cp_comm_type + ": context-parallel communication (simulated as a2a)");
+    if (out.model.is_moe() && meg->moe_dispatcher != "alltoall")
+      out.not_modeled.push_back("--moe-token-dispatcher-type " + meg->moe_dispatcher +
+                                ": token dispatcher (simulated as alltoall)");
+  }
+  const int64_t tp = int_key(strategy_doc, "tp_size", 1), cp = int_key(strategy_doc, "cp_size", 1),
+                pp = int_key(strategy_doc, "pp_size", 1);
+  const bool sizes_ok = sane(tp) && sane(cp) && sane(pp);
+  if (dp && sizes_ok) {
+    const double world = static_cast<double>(dp->first) * static_cast<double>(tp * cp * pp);
+    if (world > (1 << 24))
+      throw ConfigError(dp->second, "", strprintf("world size dp·tp·cp·pp = %.0f is larger than the supported "
+                                                  "maximum 16777216", world));
+    strategy_doc["world_size"] = dp->first * tp * cp * pp;
+  }
+  if (!gbs && meg && !req.strategy && meg->global_batch_size)
+    gbs = std::make_pair(*meg->global_batch_size, std::string("--global-batch-size"));
+  if (gbs && sizes_ok) {
+    const int64_t world = int_key(strategy_doc, "world_size", 8), mbs = int_key(strategy_doc, "micro_batch_size", 1);
+    const int64_t d = world / (tp * cp * pp);
+    if (d < 1 || !sane(mbs) || d > (int64_t{1} << 32) || gbs->first % (mbs * d) != 0)
+      throw ConfigError(gbs->second, "",
+                        strprintf("global batch %lld is not a multiple of micro_batch_size·dp = %lld·%lld",
+                                  static_cast<long long>(gbs->first), static_cast<long long>(mbs),
+                                  static_cast<long long>(d)));
+    strategy_doc["micro_batch_num"] = gbs->first / (mbs * d);
+  }
+  out.strategy = load_strategy(strategy_doc.dump(), out.strategy_source);
+  return out;
+}
+
+}  // namespace trainsim

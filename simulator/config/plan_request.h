@@ -1,0 +1,60 @@
+// What a user gives to describe a plan — model / strategy files or presets, a Hugging Face
+// config, a Megatron-LM command line, overrides — combined into the model and strategy the
+// simulator reads, with the same checks as the files.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/hf_config.h"
+#include "config/model_config.h"
+#include "config/presets.h"
+#include "config/strategy_config.h"
+
+namespace trainsim {
+
+/// One override: a model or strategy key (or `dp_size` / `global_batch_size`, which set
+/// world_size and micro_batch_num) and its value as typed: JSON (2, true, "x", [..]) or a bare
+/// string. `origin` names the flag in messages ("--tp 4", "--set zero_state=1").
+struct Override {
+  std::string key;
+  std::string value;
+  std::string origin;
+};
+
+struct PlanRequest {
+  std::optional<ConfigText> model;     // model JSON
+  std::optional<ConfigText> hf_config; // Hugging Face config.json
+  HfOptions hf;
+  std::optional<ConfigText> strategy;  // strategy JSON
+  std::optional<ConfigText> megatron;  // Megatron-LM command line
+  std::vector<Override> overrides;     // applied in order, after the files
+};
+
+struct PlanConfigs {
+  ModelConfig model;
+  StrategyConfig strategy;
+  std::string model_source, strategy_source;
+  std::vector<std::string> notes, not_modeled, ignored;
+};
+
+/// The shortcut options (`--tp`, `--vpp`, `--gbs`, ...) and the key each sets, in help order.
+struct Shortcut {
+  const char* option;  // without dashes
+  const char* key;
+  const char* help;
+};
+[[nodiscard]] const std::vector<Shortcut>& override_shortcuts();
+
+/// Parses "key=value" (from --set) into an Override; a missing '=' or an unknown key is a
+/// UsageError with a suggestion.
+[[nodiscard]] Override parse_set_option(const std::string& text);
+
+/// Builds the plan. Model: `model`, `hf_config` or the Megatron model flags (a Megatron model
+/// flag that disagrees with the model file is an error); strategy: `strategy` or `megatron`.
+/// Whichever is absent falls back to the given default preset names (empty = required).
+[[nodiscard]] PlanConfigs build_plan(const PlanRequest& request, const std::string& default_model,
+                                     const std::string& default_strategy);
+
+}  // namespace trainsim

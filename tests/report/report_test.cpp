@@ -1,0 +1,70 @@
+// The perf report: the numbers users check first, in the summary and in --json.
+#include "report/report.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "config/plan_request.h"
+#include "config/presets.h"
+#include "core/text.h"
+
+namespace trainsim {
+namespace {
+
+PlanInputs plan_on_two_nodes(MfuConvention c) {
+  PlanRequest r;
+  r.overrides = {{"dp_size", "4", "--dp 4"}};  // 16 GPUs: two nodes, so a straggler factor > 1
+  const PlanConfigs p = build_plan(r, "llama3-8b", "tp2-pp2-dp2-zero1");
+  PlanInputs in;
+  in.model = p.model;
+  in.strategy = p.strategy;
+  const ConfigText sys = resolve_config("system", "h100-sxm-80g");
+  in.system = load_system(sys.text, sys.source);
+  in.model_source = p.model_source;
+  in.strategy_source = p.strategy_source;
+  in.system_source = sys.source;
+  in.mfu = c;
+  in.not_modeled = {"--tp-comm-overlap: TP communication overlapped with GEMMs (userbuffers)"};
+  in.ignored = {"--lr"};
+  return in;
+}
+
+TEST(Report, JsonHasTheNumbersUsersCheckFirst) {
+  const PlanInputs in = plan_on_two_nodes(MfuConvention::Megatron);
+  const Estimate e = estimate(in.model, in.strategy, in.system);
+  const auto j = nlohmann::json::parse(estimate_to_json(in, e));
+  EXPECT_EQ(j["schema_version"], "2.0.0");
+  EXPECT_EQ(j["parameter_count"], 8030261248LL);
+  EXPECT_EQ(j["active_parameter_count"], 8030261248LL);
+  ASSERT_EQ(j["parameters_per_stage"].size(), 2u);
+  // 16 layers of 218,112,000 plus the embedding (first) or output layer + final norm (last).
+  EXPECT_EQ(j["parameters_per_stage"][0]["parameter_count"], 16 * 218112000LL + 525336576);
+  EXPECT_EQ(j["parameters_per_stage"][1]["parameter_count"], 16 * 218112000LL + 525340672);
+  EXPECT_EQ(j["mfu_convention"], "megatron");
+  EXPECT_EQ(j["mfu"], j["mfu_megatron"]);
+  EXPECT_EQ(j["mfu_simumax"].get<double>(), e.mfu);
+  // Same time and peak, FLOPs differ by the causal halving: ×1.0668 for Llama 3 8B at 4k.
+  EXPECT_NEAR(j["mfu_simumax"].get<double>() / j["mfu_megatron"].get<double>(), 1.0667622897379059, 1e-12);
+  EXPECT_GT(e.straggler_ratio, 1.0);
+  const StageTime& worst = e.stage_times[0].total_s >= e.stage_times[1].total_s ? e.stage_times[0] : e.stage_times[1];
+  EXPECT_DOUBLE_EQ(j["straggler_added_ms"].get<double>(), worst.pipeline_s * (e.straggler_ratio - 1) * 1e3);
+  EXPECT_EQ(j["not_modeled"][0], "--tp-comm-overlap: TP communication overlapped with GEMMs (userbuffers)");
+  EXPECT_EQ(j["ignored"][0], "--lr");
+}
+
+TEST(Report, SummaryLines) {
+  const PlanInputs in = plan_on_two_nodes(MfuConvention::SimuMax);
+  const Estimate e = estimate(in.model, in.strategy, in.system);
+  const std::string s = estimate_summary(in, e);
+  EXPECT_NE(s.find("parameters 8.03 B (8,030,261,248); per stage 4.02 B, 4.02 B\n"), std::string::npos) << s;
+  EXPECT_NE(s.find(strprintf("(straggler x%.3f adds ", e.straggler_ratio)), std::string::npos) << s;
+  EXPECT_NE(s.find(strprintf("MFU            %10.2f %%  (simumax convention; megatron: ", e.mfu * 100)),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("warning: given but not modeled (the prediction ignores them): --tp-comm-overlap: "),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainsim
