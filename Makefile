@@ -5,9 +5,11 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= 2
 CMAKE_ARGS ?=
 PACKAGES  := cmake g++ make pkg-config nlohmann-json3-dev libgtest-dev libgmock-dev \
-             libopenmpi-dev openmpi-bin
+             libopenmpi-dev openmpi-bin python3 python3-venv
+# Python environment of `make measured-systems` (pinned in tools/measured/requirements.txt).
+VENV      ?= $(BUILD_DIR)/venv
 
-.PHONY: all setup configure build run test asan clean
+.PHONY: all setup configure build run test asan clean measured-venv measured-systems
 
 all: build
 
@@ -35,6 +37,18 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+# Regenerates configs/system/*-measured.json from NVIDIA's published kernel and NCCL tables
+# (PyPI aiconfigurator-core, installed into $(VENV); needs the network the first time).
+$(VENV)/.installed: tools/measured/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r tools/measured/requirements.txt
+	touch $@
+
+measured-venv: setup $(VENV)/.installed
+
+measured-systems: build measured-venv
+	$(VENV)/bin/python tools/measured/import_measurements.py build
 
 # The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (CPU parts only).
 asan: setup

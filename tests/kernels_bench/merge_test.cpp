@@ -70,6 +70,7 @@ TEST(KernelsMergeTest, ProvenanceRecordsTheMeasurement) {
   EXPECT_EQ(k["gpu"], "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(k["cublas_version"], "13.1.0");
   EXPECT_EQ(k["date"], "2026-01-02T03:04:05Z");
+  EXPECT_EQ(k["measurement_provenance"]["tool"], "kernels_bench");
   EXPECT_EQ(k["results"]["ok"], 8);
   EXPECT_EQ(k["results"]["unsupported"], 1);
   EXPECT_DOUBLE_EQ(k["launch_latency_us"].get<double>(), 2.5);
