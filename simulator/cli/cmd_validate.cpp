@@ -226,9 +226,11 @@ void write_csv(const std::string& path, const std::vector<TableRun>& runs) {
 }  // namespace
 
 int cmd_validate(const Args& args) {
-  ArgParser p("validate", "trainsim validate [DIR] [--table NAME] [--csv OUT] [--json]");
+  ArgParser p("validate", "trainsim validate [DIR] [--table NAME] [--system NAME=SYSTEM] [--csv OUT] [--json]");
   p.positional("DIR", "folder of table folders, or one table folder (default: validation)");
   p.option("table", "run only this table (folder name); repeatable", true);
+  p.option("system", "NAME=SYSTEM: tables whose system.txt names NAME use SYSTEM (preset or file) instead; "
+           "repeatable", true);
   p.option("csv", "also write one row per case and metric to this CSV file");
   p.flag("json", "print the report as JSON instead of text");
   if (!p.parse(args)) return 0;
@@ -256,6 +258,26 @@ int cmd_validate(const Args& args) {
   // Input errors in the tables stop the run before any prediction.
   std::vector<ValidationTable> tables;
   for (const auto& d : dirs) tables.push_back(load_validation_table(d));
+  // Side-by-side runs (datasheet vs measured system files) swap a table's system, not its cases.
+  for (const auto& spec : p.get_all("system")) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      throw UsageError("validate: --system: expected NAME=SYSTEM, got '" + spec + "'");
+    const std::string from = spec.substr(0, eq), to = spec.substr(eq + 1);
+    std::vector<std::string> named;
+    bool used = false;
+    for (auto& t : tables) {
+      if (std::find(named.begin(), named.end(), t.system) == named.end()) named.push_back(t.system);
+      if (t.system != from) continue;
+      t.system = to;
+      used = true;
+    }
+    if (!used) {
+      std::string msg = "validate: --system: no table uses system '" + from + "'";
+      if (std::string sug = suggest(from, named); !sug.empty()) msg += "; did you mean '" + sug + "'?";
+      throw UsageError(msg + "; the tables use: " + join(named));
+    }
+  }
 
   std::vector<TableRun> runs;
   int64_t failed = 0, total = 0;

@@ -248,6 +248,29 @@ def build_gpu(gpu, root, version, shapes, args):
     print(f"{gpu}: wrote {out} ({len(results)} kernel entries: {counts}; {len(files)} NCCL series)")
 
 
+def nccl_errors(gpu, spec, comm_path):
+    """Time error over every table point of each collective: the α–β fit (comm.json) and the
+    datasheet preset's network formula, per group size."""
+    with open(comm_path) as f:
+        comm = json.load(f)
+    with open(os.path.join("configs", "system", spec["base"] + ".json")) as f:
+        preset = json.load(f)
+    fits = {(x["op"], x["n"]): x for x in comm["fits"]}
+    out = {}
+    for (op, n), fit in sorted(fits.items()):
+        pts = [p for p in comm["points"] if p["op"] == op and p["n"] == n]
+        ab = [(mt.alpha_beta_time(fit, p["size_bytes"]), p["time_us"] * 1e-6) for p in pts]
+        ds = [(mt.system_collective_time(preset["networks"]["high_intra_node"], op, n, p["size_bytes"]),
+               p["time_us"] * 1e-6) for p in pts]
+        big = [(mt.alpha_beta_time(fit, p["size_bytes"]), p["time_us"] * 1e-6) for p in pts
+               if p["size_bytes"] >= 2**20]
+        out[f"{gpu} nccl {op} x{n}"] = {"alpha_beta": mt.error_summary(ab), "alpha_beta_>=1MiB": mt.error_summary(big),
+                                        "datasheet": mt.error_summary(ds),
+                                        "fit": {"count": 0, "busbw_gbs": fit["bus_bandwidth_gbs"],
+                                                "latency_us": fit["latency_us"]}}
+    return out
+
+
 def evaluate(root, args):
     """Held-out error of the GEMM predictor and of the reference interpolation."""
     report = {}
@@ -272,9 +295,14 @@ def evaluate(root, args):
             if key[1] >= 512:
                 pairs.append((att.predict(*key, exclude=key)[0], t))
         report[f"{gpu} attention"] = {"predictor": mt.error_summary(pairs)}
+        comm = os.path.join(args.work, gpu, "comm.json")
+        if os.path.isfile(comm):
+            report.update(nccl_errors(gpu, spec, comm))
     for name, r in report.items():
         line = "  ".join(f"{k}: n={v['count']} mean {v['mean']*100:.1f} % p90 {v['p90']*100:.1f} % max "
                          f"{v['max']*100:.0f} %" for k, v in r.items() if v["count"])
+        if "fit" in r:
+            line = f"B {r['fit']['busbw_gbs']:.0f} GB/s, α {r['fit']['latency_us']:.1f} µs  " + line
         print(f"{name:24s} {line}")
 
 

@@ -306,3 +306,33 @@ def kernel_results(shapes, gemm_by_op, attention):
         results.append({"kind": "compute", "op": op, "key": key, "status": "ok", "impl": impl, "flops": flops,
                         "launches": 1, "time_s": {"n": 1, "median": t}})
     return results, counts
+
+
+# Simulator bytes of a collective (comm_bench fit x): size·scale·(n + offset)/n.
+COLLECTIVE_SCALE_OFFSET = {"all_reduce": (2, -1), "all_gather": (1, -1), "reduce_scatter": (1, -1),
+                           "all2all": (1, -1)}
+
+
+def model_bytes(op, n, size):
+    scale, offset = COLLECTIVE_SCALE_OFFSET[op]
+    return size * scale * (n + offset) / n
+
+
+def alpha_beta_time(fit, size):
+    """Seconds of comm.json fit (latency_us, bus_bandwidth_gbs) for a size in bytes."""
+    return fit["latency_us"] * 1e-6 + model_bytes(fit["op"], fit["n"], size) / (fit["bus_bandwidth_gbs"] * 1e9)
+
+
+def system_collective_time(network, op, n, size, num_per_node=8):
+    """Seconds the simulator's network formula (SimuMax compute_net_op_time) gives for one
+    collective of `size` bytes on a group of n inside `network` (a system JSON networks entry):
+    x/(gbps·2^30·eff) + latency·h(n) + fixed(n), h(n) = (n + offset)·scale for a collective
+    when num_per_node is 8."""
+    o = network["op"][op]
+    bw = network["bandwidth"]
+    eff = o.get("efficient_factor", bw.get("efficient_factor", 1))
+    lat = o.get("latency_us", bw.get("latency_us", 0))
+    hops = (n + o["offset"]) * o["scale"] if num_per_node == 8 else 1
+    fixed = o.get("fixed_latency_us_by_comm_num", {}).get(str(n), o.get("fixed_latency_us", 0))
+    x = model_bytes(op, n, size)
+    return x / (bw["gbps"] * 2**30 * eff) + (lat * hops + fixed) * 1e-6
