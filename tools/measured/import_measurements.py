@@ -194,7 +194,7 @@ def build_gpu(gpu, root, version, shapes, args):
         "derived": {
             "time_s": "table latency (ms) × 1e-3; one figure per shape (n = 1)",
             "interpolated": "shape not in the table: GEMM log-linear trilinear interpolation of throughput on "
-                            "128-row-padded m; attention FLOP-scaled nearest measured shapes (docs/calibration.md)",
+                            "32-row-padded m; attention FLOP-scaled nearest measured shapes (docs/calibration.md)",
             "as_tn": "NN/NT gradient GEMMs timed as the forward-layout (TN) GEMM of the same dims",
             "sdp_bwd": f"2.5 × forward time / {mt.SDP_BWD_EFFICIENCY_RATIO} (backward not in the tables)",
             "not_imported": "group_matmul (MoE), memory-bound classes, inter-node networks: base values kept",

@@ -27,10 +27,11 @@ def busbw_factor(op, n):
 NCCL_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
             "alltoall": "alltoall"}
 
-# Tiles of the m (token) dimension: a GEMM whose m is one past a tile boundary pays a whole extra
-# tile row, so interpolation runs on throughput per padded row (chosen by held-out error: 64 and
-# 256 were worse on the H100 bf16 table).
-GEMM_M_TILE = 128
+# Rows of the m (token) dimension are interpolated as padded to this multiple: a GEMM whose m is
+# just past a tile boundary pays for a partial tile. Chosen by held-out error on the H100 bf16
+# table (mean 4.05 % at 32, 4.06 % unpadded, 4.24 % at 128, 4.52 % at 256): the split into the m
+# and m+1 grids (_series) already carries most of the tile effect.
+GEMM_M_TILE = 32
 
 
 def nccl_tests_documents(rows, device, nccl_version, dtype="half"):

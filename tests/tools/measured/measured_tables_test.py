@@ -72,10 +72,10 @@ class GemmTableTest(unittest.TestCase):
         self.assertAlmostEqual(t, 2.25e-5 * 1448 / 1024, delta=1e-15)
 
     def test_rows_past_a_tile_boundary_pay_a_whole_tile(self):
-        # m=300 pads to 384 rows (128-row tiles) but is interpolated on the m+1 grid; with no
-        # such rows it falls back to the aligned grid: 1e-5/256 · 2^(ln(300/256)/ln 2) · 384.
+        # m=300 pads to 320 rows (32-row multiples) and belongs to the m+1 grid; with no such
+        # rows it falls back to the aligned grid: 1e-5/256 · 2^(ln(300/256)/ln 2) · 320.
         t, _ = self.table.predict(300, 1024, 1024)
-        self.assertAlmostEqual(t, 1e-5 / 256 * (300 / 256) * 384, delta=1e-15)
+        self.assertAlmostEqual(t, 1e-5 / 256 * (300 / 256) * 320, delta=1e-15)
 
     def test_beyond_the_grid_throughput_is_held(self):
         t, _ = self.table.predict(1024, 1024, 1024)
