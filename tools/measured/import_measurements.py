@@ -58,12 +58,12 @@ EXAMPLE_PLANS = [
 ]
 
 
-class ImportError_(Exception):
+class InputError(Exception):
     """Input or I/O problem: printed as `import_measurements: error: ...`, exit status 1."""
 
 
 def fail(msg):
-    raise ImportError_(msg)
+    raise InputError(msg)
 
 
 def package_root(source):
@@ -332,7 +332,7 @@ def main(argv):
         for gpu in args.gpu:
             build_gpu(gpu, root, version, shapes, args)
         return 0
-    except (ImportError_, ValueError, OSError) as e:
+    except (InputError, ValueError, OSError) as e:
         print(f"import_measurements: error: {e}", file=sys.stderr)
         return 1
     finally:
