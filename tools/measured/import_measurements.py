@@ -233,13 +233,16 @@ def build_gpu(gpu, root, version, shapes, args):
     # The description says what the file is; system build keeps the base's.
     with open(out) as f:
         sys_json = json.load(f)
+    sizes = sorted({int(n.rsplit("_x", 1)[1]) for n in (os.path.basename(f)[:-5] for f in files)})
+    base = spec["base"] + (" with GB200's peaks and memory" if spec.get("base_override") else "")
     sys_json["description"] = (
         f"{device}: built by `make measured-systems` from the measurements NVIDIA publishes in {PACKAGE} "
         f"{version} ({gpu}: TensorRT-LLM {spec['gemm'].split('/')[1]} GEMM and context-attention tables, NCCL "
         f"{spec['nccl']} table). GEMM and fused-attention efficiencies for the shapes of the validation cases and "
         f"example plans: measured where the table has the shape, else interpolated; gradient GEMMs as the "
-        f"forward layout; attention backward derived. NVLink collectives fitted (alpha-beta) on 2-8 GPU "
-        f"groups. Everything else (peaks, memory-bound classes, MoE, inter-node) from the base: {spec['base']}. "
+        f"forward layout; attention backward derived. NVLink collectives fitted (alpha-beta) on groups of "
+        f"{', '.join(map(str, sizes))} GPUs. Everything else (peaks, memory-bound classes, MoE, inter-node) from "
+        f"the base: {base}. "
         f"See provenance and docs/calibration.md.")
     text = json.dumps(sys_json, indent=1) + "\n"
     tmp = out + ".tmp"
