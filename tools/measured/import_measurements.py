@@ -195,7 +195,8 @@ def build_gpu(gpu, root, version, shapes, args):
         "derived": {
             "time_s": "table latency (ms) × 1e-3; one figure per shape (n = 1)",
             "interpolated": "shape not in the table: GEMM log-linear trilinear interpolation of throughput on "
-                            "32-row-padded m; attention FLOP-scaled nearest measured shapes (docs/calibration.md)",
+                            "32-row-padded m; attention FLOP-scaled nearest measured shapes, across head dims log-linear on the time per FLOP "
+                            "(docs/calibration.md)",
             "as_tn": "NN/NT gradient GEMMs timed as the forward-layout (TN) GEMM of the same dims",
             "sdp_bwd": f"2.5 × forward time / {mt.SDP_BWD_EFFICIENCY_RATIO} (backward not in the tables)",
             "not_imported": "group_matmul (MoE), memory-bound classes, inter-node networks: base values kept",
@@ -311,6 +312,11 @@ def evaluate(root, args):
             if key[1] >= 512:
                 pairs.append((att.predict(*key, exclude=key)[0], t))
         report[f"{gpu} attention"] = {"predictor": mt.error_summary(pairs)}
+        # Head dims the table lacks (96, 160 in the validation cases): hold out all of d = 128.
+        if len(att.by_dim) > 2:
+            pairs = [(att.predict(*key, skip_dim=128)[0], t) for key, t in att.t.items()
+                     if key[1] >= 512 and key[4] == 128]
+            report[f"{gpu} attention d=128 from other head dims"] = {"predictor": mt.error_summary(pairs)}
         comm = os.path.join(args.work, gpu, "comm.json")
         if os.path.isfile(comm):
             report.update(nccl_errors(gpu, spec, comm))

@@ -192,7 +192,9 @@ class AttentionTable:
     predict() returns the measurement when the shape was timed, else scales the nearest
     measured shapes of the same head_dim by the FLOP ratio: y = log(t / (batch·heads·seq²)) is
     averaged over the 4 nearest shapes in (2·|Δlog seq|, |Δlog(batch·heads)|, |Δlog(heads/kv)|),
-    weighted by inverse distance."""
+    weighted by inverse distance. A head_dim the table lacks is predicted at the nearest timed
+    head dims on either side and interpolated log-linearly in head_dim on the time per FLOP
+    (held constant past the last timed head dim)."""
 
     def __init__(self, rows):
         """rows: iterable of (batch, seq, heads, kv_heads, head_dim, time_s)."""
@@ -201,21 +203,39 @@ class AttentionTable:
             if t <= 0:
                 raise ValueError(f"attention batch={b} seq={s} heads={h}: time must be > 0, got {t}")
             self.t[(int(b), int(s), int(h), int(kv), int(d))] = float(t)
+        if not self.t:
+            raise ValueError("attention table has no rows")
         self.by_dim = {}
         for key, t in self.t.items():
             b, s, h, kv, d = key
             self.by_dim.setdefault(d, []).append((math.log(s), math.log(b * h), math.log(h / kv),
                                                   math.log(t / (b * h * s * s)), key))
 
-    def predict(self, b, s, h, kv, d, exclude=None):
-        """(time_s, 'measured' | 'interpolated'), or None when no shape of that head_dim was
-        timed. `exclude` drops one measured key (held-out evaluation)."""
-        key = (b, s, h, kv, d)
-        if exclude is None and key in self.t:
-            return self.t[key], "measured"
-        cands = self.by_dim.get(d)
-        if not cands:
+    def _across_head_dims(self, b, s, h, kv, d, skip_dim):
+        dims = sorted(x for x in self.by_dim if x != skip_dim)
+        if not dims:
             return None
+        lo = max((x for x in dims if x < d), default=None)
+        hi = min((x for x in dims if x > d), default=None)
+        # Time per FLOP (∝ t / d at fixed batch, heads and seq) at each bracketing head dim.
+        ys = {x: math.log(self.predict(b, s, h, kv, x)[0] / x) for x in (lo, hi) if x is not None}
+        if lo is None or hi is None:
+            y = next(iter(ys.values()))
+        else:
+            w = (math.log(d) - math.log(lo)) / (math.log(hi) - math.log(lo))
+            y = ys[lo] + w * (ys[hi] - ys[lo])
+        return math.exp(y) * d, "interpolated_head_dim"
+
+    def predict(self, b, s, h, kv, d, exclude=None, skip_dim=None):
+        """(time_s, 'measured' | 'interpolated' | 'interpolated_head_dim'), or None when the
+        table is empty. `exclude` drops one measured key, `skip_dim` one head dim (held-out
+        evaluation)."""
+        key = (b, s, h, kv, d)
+        if exclude is None and skip_dim != d and key in self.t:
+            return self.t[key], "measured"
+        cands = self.by_dim.get(d) if d != skip_dim else None
+        if not cands:
+            return self._across_head_dims(b, s, h, kv, d, skip_dim)
         ls, lbh, lr = math.log(s), math.log(b * h), math.log(h / kv)
         dist = sorted((2 * abs(c[0] - ls) + abs(c[1] - lbh) + abs(c[2] - lr), c[3])
                       for c in cands if c[4] != exclude)
@@ -288,12 +308,8 @@ def kernel_results(shapes, gemm_by_op, attention):
             if f["qk_head_dim"] != f["v_head_dim"]:
                 _count(counts, op, "skipped_qk_head_dim_ne_v_head_dim")
                 continue
-            got = attention.predict(int(f["batch"]), int(f["seq_len"]), int(f["head_num"]),
-                                    int(f["kv_head_num"]), int(f["qk_head_dim"]))
-            if got is None:
-                _count(counts, op, "skipped_head_dim_not_in_table")
-                continue
-            t, how = got
+            t, how = attention.predict(int(f["batch"]), int(f["seq_len"]), int(f["head_num"]),
+                                       int(f["kv_head_num"]), int(f["qk_head_dim"]))
             flops = sdp_flops(op, key)
             impl = how
             if op == "sdp_bwd":

@@ -132,7 +132,7 @@ class KernelResultsTest(unittest.TestCase):
         self.assertEqual(counts, {"matmul:measured": 1, "matmul:measured_as_tn": 1, "sdp_fwd:interpolated": 1,
                                   "sdp_bwd:derived_from_measured_fwd": 1,
                                   "sdp_fwd:skipped_qk_head_dim_ne_v_head_dim": 1,
-                                  "sdp_fwd:skipped_head_dim_not_in_table": 1, "group_matmul:skipped_no_table": 1})
+                                  "sdp_fwd:interpolated_head_dim": 1, "group_matmul:skipped_no_table": 1})
         by = {(r["op"], r["key"]): r for r in results}
         tn = by[("matmul", shapes[0]["key"])]
         self.assertEqual(tn["time_s"], {"n": 1, "median": 2e-4})
@@ -140,8 +140,28 @@ class KernelResultsTest(unittest.TestCase):
         self.assertEqual(by[("matmul", shapes[1]["key"])]["impl"], "measured_as_tn")
         # Batch 2 of the only measured shape: twice the FLOPs at the same throughput.
         self.assertAlmostEqual(by[("sdp_fwd", shapes[2]["key"])]["time_s"]["median"], 2e-3, delta=1e-15)
+        # Head dim 64 is not timed: the time per FLOP of head dim 128 is held, so half the time.
+        self.assertAlmostEqual(by[("sdp_fwd", shapes[5]["key"])]["time_s"]["median"], 0.5e-3, delta=1e-15)
         # Backward: 2.5× the FLOPs at 0.75× the forward's rate.
         self.assertAlmostEqual(by[("sdp_bwd", shapes[3]["key"])]["time_s"]["median"], 2.5 * 1e-3 / 0.75, delta=1e-15)
+
+
+class AttentionTableTest(unittest.TestCase):
+    def test_head_dims_between_timed_ones_interpolate_time_per_flop(self):
+        # Time per FLOP-unit t/d: 1e-3/64 at d=64 and 4e-3/256 at d=256, ratio 1; at d=128 the
+        # log-linear midpoint keeps it, so t = 1e-3/64 · 128 = 2e-3.
+        att = mt.AttentionTable([(1, 4096, 32, 8, 64, 1e-3), (1, 4096, 32, 8, 256, 4e-3)])
+        t, how = att.predict(1, 4096, 32, 8, 128)
+        self.assertEqual(how, "interpolated_head_dim")
+        self.assertAlmostEqual(t, 2e-3, delta=1e-15)
+        # With d=256 twice as slow per FLOP, the midpoint (in log d) is √2 slower than d=64.
+        att = mt.AttentionTable([(1, 4096, 32, 8, 64, 1e-3), (1, 4096, 32, 8, 256, 8e-3)])
+        self.assertAlmostEqual(att.predict(1, 4096, 32, 8, 128)[0], 2e-3 * math.sqrt(2), delta=1e-15)
+
+    def test_empty_table_is_an_error(self):
+        with self.assertRaises(ValueError) as e:
+            mt.AttentionTable([])
+        self.assertEqual(str(e.exception), "attention table has no rows")
 
 
 class CollectiveTimeTest(unittest.TestCase):
