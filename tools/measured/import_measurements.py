@@ -195,11 +195,12 @@ def build_gpu(gpu, root, version, shapes, args):
         "derived": {
             "time_s": "table latency (ms) × 1e-3; one figure per shape (n = 1)",
             "interpolated": "shape not in the table: GEMM log-linear trilinear interpolation of throughput on "
-                            "32-row-padded m; attention FLOP-scaled nearest measured shapes, across head dims log-linear on the time per FLOP "
-                            "(docs/calibration.md)",
+                            "32-row-padded m; attention FLOP-scaled nearest measured shapes, across head dims "
+                            "log-linear on the time per FLOP (docs/calibration.md)",
             "as_tn": "NN/NT gradient GEMMs timed as the forward-layout (TN) GEMM of the same dims",
             "sdp_bwd": f"2.5 × forward time / {mt.SDP_BWD_EFFICIENCY_RATIO} (backward not in the tables)",
-            "not_imported": "group_matmul (MoE), memory-bound classes, inter-node networks: base values kept",
+            "not_imported": "group_matmul (MoE), MLA attention (qk_head_dim != v_head_dim), memory-bound "
+                            "classes, p2p, inter-node networks: base values kept",
         },
         "counts": counts,
     }
@@ -223,7 +224,8 @@ def build_gpu(gpu, root, version, shapes, args):
         comm_doc = json.load(f)
     comm_doc["provenance"]["timing"] = "published table latency (ms), converted to µs"
     comm_doc["provenance"]["import"] = {
-        "tool": provenance["tool"], "date": when, "source": {**provenance["source"], "tables": {"nccl": tables["nccl"]}},
+        "tool": provenance["tool"], "date": when,
+        "source": {**provenance["source"], "tables": {"nccl": tables["nccl"]}},
         "message_size": "elements of nccl_dtype (half: 2 bytes), total buffer as in nccl-tests"}
     with open(comm, "w") as f:
         json.dump(comm_doc, f, indent=1)
