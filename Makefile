@@ -5,14 +5,16 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= 2
 CMAKE_ARGS ?=
 PACKAGES  := cmake g++ make pkg-config nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev \
-             libopenmpi-dev openmpi-bin libbenchmark-dev python3-pip
+             libopenmpi-dev openmpi-bin libbenchmark-dev python3 python3-pip python3-venv
 
 # cudnn-frontend C++ headers (attention bench) from the PyPI wheel; any Python tag works, the
 # headers are the same. Without network or pip the attention bench is built disabled.
 CUDNN_FE_VERSION ?= 1.32.0
 CUDNN_FE_DIR     := $(BUILD_DIR)/_deps/cudnn_frontend
+# Python environment of `make measured-systems` (pinned in tools/measured/requirements.txt).
+VENV      ?= $(BUILD_DIR)/venv
 
-.PHONY: all setup configure build run test asan bench clean calibrate
+.PHONY: all setup configure build run test asan bench clean calibrate measured-venv measured-systems
 
 all: build
 
@@ -52,6 +54,18 @@ test: build
 # Estimate speed on the 128 golden cases (Google Benchmark; figures in docs/cost-model.md).
 bench: build
 	./$(BUILD_DIR)/bin/estimate_bench --benchmark_min_time=0.05
+
+# Regenerates configs/system/*-measured.json from NVIDIA's published kernel and NCCL tables
+# (PyPI aiconfigurator-core, installed into $(VENV); needs the network the first time).
+$(VENV)/.installed: tools/measured/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r tools/measured/requirements.txt
+	touch $@
+
+measured-venv: setup $(VENV)/.installed
+
+measured-systems: build measured-venv
+	$(VENV)/bin/python tools/measured/import_measurements.py build
 
 # The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (CPU parts only).
 asan: setup

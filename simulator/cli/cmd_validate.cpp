@@ -232,6 +232,9 @@ int cmd_validate(const Args& args) {
   bool json = false;
   app.add_option("DIR", root, "folder of table folders, or one table folder (default: validation)");
   app.add_option("--table", wanted, "run only this table (folder name); repeatable");
+  std::vector<std::string> system_swaps;
+  app.add_option("--system", system_swaps,
+                 "NAME=SYSTEM: tables whose system.txt names NAME use SYSTEM (preset or file) instead; repeatable");
   app.add_option("--csv", csv, "also write one row per case and metric to this CSV file");
   app.add_flag("--json", json, "print the report as JSON instead of text");
   std::string compat;
@@ -259,6 +262,26 @@ int cmd_validate(const Args& args) {
   // Input errors in the tables stop the run before any prediction.
   std::vector<ValidationTable> tables;
   for (const auto& d : dirs) tables.push_back(load_validation_table(d));
+  // Side-by-side runs (datasheet vs measured system files) swap a table's system, not its cases.
+  for (const auto& spec : system_swaps) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      throw UsageError("validate: --system: expected NAME=SYSTEM, got '" + spec + "'");
+    const std::string from = spec.substr(0, eq), to = spec.substr(eq + 1);
+    std::vector<std::string> named;
+    bool used = false;
+    for (auto& t : tables) {
+      if (std::find(named.begin(), named.end(), t.system) == named.end()) named.push_back(t.system);
+      if (t.system != from) continue;
+      t.system = to;
+      used = true;
+    }
+    if (!used) {
+      std::string msg = "validate: --system: no table uses system '" + from + "'";
+      if (std::string sug = suggest(from, named); !sug.empty()) msg += "; did you mean '" + sug + "'?";
+      throw UsageError(msg + "; the tables use: " + join(named));
+    }
+  }
 
   std::vector<TableRun> runs;
   int64_t failed = 0, total = 0;

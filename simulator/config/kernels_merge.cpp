@@ -124,6 +124,8 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
                                                   : nlohmann::json::parse(doc.provenance_json);
   k["date"] = kp.value("date", "");
   k["command"] = kp.value("command", "");
+  // The whole record too: an imported table names its source package, tables and derivations.
+  k["measurement_provenance"] = kp;
   k["results"] = status_counts;
   if (launch_latency_s) k["launch_latency_us"] = *launch_latency_s / kMicro;
   if (!warnings.empty()) k["warnings"] = warnings;

@@ -72,6 +72,7 @@ TEST(KernelsMergeTest, ProvenanceRecordsTheMeasurement) {
   EXPECT_DOUBLE_EQ(k["sm_clock_max_mhz"].get<double>(), 1980);  // fixture: device clocks
   EXPECT_DOUBLE_EQ(k["mem_clock_mhz"].get<double>(), 2619);
   EXPECT_EQ(k["date"], "2026-01-02T03:04:05Z");
+  EXPECT_EQ(k["measurement_provenance"]["tool"], "kernels_bench");
   EXPECT_EQ(k["results"]["ok"], 8);
   EXPECT_EQ(k["results"]["unsupported"], 1);
   EXPECT_DOUBLE_EQ(k["launch_latency_us"].get<double>(), 2.5);

@@ -1,0 +1,90 @@
+"""Checks imported numbers of the shipped configs/system/*-measured.json against NVIDIA's tables
+(aiconfigurator-core). Exits 77 (skipped) when the package or pyarrow is not installed; `make
+measured-systems` installs both into build/venv, which this test uses when the running Python
+lacks them (TRAINSIM_VENV_PYTHON)."""
+
+import json
+import os
+import sys
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tools", "measured"))
+import measured_tables as mt  # noqa: E402
+
+SKIP = 77
+
+
+def packages_or_skip():
+    try:
+        import pyarrow.parquet  # noqa: F401
+        import importlib.util
+        if importlib.util.find_spec("aiconfigurator_core") is None:
+            raise ModuleNotFoundError("aiconfigurator_core")
+    except ModuleNotFoundError as e:
+        venv = os.environ.get("TRAINSIM_VENV_PYTHON", "")
+        if venv and os.path.exists(venv) and os.path.abspath(venv) != os.path.abspath(sys.executable):
+            os.execv(venv, [venv] + sys.argv)
+        print(f"skipped: {e.name} is not installed (run `make measured-systems`)")
+        sys.exit(SKIP)
+
+
+packages_or_skip()
+import import_measurements as im  # noqa: E402
+
+ROOT_PKG, VERSION, _ = im.package_root(None)
+
+
+def system(name):
+    with open(os.path.join(ROOT, "configs", "system", name + "-measured.json")) as f:
+        return json.load(f)
+
+
+class ImportedNumbersTest(unittest.TestCase):
+    def test_package_is_the_pinned_version(self):
+        self.assertEqual(VERSION, "0.12.0")
+        prov = system("h100-sxm-80g")["provenance"]["kernels"]["measurement_provenance"]["source"]
+        self.assertEqual(prov["package"], "aiconfigurator-core")
+        self.assertEqual(prov["version"], VERSION)
+
+    def test_measured_gemm_efficiencies_reproduce_the_table(self):
+        spec = im.GPUS["h100_sxm"]
+        table, _ = im.load_gemm(ROOT_PKG, "h100_sxm", spec, "bfloat16")
+        acc = system("h100-sxm-80g")["accelerator"]["op"]["matmul"]["accurate_efficient_factor"]
+        checked = 0
+        for key, eff in acc.items():
+            if mt.parse_key(key)["layout"] != "TN" or mt.matmul_problem(key) not in table.t:
+                continue
+            t = table.t[mt.matmul_problem(key)]
+            self.assertAlmostEqual(eff, mt.gemm_flops(key) / (t * 989e12), delta=1e-12, msg=key)
+            checked += 1
+        self.assertGreaterEqual(checked, 20)
+        # One by hand: 4096³ bf16 took 0.174285 ms (4096×4096×4096 row of gemm_perf.parquet).
+        key = "b=1, m=4096, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16"
+        self.assertAlmostEqual(acc[key], 2 * 4096**3 / (0.174285e-3 * 989e12), delta=1e-5)
+
+    def test_measured_attention_reproduces_the_table(self):
+        att = im.load_attention(ROOT_PKG, "a100_sxm", im.GPUS["a100_sxm"])
+        acc = system("a100-sxm-80g")["accelerator"]["op"]["sdp_fwd"]["accurate_efficient_factor"]
+        checked = 0
+        for key, eff in acc.items():
+            f = mt.parse_key(key)
+            k = (int(f["batch"]), int(f["seq_len"]), int(f["head_num"]), int(f["kv_head_num"]), int(f["qk_head_dim"]))
+            if k in att.t:
+                self.assertAlmostEqual(eff, mt.sdp_flops("sdp_fwd", key) / (att.t[k] * 312e12), delta=1e-12)
+                checked += 1
+        self.assertGreaterEqual(checked, 5)
+
+    def test_nvlink_all_reduce_follows_the_table_at_large_sizes(self):
+        rows = im.read_parquet(im.table_path(ROOT_PKG, "h100_sxm", "comm", "nccl/2.29.2", "nccl_perf.parquet"))
+        ms = {r["message_size"]: r["latency"] for r in rows
+              if r["op_name"] == "all_reduce" and r["num_gpus"] == 8 and r["nccl_dtype"] == "half"}
+        self.assertAlmostEqual(ms[268435456], 2.11106)
+        net = system("h100-sxm-80g")["networks"]["high_intra_node"]
+        # 268435456 half elements = 512 MiB; the fitted simulator time is within 3 % of 2.11 ms.
+        t = mt.system_collective_time(net, "all_reduce", 8, 268435456 * 2)
+        self.assertLess(abs(t / 2.11106e-3 - 1), 0.03)
+
+
+if __name__ == "__main__":
+    unittest.main()

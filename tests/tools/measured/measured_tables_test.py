@@ -1,0 +1,185 @@
+"""Unit tests of the measured-tables converter on small tables written here (no pyarrow, no
+aiconfigurator-core needed)."""
+
+import math
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools", "measured"))
+import measured_tables as mt  # noqa: E402
+
+TN = "b=1, m={m}, k={k}, n={n}, layout={layout}, accumulate=False, out_dtype=bf16"
+SDP = "batch={b}, seq_len={s}, head_num={h}, kv_head_num={kv}, qk_head_dim={d}, v_head_dim={dv}, qkv_contiguous=True"
+
+
+def nccl_row(op, n, size, ms, dtype="half"):
+    return {"op_name": op, "num_gpus": n, "message_size": size, "latency": ms, "nccl_dtype": dtype}
+
+
+class NcclDocumentsTest(unittest.TestCase):
+    def test_message_size_counts_elements_of_the_dtype(self):
+        rows = [nccl_row("all_reduce", 8, 268435456, 2.11106), nccl_row("all_reduce", 8, 256, 0.01),
+                nccl_row("all_reduce", 8, 268435456, 1.37870, "int8")]
+        docs = mt.nccl_tests_documents(rows, "NVIDIA H100 80GB HBM3", "2.29.2")
+        self.assertEqual([name for name, _ in docs], ["all_reduce_x8"])
+        doc = docs[0][1]
+        self.assertEqual(doc["collective"], "all_reduce")
+        self.assertEqual(len(doc["ranks"]), 8)
+        self.assertEqual({r["hostname"] for r in doc["ranks"]}, {"node0"})
+        self.assertEqual([r["size"] for r in doc["results"]], [512, 536870912])
+        big = doc["results"][1]["out_of_place"]
+        self.assertAlmostEqual(big["time"], 2111.06)
+        # algbw = 536870912 B / 2.11106 ms = 254.31 GB/s; busbw = algbw · 2·7/8 = 445.05 GB/s.
+        self.assertAlmostEqual(big["alg_bw"], 254.3134311672809, places=9)
+        self.assertAlmostEqual(big["bus_bw"], 445.04850454274157, places=9)
+
+    def test_busbw_factors_of_the_other_collectives(self):
+        rows = [nccl_row(op, 4, 1024, 1.0) for op in ("all_gather", "reduce_scatter", "alltoall")]
+        docs = dict(mt.nccl_tests_documents(rows, "GPU", "2.0"))
+        for name in ("all_gather_x4", "reduce_scatter_x4", "alltoall_x4"):
+            r = docs[name]["results"][0]["out_of_place"]
+            self.assertAlmostEqual(r["bus_bw"], r["alg_bw"] * 0.75)
+
+    def test_unknown_collective_and_dtype_are_errors(self):
+        with self.assertRaises(ValueError) as e:
+            mt.nccl_tests_documents([nccl_row("broadcast", 2, 8, 1.0)], "GPU", "2.0")
+        self.assertEqual(str(e.exception),
+                         "op_name 'broadcast': unknown collective; known: all_gather, all_reduce, alltoall, "
+                         "reduce_scatter")
+        with self.assertRaises(ValueError) as e:
+            mt.nccl_tests_documents([], "GPU", "2.0", dtype="fp64")
+        self.assertEqual(str(e.exception), "nccl_dtype 'fp64': unknown; known: bfloat16, float, fp8, half, int8")
+
+
+class GemmTableTest(unittest.TestCase):
+    def setUp(self):
+        # Throughput per padded row doubles from m=256 to m=512 (n = k = 1024).
+        self.table = mt.GemmTable([(256, 1024, 1024, 1e-5), (512, 1024, 1024, 4e-5),
+                                   (256, 2048, 1024, 2e-5), (512, 2048, 1024, 8e-5)])
+
+    def test_measured_shape_is_returned_as_is(self):
+        self.assertEqual(self.table.predict(512, 1024, 1024), (4e-5, "measured"))
+
+    def test_interpolates_log_throughput_on_padded_rows(self):
+        # m=384: weight ln(384/256)/ln 2 = 0.585 of the way; the time per padded row goes from
+        # 1e-5/256 to 4e-5/512 (×2), so 2^0.585 = 1.5 → t = 1e-5/256 · 1.5 · 384 = 2.25e-5.
+        t, how = self.table.predict(384, 1024, 1024)
+        self.assertEqual(how, "interpolated")
+        self.assertAlmostEqual(t, 2.25e-5, delta=1e-15)
+        # n halfway in log space between 1024 and 2048: both planes have the same throughput.
+        t, _ = self.table.predict(384, 1448, 1024)
+        self.assertAlmostEqual(t, 2.25e-5 * 1448 / 1024, delta=1e-15)
+
+    def test_rows_past_a_tile_boundary_pay_a_whole_tile(self):
+        # m=300 pads to 320 rows (32-row multiples) and belongs to the m+1 grid; with no such
+        # rows it falls back to the aligned grid: 1e-5/256 · 2^(ln(300/256)/ln 2) · 320.
+        t, _ = self.table.predict(300, 1024, 1024)
+        self.assertAlmostEqual(t, 1e-5 / 256 * (300 / 256) * 320, delta=1e-15)
+
+    def test_beyond_the_grid_throughput_is_held(self):
+        t, _ = self.table.predict(1024, 1024, 1024)
+        self.assertAlmostEqual(t, 4e-5 / 512 * 1024, delta=1e-15)
+
+    def test_held_out_and_baseline_predict_from_the_neighbours(self):
+        # Constant throughput at 256 and 1024; the middle point is 10 % slower than that.
+        c = 1e-8
+        table = mt.GemmTable([(256, 512, 512, c * 256), (512, 512, 512, 1.1 * c * 512), (1024, 512, 512, c * 1024)])
+        self.assertAlmostEqual(table.held_out((512, 512, 512)), c * 512, delta=1e-18)
+        self.assertAlmostEqual(table.baseline_held_out((512, 512, 512)), c * 512, delta=1e-18)
+        self.assertIsNone(table.baseline_held_out((256, 512, 512)))
+        self.assertIsNone(table.held_out((256, 512, 512)))
+
+    def test_non_positive_time_is_an_error(self):
+        with self.assertRaises(ValueError) as e:
+            mt.GemmTable([(1, 2, 3, 0.0)])
+        self.assertEqual(str(e.exception), "gemm m=1 n=2 k=3: time must be > 0, got 0.0")
+
+
+class SummaryAndKeysTest(unittest.TestCase):
+    def test_error_summary(self):
+        s = mt.error_summary([(1.1, 1), (0.9, 1), (1.0, 1), (1.5, 1)])
+        self.assertEqual(s["count"], 4)
+        self.assertAlmostEqual(s["mean"], (0.1 + 0.1 + 0 + 0.5) / 4)
+        self.assertAlmostEqual(s["p90"], 0.5)
+        self.assertAlmostEqual(s["max"], 0.5)
+        self.assertEqual(mt.error_summary([]), {"count": 0})
+
+    def test_gradient_gemm_is_the_same_problem(self):
+        key = TN.format(m=9216, k=2048, n=12288, layout="NT")
+        self.assertEqual(mt.matmul_problem(key), (9216, 12288, 2048))
+        self.assertEqual(mt.gemm_flops(key), 2.0 * 9216 * 12288 * 2048)
+
+    def test_sdp_flops_follow_the_simulator_convention(self):
+        key = SDP.format(b=1, s=4096, h=32, kv=8, d=128, dv=128)
+        fwd = 2.0 * 4096 ** 2 * 32 * 256
+        self.assertEqual(mt.sdp_flops("sdp_fwd", key), fwd)
+        self.assertEqual(mt.sdp_flops("sdp_bwd", key), 2.5 * fwd)
+
+
+class KernelResultsTest(unittest.TestCase):
+    def test_records_and_derivations(self):
+        gemm = mt.GemmTable([(4096, 4096, 4096, 2e-4)])
+        att = mt.AttentionTable([(1, 4096, 32, 8, 128, 1e-3)])
+        shapes = [{"op": "matmul", "key": TN.format(m=4096, k=4096, n=4096, layout="TN")},
+                  {"op": "matmul", "key": TN.format(m=4096, k=4096, n=4096, layout="NN")},
+                  {"op": "sdp_fwd", "key": SDP.format(b=2, s=4096, h=32, kv=8, d=128, dv=128)},
+                  {"op": "sdp_bwd", "key": SDP.format(b=1, s=4096, h=32, kv=8, d=128, dv=128)},
+                  {"op": "sdp_fwd", "key": SDP.format(b=1, s=4096, h=32, kv=8, d=192, dv=128)},
+                  {"op": "sdp_fwd", "key": SDP.format(b=1, s=4096, h=32, kv=8, d=64, dv=64)},
+                  {"op": "group_matmul", "key": "ng=8"}]
+        results, counts = mt.kernel_results(shapes, {"matmul": gemm}, att)
+        self.assertEqual(counts, {"matmul:measured": 1, "matmul:measured_as_tn": 1, "sdp_fwd:interpolated": 1,
+                                  "sdp_bwd:derived_from_measured_fwd": 1,
+                                  "sdp_fwd:skipped_qk_head_dim_ne_v_head_dim": 1,
+                                  "sdp_fwd:interpolated_head_dim": 1, "group_matmul:skipped_no_table": 1})
+        by = {(r["op"], r["key"]): r for r in results}
+        tn = by[("matmul", shapes[0]["key"])]
+        self.assertEqual(tn["time_s"], {"n": 1, "median": 2e-4})
+        self.assertEqual(tn["flops"], 2.0 * 4096 ** 3)
+        self.assertEqual(by[("matmul", shapes[1]["key"])]["impl"], "measured_as_tn")
+        # Batch 2 of the only measured shape: twice the FLOPs at the same throughput.
+        self.assertAlmostEqual(by[("sdp_fwd", shapes[2]["key"])]["time_s"]["median"], 2e-3, delta=1e-15)
+        # Head dim 64 is not timed: the time per FLOP of head dim 128 is held, so half the time.
+        self.assertAlmostEqual(by[("sdp_fwd", shapes[5]["key"])]["time_s"]["median"], 0.5e-3, delta=1e-15)
+        # Backward: 2.5× the FLOPs at 0.75× the forward's rate.
+        self.assertAlmostEqual(by[("sdp_bwd", shapes[3]["key"])]["time_s"]["median"], 2.5 * 1e-3 / 0.75, delta=1e-15)
+
+
+class AttentionTableTest(unittest.TestCase):
+    def test_head_dims_between_timed_ones_interpolate_time_per_flop(self):
+        # Time per FLOP-unit t/d: 1e-3/64 at d=64 and 4e-3/256 at d=256, ratio 1; at d=128 the
+        # log-linear midpoint keeps it, so t = 1e-3/64 · 128 = 2e-3.
+        att = mt.AttentionTable([(1, 4096, 32, 8, 64, 1e-3), (1, 4096, 32, 8, 256, 4e-3)])
+        t, how = att.predict(1, 4096, 32, 8, 128)
+        self.assertEqual(how, "interpolated_head_dim")
+        self.assertAlmostEqual(t, 2e-3, delta=1e-15)
+        # With d=256 twice as slow per FLOP, the midpoint (in log d) is √2 slower than d=64.
+        att = mt.AttentionTable([(1, 4096, 32, 8, 64, 1e-3), (1, 4096, 32, 8, 256, 8e-3)])
+        self.assertAlmostEqual(att.predict(1, 4096, 32, 8, 128)[0], 2e-3 * math.sqrt(2), delta=1e-15)
+
+    def test_empty_table_is_an_error(self):
+        with self.assertRaises(ValueError) as e:
+            mt.AttentionTable([])
+        self.assertEqual(str(e.exception), "attention table has no rows")
+
+
+class CollectiveTimeTest(unittest.TestCase):
+    def test_simulator_network_formula(self):
+        net = {"bandwidth": {"gbps": 100.0, "efficient_factor": 0.5, "latency_us": 10},
+               "op": {"all_reduce": {"scale": 2, "offset": -1, "latency_us": 2, "fixed_latency_us": 15},
+                      "all_gather": {"scale": 1, "offset": -1, "efficient_factor": 0.8, "latency_us": 1,
+                                     "fixed_latency_us_by_comm_num": {"4": 3}}}}
+        # all_reduce n=8, 1 GiB: x = 2·7/8 GiB; 1.75 GiB / (100 GiB/s · 0.5) = 35 ms; + 2 µs·14 + 15 µs.
+        self.assertAlmostEqual(mt.system_collective_time(net, "all_reduce", 8, 2**30), 0.035 + 43e-6, places=12)
+        # all_gather n=4, 1 GiB: x = 3/4 GiB at 80 GiB/s = 9.375 ms; + 1 µs·3 + 3 µs.
+        self.assertAlmostEqual(mt.system_collective_time(net, "all_gather", 4, 2**30), 0.009375 + 6e-6, places=12)
+
+    def test_alpha_beta_time(self):
+        fit = {"op": "reduce_scatter", "n": 2, "latency_us": 5.0, "bus_bandwidth_gbs": 100.0}
+        # x = 1e9·1/2 bytes at 100 GB/s = 5 ms, + 5 µs.
+        self.assertAlmostEqual(mt.alpha_beta_time(fit, 1e9), 0.005005, places=12)
+
+
+if __name__ == "__main__":
+    unittest.main()
