@@ -61,13 +61,13 @@ void Engine::reserve(size_t ops, size_t deps, size_t syncs) {
   syncs_.reserve(2 * syncs);
 }
 
-Timeline Engine::run() const {
-  std::optional<Timeline> tl = try_run();
+Timeline Engine::run(bool events) const {
+  std::optional<Timeline> tl = try_run(events);
   TRAINSIM_ASSERT(tl.has_value(), "schedule program deadlocked in the engine");
   return std::move(*tl);
 }
 
-std::optional<Timeline> Engine::try_run() const {
+std::optional<Timeline> Engine::try_run(bool events) const {
   thread_local Scratch w;
   const size_t n = ops_.size();
   compress(n, deps_, w.deps);
@@ -140,10 +140,25 @@ std::optional<Timeline> Engine::try_run() const {
   if (done != n) return std::nullopt;
   Timeline tl;
   tl.ranks = ranks_;
-  tl.events.reserve(n);
+  tl.totals.resize(static_cast<size_t>(ranks_));
   for (size_t i = 0; i < n; ++i) {
     const Op& op = ops_[i];
-    tl.events.push_back({op.rank, op.stream, op.label.kind, op.label.chunk, op.label.mb, start[i], end[i]});
+    RankTotals& t = tl.totals[static_cast<size_t>(op.rank)];
+    t.end = std::max(t.end, end[i]);
+    if (op.stream != Stream::Compute) continue;
+    const double d = end[i] - start[i];
+    if (op.label.kind == StepKind::P2P) {
+      t.p2p_blocking += d;
+    } else {
+      t.compute_busy += d;
+    }
+  }
+  if (events) {
+    tl.events.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const Op& op = ops_[i];
+      tl.events.push_back({op.rank, op.stream, op.label.kind, op.label.chunk, op.label.mb, start[i], end[i]});
+    }
   }
   return tl;
 }

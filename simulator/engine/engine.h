@@ -35,9 +35,10 @@ class Engine {
 
   /// Replays every op. Throws an internal error if the program can never finish (a schedule
   /// builder bug: programs are built by trainsim, never read from input).
-  [[nodiscard]] Timeline run() const;
+  /// `events`: record every op (the totals per rank are always kept).
+  [[nodiscard]] Timeline run(bool events = true) const;
   /// Like run(), but returns nullopt when the program cannot finish (a cyclic wait).
-  [[nodiscard]] std::optional<Timeline> try_run() const;
+  [[nodiscard]] std::optional<Timeline> try_run(bool events = true) const;
 
   [[nodiscard]] int32_t ranks() const { return ranks_; }
   [[nodiscard]] size_t size() const { return ops_.size(); }

@@ -316,11 +316,11 @@ std::vector<int64_t> reported_ranks(int64_t pp) {
 }  // namespace
 
 Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys, EstimateCache* cache,
-                  Mode mode) {
-  return estimate(resolve_plan(m, s, sys, mode), cache);
+                  Mode mode, bool events) {
+  return estimate(resolve_plan(m, s, sys, mode), cache, events);
 }
 
-Estimate estimate(const Plan& plan, EstimateCache* cache) {
+Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
   const ModelConfig& m = *plan.model;
   const StrategyConfig& s = *plan.strategy;
   const SystemConfig& sys = *plan.system;
@@ -358,7 +358,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache) {
                            (plan.sp ? static_cast<double>(plan.tp) : 1.0);
   costs.p2p = pp > 1 ? collective_time(sys, s, plan.nets.of(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;
 
-  est.timeline = lower(program, costs, plan.p2p).run();
+  est.timeline = lower(program, costs, plan.p2p).run(events);
   const double pipe = est.timeline.span();
   est.pipeline_s = pipe;
 
@@ -379,12 +379,14 @@ Estimate estimate(const Plan& plan, EstimateCache* cache) {
   for (int64_t r = 0; r < pp; ++r) {
     const auto rr = static_cast<int32_t>(r);
     const auto ri = static_cast<size_t>(r);
+    const double end = tail_start + rank_dp[ri] + rank_optim[ri];
+    est.timeline.totals[ri].end = std::max(est.timeline.totals[ri].end, end);
+    if (!events) continue;
     auto& ev = est.timeline.events;
     if (tail_start > pipe) ev.push_back({rr, Stream::Compute, StepKind::Straggler, -1, -1, pipe, tail_start});
     if (rank_dp[ri] > 0)
       ev.push_back({rr, Stream::Dp, StepKind::DpComm, -1, -1, tail_start, tail_start + rank_dp[ri]});
-    ev.push_back({rr, Stream::Compute, StepKind::Optimizer, -1, -1, tail_start + rank_dp[ri],
-                  tail_start + rank_dp[ri] + rank_optim[ri]});
+    ev.push_back({rr, Stream::Compute, StepKind::Optimizer, -1, -1, tail_start + rank_dp[ri], end});
   }
   est.iteration_time_s = est.timeline.span();
 
@@ -408,13 +410,9 @@ Estimate estimate(const Plan& plan, EstimateCache* cache) {
     st.bwd_per_mb_s = per_mb.bwd;
     st.bubble_s = pipe - mbc * (per_mb.fwd + per_mb.bwd);
     st.total_s = tail_start + st.dp_comm_s + st.optimizer_s;
-    double busy = 0;
-    for (const auto& e : est.timeline.events) {
-      if (e.rank != r || e.stream != Stream::Compute || e.end > pipe) continue;
-      if (e.kind == StepKind::P2P) st.p2p_wait_s += e.end - e.start;
-      else busy += e.end - e.start;
-    }
-    st.idle_s = pipe - busy - st.p2p_wait_s;
+    const RankTotals& tot = est.timeline.totals[ri];
+    st.p2p_wait_s = tot.p2p_blocking;
+    st.idle_s = pipe - tot.compute_busy - tot.p2p_blocking;
     est.stage_times.push_back(st);
   }
 

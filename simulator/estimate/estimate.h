@@ -101,9 +101,11 @@ class EstimateCache {
 
 /// Predicts one iteration of a resolved plan. `cache` (optional) shares chunk results with
 /// earlier calls; its keys derive from the content of the model, system and strategy.
-[[nodiscard]] Estimate estimate(const Plan& plan, EstimateCache* cache = nullptr);
+/// `events`: keep every op in `Estimate::timeline.events` (views need them; the search does not,
+/// and skips their memory traffic). Every other field is the same either way.
+[[nodiscard]] Estimate estimate(const Plan& plan, EstimateCache* cache = nullptr, bool events = true);
 /// resolve_plan + estimate. Throws ConfigError when the plan is illegal.
 [[nodiscard]] Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
-                                EstimateCache* cache = nullptr, Mode mode = Mode::Default);
+                                EstimateCache* cache = nullptr, Mode mode = Mode::Default, bool events = true);
 
 }  // namespace trainsim

@@ -196,7 +196,7 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
   sh_.calls.fetch_add(1, std::memory_order_relaxed);
   Estimate e;
   try {
-    e = estimate(sh_.m, s, sh_.sys, &cache_, sh_.o.mode);
+    e = estimate(sh_.m, s, sh_.sys, &cache_, sh_.o.mode, /*events=*/false);
   } catch (const std::exception& err) {
     if (layout_ < error_layout_) {
       error_layout_ = layout_;

@@ -31,12 +31,13 @@ const char* step_kind_name(StepKind k) {
 
 double Timeline::span() const {
   double t = 0;
+  for (const auto& r : totals) t = std::max(t, r.end);
   for (const auto& e : events) t = std::max(t, e.end);
   return t;
 }
 
 double Timeline::rank_end(int32_t rank) const {
-  double t = 0;
+  double t = totals.empty() ? 0 : totals[static_cast<size_t>(rank)].end;
   for (const auto& e : events)
     if (e.rank == rank) t = std::max(t, e.end);
   return t;

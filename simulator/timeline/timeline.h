@@ -34,9 +34,17 @@ struct TimelineEvent {
   double start = 0, end = 0;  // seconds from the start of the step
 };
 
+/// Per-rank sums the engine keeps whether or not it records events.
+struct RankTotals {
+  double end = 0;           // latest end of the rank's ops
+  double compute_busy = 0;  // compute-stream time in forward / backward passes
+  double p2p_blocking = 0;  // compute-stream time in blocking p2p (transfer and waiting)
+};
+
 struct Timeline {
   int32_t ranks = 0;
-  std::vector<TimelineEvent> events;
+  std::vector<RankTotals> totals;     // one per rank, always filled by the engine
+  std::vector<TimelineEvent> events;  // every op, when the engine was asked to record them
 
   /// Latest end over all events (0 when empty).
   [[nodiscard]] double span() const;
