@@ -50,6 +50,7 @@ void compress(size_t n, const LinkVec& links, Csr& c) {
 struct Scratch {
   Csr deps, syncs;
   std::vector<int32_t> qfirst, qops, fill, pos, active;
+  std::vector<int32_t> wait_start, wait_end, next_wait, ready;  // parked streams per awaited op
   std::vector<double> start, end, tail;
 };
 
@@ -95,46 +96,68 @@ std::optional<Timeline> Engine::try_run(bool events) const {
   w.tail.assign(nq, 0);
   auto& start = w.start;
   auto& end = w.end;
+  // Event-driven: a stream runs until its head op waits for another op to start (rendezvous) or
+  // to end (dependency); it is then parked on that op and woken when the op gets there, so every
+  // op is visited a bounded number of times.
+  w.wait_start.assign(n, -1);
+  w.wait_end.assign(n, -1);
+  w.next_wait.assign(nq, -1);
+  w.ready.assign(w.active.begin(), w.active.end());
+  auto park = [&](std::vector<int32_t>& list, size_t op, size_t q) {
+    w.next_wait[q] = list[op];
+    list[op] = static_cast<int32_t>(q);
+  };
+  auto wake = [&](std::vector<int32_t>& list, size_t op) {
+    for (int32_t q = list[op]; q >= 0;) {
+      const int32_t next = w.next_wait[static_cast<size_t>(q)];
+      w.ready.push_back(q);
+      q = next;
+    }
+    list[op] = -1;
+  };
   size_t done = 0;
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (int32_t qi : w.active) {
-      const auto q = static_cast<size_t>(qi);
-      while (w.pos[q] < w.qfirst[q + 1]) {
-        const auto i = static_cast<size_t>(w.qops[static_cast<size_t>(w.pos[q])]);
-        if (start[i] < 0) {
-          double t = w.tail[q];
-          bool ready = true;
-          for (int32_t k = deps.first[i]; k < deps.first[i + 1]; ++k) {
-            const double e = end[static_cast<size_t>(deps.other[static_cast<size_t>(k)])];
-            if (e < 0) {
-              ready = false;
-              break;
-            }
-            t = std::max(t, e);
-          }
-          if (!ready) break;
-          start[i] = t;
-          progress = true;
-        }
-        double e = start[i] + ops_[i].duration;
-        bool ready = true;
-        for (int32_t k = syncs.first[i]; k < syncs.first[i + 1]; ++k) {
-          const double peer = start[static_cast<size_t>(syncs.other[static_cast<size_t>(k)])];
-          if (peer < 0) {
-            ready = false;
+  while (!w.ready.empty()) {
+    const auto q = static_cast<size_t>(w.ready.back());
+    w.ready.pop_back();
+    while (w.pos[q] < w.qfirst[q + 1]) {
+      const auto i = static_cast<size_t>(w.qops[static_cast<size_t>(w.pos[q])]);
+      if (start[i] < 0) {
+        double t = w.tail[q];
+        int32_t blocked = -1;
+        for (int32_t k = deps.first[i]; k < deps.first[i + 1]; ++k) {
+          const auto d = static_cast<size_t>(deps.other[static_cast<size_t>(k)]);
+          if (end[d] < 0) {
+            blocked = static_cast<int32_t>(d);
             break;
           }
-          e = std::max(e, std::max(start[i], peer) + syncs.duration[static_cast<size_t>(k)]);
+          t = std::max(t, end[d]);
         }
-        if (!ready) break;
-        end[i] = e;
-        w.tail[q] = e;
-        ++w.pos[q];
-        ++done;
-        progress = true;
+        if (blocked >= 0) {
+          park(w.wait_end, static_cast<size_t>(blocked), q);
+          break;
+        }
+        start[i] = t;
+        wake(w.wait_start, i);
       }
+      double e = start[i] + ops_[i].duration;
+      int32_t blocked = -1;
+      for (int32_t k = syncs.first[i]; k < syncs.first[i + 1]; ++k) {
+        const auto peer = static_cast<size_t>(syncs.other[static_cast<size_t>(k)]);
+        if (start[peer] < 0) {
+          blocked = static_cast<int32_t>(peer);
+          break;
+        }
+        e = std::max(e, std::max(start[i], start[peer]) + syncs.duration[static_cast<size_t>(k)]);
+      }
+      if (blocked >= 0) {
+        park(w.wait_start, static_cast<size_t>(blocked), q);
+        break;
+      }
+      end[i] = e;
+      wake(w.wait_end, i);
+      w.tail[q] = e;
+      ++w.pos[q];
+      ++done;
     }
   }
   if (done != n) return std::nullopt;
