@@ -4,6 +4,7 @@
 #include "estimate/estimate.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <unordered_map>
@@ -18,6 +19,11 @@
 #include "schedule/program.h"
 
 namespace trainsim {
+
+double StageTime::exposed_comm_s(size_t group) const {
+  const double total = comm_by_group_s[group];
+  return group == static_cast<size_t>(Group::PP) ? std::min(total, p2p_wait_s) : total;
+}
 
 double Estimate::peak_alloc_bytes() const {
   double m = 0;
@@ -46,7 +52,9 @@ struct PhaseSums {
   double fwd = 0, bwd = 0, recompute = 0;          // compute (bwd: input + weight gradients)
   double fwd_net = 0, bwd_net = 0, recompute_net = 0;
   double bwd_w = 0, bwd_w_net = 0;                 // the weight-gradient part of bwd / bwd_net
+  std::array<double, kGroupCount> net_by_group{};  // all phases' collectives, by parallel group
   void add(const PhaseSums& o, double k = 1) {
+    for (size_t g = 0; g < net_by_group.size(); ++g) net_by_group[g] += o.net_by_group[g] * k;
     fwd += o.fwd * k;
     bwd += o.bwd * k;
     recompute += o.recompute * k;
@@ -70,10 +78,15 @@ struct PhaseSums {
   }
 };
 
-double comm_sum(const Env& env, const std::vector<CommCall>& calls) {
+// Sum of the calls' times; each is also added to `by_group` (`repeat` times).
+double comm_sum(const Env& env, const std::vector<CommCall>& calls, std::array<double, kGroupCount>& by_group,
+                int repeat = 1) {
   double t = 0;
-  for (const auto& c : calls)
-    t += collective_time(env.sys, env.s, env.nets.of(c.group), c.kind, c.bytes, c.n, c.stage);
+  for (const auto& c : calls) {
+    const double x = collective_time(env.sys, env.s, env.nets.of(c.group), c.kind, c.bytes, c.n, c.stage);
+    t += x;
+    by_group[static_cast<size_t>(c.group)] += repeat * x;
+  }
   return t;
 }
 
@@ -85,10 +98,12 @@ PhaseSums leaf_sums(const Env& env, const Leaf& l, bool recomputed) {
   p.fwd = t[kFwd];
   p.bwd = t[kBwdAct] + t[kBwdW];
   p.bwd_w = t[kBwdW];
-  p.fwd_net = comm_sum(env, l.comms[kFwd]);
-  p.bwd_w_net = comm_sum(env, l.comms[kBwdW]);
-  p.bwd_net = comm_sum(env, l.comms[kBwdAct]) + p.bwd_w_net;
-  if (recomputed && l.recompute && !l.variance && env.s.enable_recompute) {
+  const bool recompute = recomputed && l.recompute && !l.variance && env.s.enable_recompute;
+  const bool repeats = recompute && l.recompute_repeats_comm;
+  p.fwd_net = comm_sum(env, l.comms[kFwd], p.net_by_group, repeats ? 2 : 1);
+  p.bwd_w_net = comm_sum(env, l.comms[kBwdW], p.net_by_group);
+  p.bwd_net = comm_sum(env, l.comms[kBwdAct], p.net_by_group) + p.bwd_w_net;
+  if (recompute) {
     p.recompute = p.fwd;
     if (l.recompute_repeats_comm) p.recompute_net = p.fwd_net;
   }
@@ -363,16 +378,18 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
   est.pipeline_s = pipe;
 
   // DP communication, optimizer and the straggler allowance after the pipeline, per rank.
-  std::vector<double> rank_dp(static_cast<size_t>(pp)), rank_optim(static_cast<size_t>(pp));
+  std::vector<double> rank_dp(static_cast<size_t>(pp)), rank_dense_dp(static_cast<size_t>(pp)),
+      rank_edp(static_cast<size_t>(pp)), rank_optim(static_cast<size_t>(pp));
   std::vector<const ChunkResult*> whole(static_cast<size_t>(pp));
   for (int64_t r = 0; r < pp; ++r) {
     const auto ri = static_cast<size_t>(r);
     whole[ri] = &results.get(rank_spec(plan, r));
     const StaticMemory sm = shard_static_memory(whole[ri]->params, s);
     const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
-    rank_dp[ri] = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, plan.nets.of(Group::DP), plan.dp * plan.cp,
-                          "dp_cp") +
-                  dp_time(env, sm.moe_params * mg, sm.moe_params * 2, plan.nets.of(Group::EDP), plan.edp, "edp");
+    rank_edp[ri] = dp_time(env, sm.moe_params * mg, sm.moe_params * 2, plan.nets.of(Group::EDP), plan.edp, "edp");
+    rank_dense_dp[ri] = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, plan.nets.of(Group::DP),
+                                plan.dp * plan.cp, "dp_cp");
+    rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
     rank_optim[ri] = optimizer_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
   }
   const double tail_start = pipe * plan.straggler_ratio;
@@ -404,6 +421,10 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
     const int neighbours = pp == 1 ? 0 : (r == 0 || r == pp - 1 ? 1 : 2);
     st.pp_comm_s = 2 * neighbours * costs.p2p * mbc * static_cast<double>(v);
     st.dp_comm_s = rank_dp[ri];
+    for (size_t g = 0; g < kGroupCount; ++g) st.comm_by_group_s[g] = ps.net_by_group[g] * mbc;
+    st.comm_by_group_s[static_cast<size_t>(Group::PP)] = st.pp_comm_s;
+    st.comm_by_group_s[static_cast<size_t>(Group::DP)] = rank_dense_dp[ri];
+    st.comm_by_group_s[static_cast<size_t>(Group::EDP)] = rank_edp[ri];
     st.optimizer_s = rank_optim[ri];
     st.pipeline_s = pipe;
     st.fwd_per_mb_s = per_mb.fwd;

@@ -1,6 +1,7 @@
 // One training step of a plan: the simulator's answer (pure function of the three configs).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -40,8 +41,18 @@ struct StageTime {
   double bubble_s = 0;
   double total_s = 0;          // pipeline·straggler + dp + optimizer
   double fwd_per_mb_s = 0, bwd_per_mb_s = 0;
+  /// Communication per parallel group (seconds per iteration; index = Group: tp, cp, dp, pp, ep,
+  /// etp, edp). TP/CP/EP/ETP collectives include those recompute repeats; DP is the gradient
+  /// reduction and parameter gather of this stage (dense and expert), PP the p2p transfer time.
+  std::array<double, 7> comm_by_group_s{};
   double p2p_wait_s = 0;       // blocking p2p on the compute stream (transfer + waiting for the peer)
   double idle_s = 0;           // compute stream idle inside the pipeline (bubble as replayed)
+
+  /// The part of a group's communication the compute stream waits for. TP/CP/EP/ETP collectives
+  /// run on the compute stream and DP/EDP after the pipeline: all exposed (overlaps are not
+  /// modeled yet). PP: blocking p2p is exposed up to its transfer time; asynchronous p2p is hidden
+  /// (a consumer waiting for data shows as idle time).
+  [[nodiscard]] double exposed_comm_s(size_t group) const;
 };
 
 /// A shape key looked up without a measured efficiency.

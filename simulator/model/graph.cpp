@@ -527,6 +527,11 @@ Leaf expert_swiglu(const Ctx& c, const MoeShape& sh, double width) {
 
 }  // namespace
 
+const char* group_name(Group g) {
+  static const char* kNames[] = {"tp", "cp", "dp", "pp", "ep", "etp", "edp"};
+  return kNames[static_cast<size_t>(g)];
+}
+
 Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
                   const ChunkSpec& spec) {
   const bool with_embedding = spec.embedding, with_head = spec.head;

@@ -21,6 +21,8 @@ enum class Group { TP, CP, DP, PP, EP, ETP, EDP };
 /// The groups a chunk's leaves communicate over; DP, PP and EDP traffic is scheduled outside
 /// the chunk. The estimate cache keys chunks by these groups' networks.
 inline constexpr Group kChunkGroups[] = {Group::TP, Group::CP, Group::EP, Group::ETP};
+inline constexpr size_t kGroupCount = 7;
+[[nodiscard]] const char* group_name(Group g);  // "tp", "cp", "dp", "pp", "ep", "etp", "edp"
 
 /// One collective issued by a leaf in one phase.
 struct CommCall {

@@ -140,6 +140,13 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
     x["pp_comm_ms"] = t.pp_comm_s * 1e3;
     x["bubble_ms"] = t.bubble_s * 1e3;
     x["p2p_wait_ms"] = t.p2p_wait_s * 1e3;
+    nlohmann::ordered_json comm;
+    for (size_t g = 0; g < t.comm_by_group_s.size(); ++g) {
+      const double total = t.comm_by_group_s[g], exposed = t.exposed_comm_s(g);
+      comm[group_name(static_cast<Group>(g))] = {
+          {"total_ms", total * 1e3}, {"exposed_ms", exposed * 1e3}, {"hidden_ms", (total - exposed) * 1e3}};
+    }
+    x["communication"] = comm;
     x["idle_ms"] = t.idle_s * 1e3;
     x["dp_comm_ms"] = t.dp_comm_s * 1e3;
     x["optimizer_ms"] = t.optimizer_s * 1e3;
@@ -200,6 +207,16 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
     o += strprintf("  %-16s %9.1f %9.1f %9.1f %8.2f %8.2f %9.1f %6.1f %7.1f\n", t.name.c_str(), t.total_s * 1e3,
                    t.pipeline_s * 1e3, t.bubble_s * 1e3, t.fwd_per_mb_s * 1e3, t.bwd_per_mb_s * 1e3,
                    t.tp_comm_s * 1e3, t.dp_comm_s * 1e3, t.optimizer_s * 1e3);
+  o += "\ncommunication (ms)    exposed / total per group\n";
+  for (const auto& t : e.stage_times) {
+    o += strprintf("  %-16s", t.name.c_str());
+    for (size_t g = 0; g < t.comm_by_group_s.size(); ++g) {
+      if (t.comm_by_group_s[g] <= 0) continue;
+      o += strprintf(" %s %.1f/%.1f", group_name(static_cast<Group>(g)), t.exposed_comm_s(g) * 1e3,
+                     t.comm_by_group_s[g] * 1e3);
+    }
+    o += "\n";
+  }
   o += strprintf("\nmemory per stage (GiB)  peak  reserved  weights  grads  optim  act/mb  in-flight  (device %.0f)\n",
                  in.system.mem_bytes / kGiB);
   for (const auto& st : e.stages)

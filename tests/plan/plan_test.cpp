@@ -174,3 +174,43 @@ TEST(ChunkGroupsTest, LeavesCommunicateOverChunkGroupsOnly) {
 
 }  // namespace
 }  // namespace trainsim
+
+namespace trainsim {
+namespace {
+
+// Communication split by group adds up to the per-stage totals; asynchronous interleaved p2p is
+// hidden, blocking 1F1B p2p exposed.
+TEST(CommByGroupTest, GroupsAddUpAndP2PExposureFollowsTheP2PMode) {
+  const ModelConfig m = test::preset_model("mixtral-8x7b");
+  const SystemConfig sys = test::preset_system("h100-sxm-80g");
+  StrategyConfig s = load_strategy(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8})", "s.json");
+  s.world_size = 32;
+  s.tp_size = 2;
+  s.pp_size = 2;
+  s.ep_size = 4;
+  const size_t tp = static_cast<size_t>(Group::TP), cp = static_cast<size_t>(Group::CP);
+  const size_t ep = static_cast<size_t>(Group::EP), etp = static_cast<size_t>(Group::ETP);
+  const size_t dp = static_cast<size_t>(Group::DP), edp = static_cast<size_t>(Group::EDP);
+  const size_t pp = static_cast<size_t>(Group::PP);
+  const Estimate blocking = estimate(m, s, sys);
+  for (const auto& st : blocking.stage_times) {
+    const auto& c = st.comm_by_group_s;
+    EXPECT_NEAR(c[tp] + c[cp] + c[ep] + c[etp], st.tp_comm_s, 1e-12 * st.tp_comm_s);
+    EXPECT_GT(c[ep], 0);
+    EXPECT_NEAR(c[dp] + c[edp], st.dp_comm_s, 1e-12 * st.dp_comm_s);
+    EXPECT_GT(c[edp], 0);
+    EXPECT_DOUBLE_EQ(c[pp], st.pp_comm_s);
+    EXPECT_DOUBLE_EQ(st.exposed_comm_s(pp), c[pp]);  // blocking: the host waits at least the transfer
+    EXPECT_DOUBLE_EQ(st.exposed_comm_s(tp), c[tp]);
+  }
+  s.interleaving_size = 2;  // asynchronous p2p by default
+  const Estimate async = estimate(m, s, sys);
+  for (const auto& st : async.stage_times) {
+    EXPECT_GT(st.comm_by_group_s[pp], 0);
+    EXPECT_EQ(st.exposed_comm_s(pp), 0);
+    EXPECT_EQ(st.p2p_wait_s, 0);
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
