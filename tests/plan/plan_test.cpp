@@ -214,3 +214,44 @@ TEST(CommByGroupTest, GroupsAddUpAndP2PExposureFollowsTheP2PMode) {
 
 }  // namespace
 }  // namespace trainsim
+
+namespace trainsim {
+namespace {
+
+// Every schedule combination either estimates or is an input error: no internal assertion is
+// reachable (pp 1–6, v 1–4, 1–12 micro-batches, every group, both p2p modes, both schedules,
+// both modes).
+TEST(ScheduleSpaceTest, EveryCombinationEstimatesOrIsAnInputError) {
+  ModelConfig m = test::preset_model("llama3-8b");
+  m.layer_num = 24;
+  const SystemConfig sys = test::preset_system("h100-sxm-80g");
+  int estimated = 0, rejected = 0;
+  for (int64_t pp = 1; pp <= 6; ++pp)
+    for (int64_t v = 1; v <= 4; ++v)
+      for (int64_t mbc = 1; mbc <= 12; ++mbc)
+        for (int64_t group = 0; group <= 8; group += 2)
+          for (bool async : {true, false})
+            for (const char* schedule : {"1f1b", "zero_bubble_h1"})
+              for (Mode mode : {Mode::Default, Mode::SimuMax12}) {
+                StrategyConfig s = load_strategy(R"({"seq_len": 1024, "micro_batch_size": 1, "micro_batch_num": 1})", "s");
+                s.world_size = pp;
+                s.pp_size = pp;
+                s.interleaving_size = v;
+                s.micro_batch_num = mbc;
+                if (group > 0) s.microbatch_group_size_per_vp_stage = group;
+                s.pp_comm_async = async;
+                s.pipeline_schedule = schedule;
+                try {
+                  const Estimate e = estimate(m, s, sys, nullptr, mode);
+                  EXPECT_GT(e.iteration_time_s, 0);
+                  ++estimated;
+                } catch (const ConfigError&) {
+                  ++rejected;
+                }
+              }
+  EXPECT_GT(estimated, 1000);
+  EXPECT_GT(rejected, 1000);
+}
+
+}  // namespace
+}  // namespace trainsim
