@@ -84,7 +84,7 @@ int run(const std::vector<std::string>& args) {
   prov["date"] = trainsim::utc_timestamp();
   prov["shapes_files"] = shapes_paths;
   if (!shapes.system.empty()) prov["shapes_system"] = shapes.system;
-  ropt.provenance_json = prov.dump();
+  ropt.provenance_json = prov.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 
   std::fprintf(stderr, "kernels_bench: %zu items, estimated %s\n", plan.items.size(),
                trainsim::kb::format_duration(plan.est_total_s).c_str());

@@ -43,7 +43,7 @@ int cmd_system(const Args& args) {
   prov["date"] = utc_timestamp();
   prov["base"] = base.source;
   if (!sys.provenance_json.empty()) prov["base_provenance"] = nlohmann::json::parse(sys.provenance_json);
-  sys.provenance_json = prov.dump();
+  sys.provenance_json = prov.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (p.has("kernels")) merge_kernels(sys, read_file(p.get("kernels")), p.get("kernels"));
   if (p.has("comm")) merge_comm(sys, read_file(p.get("comm")), p.get("comm"));
   if (p.has("name")) sys.sys_name = p.get("name");

@@ -127,7 +127,7 @@ std::string model_to_json_text(const ModelConfig& m) {
     if (m.q_lora_rank) j["q_lora_rank"] = *m.q_lora_rank;
     if (m.kv_lora_rank) j["kv_lora_rank"] = *m.kv_lora_rank;
   }
-  return j.dump(1) + "\n";
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace trainsim
