@@ -1,16 +1,17 @@
 // `trainsim perf`: predict one plan; with no arguments, the embedded default plan.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "config/output_file.h"
 #include "config/presets.h"
 #include "config/validate.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "estimate/estimate.h"
+#include "estimate/finite.h"
 #include "report/report.h"
 
 namespace trainsim::cli {
@@ -29,6 +30,7 @@ int cmd_perf(const Args& args) {
   p.option("system", std::string("system preset or JSON file (default ") + kDefaultSystem + ")");
   p.flag("json", "print one JSON document instead of the summary");
   p.option("out", "also write result.json and summary.txt into this directory");
+  p.flag("require-fit", "exit 3 when the peak reserved memory exceeds the device memory");
   if (!p.parse(args)) return 0;
   if (!p.positionals().empty())
     throw UsageError("perf: unexpected argument '" + p.positionals()[0] + "'\n" + p.help());
@@ -39,6 +41,7 @@ int cmd_perf(const Args& args) {
                 load_system(yt.text, yt.source), mt.source, st.source, yt.source};
   check_plan(in.model, in.strategy, in.system, {in.model_source, in.strategy_source, in.system_source});
   const Estimate e = estimate(in.model, in.strategy, in.system);
+  require_finite(e, {in.model_source, in.strategy_source, in.system_source});
   const std::string json = estimate_to_json(in, e);
   const std::string text = estimate_summary(in, e);
   std::fputs(p.has("json") ? json.c_str() : text.c_str(), stdout);
@@ -47,11 +50,13 @@ int cmd_perf(const Args& args) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw ConfigError(dir, "", "cannot create directory: " + ec.message());
-    for (const auto& [name, body] : {std::pair{"result.json", json}, std::pair{"summary.txt", text}}) {
-      std::ofstream f(dir + "/" + name);
-      if (!f) throw ConfigError(dir + "/" + name, "", "cannot write file");
-      f << body;
-    }
+    for (const auto& [name, body] : {std::pair{"result.json", json}, std::pair{"summary.txt", text}})
+      write_file_atomic(dir + "/" + name, body);
+  }
+  if (p.has("require-fit") && e.peak_reserved_bytes() > in.system.mem_bytes) {
+    std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the device's %.2f GiB\n",
+                 e.peak_reserved_bytes() / kGiB, in.system.mem_bytes / kGiB);
+    return 3;
   }
   return 0;
 }
