@@ -19,6 +19,7 @@
 #include "groups.h"
 #include "nvml.h"
 #include "results.h"
+#include "watchdog.h"
 
 namespace comm_bench {
 namespace {
@@ -164,9 +165,18 @@ void run_sweep(const World& w, const Options& o, const std::string& command) {
   // World communicator: rank 0 makes the unique id, MPI broadcasts it.
   ncclUniqueId id;
   if (root) CB_NCCL_CHECK(ncclGetUniqueId(&id));
-  w.broadcast(&id, sizeof id, 0);
   ncclComm_t world_comm;
-  CB_NCCL_CHECK(ncclCommInitRank(&world_comm, w.size(), id, w.rank()));
+  {
+    // Neither call can time out by itself: a rank that never arrives would hang the rest.
+    const Watchdog setup(o.timeout_s, "communicator set-up (id broadcast, ncclCommInitRank)",
+                         [&w](const std::string& what) {
+                           std::fprintf(stderr, "comm_bench: error: %s\n",
+                                        rank_message("timeout: " + what + " did not finish (--timeout-s)").c_str());
+                           w.abort(1);
+                         });
+    w.broadcast(&id, sizeof id, 0);
+    CB_NCCL_CHECK(ncclCommInitRank(&world_comm, w.size(), id, w.rank()));
+  }
 
   CommResults res;
   Provenance& p = res.provenance;
