@@ -53,15 +53,16 @@ int run_dry_run(const World& w, const Options& o) {
   if (w.rank() == 0)
     for (int i = 0; i < kIdBytes; ++i) id[i] = static_cast<unsigned char>((::getpid() + 31 * i) & 0xff);
   uint64_t expected = fnv1a(id, kIdBytes);
-  {
-    const Watchdog setup(o.timeout_s, "unique id broadcast", [&w](const std::string& what) {
-      std::fprintf(stderr, "comm_bench: error: %s\n",
-                   rank_message("timeout: " + what + " did not finish (--timeout-s)").c_str());
-      w.abort(1);
-    });
-    w.broadcast(id, kIdBytes, 0);
-    w.broadcast(&expected, sizeof expected, 0);
-  }
+  // A rank that never joins (it failed or was launched differently) would hang the others in
+  // these collectives: end every rank after --timeout-s instead.
+  const Watchdog setup(o.timeout_s, "dry-run collectives (id broadcast, all-reduce, barrier)",
+                       [&w](const std::string& what) {
+                         std::fprintf(stderr, "comm_bench: error: %s\n",
+                                      rank_message("timeout: " + what + " did not finish (--timeout-s)").c_str());
+                         w.abort(1);
+                       });
+  w.broadcast(id, kIdBytes, 0);
+  w.broadcast(&expected, sizeof expected, 0);
   const bool ok = fnv1a(id, kIdBytes) == expected;
   std::printf("comm_bench dry-run: host %s rank %d/%d local %d/%d unique id %s\n", w.host().c_str(), w.rank(),
               w.size(), w.local_rank(), w.local_size(), ok ? "ok" : "MISMATCH");
@@ -118,8 +119,8 @@ int main(int argc, char** argv) {
                                     : (usage_error.empty() ? 1 : 0);
   if (first_bad < size) {
     if (world->rank() == static_cast<int>(first_bad))
-      std::fprintf(stderr, "comm_bench: usage error: %s%s\n",
-                   size > 1 ? ("rank " + std::to_string(world->rank()) + ": ").c_str() : "", usage_error.c_str());
+      std::fprintf(stderr, "comm_bench: usage error: %s\n",
+                   size > 1 ? rank_message(usage_error).c_str() : usage_error.c_str());
     return 2;
   }
   try {

@@ -35,7 +35,15 @@ if(TRAINSIM_HAVE_MPI)
     COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe -np 1 $<TARGET_FILE:comm_bench> --dry-run
             : -np 1 $<TARGET_FILE:comm_bench> --dry-run --bogus)
   set_tests_properties(comm_bench_mpi_usage_error_one_rank PROPERTIES
-    PASS_REGULAR_EXPRESSION "comm_bench: usage error: rank 1: unknown option '--bogus'" TIMEOUT 60)
+    PASS_REGULAR_EXPRESSION "comm_bench: usage error: [^ ]+ rank 1 \\(local 1\\): unknown option '--bogus'"
+    FAIL_REGULAR_EXPRESSION "rank 0 \\(local 0\\): unknown|dry-run OK" TIMEOUT 60)
+  # Before: a rank that never joined the set-up collectives (here: given --help) hung the others.
+  add_test(NAME comm_bench_mpi_setup_timeout
+    COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe -np 1 $<TARGET_FILE:comm_bench> --dry-run
+            --timeout-s 2 : -np 1 $<TARGET_FILE:comm_bench> --help)
+  set_tests_properties(comm_bench_mpi_setup_timeout PROPERTIES
+    PASS_REGULAR_EXPRESSION "comm_bench: error: [^ ]+ rank 0 \\(local 0\\): timeout: dry-run collectives \\(id broadcast, all-reduce, barrier\\) did not finish \\(--timeout-s\\)"
+    TIMEOUT 60)
   add_test(NAME comm_bench_mpi_dry_run
     COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe -np 2 $<TARGET_FILE:comm_bench> --dry-run)
   set_tests_properties(comm_bench_mpi_dry_run PROPERTIES
