@@ -1,6 +1,8 @@
 // comm_bench: NCCL collective benchmark, nccl-tests importer and α–β fitter.
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <unistd.h>
@@ -37,6 +39,8 @@ int run_import(const Options& o, const std::string& command) {
   trainsim::write_file_atomic(o.out, results_to_json_text(res));
   std::printf("%s\nwrote %s (%zu runs, %zu points, %zu fits)\n", results_table(res).c_str(), o.out.c_str(),
               runs.size(), res.points.size(), res.fits.size());
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    throw trainsim::Error(std::string("standard output: cannot write: ") + std::strerror(errno));
   return 0;
 }
 

@@ -1,7 +1,9 @@
 // kernels_bench: measures the GEMM, grouped GEMM, fused attention and memory-bound kernels a
 // shapes.json lists, and writes kernels.json for `trainsim system build`.
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <set>
 
@@ -104,7 +106,11 @@ int run(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   try {
-    return run(std::vector<std::string>(argv + 1, argv + argc));
+    const int rc = run(std::vector<std::string>(argv + 1, argv + argc));
+    // The plan goes to stdout: a full disk or closed pipe must not exit 0.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout))
+      throw trainsim::Error(std::string("standard output: cannot write: ") + std::strerror(errno));
+    return rc;
   } catch (const trainsim::UsageError& e) {
     std::fprintf(stderr, "kernels_bench: usage error: %s\n", e.what());
     return 2;

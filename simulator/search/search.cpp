@@ -16,10 +16,10 @@
 #include <tuple>
 
 #include "config/validate.h"
-#include "estimate/finite.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "estimate/finite.h"
 
 namespace trainsim {
 namespace {
@@ -440,9 +440,11 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   }
   // keep 0 keeps every feasible candidate: only for spaces small enough to hold in memory.
   if ((o.keep == 0 || o.keep > kMaxKeep) && candidates > static_cast<uint64_t>(kMaxKeep))
-    bad("/keep", strprintf("keeping %s of %llu candidates; at most %lld can be kept", o.keep == 0 ? "all" : std::to_string(o.keep).c_str(),
+    bad("/keep", strprintf("keeping %s of %llu candidates; at most %lld can be kept",
+                           o.keep == 0 ? "all" : std::to_string(o.keep).c_str(),
                            static_cast<unsigned long long>(candidates), static_cast<long long>(kMaxKeep)));
-  const size_t n_layouts = radix[0] * radix[1] * radix[2] * radix[3] * radix[4] * radix[5] * radix[6] * radix[7];
+  size_t n_layouts = 1;
+  for (size_t d = 0; d < 8; ++d) n_layouts *= radix[d];  // the first 8 radices describe a layout
   auto layout_at = [&](size_t i) {
     Layout l{};
     l.sp = space.sp[i % radix[7]];
