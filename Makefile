@@ -2,10 +2,14 @@
 # (set-up, build, every test). Works on a fresh Debian machine as root.
 BUILD_DIR ?= build
 ASAN_DIR  ?= build-asan
+FUZZ_DIR  ?= build-fuzz
+# Seconds each fuzz target runs in `make fuzz` (one process, so CPU-seconds); fuzz-short: 60.
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS := fuzz_configs fuzz_results fuzz_nccl_tests fuzz_validation_csv
 JOBS      ?= 2
 CMAKE_ARGS ?=
 PACKAGES  := cmake g++ make pkg-config nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev \
-             libopenmpi-dev openmpi-bin libbenchmark-dev python3 python3-pip python3-venv
+             libopenmpi-dev openmpi-bin libbenchmark-dev python3 python3-pip python3-venv clang libclang-rt-dev
 
 # cudnn-frontend C++ headers (attention bench) from the PyPI wheel; any Python tag works, the
 # headers are the same. Without network or pip the attention bench is built disabled.
@@ -14,7 +18,7 @@ CUDNN_FE_DIR     := $(BUILD_DIR)/_deps/cudnn_frontend
 # Python environment of `make measured-systems` (pinned in tools/measured/requirements.txt).
 VENV      ?= $(BUILD_DIR)/venv
 
-.PHONY: all setup configure build run test asan bench clean calibrate measured-venv measured-systems
+.PHONY: all setup configure build run test asan bench clean calibrate measured-venv measured-systems fuzz fuzz-short
 
 all: build
 
@@ -79,5 +83,36 @@ asan: setup
 calibrate: build
 	kernels_bench/calibrate_node.sh --bin-dir $(BUILD_DIR)/bin $(ARGS)
 
+# libFuzzer targets (clang, ASan+UBSan), each run for FUZZ_SECONDS from the seed corpus in the
+# repository; a crash, sanitizer report, timeout (10 s per input) or 2 GB of memory fails the run
+# and leaves the input in $(FUZZ_DIR)/artifacts/. New coverage-increasing inputs accumulate in
+# $(FUZZ_DIR)/corpus/<target>/ across runs.
+fuzz: setup
+	CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINSIM_FUZZ=ON \
+	  -DTRAINSIM_BUILD_TESTS=OFF -DTRAINSIM_WITH_CUDA=OFF -DTRAINSIM_WITH_MPI=OFF
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target $(FUZZ_TARGETS)
+	@mkdir -p $(FUZZ_DIR)/artifacts
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  case $$t in \
+	    fuzz_configs) seeds="configs tests/data/golden/systems tests/data/kernels/base_system.json";; \
+	    fuzz_results) seeds="tests/data/kernels";; \
+	    fuzz_nccl_tests) seeds="tests/data/comm";; \
+	    fuzz_validation_csv) seeds="tests/data/validation";; \
+	  esac; \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/seeds/$$t; \
+	  for s in $$seeds; do find $$s -type f -exec cp {} $(FUZZ_DIR)/seeds/$$t/ \; ; done; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  rc=0; ASAN_OPTIONS=detect_leaks=1 ./$(FUZZ_DIR)/bin/$$t $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/seeds/$$t \
+	    -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+	    -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/artifacts/$$t- > $(FUZZ_DIR)/$$t.log 2>&1 || rc=$$?; \
+	  grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' \
+	    $(FUZZ_DIR)/$$t.log || true; \
+	  if [ $$rc -ne 0 ]; then tail -n 60 $(FUZZ_DIR)/$$t.log; echo "fuzz: $$t FAILED (see $(FUZZ_DIR)/$$t.log)"; exit $$rc; fi; \
+	done
+
+# The short run CI does after the tests.
+fuzz-short:
+	$(MAKE) fuzz FUZZ_SECONDS=60
+
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

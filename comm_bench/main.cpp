@@ -1,6 +1,8 @@
 // comm_bench: NCCL collective benchmark, nccl-tests importer and α–β fitter.
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include "nccl_tests.h"
 #include "options.h"
 #include "results.h"
+#include "watchdog.h"
 #include "world.h"
 #ifdef COMM_BENCH_HAVE_NCCL
 #include "nccl_runner.h"
@@ -36,6 +39,8 @@ int run_import(const Options& o, const std::string& command) {
   trainsim::write_file_atomic(o.out, results_to_json_text(res));
   std::printf("%s\nwrote %s (%zu runs, %zu points, %zu fits)\n", results_table(res).c_str(), o.out.c_str(),
               runs.size(), res.points.size(), res.fits.size());
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    throw trainsim::Error(std::string("standard output: cannot write: ") + std::strerror(errno));
   return 0;
 }
 
@@ -52,6 +57,14 @@ int run_dry_run(const World& w, const Options& o) {
   if (w.rank() == 0)
     for (int i = 0; i < kIdBytes; ++i) id[i] = static_cast<unsigned char>((::getpid() + 31 * i) & 0xff);
   uint64_t expected = fnv1a(id, kIdBytes);
+  // A rank that never joins (it failed or was launched differently) would hang the others in
+  // these collectives: end every rank after --timeout-s instead.
+  const Watchdog setup(o.timeout_s, "dry-run collectives (id broadcast, all-reduce, barrier)",
+                       [&w](const std::string& what) {
+                         std::fprintf(stderr, "comm_bench: error: %s\n",
+                                      rank_message("timeout: " + what + " did not finish (--timeout-s)").c_str());
+                         w.abort(1);
+                       });
   w.broadcast(id, kIdBytes, 0);
   w.broadcast(&expected, sizeof expected, 0);
   const bool ok = fnv1a(id, kIdBytes) == expected;
@@ -95,8 +108,26 @@ int main(int argc, char** argv) {
     return 1;
   }
   const bool root = world->rank() == 0;
+  // Ranks may be given different arguments (MPMD launches, per-rank wrappers): they agree on
+  // whether any rank has a usage error before any rank enters a collective, and the first such
+  // rank alone prints it.
+  Options o;
+  std::string usage_error;
   try {
-    const Options o = parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    o = parse_options(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const trainsim::UsageError& e) {
+    usage_error = e.what();
+  }
+  const int size = world->size();
+  const double first_bad = size > 1 ? world->min(usage_error.empty() ? size : world->rank())
+                                    : (usage_error.empty() ? 1 : 0);
+  if (first_bad < size) {
+    if (world->rank() == static_cast<int>(first_bad))
+      std::fprintf(stderr, "comm_bench: usage error: %s\n",
+                   size > 1 ? rank_message(usage_error).c_str() : usage_error.c_str());
+    return 2;
+  }
+  try {
     if (o.help) {
       if (root) std::printf("%s", usage().c_str());
       return 0;
@@ -110,8 +141,9 @@ int main(int argc, char** argv) {
     throw trainsim::UsageError("this comm_bench was built without CUDA/NCCL: only --dry-run and --from-nccl-tests work");
 #endif
   } catch (const trainsim::UsageError& e) {
-    // Every rank parses the same arguments, so every rank stops here: no abort needed.
-    if (root) std::fprintf(stderr, "comm_bench: error: %s\n", e.what());
+    // A usage error found later may be on this rank only: end them all.
+    std::fprintf(stderr, "comm_bench: usage error: %s\n", size > 1 ? rank_message(e.what()).c_str() : e.what());
+    if (size > 1) world->abort(2);
     return 2;
   } catch (const RankError& e) {
     std::fprintf(stderr, "comm_bench: error: %s\n", e.what());

@@ -21,6 +21,7 @@
 #include "launch.h"
 #include "nvml.h"
 #include "results.h"
+#include "watchdog.h"
 
 namespace comm_bench {
 namespace {
@@ -305,8 +306,17 @@ void run_sweep(const World& w, const Options& o, const std::string& command) {
   // World communicator: rank 0 makes the unique id, MPI broadcasts it.
   ncclUniqueId id;
   if (root) CB_NCCL_CHECK(ncclGetUniqueId(&id));
-  w.broadcast(&id, sizeof id, 0);
   ncclComm_t world_comm;
+  {
+    // The broadcast cannot time out by itself: a rank that never arrives would hang the rest.
+    const Watchdog setup(o.init_timeout_s, "unique id broadcast",
+                         [&w](const std::string& what) {
+                           std::fprintf(stderr, "comm_bench: error: %s\n",
+                                        rank_message("timeout: " + what + " did not finish (--init-timeout-s)").c_str());
+                           w.abort(1);
+                         });
+    w.broadcast(&id, sizeof id, 0);
+  }
   ncclConfig_t config = nonblocking_config();
   // The handle exists once the call returns (ncclInProgress included); wait_comm polls it.
   const ncclResult_t init = ncclCommInitRankConfig(&world_comm, w.size(), id, w.rank(), &config);

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/json_reader.h"
 #include "core/error.h"
 #include "core/text.h"
 
@@ -281,15 +282,7 @@ double json_number(const json& j, std::initializer_list<const char*> keys, const
 
 std::vector<NcclTestsRun> parse_json_doc(const std::string& text, const std::string& source,
                                          std::optional<Collective> fallback_op) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw trainsim::ConfigError(source, "", trainsim::strprintf("invalid JSON at byte %zu", e.byte));
-  } catch (const json::exception& e) {
-    // e.g. a number literal out of double range (1e400)
-    throw trainsim::ConfigError(source, "", std::string("invalid JSON: ") + e.what());
-  }
+  const json doc = trainsim::parse_json(text, source);
   if (!doc.is_object()) throw trainsim::ConfigError(source, "", "expected a JSON object");
   const json* results = member(doc, {"results"});
   if (!results || !results->is_array())

@@ -1,8 +1,8 @@
 // comm_bench command line.
 #include "options.h"
 
+#include <charconv>
 #include <cmath>
-#include <cstdlib>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -28,10 +28,11 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
+// Strict: digits only (strtol also took leading blanks, '+' and wrapped on overflow).
 int parse_int(const std::string& flag, const std::string& v, int min) {
-  char* end = nullptr;
-  const long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || x < min || x > 1000000)
+  long x = 0;
+  const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || x < min || x > 1000000)
     throw trainsim::UsageError(flag + ": expected an integer ≥ " + std::to_string(min) + ", got '" + v + "'");
   return static_cast<int>(x);
 }
@@ -39,17 +40,18 @@ int parse_int(const std::string& flag, const std::string& v, int min) {
 }  // namespace
 
 uint64_t parse_bytes(const std::string& flag, const std::string& value) {
-  char* end = nullptr;
-  const unsigned long long x = std::strtoull(value.c_str(), &end, 10);
-  const std::string suffix = end ? end : "";
+  uint64_t x = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
+  const std::string suffix(end, value.data() + value.size());
   uint64_t mult = 0;
   if (suffix.empty() || suffix == "B") mult = 1;
   if (suffix == "K" || suffix == "KiB") mult = uint64_t{1} << 10;
   if (suffix == "M" || suffix == "MiB") mult = uint64_t{1} << 20;
   if (suffix == "G" || suffix == "GiB") mult = uint64_t{1} << 30;
-  if (value.empty() || end == value.c_str() || mult == 0 || value[0] == '-')
-    throw trainsim::UsageError(flag + ": expected a byte count like 8, 64K, 1M or 8G, got '" + value + "'");
-  return static_cast<uint64_t>(x) * mult;
+  // At most 1 TiB: larger sweeps cannot fit any GPU, and the product cannot overflow.
+  if (ec != std::errc() || end == value.data() || mult == 0 || x > (uint64_t{1} << 40) / mult)
+    throw trainsim::UsageError(flag + ": expected a byte count up to 1024G like 8, 64K, 1M or 8G, got '" + value + "'");
+  return x * mult;
 }
 
 Options parse_options(const std::vector<std::string>& args) {

@@ -131,7 +131,7 @@ std::string results_to_json_text(const CommResults& r) {
   for (const auto& s : r.skipped) sk.push_back({{"op", s.op}, {"group", s.group}, {"reason", s.reason}});
   j["skipped"] = sk;
   j["notes"] = r.notes;
-  return j.dump(1) + "\n";
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string results_table(const CommResults& r) {

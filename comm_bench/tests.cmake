@@ -7,6 +7,7 @@ list(APPEND TRAINSIM_TEST_SOURCES
   ${PROJECT_SOURCE_DIR}/tests/comm_bench/results_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/comm_bench/comm_merge_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/comm_bench/launch_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/comm_bench/watchdog_test.cpp
 )
 list(APPEND TRAINSIM_TEST_LIBS comm_bench_host)
 
@@ -23,7 +24,27 @@ add_test(NAME comm_bench_bad_flag COMMAND comm_bench --max-byte 8G)
 set_tests_properties(comm_bench_bad_flag PROPERTIES
   PASS_REGULAR_EXPRESSION "unknown option '--max-byte'; did you mean '--max-bytes'\\?")
 
+# Non-numbers and wrapped values are usage errors (exit 2).
+add_test(NAME comm_bench_strict_numbers COMMAND comm_bench --dry-run --iters " 5")
+set_tests_properties(comm_bench_strict_numbers PROPERTIES
+  PASS_REGULAR_EXPRESSION "comm_bench: usage error: --iters: expected an integer")
+
 if(TRAINSIM_HAVE_MPI)
+  # Before: a usage error on one rank only (MPMD launch) left the other rank waiting in the id
+  # broadcast forever. Now the ranks agree first and the failing rank alone reports it.
+  add_test(NAME comm_bench_mpi_usage_error_one_rank
+    COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe -np 1 $<TARGET_FILE:comm_bench> --dry-run
+            : -np 1 $<TARGET_FILE:comm_bench> --dry-run --bogus)
+  set_tests_properties(comm_bench_mpi_usage_error_one_rank PROPERTIES
+    PASS_REGULAR_EXPRESSION "comm_bench: usage error: [^ ]+ rank 1 \\(local 1\\): unknown option '--bogus'"
+    FAIL_REGULAR_EXPRESSION "rank 0 \\(local 0\\): unknown|dry-run OK" TIMEOUT 60)
+  # Before: a rank that never joined the set-up collectives (here: given --help) hung the others.
+  add_test(NAME comm_bench_mpi_setup_timeout
+    COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe -np 1 $<TARGET_FILE:comm_bench> --dry-run
+            --timeout-s 2 : -np 1 $<TARGET_FILE:comm_bench> --help)
+  set_tests_properties(comm_bench_mpi_setup_timeout PROPERTIES
+    PASS_REGULAR_EXPRESSION "comm_bench: error: [^ ]+ rank 0 \\(local 0\\): timeout: dry-run collectives \\(id broadcast, all-reduce, barrier\\) did not finish \\(--timeout-s\\)"
+    TIMEOUT 60)
   add_test(NAME comm_bench_mpi_dry_run
     COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe -np 2 $<TARGET_FILE:comm_bench> --dry-run)
   set_tests_properties(comm_bench_mpi_dry_run PROPERTIES

@@ -1,7 +1,10 @@
 // kernels_bench: measures the GEMM, grouped GEMM, fused attention and memory-bound kernels a
 // shapes.json lists, and writes kernels.json for `trainsim system build`.
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <set>
 
@@ -95,7 +98,7 @@ int run(const std::vector<std::string>& args) {
   prov["date"] = trainsim::utc_timestamp();
   prov["shapes_files"] = shapes_paths;
   if (!shapes.system.empty()) prov["shapes_system"] = shapes.system;
-  ropt.provenance_json = prov.dump();
+  ropt.provenance_json = prov.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 
   std::fprintf(stderr, "kernels_bench: %zu items, estimated %s\n", plan.items.size(),
                trainsim::kb::format_duration(plan.est_total_s).c_str());
@@ -118,7 +121,11 @@ int run(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   try {
-    return run(std::vector<std::string>(argv + 1, argv + argc));
+    const int rc = run(std::vector<std::string>(argv + 1, argv + argc));
+    // The plan goes to stdout: a full disk or closed pipe must not exit 0.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout))
+      throw trainsim::Error(std::string("standard output: cannot write: ") + std::strerror(errno));
+    return rc;
   } catch (const trainsim::UsageError& e) {
     std::fprintf(stderr, "kernels_bench: usage error: %s\n", e.what());
     return 2;

@@ -20,6 +20,7 @@ double per_sample_overhead_s(const PlanOptions& opt) {
 constexpr double kGuessGemmEff = 0.6, kGuessGroupedEff = 0.4, kGuessSdpaEff = 0.5, kGuessMemEff = 0.8;
 constexpr double kGuessLaunchS = 4e-6;   // per empty-kernel launch
 constexpr int kLaunchesPerLatencySample = 1000;
+constexpr int kMaxRuns = 1000000;  // per item; keeps the plan's run time finite
 
 Family family_of(const std::string& op) {
   if (op == "matmul" || op == "fp8_matmul") return Family::Gemm;
@@ -129,6 +130,8 @@ BenchPlan make_plan(const ShapesDoc& shapes, const PlanOptions& opt) {
   if (opt.samples < 10)
     throw UsageError(strprintf("--samples %d: need at least 10 samples for a median with spread", opt.samples));
   if (opt.warmup < 1) throw UsageError(strprintf("--warmup %d: need at least 1 warm-up run", opt.warmup));
+  if (opt.samples > kMaxRuns || opt.warmup > kMaxRuns)
+    throw UsageError(strprintf("--samples %d / --warmup %d: at most %d each", opt.samples, opt.warmup, kMaxRuns));
   BenchPlan plan;
   for (const auto& s : shapes.shapes) {
     BenchItem it;
@@ -163,6 +166,9 @@ BenchPlan make_plan(const ShapesDoc& shapes, const PlanOptions& opt) {
 
 std::string format_duration(double seconds) {
   if (seconds > 0 && seconds < 0.5) return "<1s";
+  // llround is undefined beyond the long long range (it printed -9223372036854775808 s).
+  if (!std::isfinite(seconds)) return "unbounded";
+  if (seconds >= 1e9) return strprintf("%.3g years", seconds / (365.25 * 86400));
   auto s = static_cast<long long>(std::llround(std::max(0.0, seconds)));
   if (s >= 3600) return strprintf("%lldh%02lldm%02llds", s / 3600, s / 60 % 60, s % 60);
   if (s >= 60) return strprintf("%lldm%02llds", s / 60, s % 60);

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/json_reader.h"
 #include "config/output_file.h"
 #include "config/presets.h"
 #include "core/error.h"
@@ -58,7 +59,7 @@ std::vector<KernelResult> ResultStore::load_previous(std::vector<std::string>& n
     std::string where = "line " + std::to_string(line_no);
     try {
       if (line_no == 1) {
-        nlohmann::json header = nlohmann::json::parse(line);
+        nlohmann::json header = parse_json(line, partial_path_);
         if (header.contains("device") && header["device"].is_object())
           device_name = header["device"].value("name", device_name);
         continue;

@@ -1,20 +1,23 @@
 // `trainsim batch DIR --system Y --csv OUT.csv`: every DIR/<case>/{model,strategy}.json (or
-// megatron_args.txt, with an optional config.json) in one process; a failing case records its
-// error and the batch goes on.
+// megatron_args.txt, with an optional config.json) in one process. A failing case records its
+// error in the CSV; the batch stops there and exits 1, or with --keep-going goes on and exits 0
+// when at least one case succeeded.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <memory>
 
 #include "cli/cli_app.h"
 #include "cli/commands.h"
 #include "config/plan_request.h"
+#include "config/output_file.h"
 #include "config/presets.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "estimate/estimate.h"
+#include "estimate/finite.h"
 
 namespace trainsim::cli {
 namespace {
@@ -37,6 +40,8 @@ int cmd_batch(const Args& args) {
   app.add_option("--system", system_arg, "system preset or file used for every case")->required();
   app.add_option("--csv", csv, "write the results here (default: stdout)");
   app.add_option("--match", match, "only cases whose name contains TEXT");
+  bool keep_going = false;
+  app.add_flag("--keep-going", keep_going, "go on after a failing case; exit 0 when at least one case succeeded");
   std::string compat;
   add_compat_option(app, compat);
   if (!parse_args(app, "batch", args)) return 0;
@@ -54,22 +59,13 @@ int cmd_batch(const Args& args) {
     cases.push_back(name);
   }
   std::sort(cases.begin(), cases.end());
-  // Rows are written as each case finishes, so an interrupted batch keeps what it computed.
-  std::ofstream file;
-  if (!csv.empty()) {
-    file.open(csv);
-    if (!file) throw ConfigError(csv, "", "cannot write file");
-  }
-  auto emit = [&](const std::string& row) {
-    if (file.is_open()) {
-      file << row << std::flush;
-    } else {
-      std::fputs(row.c_str(), stdout);
-    }
-  };
+  // Rows stream into the output as each case finishes; a CSV file appears (atomically) at the end.
+  OutputFile out(csv.empty() ? "-" : csv);
+  auto emit = [&](const std::string& row) { out.write(row); };
   emit("case,iteration_time_ms,peak_alloc_gib,first_stage_peak_alloc_gib,last_stage_peak_alloc_gib,"
        "mfu,eval_us,error\n");
   int failed = 0;
+  size_t ran = 0;  // cases run, including failed ones
   double total_us = 0;
   const auto start = std::chrono::steady_clock::now();
   auto last_report = start;
@@ -83,6 +79,8 @@ int cmd_batch(const Args& args) {
                    std::chrono::duration<double>(now - start).count());
     }
     const std::string base = dir + "/" + name + "/";
+    ++ran;
+    std::string row, error;
     try {
       ModelConfig m;
       StrategyConfig s;
@@ -101,26 +99,37 @@ int cmd_batch(const Args& args) {
       }
       auto t0 = std::chrono::steady_clock::now();
       Estimate e = estimate(m, s, sys, nullptr, mode);
+      require_finite(e, {base + "model.json", base + "strategy.json", sys_text.source});
       auto t1 = std::chrono::steady_clock::now();
       const double us = std::chrono::duration<double, std::micro>(t1 - t0).count();
       total_us += us;
-      emit(strprintf("%s,%.4f,%.4f,%.4f,%.4f,%.5f,%.1f,\n", csv_escape(name).c_str(),
-                       e.iteration_time_s * 1e3, e.peak_alloc_bytes() / kGiB,
-                       e.stages.front().peak_alloc_bytes / kGiB,
-                       e.stages.back().peak_alloc_bytes / kGiB, e.mfu, us));
+      row = strprintf("%s,%.4f,%.4f,%.4f,%.4f,%.5f,%.1f,\n", csv_escape(name).c_str(),
+                      e.iteration_time_s * 1e3, e.peak_alloc_bytes() / kGiB,
+                      e.stages.front().peak_alloc_bytes / kGiB,
+                      e.stages.back().peak_alloc_bytes / kGiB, e.mfu, us);
     } catch (const Error& err) {
-      ++failed;
-      emit(csv_escape(name) + ",,,,,,," + csv_escape(err.what()) + "\n");
+      error = err.what();
     } catch (const std::exception& err) {
-      // A bug must not stop the batch either; it is recorded as such.
-      ++failed;
-      emit(csv_escape(name) + ",,,,,,," + csv_escape(std::string("internal error: ") + err.what()) + "\n");
+      // A bug in one case is recorded like any failure rather than losing the other rows.
+      error = std::string("internal error: ") + err.what();
     }
+    // Written outside the try: an output error is not a case failure, it ends the command.
+    if (error.empty()) {
+      emit(row);
+      continue;
+    }
+    ++failed;
+    emit(csv_escape(name) + ",,,,,,," + csv_escape(error) + "\n");
+    if (!keep_going) break;
   }
-  const size_t ok = cases.size() - static_cast<size_t>(failed);
-  std::fprintf(stderr, "batch: %zu cases, %d failed, %.1f us per evaluated case\n", cases.size(), failed,
-               ok ? total_us / static_cast<double>(ok) : 0.0);
-  return 0;
+  out.commit();
+  const size_t ok = ran - static_cast<size_t>(failed);
+  std::fprintf(stderr, "batch: %zu cases, %d failed, %.1f us per evaluated case%s\n", cases.size(), failed,
+               ok ? total_us / static_cast<double>(ok) : 0.0,
+               ran < cases.size() ? strprintf("; stopped at the first failure, %zu not run (--keep-going runs them)",
+                                              cases.size() - ran).c_str() : "");
+  if (failed == 0) return 0;
+  return keep_going && ok > 0 ? 0 : 1;
 }
 
 }  // namespace trainsim::cli

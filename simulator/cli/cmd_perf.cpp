@@ -9,8 +9,10 @@
 #include "config/presets.h"
 #include "config/validate.h"
 #include "core/error.h"
+#include "core/units.h"
 #include "estimate/estimate.h"
 #include "estimate/throughput.h"
+#include "estimate/finite.h"
 #include "report/report.h"
 
 namespace trainsim::cli {
@@ -35,6 +37,8 @@ int cmd_perf(const Args& args) {
   app.add_option("--out-dir", out_dir, "also write result.json and summary.txt into this directory");
   app.add_option("--mfu", mfu, "convention of the headline MFU and TFLOP/s: megatron (as Megatron-LM logs it, "
                                "causal attention at half; default) or simumax (full attention)");
+  bool require_fit = false;
+  app.add_flag("--require-fit", require_fit, "exit 3 when the peak reserved memory exceeds the device memory");
   std::string compat;
   add_compat_option(app, compat);
   if (!parse_args(app, "perf", args)) return 0;
@@ -59,6 +63,7 @@ int cmd_perf(const Args& args) {
   const Plan plan = resolve_plan(in.model, in.strategy, in.system, mode,
                                  {in.model_source, in.strategy_source, in.system_source});
   const Estimate e = estimate(plan);
+  require_finite(e, {in.model_source, in.strategy_source, in.system_source});
   const std::string json_text = estimate_to_json(in, e);
   const std::string text = estimate_summary(in, e);
   std::fputs(json ? json_text.c_str() : text.c_str(), stdout);
@@ -68,6 +73,11 @@ int cmd_perf(const Args& args) {
     if (ec) throw ConfigError(out_dir, "", "cannot create directory: " + ec.message());
     write_file_atomic(out_dir + "/result.json", json_text);
     write_file_atomic(out_dir + "/summary.txt", text);
+  }
+  if (require_fit && e.peak_reserved_bytes() > in.system.mem_bytes) {
+    std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the device's %.2f GiB\n",
+                 e.peak_reserved_bytes() / kGiB, in.system.mem_bytes / kGiB);
+    return 3;
   }
   return 0;
 }

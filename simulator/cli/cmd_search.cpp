@@ -1,6 +1,7 @@
 // `trainsim search`: the fastest strategies for a model on N GPUs that fit in device memory.
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -30,15 +31,13 @@ struct Values {
   }
 };
 
+// Bound on the values a list option expands to (ranges included).
+constexpr size_t kMaxListValues = size_t{1} << 17;
+
 int64_t parse_int(const std::string& flag, const std::string& text) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size())
+  int64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
     throw UsageError("search: --" + flag + ": '" + text + "' is not an integer");
   return v;
 }
@@ -76,6 +75,9 @@ std::vector<int64_t> parse_int_list(const Values& p, const std::string& flag, in
       throw UsageError(
           strprintf("search: --%s: '%s' is not a value or range ≥ %lld (e.g. 1,2,4 or 1-16)",
                     flag.c_str(), item.c_str(), static_cast<long long>(lo)));
+    // Many overlapping ranges could otherwise allocate without bound before deduplication.
+    if (out.size() + static_cast<size_t>(b - a + 1) > kMaxListValues)
+      throw UsageError(strprintf("search: --%s: more than %zu values", flag.c_str(), kMaxListValues));
     for (int64_t v = a; v <= b; ++v) out.push_back(v);
   }
   return out;
@@ -439,7 +441,7 @@ int cmd_search(const Args& args) {
     j["candidates"] = nlohmann::ordered_json::array();
     for (size_t i = 0; i < r.candidates.size(); ++i)
       j["candidates"].push_back(candidate_json(r.candidates[i], i + 1));
-    std::fputs((j.dump(1) + "\n").c_str(), stdout);
+    std::fputs((j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
     std::fputs(summary(r).c_str(), stderr);
     return 0;
   }

@@ -90,7 +90,7 @@ int cmd_shapes(const Args& args) {
   prov["version"] = TRAINSIM_VERSION;
   prov["command"] = command_line("trainsim shapes", args);
   prov["date"] = utc_timestamp();
-  doc.provenance_json = prov.dump();
+  doc.provenance_json = prov.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string text = shapes_to_json_text(doc);
 
   size_t missing = 0;

@@ -39,7 +39,7 @@ int cmd_system(const Args& args) {
   prov["date"] = utc_timestamp();
   prov["base"] = base.source;
   if (!sys.provenance_json.empty()) prov["base_provenance"] = nlohmann::json::parse(sys.provenance_json);
-  sys.provenance_json = prov.dump();
+  sys.provenance_json = prov.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (!kernels.empty()) merge_kernels(sys, read_file(kernels), kernels);
   if (!comm.empty()) merge_comm(sys, read_file(comm), comm);
   if (!name.empty()) sys.sys_name = name;

@@ -4,13 +4,14 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/cli_app.h"
 #include "cli/commands.h"
+#include "config/output_file.h"
 #include "config/system_config.h"
 #include "core/error.h"
 #include "core/text.h"
@@ -199,8 +200,7 @@ nlohmann::ordered_json to_json(const std::vector<TableRun>& runs) {
 }
 
 void write_csv(const std::string& path, const std::vector<TableRun>& runs) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw ConfigError(path, "", "cannot open for writing");
+  std::ostringstream out;
   out << "table,case,metric,real,predicted,error_pct,peer_error_pct,status,message\n";
   for (const auto& run : runs) {
     const ValidationTable& t = run.table;
@@ -220,7 +220,7 @@ void write_csv(const std::string& path, const std::vector<TableRun>& runs) {
       }
     }
   }
-  if (!out.flush()) throw ConfigError(path, "", "write failed");
+  write_file_atomic(path, out.str());
 }
 
 }  // namespace
@@ -297,7 +297,7 @@ int cmd_validate(const Args& args) {
     }
   }
   if (json) {
-    std::printf("%s\n", to_json(runs).dump(1).c_str());
+    std::printf("%s\n", to_json(runs).dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     print_overview(runs);
     if (failed)

@@ -1,4 +1,5 @@
 // `trainsim` entry point: dispatches subcommands; the only place that catches errors.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -52,7 +53,11 @@ int main(int argc, char** argv) {
   for (const auto& c : kCommands) {
     if (cmd != c.name) continue;
     try {
-      return c.run(args);
+      const int rc = c.run(args);
+      // stdout is an output like any other: a full disk or closed pipe must not exit 0.
+      if (std::fflush(stdout) != 0 || std::ferror(stdout))
+        throw trainsim::Error(std::string("standard output: cannot write: ") + std::strerror(errno));
+      return rc;
     } catch (const trainsim::UsageError& e) {
       std::fprintf(stderr, "trainsim %s: usage error: %s\n", c.name, e.what());
       return 2;

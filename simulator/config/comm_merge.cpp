@@ -165,7 +165,7 @@ void merge_comm(SystemConfig& sys, const std::string& comm_json_text, const std:
   comm["source"] = source;
   comm["complete"] = complete;
   p["comm_bench"] = comm;
-  sys.provenance_json = p.dump();
+  sys.provenance_json = p.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   refresh_fingerprint(sys);
 }
 

@@ -2,7 +2,10 @@
 #include "config/json_reader.h"
 
 #include <cmath>
+#include <limits>
+#include <map>
 
+#include "config/input_file.h"
 #include "core/text.h"
 
 namespace trainsim {
@@ -15,7 +18,136 @@ void IssueList::throw_if_any() const {
   if (!issues_.empty()) throw ConfigError(issues_);
 }
 
+namespace {
+
+// Appends code point `cp` to `out` as UTF-8.
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// Four hex digits at text[i..i+4), or -1.
+int32_t hex4(std::string_view text, size_t i) {
+  if (i + 4 > text.size()) return -1;
+  int32_t v = 0;
+  for (size_t k = i; k < i + 4; ++k) {
+    const char c = text[k];
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+// Scans the string starting at text[i] == '"'; returns the index after the closing quote (npos if
+// unterminated) and its decoded value in `value` (escapes resolved, so "a" and "\u0061" compare
+// equal as nlohmann sees them).
+size_t scan_string(std::string_view text, size_t i, std::string& value) {
+  value.clear();
+  for (++i; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') return i + 1;
+    if (c != '\\') {
+      value += c;
+      continue;
+    }
+    if (++i >= text.size()) break;
+    switch (text[i]) {
+      case 'b': value += '\b'; break;
+      case 'f': value += '\f'; break;
+      case 'n': value += '\n'; break;
+      case 'r': value += '\r'; break;
+      case 't': value += '\t'; break;
+      case 'u': {
+        int32_t cp = hex4(text, i + 1);
+        if (cp < 0) break;  // a syntax error: nlohmann reports it
+        i += 4;
+        if (cp >= 0xD800 && cp <= 0xDBFF && i + 2 < text.size() && text[i + 1] == '\\' && text[i + 2] == 'u') {
+          const int32_t lo = hex4(text, i + 3);
+          if (lo >= 0xDC00 && lo <= 0xDFFF) {
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            i += 6;
+          }
+        }
+        append_utf8(value, static_cast<uint32_t>(cp));
+        break;
+      }
+      default: value += text[i];  // \" \\ \/ (anything else is a syntax error nlohmann reports)
+    }
+  }
+  return std::string_view::npos;
+}
+
+// What nlohmann::json::parse does not check: nesting depth and repeated keys. Grammar errors are
+// left to the parser (the scan stops quietly when the text stops making sense).
+void check_json_structure(std::string_view text, const std::string& source) {
+  struct Frame {
+    bool object;
+    std::string path;
+    std::map<std::string, size_t> keys;  // key → offset of its first occurrence
+    bool expect_key = true;
+    int64_t index = 0;
+    std::string key;  // last key read (objects)
+  };
+  std::vector<Frame> stack;
+  std::string str;
+  auto child_path = [&]() {
+    const Frame& f = stack.back();
+    return f.path + "/" + (f.object ? f.key : std::to_string(f.index));
+  };
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '"') {
+      const size_t end = scan_string(text, i, str);
+      if (end == std::string_view::npos) return;
+      if (!stack.empty() && stack.back().object && stack.back().expect_key) {
+        Frame& f = stack.back();
+        auto [it, inserted] = f.keys.emplace(str, i);
+        if (!inserted)
+          throw ConfigError(source, f.path + "/" + str,
+                            "duplicate key at " + text_position(text, i) + "; first at " +
+                                text_position(text, it->second));
+        f.key = str;
+        f.expect_key = false;
+      }
+      i = end;
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      if (stack.size() >= static_cast<size_t>(kMaxJsonDepth))
+        throw ConfigError(source, "", strprintf("nesting deeper than %d levels at %s", kMaxJsonDepth,
+                                                text_position(text, i).c_str()));
+      std::string path = stack.empty() ? "" : child_path();
+      stack.push_back({c == '{', std::move(path), {}, true, 0, {}});
+    } else if (c == '}' || c == ']') {
+      if (stack.empty()) return;
+      stack.pop_back();
+    } else if (c == ',' && !stack.empty()) {
+      stack.back().expect_key = true;
+      ++stack.back().index;
+    }
+    ++i;
+  }
+}
+
+}  // namespace
+
 nlohmann::json parse_json(const std::string& text, const std::string& source) {
+  check_utf8(text, source);
+  check_json_structure(text, source);
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
@@ -78,6 +210,9 @@ void ObjectReader::opt(const char* key, double& out) {
 void ObjectReader::opt(const char* key, int64_t& out) {
   const auto* j = find(key);
   if (!j) return;
+  // An unsigned literal above INT64_MAX would wrap to a negative number in get<int64_t>().
+  if (j->is_number_unsigned() && j->get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()})
+    return type_issue(key, "an integer below 2^63", *j);
   if (j->is_number_integer()) {
     out = j->get<int64_t>();
     return;

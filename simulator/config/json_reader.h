@@ -28,7 +28,13 @@ class IssueList {
   std::vector<Issue> issues_;
 };
 
-/// Parses text as JSON; a syntax error becomes a ConfigError naming the source and byte offset.
+/// Deepest nesting of arrays and objects accepted: copying and dumping a document recurse once per
+/// level, so a 100,000-deep input would overflow the stack.
+inline constexpr int kMaxJsonDepth = 64;
+
+/// Parses text as JSON. Rejects, with a ConfigError naming the source and the position: syntax
+/// errors, invalid UTF-8, nesting deeper than kMaxJsonDepth, and a key repeated in one object
+/// (both positions are named; JSON parsers differ on which one wins).
 [[nodiscard]] nlohmann::json parse_json(const std::string& text, const std::string& source);
 
 /// Reads fields of one JSON object. Type errors are recorded (not thrown) so that every

@@ -150,16 +150,16 @@ json header_json(const KernelsDoc& doc) {
 
 }  // namespace
 
-std::string kernels_header_to_json_line(const KernelsDoc& doc) { return header_json(doc).dump(); }
+std::string kernels_header_to_json_line(const KernelsDoc& doc) { return header_json(doc).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 std::string kernels_to_json_text(const KernelsDoc& doc) {
   json j = header_json(doc);
   j["results"] = json::array();
   for (const auto& r : doc.results) j["results"].push_back(result_json(r));
-  return j.dump(1) + "\n";
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-std::string kernel_result_to_json_line(const KernelResult& r) { return result_json(r).dump(); }
+std::string kernel_result_to_json_line(const KernelResult& r) { return result_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 KernelResult parse_kernel_result(const std::string& line, const std::string& source,
                                  const std::string& path) {

@@ -131,7 +131,7 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
   if (!warnings.empty()) k["warnings"] = warnings;
   if (!doc.method_json.empty()) k["method"] = nlohmann::json::parse(doc.method_json);
   prov["kernels"] = k;
-  sys.provenance_json = prov.dump();
+  sys.provenance_json = prov.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   refresh_fingerprint(sys);
 }
 

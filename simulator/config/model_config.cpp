@@ -149,7 +149,7 @@ std::string model_to_json_text(const ModelConfig& m) {
   if (m.attention_sinks != d.attention_sinks) j["attention_sinks"] = m.attention_sinks;
   if (m.normalization != d.normalization) j["normalization"] = m.normalization;
   if (m.mtp_num_layers != d.mtp_num_layers) j["mtp_num_layers"] = m.mtp_num_layers;
-  return j.dump(1) + "\n";
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 const std::vector<std::string>& model_keys() {

@@ -3,21 +3,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/text.h"
 
 namespace trainsim {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> preset_names(const std::string& kind) {
   std::vector<std::string> out;
@@ -28,8 +18,11 @@ std::vector<std::string> preset_names(const std::string& kind) {
 }
 
 ConfigText resolve_config(const std::string& kind, const std::string& arg) {
+  // Anything that exists (or '-') is read as a file, so a FIFO or directory gets read_file's
+  // message instead of "no such preset".
   std::error_code ec;
-  if (std::filesystem::is_regular_file(arg, ec)) return {read_file(arg), arg};
+  if (arg == "-" || std::filesystem::exists(std::filesystem::symlink_status(arg, ec)))
+    return {read_file(arg), arg == "-" ? "<stdin>" : arg};
   std::string name = arg;
   if (name.size() > 5 && name.substr(name.size() - 5) == ".json") name.resize(name.size() - 5);
   for (const auto* p = detail::kEmbeddedPresets; p->kind; ++p)

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "config/input_file.h"  // read_file, used by every caller of resolve_config
+
 namespace trainsim {
 
 namespace detail {
@@ -21,14 +23,11 @@ struct ConfigText {
   std::string source;
 };
 
-/// Resolves `arg` for `kind`: an existing file path is read from disk; otherwise it is looked
+/// Resolves `arg` for `kind`: an existing path (or "-", standard input) is read with read_file; otherwise it is looked
 /// up as a preset name. Throws ConfigError naming the close presets when neither exists.
 [[nodiscard]] ConfigText resolve_config(const std::string& kind, const std::string& arg);
 
 /// Names of the embedded presets of one kind, sorted.
 [[nodiscard]] std::vector<std::string> preset_names(const std::string& kind);
-
-/// Reads a whole file; throws ConfigError when it cannot be read.
-[[nodiscard]] std::string read_file(const std::string& path);
 
 }  // namespace trainsim

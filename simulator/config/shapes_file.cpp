@@ -60,7 +60,7 @@ std::string shapes_to_json_text(const ShapesDoc& doc) {
   if (!doc.system.empty()) summary["missing_in_system_by_op"] = missing_by_op;
   j["summary"] = summary;
   if (!doc.provenance_json.empty()) j["provenance"] = json::parse(doc.provenance_json);
-  return j.dump(1) + "\n";
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 ShapesDoc load_shapes(const std::string& text, const std::string& source) {
@@ -123,6 +123,8 @@ ShapesDoc load_shapes(const std::string& text, const std::string& source) {
       continue;
     }
     if (flops && *flops < 0) issues.add(path + "/flops", "must be ≥ 0");
+    // 1e24 FLOP is hours on any GPU for one call; beyond it run-time estimates overflow.
+    if (flops && *flops > 1e24) issues.add(path + "/flops", "must be ≤ 1e24");
     e.flops = flops ? *flops : shape_flops(e.op, e.shape);
     auto [it, fresh] = seen.emplace(std::make_pair(e.op, e.key), i);
     if (!fresh) {

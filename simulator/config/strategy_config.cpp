@@ -1,6 +1,7 @@
 // Strategy JSON reader and writer, with the per-field rules of the peer's StrategyConfig.
 #include "config/strategy_config.h"
 
+#include <cctype>
 #include <sstream>
 
 #include "config/json_reader.h"
@@ -84,6 +85,27 @@ const OptStrField kOptStrFields[] = {
     {"te_version", &StrategyConfig::te_version},
 };
 
+// A version component above this is not a version (and would overflow when parsed).
+constexpr int64_t kMaxVersionPart = 999999999;
+
+// "2.11.0", "2.8", "2.11.0rc1", "2.11.0+abc": 1 to 4 dot-separated numbers of at most 9 digits; the
+// last may carry a suffix that does not start with a digit.
+bool valid_version(const std::string& v) {
+  size_t parts = 0, i = 0;
+  while (true) {
+    size_t digits = 0;
+    while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i, ++digits;
+    if (digits == 0 || digits > 9 || ++parts > 4) return false;
+    if (i == v.size()) return true;
+    if (v[i] != '.') break;
+    ++i;
+  }
+  for (; i < v.size(); ++i)
+    if (!std::isalnum(static_cast<unsigned char>(v[i])) && v[i] != '+' && v[i] != '-' && v[i] != '_' && v[i] != '.')
+      return false;
+  return true;
+}
+
 void check_choice(IssueList& issues, const char* key, const std::string& value,
                   const std::vector<std::string>& valid) {
   for (const auto& v : valid)
@@ -156,6 +178,9 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   if (s.recompute_granularity)
     check_choice(issues, "recompute_granularity", *s.recompute_granularity,
                  {"full_block", "attn_only", "mlp_only", "sdp_only", "selective_recompute"});
+  if (s.te_version && !valid_version(*s.te_version))
+    issues.add("/te_version", "expected a version like \"2.11.0\" (1 to 4 numbers of at most 9 digits), got \"" +
+                                  s.te_version->substr(0, 40) + "\"");
   for (size_t i = 0; i < s.megatron_recompute_modules.size(); ++i) {
     const auto& m = s.megatron_recompute_modules[i];
     std::vector<std::string> valid = {"layernorm", "mla_up_proj", "moe_act", "mlp", "moe"};
@@ -182,7 +207,7 @@ std::string strategy_to_json_text(const StrategyConfig& s) {
   j["attention_sparse_ratio"] = s.attention_sparse_ratio;
   j["mem_factor"] = s.mem_factor;
   if (!s.megatron_recompute_modules.empty()) j["megatron_recompute_modules"] = s.megatron_recompute_modules;
-  return j.dump(1) + "\n";
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 uint64_t strategy_hash(const StrategyConfig& s) {
@@ -235,7 +260,7 @@ bool version_at_least(const std::optional<std::string>& version, const char* min
     while (std::getline(ss, item, '.')) {
       int64_t n = 0;
       for (char c : item) {
-        if (c < '0' || c > '9') break;
+        if (c < '0' || c > '9' || n > kMaxVersionPart) break;  // load_strategy rejects longer parts
         n = n * 10 + (c - '0');
       }
       parts.push_back(n);

@@ -4,12 +4,28 @@
 #include <cmath>
 
 #include "config/json_reader.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace trainsim {
 namespace {
 
 using nlohmann::json;
+
+// Plausibility ranges of system numbers (in the file's units). Beyond them the cost model's
+// products overflow or underflow: 1e300 TFLOPS gave a 1e300 ms step time, 1e300 GiB an infinite
+// device, both with exit 0.
+constexpr double kMaxRate = 1e6;        // TFLOPS, GiB/s (1 EFLOPS, 1 PiB/s per GPU)
+constexpr double kMaxFactor = 100;      // efficiency factors and scales
+constexpr double kMinPositive = 1e-6;   // smallest positive rate or factor
+constexpr double kMaxLatencyUs = 1e9;   // 1000 s
+
+void check_magnitude(IssueList& issues, const std::string& path, double v, double max, double min_positive = 0) {
+  if (v > max || v < -max)
+    issues.add(path, "must be at most " + format_number(max) + " in magnitude, got " + format_number(v));
+  else if (v > 0 && v < min_positive)
+    issues.add(path, "must be 0 or at least " + format_number(min_positive) + ", got " + format_number(v));
+}
 
 void read_bandwidth(const json& j, const std::string& path, IssueList& issues, BandwidthConfig& bw,
                     bool gbps_required) {
@@ -31,6 +47,12 @@ void read_bandwidth(const json& j, const std::string& path, IssueList& issues, B
   if (!(bw.efficient_factor > 0)) issues.add(path + "/efficient_factor", "must be > 0");
   if (lat_us < 0) issues.add(path + "/latency_us", "must be ≥ 0");
   if (fixed_us < 0) issues.add(path + "/fixed_latency", "must be ≥ 0");
+  check_magnitude(issues, path + "/gbps", gbps, kMaxRate, kMinPositive);
+  check_magnitude(issues, path + "/efficient_factor", bw.efficient_factor, kMaxFactor, kMinPositive);
+  check_magnitude(issues, path + "/latency_us", lat_us, kMaxLatencyUs);
+  check_magnitude(issues, path + "/fixed_latency", fixed_us, kMaxLatencyUs);
+  for (const auto& [k, v] : by_num)
+    check_magnitude(issues, path + "/fixed_latency_us_by_comm_num/" + k, v, kMaxLatencyUs);
   bw.bytes_per_s = gbps * kGiB;
   bw.latency_s = lat_us * kMicro;
   bw.fixed_latency_s = fixed_us * kMicro;
@@ -61,6 +83,15 @@ void read_net_op(const json& j, const std::string& path, IssueList& issues, NetO
   if (fixed && *fixed < 0) issues.add(path + "/fixed_latency_us", "must be ≥ 0");
   for (const auto& [k, v] : dp_bw)
     if (!(v > 0)) issues.add(path + "/dp_fixed_bw/" + k, "must be > 0");
+  check_magnitude(issues, path + "/scale", op.scale, kMaxFactor, kMinPositive);
+  check_magnitude(issues, path + "/offset", op.offset, kMaxLatencyUs);
+  if (op.efficient_factor)
+    check_magnitude(issues, path + "/efficient_factor", *op.efficient_factor, kMaxFactor, kMinPositive);
+  if (lat) check_magnitude(issues, path + "/latency_us", *lat, kMaxLatencyUs);
+  if (fixed) check_magnitude(issues, path + "/fixed_latency_us", *fixed, kMaxLatencyUs);
+  for (const auto& [k, v] : by_num)
+    check_magnitude(issues, path + "/fixed_latency_us_by_comm_num/" + k, v, kMaxLatencyUs);
+  for (const auto& [k, v] : dp_bw) check_magnitude(issues, path + "/dp_fixed_bw/" + k, v, kMaxRate, kMinPositive);
 }
 
 const char* const kCollectives[] = {"all_reduce", "all_gather", "reduce_scatter", "p2p", "all2all"};
@@ -89,6 +120,7 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
     a.opt("mem_gbs", mem_gbs);
     sys.mem_bytes = mem_gbs * kGiB;
     if (mem_gbs < 0) issues.add("/accelerator/mem_gbs", "must be ≥ 0");
+    check_magnitude(issues, "/accelerator/mem_gbs", mem_gbs, kMaxRate);
     std::string mode = "roofline";
     a.opt("mode", mode);
     if (mode == "roofline") {
@@ -114,6 +146,10 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
           issues.add(p + "/tflops", "must be > 0");
         // 0 is allowed (the peer ships unmeasured fp8 classes as 0); a plan using it is rejected.
         if (op.efficient_factor < 0) issues.add(p + "/efficient_factor", "must be ≥ 0");
+        check_magnitude(issues, p + "/tflops", tflops, kMaxRate, kMinPositive);
+        check_magnitude(issues, p + "/efficient_factor", op.efficient_factor, kMaxFactor, kMinPositive);
+        for (const auto& [key, eff] : accurate)
+          check_magnitude(issues, p + "/accurate_efficient_factor/" + key, eff, kMaxFactor, kMinPositive);
         for (const auto& [key, eff] : accurate)
           if (!(eff > 0)) issues.add(p + "/accurate_efficient_factor/" + key, "must be > 0");
         op.accurate.insert(accurate.begin(), accurate.end());
@@ -262,7 +298,7 @@ std::string system_to_json_text(const SystemConfig& sys, int indent) {
   }
   j["networks"] = nets;
   if (!sys.provenance_json.empty()) j["provenance"] = json::parse(sys.provenance_json);
-  return j.dump(indent) + "\n";
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace trainsim

@@ -1,6 +1,8 @@
 // Cross-file legality rules (the peer's sanity_check and _cross_sanity_check, reported all at once).
 #include "config/validate.h"
 
+#include <algorithm>
+
 #include "core/text.h"
 
 namespace trainsim {
@@ -86,6 +88,18 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   };
   auto ll = [](int64_t v) { return static_cast<long long>(v); };
   const int64_t tp = s.tp_size, cp = s.cp_size, pp = s.pp_size, ep = s.ep_size, etp = s.etp_size;
+
+  // Work bounds first: the readers cap each size (so these products cannot overflow), but their
+  // products drive the replay and the per-layer tables.
+  const int64_t slots = pp * std::max<int64_t>(1, s.interleaving_size) * s.micro_batch_num;
+  if (slots > kMaxPipelineSlots)
+    add("/micro_batch_num", strprintf("pp_size·interleaving_size·micro_batch_num = %lld is above the "
+                                      "limit %lld; use fewer, larger micro-batches",
+                                      ll(slots), ll(kMaxPipelineSlots)));
+  if (m.layer_num * m.expert_num > kMaxLayerExperts)
+    issues.push_back({src.model, "/expert_num",
+                      strprintf("layer_num·expert_num = %lld is above the limit %lld",
+                                ll(m.layer_num * m.expert_num), ll(kMaxLayerExperts))});
 
   if (s.world_size % (tp * cp * pp) != 0)
     add("/world_size", strprintf("%lld is not divisible by tp_size·cp_size·pp_size = %lld; valid "

@@ -19,6 +19,14 @@ struct PlanSources {
   std::string system = "system";
 };
 
+/// Limits on sizes that multiply the simulator's work and memory, checked by validate_plan before
+/// anything is allocated (the readers already cap each size on its own).
+/// Pipeline replay slots: pp_size × interleaving_size × micro_batch_num (replay keeps a few
+/// hundred bytes per slot; 2^20 slots is ~0.2 GB and far above real runs, e.g. pp 32 × vpp 4 × 4096).
+inline constexpr int64_t kMaxPipelineSlots = int64_t{1} << 20;
+/// Layer-expert pairs: layer_num × expert_num (per-layer, per-expert tables).
+inline constexpr int64_t kMaxLayerExperts = int64_t{1} << 24;
+
 /// Every rule the plan breaks in `mode` (world size factoring, head/expert/sequence
 /// divisibility, pipeline split, schedule, recompute and VPP combinations, missing system
 /// entries). Empty when legal. resolve_plan (plan/plan.h) adds the schedule's pairing rule.

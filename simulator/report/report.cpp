@@ -163,7 +163,7 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   for (const auto& mm : e.misses)
     misses.push_back({{"op", mm.op}, {"key", mm.key}, {"flops", mm.flops}, {"used_efficiency", mm.used_efficiency}});
   j["efficiency_misses"] = misses;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string estimate_summary(const PlanInputs& in, const Estimate& e) {

@@ -401,6 +401,11 @@ CaseResult run_validation_case(const ValidationTable& t, const ValidationCase& c
     StrategyConfig s = load_strategy(read_file(spath), spath);
     (void)resolve_plan(m, s, sys, mode, PlanSources{mpath, spath, system_source});
     r.predicted = predict_metrics(t.metrics, m, s, sys, mode);
+    for (const double v : r.predicted)
+      if (!std::isfinite(v))
+        throw Error(strprintf("the prediction is not finite (%g): a number in the inputs is out of any realistic "
+                              "range; check model %s, strategy %s and system %s",
+                              v, mpath.c_str(), spath.c_str(), system_source.c_str()));
   } catch (const Error& e) {
     r.error = e.what();
   } catch (const std::exception& e) {

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "estimate/finite.h"
 
 namespace trainsim {
 namespace {
@@ -197,6 +198,7 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
   Estimate e;
   try {
     e = estimate(sh_.m, s, sh_.sys, &cache_, sh_.o.mode, /*events=*/false);
+    require_finite(e, PlanSources{});
   } catch (const std::exception& err) {
     if (layout_ < error_layout_) {
       error_layout_ = layout_;
@@ -258,6 +260,11 @@ void Worker::run_layout(const Layout& l, size_t index) {
       continue;
     }
     s.micro_batch_num = sh_.o.global_batch / (dp * mbs);
+    // The derived micro-batch count must respect the plan bounds (pipeline replay memory).
+    if (std::vector<Issue> bound = validate_plan(sh_.m, s, sh_.sys, PlanSources{}); !bound.empty()) {
+      reject(illegal_reason(bound), n_kinds);
+      continue;
+    }
     // Layers of the largest chunk: selective recompute covers them all and bounds the
     // full_block binary search (the peer uses ceil(L/pp)).
     StageLayers split;
@@ -412,34 +419,65 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   std::sort(space.sp.begin(), space.sp.end(), std::greater<>());
   space.sp.erase(std::unique(space.sp.begin(), space.sp.end()), space.sp.end());
 
-  std::vector<Layout> layouts;
-  for (int64_t tp : space.tp)
-    for (int64_t cp : space.cp)
-      for (int64_t pp : space.pp) {
-        std::vector<PipelineSplit> splits{PipelineSplit::Even};
-        if (pp > 1 && m.layer_num % pp != 0) {
-          const int64_t per = (m.layer_num + pp - 1) / pp;
-          splits = {PipelineSplit::UnevenLast};
-          if (m.layer_num - per * (pp - 1) > 0) splits.push_back(PipelineSplit::UnevenFirst);
-        }
-        for (PipelineSplit split : splits)
-          for (int64_t ep : space.ep)
-            for (int64_t etp : space.etp)
-              for (int64_t vpp : space.vpp)
-                for (int64_t zero : space.zero)
-                  for (bool sp : space.sp)
-                    layouts.push_back({tp, cp, pp, split, ep, etp, vpp, zero, sp});
-      }
+  // Layouts are decoded from their index (tp outermost, sp innermost) rather than stored, so
+  // memory stays bounded whatever the space; the space itself is capped.
+  std::vector<std::pair<int64_t, PipelineSplit>> pp_splits;
+  for (int64_t pp : space.pp) {
+    if (pp == 1 || m.layer_num % pp == 0) {
+      pp_splits.emplace_back(pp, PipelineSplit::Even);
+      continue;
+    }
+    const int64_t per = (m.layer_num + pp - 1) / pp;
+    pp_splits.emplace_back(pp, PipelineSplit::UnevenLast);
+    if (m.layer_num - per * (pp - 1) > 0) pp_splits.emplace_back(pp, PipelineSplit::UnevenFirst);
+  }
+  const size_t radix[] = {space.tp.size(),  space.cp.size(),  pp_splits.size(),   space.ep.size(),
+                          space.etp.size(), space.vpp.size(), space.zero.size(), space.sp.size(),
+                          space.mbs.size(), std::max<size_t>(1, space.recompute.size())};
+  uint64_t candidates = 1;  // each factor ≤ 2^17 and the product stops at the cap: no overflow
+  for (size_t n : radix) {
+    candidates *= n;
+    if (candidates > kMaxSearchCandidates)
+      bad("/space", strprintf("more than %lld candidates; give fewer values to --tp, --pp, --cp, --ep, "
+                              "--etp, --vpp, --mbs, --zero or --recompute",
+                              static_cast<long long>(kMaxSearchCandidates)));
+  }
+  // keep 0 keeps every feasible candidate: only for spaces small enough to hold in memory.
+  if ((o.keep == 0 || o.keep > kMaxKeep) && candidates > static_cast<uint64_t>(kMaxKeep))
+    bad("/keep", strprintf("keeping %s of %llu candidates; at most %lld can be kept",
+                           o.keep == 0 ? "all" : std::to_string(o.keep).c_str(),
+                           static_cast<unsigned long long>(candidates), static_cast<long long>(kMaxKeep)));
+  size_t n_layouts = 1;
+  for (size_t d = 0; d < 8; ++d) n_layouts *= radix[d];  // the first 8 radices describe a layout
+  auto layout_at = [&](size_t i) {
+    Layout l{};
+    l.sp = space.sp[i % radix[7]];
+    i /= radix[7];
+    l.zero = space.zero[i % radix[6]];
+    i /= radix[6];
+    l.vpp = space.vpp[i % radix[5]];
+    i /= radix[5];
+    l.etp = space.etp[i % radix[4]];
+    i /= radix[4];
+    l.ep = space.ep[i % radix[3]];
+    i /= radix[3];
+    std::tie(l.pp, l.split) = pp_splits[i % radix[2]];
+    i /= radix[2];
+    l.cp = space.cp[i % radix[1]];
+    i /= radix[1];
+    l.tp = space.tp[i];
+    return l;
+  };
 
   Shared sh{m, sys, o, space, o.base.seq_len > 0 ? o.base.seq_len : 4096, limit, space.sp.front()};
   SearchResult r;
   r.memory_limit_bytes = limit;
   const int64_t per_layout = static_cast<int64_t>(space.mbs.size() * space.recompute.size());
-  const int64_t total = static_cast<int64_t>(layouts.size()) * per_layout;
+  const int64_t total = static_cast<int64_t>(n_layouts) * per_layout;
   unsigned hw = std::thread::hardware_concurrency();
   int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, hw));
   threads = static_cast<int>(
-      std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(1, layouts.size())));
+      std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(1, n_layouts)));
   r.threads = threads;
 
   std::vector<Worker> workers(static_cast<size_t>(threads), Worker(sh));
@@ -454,11 +492,11 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   for (auto& w : workers)
     pool.emplace_back([&, wp = &w] {
       try {
-        for (size_t i; (i = next.fetch_add(1)) < layouts.size();) wp->run_layout(layouts[i], i);
+        for (size_t i; (i = next.fetch_add(1)) < n_layouts;) wp->run_layout(layout_at(i), i);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
         if (!failure) failure = std::current_exception();
-        next.store(layouts.size());
+        next.store(n_layouts);
       }
       std::lock_guard<std::mutex> lock(mu);
       --running;

@@ -99,6 +99,11 @@ struct SearchResult {
 [[nodiscard]] SearchSpace default_search_space(const ModelConfig& m, const SystemConfig& sys,
                                                int64_t world_size, SearchSpace space = {});
 
+/// Most candidates (layouts × mbs × recompute choices) one search may visit.
+inline constexpr int64_t kMaxSearchCandidates = int64_t{1} << 24;
+/// Most candidates SearchOptions::keep may hold (keep 0, "all", only when the space is no larger).
+inline constexpr int64_t kMaxKeep = int64_t{1} << 16;
+
 /// Searches `space` (empty dimensions take their defaults). Deterministic for any thread count.
 /// Throws ConfigError for unusable options (world size or global batch < 1, a value < 1, zero
 /// outside 0..3); infeasible and illegal plans are counted, never thrown.

@@ -106,8 +106,16 @@ TEST(CommOptionsTest, RejectsBadFlags) {
   EXPECT_EQ(usage_error([] { (void)parse_options({"--max-byte", "8G"}); }),
             "unknown option '--max-byte'; did you mean '--max-bytes'? (see --help)");
   EXPECT_EQ(usage_error([] { (void)parse_options({"--max-bytes", "8X"}); }),
-            "--max-bytes: expected a byte count like 8, 64K, 1M or 8G, got '8X'");
+            "--max-bytes: expected a byte count up to 1024G like 8, 64K, 1M or 8G, got '8X'");
   EXPECT_EQ(usage_error([] { (void)parse_options({"--iters"}); }), "--iters needs a value");
+  // Strict numbers: no blanks, no '+', no wrap-around (strtol/strtoull took all three).
+  EXPECT_EQ(usage_error([] { (void)parse_options({"--iters", " 5"}); }), "--iters: expected an integer ≥ 1, got ' 5'");
+  EXPECT_EQ(usage_error([] { (void)parse_options({"--iters", "+5"}); }), "--iters: expected an integer ≥ 1, got '+5'");
+  EXPECT_EQ(usage_error([] { (void)parse_options({"--max-bytes", "-8"}); }),
+            "--max-bytes: expected a byte count up to 1024G like 8, 64K, 1M or 8G, got '-8'");
+  EXPECT_EQ(usage_error([] { (void)parse_options({"--max-bytes", "18446744073709551615G"}); }),
+            "--max-bytes: expected a byte count up to 1024G like 8, 64K, 1M or 8G, got '18446744073709551615G'");
+  EXPECT_EQ(parse_bytes("--max-bytes", "1024G"), uint64_t{1} << 40);
   EXPECT_EQ(usage_error([] { (void)parse_options({"--intra-link", "nvl"}); }),
             "--intra-link: expected auto, nvlink or pcie, got 'nvl'");
 }

@@ -1,6 +1,9 @@
 // Sweep planning: item list, byte formulas, run-time estimate, dry-run text.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "config/presets.h"
 #include "core/error.h"
 #include "plan.h"
@@ -84,6 +87,21 @@ TEST(KernelsPlanTest, DryRunTextAndDurations) {
   EXPECT_EQ(format_duration(125), "2m05s");
   EXPECT_EQ(format_duration(7), "7s");
   EXPECT_EQ(format_duration(0.2), "<1s");
+}
+
+// Before: `--dry-run --samples 2000000000` printed "-9223372036854775808 s" (llround overflow).
+TEST(KernelsPlanTest, HugeRunCountsAreRejectedAndDurationsNeverOverflow) {
+  PlanOptions o;
+  o.samples = 2000000000;
+  try {
+    (void)make_plan(small_shapes(), o);
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--samples 2000000000 / --warmup 5: at most 1000000 each");
+  }
+  EXPECT_EQ(format_duration(1e30), "3.17e+22 years");
+  EXPECT_EQ(format_duration(std::numeric_limits<double>::infinity()), "unbounded");
+  EXPECT_EQ(format_duration(std::nan("")), "unbounded");
 }
 
 }  // namespace

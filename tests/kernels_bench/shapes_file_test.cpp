@@ -71,5 +71,12 @@ TEST(KernelsShapesFileTest, ReportsEveryProblemWithItsPath) {
             "s.json: /schema_version: expected a string, got a number (1)");
 }
 
+// Before: 1e300 FLOP made `kernels_bench --dry-run` print "-9223372036854775808s".
+TEST(KernelsShapesFileTest, AbsurdFlopsAreRejected) {
+  EXPECT_EQ(load_error(R"({"schema_version": "1.0.0", "shapes": [
+      {"op": "matmul", "key": "b=1, m=1, k=1, n=1, layout=TN, accumulate=False, out_dtype=bf16", "flops": 1e300}]})"),
+            "s.json: /shapes/0/flops: must be ≤ 1e24");
+}
+
 }  // namespace
 }  // namespace trainsim
