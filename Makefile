@@ -5,7 +5,7 @@ ASAN_DIR  ?= build-asan
 FUZZ_DIR  ?= build-fuzz
 # Seconds each fuzz target runs in `make fuzz` (one process, so CPU-seconds); fuzz-short: 60.
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := fuzz_configs fuzz_results fuzz_nccl_tests fuzz_validation_csv
+FUZZ_TARGETS := fuzz_configs fuzz_results fuzz_nccl_tests fuzz_validation_csv fuzz_user_inputs
 JOBS      ?= 2
 CMAKE_ARGS ?=
 PACKAGES  := cmake g++ make pkg-config nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev \
@@ -98,9 +98,10 @@ fuzz: setup
 	    fuzz_results) seeds="tests/data/kernels";; \
 	    fuzz_nccl_tests) seeds="tests/data/comm";; \
 	    fuzz_validation_csv) seeds="tests/data/validation";; \
+	    fuzz_user_inputs) seeds="tests/data/hf tests/data/megatron docs/examples";; \
 	  esac; \
 	  mkdir -p $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/seeds/$$t; \
-	  for s in $$seeds; do find $$s -type f -exec cp {} $(FUZZ_DIR)/seeds/$$t/ \; ; done; \
+	  for s in $$seeds; do find $$s -type f -exec cp --backup=numbered {} $(FUZZ_DIR)/seeds/$$t/ \; ; done; \
 	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
 	  rc=0; ASAN_OPTIONS=detect_leaks=1 ./$(FUZZ_DIR)/bin/$$t $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/seeds/$$t \
 	    -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
