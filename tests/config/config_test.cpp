@@ -8,18 +8,12 @@
 #include "config/validate.h"
 #include "core/error.h"
 #include "estimate/estimate.h"
+#include "test_errors.h"
 
 namespace trainsim {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using test::error_of;
 
 const char* kStrategy = R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4})";
 

@@ -5,18 +5,12 @@
 #include "config/model_config.h"
 #include "config/strategy_config.h"
 #include "core/error.h"
+#include "test_errors.h"
 
 namespace trainsim {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using test::error_of;
 
 // Before: ~100,000 nested arrays segfaulted (recursion when the document was copied or dumped).
 TEST(JsonLimitsTest, DeepNestingIsRejectedBeforeParsing) {
@@ -66,7 +60,7 @@ TEST(JsonLimitsTest, TeVersionMustBeAVersion) {
   for (const char* ok : {"2.11.0", "2.8", "2", "2.11.0rc1", "2.11.0+abc"})
     EXPECT_NO_THROW((void)load_strategy(std::string(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 1, "te_version": ")") + ok + "\"}", "s.json")) << ok;
   for (const char* bad : {"", "x", "2.", ".2", "1.2.3.4.5", "2..1"})
-    EXPECT_NE(error_of([&] { (void)load_strategy(std::string(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 1, "te_version": ")") + bad + "\"}", "s.json"); }), "<no error>") << bad;
+    EXPECT_NE(error_of([&] { (void)load_strategy(std::string(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 1, "te_version": ")") + bad + "\"}", "s.json"); }), test::kNoError) << bad;
   EXPECT_TRUE(version_at_least(std::string("2.999999999999999999999"), "2.11.0"));
   EXPECT_FALSE(version_at_least(std::string("2.8.0"), "2.11.0"));
 }

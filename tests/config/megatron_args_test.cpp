@@ -8,6 +8,7 @@
 #include "config/validate.h"
 #include "core/error.h"
 #include "estimate/estimate.h"
+#include "test_errors.h"
 
 namespace trainsim {
 namespace {
@@ -18,12 +19,7 @@ ConfigText file(const std::string& rel) { return {read_file(data(rel)), data(rel
 
 template <typename F>
 std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::error_of<Error>(f);
 }
 
 TEST(MegatronArgs, ShellWords) {

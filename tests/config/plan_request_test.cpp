@@ -8,18 +8,14 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "test_errors.h"
 
 namespace trainsim {
 namespace {
 
 template <typename F>
 std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::error_of<Error>(f);
 }
 
 TEST(PlanRequest, OverridesAndShortcuts) {
@@ -51,12 +47,12 @@ TEST(PlanRequest, KeyListsMatchTheReaders) {
   for (const auto& k : model_keys()) {
     nlohmann::json doc = model;
     if (!doc.contains(k)) doc[k] = nullptr;
-    EXPECT_EQ(error_of([&] { (void)load_model(doc.dump(), "m"); }), "(no error)") << k;
+    EXPECT_EQ(error_of([&] { (void)load_model(doc.dump(), "m"); }), test::kNoError) << k;
   }
   for (const auto& k : strategy_keys()) {
     nlohmann::json doc = {{"seq_len", 8}, {"micro_batch_size", 1}, {"micro_batch_num", 1}};
     if (!doc.contains(k)) doc[k] = nullptr;
-    EXPECT_EQ(error_of([&] { (void)load_strategy(doc.dump(), "s"); }), "(no error)") << k;
+    EXPECT_EQ(error_of([&] { (void)load_strategy(doc.dump(), "s"); }), test::kNoError) << k;
   }
   const auto keys = strategy_keys();
   for (const char* k : {"tp_size", "recompute_granularity", "num_layers_in_first_pipeline_stage", "mem_factor"})

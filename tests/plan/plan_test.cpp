@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "estimate/estimate.h"
 #include "test_presets.h"
+#include "test_errors.h"
 
 namespace trainsim {
 namespace {
@@ -20,14 +21,7 @@ StrategyConfig strategy(int64_t pp, int64_t v, int64_t mbc) {
   return s;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using test::error_of;
 
 const PlanSources kSrc{"m.json", "s.json", "y.json"};
 

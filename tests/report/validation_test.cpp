@@ -6,22 +6,14 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "report/validation.h"
+#include "test_errors.h"
 
 namespace trainsim {
 namespace {
 
 const std::string kData = std::string(TRAINSIM_TEST_DATA) + "/validation";
 
-// The message of the ConfigError `fn` throws ("" when it does not throw).
-template <class F>
-std::string error_of(F fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(ValidationTable, LoadsFixtureTable) {
   ValidationTable t = load_validation_table(kData + "/tiny");
