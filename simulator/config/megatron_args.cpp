@@ -80,6 +80,7 @@ const Rule kRules[] = {
     {"--account-for-embedding-in-pipeline-split", Use::Strategy, R"({"account_for_embedding_in_pipeline_split": true})"},
     {"--account-for-loss-in-pipeline-split", Use::Strategy, R"({"account_for_loss_in_pipeline_split": true})"},
     {"--no-overlap-p2p-communication", Use::Strategy, R"({"pp_comm_async": false})"},
+    {"--pipeline-model-parallel-layout", Use::Special, ""},
     {"--cp-comm-type", Use::Special, ""},
     {"--moe-token-dispatcher-type", Use::Special, ""},
     // Data parallel and optimizer.
@@ -118,7 +119,6 @@ const Rule kRules[] = {
     {"--outer-dp-sharding-strategy", Use::NotModeled, "hybrid FSDP outer sharding"},
     {"--num-distributed-optimizer-instances=1", Use::Ignored, ""},
     {"--num-distributed-optimizer-instances", Use::NotModeled, "several distributed-optimizer instances"},
-    {"--pipeline-model-parallel-layout", Use::NotModeled, "pipeline layout string"},
     {"--hierarchical-context-parallel-sizes", Use::NotModeled, "hierarchical context parallelism"},
     {"--hybrid-context-parallel", Use::NotModeled, "hybrid context parallelism"},
     {"--cpu-offloading-num-layers=0", Use::Ignored, ""},
@@ -541,6 +541,8 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
   }
   out.global_batch_size = int_of("--global-batch-size");
   out.layers_per_virtual_stage = int_of("--num-layers-per-virtual-pipeline-stage");
+  // A string value: set as JSON, never through the template (it may hold any character).
+  if (auto l = value_of("--pipeline-model-parallel-layout")) out.strategy["pipeline_model_parallel_layout"] = *l;
   if (auto t = value_of("--cp-comm-type")) out.cp_comm_type = *t;
   if (auto d = value_of("--moe-token-dispatcher-type")) out.moe_dispatcher = *d;
 

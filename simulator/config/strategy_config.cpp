@@ -79,10 +79,12 @@ const OptIntField kOptIntFields[] = {
     {"num_layers_in_first_pipeline_stage", &StrategyConfig::num_layers_in_first_pipeline_stage},
     {"num_layers_in_last_pipeline_stage", &StrategyConfig::num_layers_in_last_pipeline_stage},
     {"microbatch_group_size_per_vp_stage", &StrategyConfig::microbatch_group_size_per_vp_stage},
+    {"num_layers_per_virtual_pipeline_stage", &StrategyConfig::num_layers_per_virtual_pipeline_stage},
 };
 const OptStrField kOptStrFields[] = {
     {"recompute_granularity", &StrategyConfig::recompute_granularity},
     {"te_version", &StrategyConfig::te_version},
+    {"pipeline_model_parallel_layout", &StrategyConfig::pipeline_model_parallel_layout},
 };
 
 // A version component above this is not a version (and would overflow when parsed).
@@ -131,7 +133,14 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   r.opt("attention_sparse_ratio", s.attention_sparse_ratio);
   r.opt("mem_factor", s.mem_factor);
   r.opt("megatron_recompute_modules", s.megatron_recompute_modules);
+  // Megatron's name for interleaving_size (the peer's key).
+  std::optional<int64_t> virtual_stages;
+  r.opt("num_virtual_stages_per_pipeline_rank", virtual_stages);
   r.finish();
+  if (virtual_stages && r.has("interleaving_size"))
+    issues.add("/num_virtual_stages_per_pipeline_rank", "is Megatron's name for interleaving_size; give one of the two");
+  else if (virtual_stages)
+    s.interleaving_size = *virtual_stages;
 
   // Upper bounds keep every product of sizes far from int64 overflow and every replay bounded.
   const struct { const char* name; int64_t v; int64_t max; } bounded[] = {
@@ -142,13 +151,14 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
       {"interleaving_size", s.interleaving_size, 1 << 8}, {"recompute_layer_num", s.recompute_layer_num, 1 << 20},
       {"num_layers_in_first_pipeline_stage", s.num_layers_in_first_pipeline_stage.value_or(1), 1 << 20},
       {"num_layers_in_last_pipeline_stage", s.num_layers_in_last_pipeline_stage.value_or(1), 1 << 20},
-      {"microbatch_group_size_per_vp_stage", s.microbatch_group_size_per_vp_stage.value_or(1), 1 << 20}};
+      {"microbatch_group_size_per_vp_stage", s.microbatch_group_size_per_vp_stage.value_or(1), 1 << 20},
+      {"num_layers_per_virtual_pipeline_stage", s.num_layers_per_virtual_pipeline_stage.value_or(1), 1 << 20}};
   for (const auto& b : bounded)
     if (b.v > b.max)
       issues.add(std::string("/") + b.name, strprintf("%lld is larger than the supported maximum %lld",
                                                        static_cast<long long>(b.v), static_cast<long long>(b.max)));
   for (const char* k : {"num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
-                        "microbatch_group_size_per_vp_stage"})
+                        "microbatch_group_size_per_vp_stage", "num_layers_per_virtual_pipeline_stage"})
     if (r.has(k) && doc.at(k).is_number() && doc.at(k).get<double>() < 1)
       issues.add(std::string("/") + k, "must be ≥ 1");
   for (const char* k : {"seq_len", "micro_batch_size", "micro_batch_num"})
@@ -157,7 +167,8 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
       {"seq_len", s.seq_len}, {"micro_batch_size", s.micro_batch_size},
       {"micro_batch_num", s.micro_batch_num}, {"world_size", s.world_size},
       {"tp_size", s.tp_size}, {"cp_size", s.cp_size}, {"pp_size", s.pp_size},
-      {"ep_size", s.ep_size}, {"etp_size", s.etp_size}, {"interleaving_size", s.interleaving_size}};
+      {"ep_size", s.ep_size}, {"etp_size", s.etp_size}, {"interleaving_size", s.interleaving_size},
+      {"num_virtual_stages_per_pipeline_rank", s.interleaving_size}};
   for (const auto& p : positive)
     if (r.has(p.name) && p.v < 1)
       issues.add(std::string("/") + p.name, "must be ≥ 1, got " + std::to_string(p.v));
@@ -246,7 +257,8 @@ std::vector<std::string> strategy_keys() {
   for (const auto& f : kStrFields) keys.emplace_back(f.name);
   for (const auto& f : kOptIntFields) keys.emplace_back(f.name);
   for (const auto& f : kOptStrFields) keys.emplace_back(f.name);
-  for (const char* k : {"attention_sparse_ratio", "mem_factor", "megatron_recompute_modules"})
+  for (const char* k : {"attention_sparse_ratio", "mem_factor", "megatron_recompute_modules",
+                        "num_virtual_stages_per_pipeline_rank"})
     keys.emplace_back(k);
   return keys;
 }

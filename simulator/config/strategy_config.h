@@ -32,6 +32,9 @@ struct StrategyConfig {
   bool enable_sequence_parallel = true;
   int64_t interleaving_size = 1;
   std::optional<int64_t> microbatch_group_size_per_vp_stage;
+  // Pipeline layouts (Megatron)
+  std::optional<std::string> pipeline_model_parallel_layout;  // e.g. "Et*3|(tt|)*29,m|L"
+  std::optional<int64_t> num_layers_per_virtual_pipeline_stage;  // sets the virtual stages per rank
   bool pp_comm_async = true;           // Megatron's overlap_p2p_comm (interleaved schedule)
   std::string pipeline_schedule = "1f1b";  // "1f1b" (interleaved when interleaving_size > 1) or "zero_bubble_h1"
   bool enable_straggler_model = true;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "config/pipeline_layout.h"
 #include "core/text.h"
 
 namespace trainsim {
@@ -91,7 +92,8 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
 
   // Work bounds first: the readers cap each size (so these products cannot overflow), but their
   // products drive the replay and the per-layer tables.
-  const int64_t slots = pp * std::max<int64_t>(1, s.interleaving_size) * s.micro_batch_num;
+  const int64_t vpp = virtual_stages_per_rank(m, s);
+  const int64_t slots = pp * std::max<int64_t>(1, vpp) * s.micro_batch_num;
   if (slots > kMaxPipelineSlots)
     add("/micro_batch_num", strprintf("pp_size·interleaving_size·micro_batch_num = %lld is above the "
                                       "limit %lld; use fewer, larger micro-batches",
@@ -142,13 +144,32 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   if (m.is_mla() && cp > 1)
     add("/cp_size", "MLA attention with context parallelism is not supported by TransformerEngine; valid values: 1");
 
-  StageLayers layers;
-  std::string why;
-  if (!split_layers(m.layer_num, s, layers, &why)) add("/pp_size", why);
-  if (pp > m.layer_num)
+  if (mode == Mode::SimuMax12) {
+    StageLayers layers;
+    std::string why;
+    if (!split_layers(m.layer_num, s, layers, &why)) add("/pp_size", why);
+    if (s.pipeline_model_parallel_layout)
+      add("/pipeline_model_parallel_layout", "is not part of SimuMax v1.2; use the default mode");
+    if (s.num_layers_per_virtual_pipeline_stage)
+      add("/num_layers_per_virtual_pipeline_stage", "is not part of SimuMax v1.2; use interleaving_size");
+  } else {
+    std::vector<VirtualStage> stages;
+    std::string path, why;
+    if (!pipeline_stages(m, s, stages, &path, &why)) add(path, why);
+  }
+  if (mode == Mode::Default && pp == 1 &&
+      (s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split))
+    add(s.account_for_embedding_in_pipeline_split ? "/account_for_embedding_in_pipeline_split"
+                                                  : "/account_for_loss_in_pipeline_split",
+        "changes nothing with pp_size 1 (the one stage holds every layer); remove it");
+  if (mode == Mode::Default && vpp == 1 && s.microbatch_group_size_per_vp_stage)
+    add("/microbatch_group_size_per_vp_stage",
+        "changes nothing without an interleaved pipeline (one virtual stage per rank); remove it");
+  // A layout may leave stages empty; the flags give every stage at least one layer.
+  if (pp > m.layer_num && !s.pipeline_model_parallel_layout)
     add("/pp_size", strprintf("%lld exceeds layer_num (%lld)", ll(pp), ll(m.layer_num)));
 
-  if (s.interleaving_size > 1) {
+  if (vpp > 1) {
     if (mode == Mode::SimuMax12) {
       if (pp < 3)
         add("/interleaving_size", "SimuMax 1.2 models the interleaved pipeline for pp_size ≥ 3 only; the default mode models pp_size 2");
@@ -172,21 +193,12 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
             strprintf("Megatron's interleaved schedule needs pp_size (%lld) ≤ microbatch_group_size_per_vp_stage "
                       "(%lld) ≤ micro_batch_num (%lld)",
                       ll(pp), ll(group), ll(s.micro_batch_num)));
-      StageLayers sl;
-      if (split_layers(m.layer_num, s, sl, nullptr)) {
-        const int64_t v = s.interleaving_size;
-        const struct { const char* what; int64_t n; } stages[] = {{"first", sl.first}, {"middle", sl.middle}, {"last", sl.last}};
-        for (const auto& st : stages)
-          if ((pp > 2 || std::string(st.what) != "middle") && st.n % v != 0)
-            add("/interleaving_size", strprintf("the %s pipeline stage's %lld layers do not divide into %lld virtual chunks",
-                                                st.what, ll(st.n), ll(v)));
-      }
     }
   }
   if (s.pipeline_schedule == "zero_bubble_h1") {
     if (mode == Mode::SimuMax12)
       add("/pipeline_schedule", "SimuMax 1.2 has no zero-bubble schedule; use the default mode");
-    if (s.interleaving_size > 1)
+    if (vpp > 1)
       add("/pipeline_schedule", "zero_bubble_h1 is a non-interleaved schedule; set interleaving_size to 1");
     if (pp < 2)
       add("/pipeline_schedule", "zero_bubble_h1 changes nothing with pp_size 1; use 1f1b");

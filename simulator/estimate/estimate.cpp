@@ -267,7 +267,7 @@ class ChunkResults {
     } else {
       EstimateCache::Impl& c = cache_->impl();
       std::string key = base_key_;
-      for (int64_t v : {spec.layers, spec.dense_layers, spec.recompute_layers, plan_.padded_vocab})
+      for (int64_t v : {spec.layers, spec.dense_layers, spec.recompute_layers, spec.mtp_layers, plan_.padded_vocab})
         key.append(reinterpret_cast<const char*>(&v), sizeof v);
       key += spec.embedding ? 'E' : '-';
       key += spec.head ? 'H' : '-';
@@ -300,11 +300,12 @@ ChunkSpec rank_spec(const Plan& p, int64_t r) {
   const auto& cs = p.chunks[static_cast<size_t>(r)];
   if (cs.size() == 1) return cs[0];
   ChunkSpec all;
-  all.embedding = r == 0;
-  all.head = r == p.pp - 1;
   for (const auto& c : cs) {
+    all.embedding = all.embedding || c.embedding;
+    all.head = all.head || c.head;
     all.layers += c.layers;
     all.dense_layers += c.dense_layers;
+    all.mtp_layers += c.mtp_layers;
   }
   all.recompute_layers = p.strategy->is_recompute() ? std::min(all.layers, p.strategy->recompute_layer_num) : 0;
   return all;

@@ -93,6 +93,7 @@ struct Chunk {
 struct ChunkSpec {
   bool embedding = false, head = false;
   int64_t layers = 0, dense_layers = 0, recompute_layers = 0;
+  int64_t mtp_layers = 0;  // MTP layers (after the decoder layers, before the head)
   bool operator==(const ChunkSpec&) const = default;
 };
 

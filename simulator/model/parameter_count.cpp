@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "config/validate.h"
+#include "config/pipeline_layout.h"
 
 namespace trainsim {
 namespace {
@@ -95,39 +95,29 @@ ParameterCount count_parameters(const ModelConfig& m, const StrategyConfig& s) {
     out.active += layer_at(i).active;
   }
 
-  // Layers of each pipeline rank, in Megatron's global order (virtual chunk c of rank r holds
-  // layers [(c·pp + r)·Lc, +Lc) with an interleaved pipeline).
-  StageLayers split;
-  const int64_t pp = std::max<int64_t>(1, s.pp_size), v = std::max<int64_t>(1, s.interleaving_size);
-  if (!split_layers(m.layer_num, s, split, nullptr)) return out;
-  if (v > 1 && m.layer_num % (pp * v) != 0) return out;
-  std::vector<std::vector<int64_t>> owned(static_cast<size_t>(pp));
-  if (v > 1) {
-    const int64_t per_chunk = m.layer_num / (pp * v);
-    for (int64_t i = 0; i < m.layer_num; ++i)
-      owned[static_cast<size_t>((i / per_chunk) % pp)].push_back(i);
-  } else {
-    int64_t next = 0;
-    for (int64_t r = 0; r < pp; ++r) {
-      const int64_t n = r == 0 ? split.first : (r == pp - 1 ? split.last : split.middle);
-      for (int64_t j = 0; j < n; ++j) owned[static_cast<size_t>(r)].push_back(next++);
+  // Layers of each pipeline rank in Megatron's global order: virtual stage i = c·pp + r holds the
+  // next layers and runs on rank r (pipeline_layout.h).
+  std::vector<VirtualStage> stages;
+  if (!pipeline_stages(m, s, stages, nullptr, nullptr)) return out;
+  const int64_t pp = std::max<int64_t>(1, s.pp_size);
+  // Without a layout the MTP layers sit on the last rank, after the decoder (Megatron).
+  if (!s.pipeline_model_parallel_layout) stages.back().mtp_layers = m.mtp_num_layers;
+  out.stages.resize(static_cast<size_t>(pp));
+  int64_t next = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const VirtualStage& vs = stages[i];
+    StageParameters& st = out.stages[i % static_cast<size_t>(pp)];
+    st.stage = static_cast<int64_t>(i) % pp;
+    st.layers += vs.layers;
+    for (int64_t j = 0; j < vs.layers; ++j, ++next) {
+      st.total += layer_at(next).total;
+      st.active += layer_at(next).active;
     }
-  }
-  for (int64_t r = 0; r < pp; ++r) {
-    StageParameters st;
-    st.stage = r;
-    st.layers = static_cast<int64_t>(owned[static_cast<size_t>(r)].size());
-    for (int64_t i : owned[static_cast<size_t>(r)]) {
-      st.total += layer_at(i).total;
-      st.active += layer_at(i).active;
-    }
-    int64_t ends = 0;
-    if (r == 0) ends += out.embedding;
-    // The last rank holds the output layer (its own copy of a tied embedding when pp > 1).
-    if (r == pp - 1) ends += head + (m.tie_word_embeddings && pp > 1 ? out.embedding : 0);
-    st.total += ends + (r == pp - 1 ? m.mtp_num_layers * mtp.total : 0);
-    st.active += ends + (r == pp - 1 ? m.mtp_num_layers * mtp.active : 0);
-    out.stages.push_back(st);
+    // The loss stage holds the output layer (its own copy of a tied embedding when pp > 1).
+    const int64_t ends = (vs.embedding ? out.embedding : 0) +
+                         (vs.loss ? head + (m.tie_word_embeddings && pp > 1 ? out.embedding : 0) : 0);
+    st.total += ends + vs.mtp_layers * mtp.total;
+    st.active += ends + vs.mtp_layers * mtp.active;
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "config/pipeline_layout.h"
 #include "core/error.h"
 #include "core/text.h"
 
@@ -68,7 +69,7 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
   p.tp = s.tp_size;
   p.cp = s.cp_size;
   p.pp = s.pp_size;
-  p.vpp = s.interleaving_size;
+  p.vpp = virtual_stages_per_rank(m, s);
   p.ep = s.ep_size;
   p.etp = s.etp_size;
   p.sp = s.sp();
@@ -119,29 +120,39 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
                                   static_cast<long long>(p.micro_batch_num), static_cast<long long>(p.vp_group)));
   }
 
-  // Chunks: virtual stage c·pp + r holds the next layers in model order; leading dense layers
-  // of a MoE model land on the first virtual stages; the embedding on (rank 0, chunk 0) and the
-  // head on (last rank, last chunk). Recompute covers the first recompute_layer_num layers of
-  // every chunk (the peer's rule, per Megatron virtual chunk).
-  StageLayers split;
-  std::string why;
-  const bool split_ok = split_layers(m.layer_num, s, split, &why);
-  TRAINSIM_ASSERT(split_ok, "validate_plan accepted an illegal layer split");
-  const auto per_rank = rank_layers(split, p.pp);
+  // Chunks: virtual stage i = c·pp + r runs on rank r as chunk c and holds the next layers in
+  // model order; leading dense layers of a MoE model land on the first virtual stages.
+  // Recompute covers the first recompute_layer_num layers of every chunk (the peer's rule, per
+  // Megatron virtual chunk).
+  std::vector<VirtualStage> stages;
+  if (mode == Mode::Default) {
+    const bool ok = pipeline_stages(m, s, stages, nullptr, nullptr);
+    TRAINSIM_ASSERT(ok, "validate_plan accepted an illegal pipeline split");
+  } else {
+    // The peer's split: the embedding on (rank 0, chunk 0), the head on (last rank, last chunk).
+    StageLayers split;
+    const bool split_ok = split_layers(m.layer_num, s, split, nullptr);
+    TRAINSIM_ASSERT(split_ok, "validate_plan accepted an illegal layer split");
+    const auto per_rank = rank_layers(split, p.pp);
+    stages.resize(static_cast<size_t>(p.pp * p.vpp));
+    for (int64_t i = 0; i < p.pp * p.vpp; ++i) stages[static_cast<size_t>(i)].layers = per_rank[static_cast<size_t>(i % p.pp)] / p.vpp;
+    stages.front().embedding = true;
+    stages.back().loss = true;
+  }
   const int64_t dense = m.is_moe() ? m.dense_layers : 0;
   p.chunks.assign(static_cast<size_t>(p.pp), std::vector<ChunkSpec>(static_cast<size_t>(p.vpp)));
   int64_t offset = 0;
-  for (int64_t c = 0; c < p.vpp; ++c)
-    for (int64_t r = 0; r < p.pp; ++r) {
-      const int64_t n = per_rank[static_cast<size_t>(r)] / p.vpp;
-      ChunkSpec& cs = p.chunks[static_cast<size_t>(r)][static_cast<size_t>(c)];
-      cs.embedding = r == 0 && c == 0;
-      cs.head = r == p.pp - 1 && c == p.vpp - 1;
-      cs.layers = n;
-      cs.dense_layers = std::clamp<int64_t>(dense - offset, 0, n);
-      cs.recompute_layers = s.is_recompute() ? std::min(n, s.recompute_layer_num) : 0;
-      offset += n;
-    }
+  for (int64_t i = 0; i < p.pp * p.vpp; ++i) {
+    const VirtualStage& st = stages[static_cast<size_t>(i)];
+    ChunkSpec& cs = p.chunks[static_cast<size_t>(i % p.pp)][static_cast<size_t>(i / p.pp)];
+    cs.embedding = st.embedding;
+    cs.head = st.loss;
+    cs.layers = st.layers;
+    cs.mtp_layers = st.mtp_layers;
+    cs.dense_layers = std::clamp<int64_t>(dense - offset, 0, st.layers);
+    cs.recompute_layers = s.is_recompute() ? std::min(st.layers, s.recompute_layer_num) : 0;
+    offset += st.layers;
+  }
   return p;
 }
 
@@ -186,6 +197,8 @@ uint64_t chunk_strategy_hash(const StrategyConfig& s) {
   c.pp_size = d.pp_size;
   c.micro_batch_num = d.micro_batch_num;
   c.interleaving_size = d.interleaving_size;
+  c.pipeline_model_parallel_layout = d.pipeline_model_parallel_layout;
+  c.num_layers_per_virtual_pipeline_stage = d.num_layers_per_virtual_pipeline_stage;
   c.microbatch_group_size_per_vp_stage = d.microbatch_group_size_per_vp_stage;
   c.num_layers_in_first_pipeline_stage = d.num_layers_in_first_pipeline_stage;
   c.num_layers_in_last_pipeline_stage = d.num_layers_in_last_pipeline_stage;

@@ -161,6 +161,9 @@ StrategyConfig Worker::layout_strategy(const Layout& l, int64_t mbs, bool& expre
   s.micro_batch_num = 1;
   s.num_layers_in_first_pipeline_stage.reset();
   s.num_layers_in_last_pipeline_stage.reset();
+  // The search chooses the split and the virtual stages itself.
+  s.pipeline_model_parallel_layout.reset();
+  s.num_layers_per_virtual_pipeline_stage.reset();
   set_recompute(s, RecomputeKind::None, 0);
   expressible = true;
   if (l.split != PipelineSplit::Even) {
