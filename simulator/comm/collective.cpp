@@ -18,7 +18,7 @@ const char* collective_name(Collective c) {
   return "?";
 }
 
-NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s) {
+NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s, Mode mode) {
   const int64_t npn = sys.num_per_node, tp = s.tp_size, cp = s.cp_size, dp = s.dp_size();
   const int64_t ep = s.ep_size, etp = s.etp_size, edp = s.edp_size(), pp = s.pp_size;
   NetworkChoice c;
@@ -40,6 +40,19 @@ NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s) 
     return c;
   }
   auto nv = [](bool intra) -> std::string { return intra ? "high_intra_node" : "inter_node"; };
+  if (mode == Mode::Default) {
+    const int64_t domain = nvlink_domain(sys);
+    // Groups are blocks of `span` consecutive ranks, aligned at multiples of the span.
+    auto inside = [&](int64_t span) { return span <= domain && domain % span == 0; };
+    set(Group::TP, nv(inside(tp)));
+    set(Group::CP, nv(inside(tp * cp)));
+    set(Group::DP, nv(inside(tp * cp * dp)));
+    set(Group::PP, nv(pp == 1 || s.world_size <= domain));
+    set(Group::EP, nv(inside(ep * etp)));
+    set(Group::ETP, nv(inside(etp)));
+    set(Group::EDP, nv(inside(etp * ep * edp)));
+    return c;
+  }
   set(Group::TP, nv(tp <= npn));
   set(Group::CP, nv(tp * cp <= npn));
   set(Group::DP, nv(tp * cp * dp <= npn));

@@ -5,6 +5,7 @@
 #include <array>
 #include <string>
 
+#include "config/mode.h"
 #include "config/strategy_config.h"
 #include "config/system_config.h"
 #include "model/graph.h"
@@ -17,9 +18,13 @@ struct NetworkChoice {
   [[nodiscard]] const std::string& of(Group g) const { return name[static_cast<int>(g)]; }
 };
 
-/// Picks the network of each group from its cumulative size against num_per_node, with rank
-/// order tp → cp → dp → pp (NVLink or PCIe templates). User `*_net` values are ignored, as the peer.
-[[nodiscard]] NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s);
+/// Picks the network of each group from the ranks it spans in Megatron's order tp-cp-ep-dp-pp
+/// (NVLink or PCIe templates). SimuMax12: the peer's test of the span against num_per_node.
+/// Default: a group is on high_intra_node only when every instance of it lies inside one NVLink
+/// domain (nvlink_domain(sys) GPUs): span ≤ domain and the domain a multiple of the span; the
+/// pipeline group only when the whole world fits one domain (its slowest p2p pair sets the pace).
+/// User `*_net` values are ignored, as the peer.
+[[nodiscard]] NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s, Mode mode);
 
 /// Seconds for one collective over `n` ranks on `net` of `bytes` (the full tensor).
 /// `stage` is the peer's comm_stage tag ("dp_cp", "edp", "tp", "cp", "ep", ...).

@@ -1,6 +1,7 @@
 // System JSON reader and writer (SimuMax-compatible; `gbps` is GiB/s, latencies in µs).
 #include "config/system_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "config/json_reader.h"
@@ -112,6 +113,12 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
   top.opt("FC8", sys.fc8);
   if (sys.num_per_node < 1 || sys.num_per_node > (1 << 16))
     issues.add("/num_per_node", "must be in 1..65536");
+  top.opt("nvlink_domain_size", sys.nvlink_domain_size);
+  if (sys.nvlink_domain_size && (*sys.nvlink_domain_size < sys.num_per_node || *sys.nvlink_domain_size > (1 << 20) ||
+                                 *sys.nvlink_domain_size % std::max<int64_t>(1, sys.num_per_node) != 0))
+    issues.add("/nvlink_domain_size", strprintf("must be a multiple of num_per_node (%lld) up to 1048576, got %lld",
+                                                static_cast<long long>(sys.num_per_node),
+                                                static_cast<long long>(*sys.nvlink_domain_size)));
 
   if (const json* acc = top.object("accelerator", true)) {
     ObjectReader a(*acc, "/accelerator", issues);
@@ -243,6 +250,8 @@ json bandwidth_json(const BandwidthConfig& bw) {
 
 }  // namespace
 
+int64_t nvlink_domain(const SystemConfig& sys) { return sys.nvlink_domain_size.value_or(sys.num_per_node); }
+
 std::string system_to_json_text(const SystemConfig& sys, int indent) {
   json j;
   if (!sys.schema_version.empty()) j["schema_version"] = sys.schema_version;
@@ -250,6 +259,7 @@ std::string system_to_json_text(const SystemConfig& sys, int indent) {
   j["sys_name"] = sys.sys_name;
   j["num_per_node"] = sys.num_per_node;
   if (sys.has_fc8) j["FC8"] = sys.fc8;
+  if (sys.nvlink_domain_size) j["nvlink_domain_size"] = *sys.nvlink_domain_size;
   json acc;
   acc["backend"] = sys.backend;
   acc["mem_gbs"] = clean(sys.mem_bytes / kGiB);

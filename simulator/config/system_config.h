@@ -62,6 +62,9 @@ struct SystemConfig {
   std::map<std::string, BandwidthConfig, std::less<>> bandwidths;
   bool intra_with_pcie = false;
   std::map<std::string, NetworkConfig> networks;
+  /// GPUs in one NVLink domain (JSON `nvlink_domain_size`; GB200 NVL72: 72): groups inside one
+  /// domain use high_intra_node. Absent: the node (num_per_node), as the peer.
+  std::optional<int64_t> nvlink_domain_size;
   /// trainsim extensions (ignored by the peer): schema version, free-text description and
   /// provenance (JSON text) of measured files.
   std::string schema_version;
@@ -71,6 +74,9 @@ struct SystemConfig {
   /// place calls refresh_fingerprint. Estimate caches key on it, so it must follow the content.
   uint64_t fingerprint = 0;
 };
+
+/// GPUs sharing one NVLink domain: nvlink_domain_size, or the node.
+[[nodiscard]] int64_t nvlink_domain(const SystemConfig& sys);
 
 /// Recomputes `sys.fingerprint` from its content.
 void refresh_fingerprint(SystemConfig& sys);

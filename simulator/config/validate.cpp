@@ -235,6 +235,15 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
     add("/cache_groupgemm_col_fp8_inputs", "needs fp8");
 
+  // Tier keys of the system file (trainsim's, default mode).
+  if (mode == Mode::SimuMax12) {
+    if (sys.nvlink_domain_size)
+      issues.push_back({src.system, "/nvlink_domain_size", "is not part of SimuMax v1.2; use the default mode"});
+  } else if (sys.nvlink_domain_size && sys.intra_with_pcie) {
+    issues.push_back({src.system, "/nvlink_domain_size",
+                      "changes nothing on a PCIe system (networks/intra_with_pcie true); remove it"});
+  }
+
   // System entries the plan will use.
   auto need_op = [&](const char* name) {
     auto it = sys.ops.find(name);

@@ -81,7 +81,7 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
 
   p.dp = s.dp_size();
   p.edp = s.edp_size();
-  p.nets = choose_networks(sys, s);
+  p.nets = choose_networks(sys, s, mode);
   p.padded_vocab = padded_vocab_size(m.vocab_size, s.tp_size);
   p.straggler_ratio = straggler_ratio(s, sys);
 

@@ -176,7 +176,8 @@ TEST_P(PresetTest, CarriesItsFacts) {
   EXPECT_GT(sys.ops.at("default").peak_flops, 0);
   EXPECT_GT(sys.bandwidths.at("default").bytes_per_s, 0);
   EXPECT_GT(sys.mem_bytes, 0);
-  EXPECT_EQ(sys.num_per_node, 8);
+  // HGX/DGX nodes of 8 GPUs; rack-scale NVLink systems (GB200 NVL72) are 4-GPU trays in one domain.
+  EXPECT_EQ(sys.num_per_node, sys.nvlink_domain_size ? 4 : 8);
   EXPECT_FALSE(sys.description.empty());
   const std::vector<std::string> groups =
       sys.intra_with_pcie
@@ -213,7 +214,9 @@ TEST_P(PresetTest, CarriesItsFacts) {
     EXPECT_EQ(sys.schema_version, "1.0.0");
     EXPECT_NE(sys.description.find("datasheet figures with default efficiencies, not measured"),
               std::string::npos);
-    EXPECT_TRUE(sys.provenance_json.empty());
+    const auto prov = nlohmann::json::parse(sys.provenance_json);
+    EXPECT_EQ(prov["kind"], "datasheet figures");
+    EXPECT_FALSE(prov["source"].get<std::string>().empty());
     for (const char* op : {"default", "matmul", "fp8_matmul", "group_matmul", "fp8_group_matmul",
                            "sdp_fwd", "sdp_bwd"}) {
       ASSERT_TRUE(sys.ops.count(op)) << op;
