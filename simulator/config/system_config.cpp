@@ -119,6 +119,10 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
     issues.add("/nvlink_domain_size", strprintf("must be a multiple of num_per_node (%lld) up to 1048576, got %lld",
                                                 static_cast<long long>(sys.num_per_node),
                                                 static_cast<long long>(*sys.nvlink_domain_size)));
+  top.opt("straggler_jitter", sys.straggler_jitter);
+  if (sys.straggler_jitter && !(*sys.straggler_jitter >= 0 && *sys.straggler_jitter <= 1))
+    issues.add("/straggler_jitter", "must be in [0, 1] (relative step-time jitter of one node), got " +
+                                        format_number(*sys.straggler_jitter));
 
   if (const json* acc = top.object("accelerator", true)) {
     ObjectReader a(*acc, "/accelerator", issues);
@@ -260,6 +264,7 @@ std::string system_to_json_text(const SystemConfig& sys, int indent) {
   j["num_per_node"] = sys.num_per_node;
   if (sys.has_fc8) j["FC8"] = sys.fc8;
   if (sys.nvlink_domain_size) j["nvlink_domain_size"] = *sys.nvlink_domain_size;
+  if (sys.straggler_jitter) j["straggler_jitter"] = *sys.straggler_jitter;
   json acc;
   acc["backend"] = sys.backend;
   acc["mem_gbs"] = clean(sys.mem_bytes / kGiB);

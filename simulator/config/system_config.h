@@ -65,6 +65,9 @@ struct SystemConfig {
   /// GPUs in one NVLink domain (JSON `nvlink_domain_size`; GB200 NVL72: 72): groups inside one
   /// domain use high_intra_node. Absent: the node (num_per_node), as the peer.
   std::optional<int64_t> nvlink_domain_size;
+  /// Relative step-time jitter of one node (JSON `straggler_jitter`), the coefficient of the
+  /// straggler tail model. Absent: kDefaultStragglerJitter, the peer's constant.
+  std::optional<double> straggler_jitter;
   /// trainsim extensions (ignored by the peer): schema version, free-text description and
   /// provenance (JSON text) of measured files.
   std::string schema_version;
@@ -75,6 +78,8 @@ struct SystemConfig {
   uint64_t fingerprint = 0;
 };
 
+/// The peer's straggler coefficient (SimuMax v1.2), used when the system file gives none.
+inline constexpr double kDefaultStragglerJitter = 0.09;
 /// GPUs sharing one NVLink domain: nvlink_domain_size, or the node.
 [[nodiscard]] int64_t nvlink_domain(const SystemConfig& sys);
 

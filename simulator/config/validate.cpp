@@ -235,10 +235,12 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
     add("/cache_groupgemm_col_fp8_inputs", "needs fp8");
 
-  // Tier keys of the system file (trainsim's, default mode).
+  // Tier and straggler keys of the system file (trainsim's, default mode).
   if (mode == Mode::SimuMax12) {
     if (sys.nvlink_domain_size)
       issues.push_back({src.system, "/nvlink_domain_size", "is not part of SimuMax v1.2; use the default mode"});
+    if (sys.straggler_jitter)
+      issues.push_back({src.system, "/straggler_jitter", "is not part of SimuMax v1.2; use the default mode"});
   } else if (sys.nvlink_domain_size && sys.intra_with_pcie) {
     issues.push_back({src.system, "/nvlink_domain_size",
                       "changes nothing on a PCIe system (networks/intra_with_pcie true); remove it"});

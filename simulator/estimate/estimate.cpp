@@ -350,7 +350,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
   est.edp = plan.edp;
   est.global_batch_size = plan.global_batch_size();
   est.padded_vocab = plan.padded_vocab;
-  est.straggler_ratio = plan.straggler_ratio;
+  est.straggler_ratio = plan.straggler.ratio;
+  est.straggler = plan.straggler;
   const char* group_names[] = {"tp", "cp", "dp", "pp", "ep", "etp", "edp"};
   for (size_t g = 0; g < 7; ++g) est.networks.emplace_back(group_names[g], plan.nets.name[g]);
 
@@ -393,7 +394,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
     rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
     rank_optim[ri] = optimizer_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
   }
-  const double tail_start = pipe * plan.straggler_ratio;
+  const double tail_start = pipe * plan.straggler.ratio;
   for (int64_t r = 0; r < pp; ++r) {
     const auto rr = static_cast<int32_t>(r);
     const auto ri = static_cast<size_t>(r);

@@ -72,6 +72,7 @@ struct Estimate {
   double tflops_per_gpu = 0;
   double tokens_per_s_per_gpu = 0;
   double straggler_ratio = 1;
+  Straggler straggler;  // the ratio's basis
   int64_t dp = 1, edp = 1;
   int64_t global_batch_size = 0;
   int64_t padded_vocab = 0;

@@ -19,14 +19,29 @@ const char* schedule_name(ScheduleKind k) {
   return "?";
 }
 
-double straggler_ratio(const StrategyConfig& s, const SystemConfig& sys) {
-  if (!s.enable_straggler_model) return 1;
-  const int64_t nodes = (s.world_size + sys.num_per_node - 1) / sys.num_per_node;
-  const int64_t n = std::max<int64_t>(1, std::min({nodes, s.dp_size(), s.edp_size()}));
-  if (n <= 1) return 1;
-  // The peer's empirical tail model: 1 + log2 n/(log2 n + 1)·0.09·sqrt(log2 n).
-  const double l = std::log2(static_cast<double>(n));
-  return 1 + l / (l + 1) * 0.09 * std::sqrt(l);
+Straggler straggler_model(const StrategyConfig& s, const SystemConfig& sys) {
+  Straggler out;
+  out.nodes = (s.world_size + sys.num_per_node - 1) / sys.num_per_node;
+  out.replicas = std::max<int64_t>(1, std::min({out.nodes, s.dp_size(), s.edp_size()}));
+  out.jitter = sys.straggler_jitter.value_or(kDefaultStragglerJitter);
+  const auto n = static_cast<long long>(out.replicas);
+  if (!s.enable_straggler_model) {
+    out.basis = "off (strategy enable_straggler_model false)";
+    return out;
+  }
+  if (out.replicas <= 1) {
+    out.basis = "1: one replica (min of nodes, dp, edp) has no slower peer to wait for";
+    return out;
+  }
+  // The peer's empirical tail model: 1 + j·log2 n/(log2 n + 1)·sqrt(log2 n).
+  const double l = std::log2(static_cast<double>(out.replicas));
+  out.ratio = 1 + l / (l + 1) * out.jitter * std::sqrt(l);
+  out.basis = strprintf("1 + j·log2 n/(log2 n + 1)·sqrt(log2 n) with n = %lld replicas (min of %lld nodes, dp %lld, "
+                        "edp %lld), j = %g (%s)",
+                        n, static_cast<long long>(out.nodes), static_cast<long long>(s.dp_size()),
+                        static_cast<long long>(s.edp_size()), out.jitter,
+                        sys.straggler_jitter ? "system straggler_jitter" : "default, SimuMax v1.2's constant");
+  return out;
 }
 
 Program Plan::program() const {
@@ -83,7 +98,7 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
   p.edp = s.edp_size();
   p.nets = choose_networks(sys, s, mode);
   p.padded_vocab = padded_vocab_size(m.vocab_size, s.tp_size);
-  p.straggler_ratio = straggler_ratio(s, sys);
+  p.straggler = straggler_model(s, sys);
 
   if (s.pipeline_schedule == "zero_bubble_h1") {
     p.schedule = ScheduleKind::ZeroBubbleH1;

@@ -21,6 +21,15 @@
 
 namespace trainsim {
 
+/// The straggler allowance on the pipeline time, with its basis (shown in the summary and JSON).
+struct Straggler {
+  double ratio = 1;       // pipeline time × ratio before the DP/optimizer tail
+  int64_t nodes = 1;      // ⌈world_size / num_per_node⌉
+  int64_t replicas = 1;   // independent replicas that must all arrive: min(nodes, dp, edp)
+  double jitter = 0;      // coefficient: system straggler_jitter, or the peer's 0.09
+  std::string basis;      // one line: where the ratio comes from
+};
+
 enum class ScheduleKind : uint8_t { OneFOneB, Interleaved, ZeroBubbleH1 };
 [[nodiscard]] const char* schedule_name(ScheduleKind k);
 
@@ -42,7 +51,7 @@ struct Plan {
   int64_t padded_vocab = 0;
   /// chunks[rank][chunk]: what each virtual chunk of each pipeline rank holds.
   std::vector<std::vector<ChunkSpec>> chunks;
-  double straggler_ratio = 1;
+  Straggler straggler;
 
   [[nodiscard]] int64_t global_batch_size() const { return micro_batch_size * micro_batch_num * dp; }
   /// The schedule as a program of steps per rank.
@@ -55,9 +64,10 @@ struct Plan {
 [[nodiscard]] Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
                                 Mode mode, const PlanSources& src = {});
 
-/// The straggler factor of a plan: the peer's empirical tail model over the number of
-/// independent data-parallel replicas that must all arrive (1 when disabled or single).
-[[nodiscard]] double straggler_ratio(const StrategyConfig& s, const SystemConfig& sys);
+/// The straggler factor of a plan: the peer's empirical tail model over the number n of
+/// independent data-parallel replicas that must all arrive, 1 + j·log2 n/(log2 n + 1)·sqrt(log2 n),
+/// j = the system's straggler_jitter (default kDefaultStragglerJitter); 1 when disabled or n = 1.
+[[nodiscard]] Straggler straggler_model(const StrategyConfig& s, const SystemConfig& sys);
 
 /// 64-bit content hashes (FNV-1a over the canonical JSON of the config; the system's is its
 /// fingerprint, computed at load). Cache keys derive from these, never from addresses.
