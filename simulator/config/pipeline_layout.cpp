@@ -12,6 +12,8 @@ namespace {
 
 // Letters after expanding repeats; bounds the work a hostile layout can ask for.
 constexpr size_t kMaxLayoutLetters = size_t{1} << 20;
+// Nesting of parenthesised groups (the parser recurses once per level).
+constexpr int kMaxLayoutDepth = 64;
 
 // Recursive descent over: seq := item*; item := atom ('*' digits)?; atom := letter | '|' | '(' seq ')'.
 // The result is the expanded letter sequence, '|' included.
@@ -34,8 +36,10 @@ class LayoutParser {
       std::string atom;
       const char c = t_[pos_];
       if (c == '(') {
+        if (++depth_ > kMaxLayoutDepth) return fail(strprintf("groups nest deeper than %d", kMaxLayoutDepth));
         ++pos_;
         if (!seq(atom)) return false;
+        --depth_;
         skip();
         if (pos_ >= t_.size()) return fail("unmatched '('");
         ++pos_;
@@ -78,6 +82,7 @@ class LayoutParser {
 
   const std::string& t_;
   size_t pos_ = 0;
+  int depth_ = 0;
   std::string why_;
 };
 

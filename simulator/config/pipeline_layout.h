@@ -23,7 +23,8 @@ struct VirtualStage {
 /// Parses a layout string (Megatron `--pipeline-model-parallel-layout`): `|` separates stages,
 /// `E` embedding, `t` decoder layer, `m` MTP layer, `L` output layer + loss, `X*N` repeats the
 /// letter, `|` or parenthesised group X N times, `,` and blanks separate only. Returns false with
-/// a reason on a syntax error or when the layout expands beyond 2^20 letters.
+/// a reason on a syntax error, when the layout expands beyond 2^20 letters or nests groups deeper
+/// than 64.
 [[nodiscard]] bool parse_pipeline_layout(const std::string& text, std::vector<VirtualStage>& out,
                                          std::string* reason);
 

@@ -55,6 +55,7 @@ TEST(PipelineLayoutParse, SyntaxErrorsSayWhere) {
                                  "L (output layer and loss), | (next stage) at character 2");
   // 1024 × 1025 letters: refused before anything is expanded.
   EXPECT_EQ(parse_error("(t*1024)*1025"), "expands to more than 1048576 letters at character 14");
+  EXPECT_EQ(parse_error(std::string(100000, '(')), "groups nest deeper than 64 at character 65");
 }
 
 class PipelineStagesTest : public ::testing::Test {
