@@ -207,13 +207,19 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
                        "(--nproc-per-node, --nnodes), --world-size or --dp");
     const int64_t pp = int_key(strategy_doc, "pp_size", 1);
     if (meg->layers_per_virtual_stage && !overridden("interleaving_size") && sane(pp)) {
+      // Megatron (arguments.py): an accounted embedding / loss counts as one layer each.
       const int64_t n = *meg->layers_per_virtual_stage;
-      if (!sane(n) || out.model.layer_num % (pp * n) != 0)
+      const auto counted = [&](const char* key) {
+        return strategy_doc.contains(key) && strategy_doc[key].is_boolean() && strategy_doc[key].get<bool>() ? 1 : 0;
+      };
+      const int64_t layers = out.model.layer_num + counted("account_for_embedding_in_pipeline_split") +
+                             counted("account_for_loss_in_pipeline_split");
+      if (!sane(n) || layers % (pp * n) != 0)
         throw ConfigError(meg->source, "--num-layers-per-virtual-pipeline-stage",
                           strprintf("%lld layers per virtual stage do not divide %lld layers over pp %lld",
-                                    static_cast<long long>(n), static_cast<long long>(out.model.layer_num),
+                                    static_cast<long long>(n), static_cast<long long>(layers),
                                     static_cast<long long>(pp)));
-      strategy_doc["interleaving_size"] = out.model.layer_num / (pp * n);
+      strategy_doc["interleaving_size"] = layers / (pp * n);
     }
     if (meg->recompute_all_layers && !overridden("recompute_layer_num"))
       strategy_doc["recompute_layer_num"] = out.model.layer_num;

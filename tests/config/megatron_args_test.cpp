@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "estimate/estimate.h"
 #include "test_errors.h"
+#include "test_presets.h"
 
 namespace trainsim {
 namespace {
@@ -220,6 +221,33 @@ TEST(MegatronArgs, MegatronMoeDefaultsApplyToAModelFile) {
   EXPECT_EQ(grouped.model.group_linear_mode, "parallel");
   EXPECT_TRUE(grouped.model.moe_pad_expert_input_to_capacity);
   EXPECT_EQ(grouped.model.capacity, 1.25);
+}
+
+// Pipeline switches from the command line reach the Plan as Megatron builds them.
+TEST(MegatronArgs, PipelineLayoutAndVirtualStages) {
+  PlanRequest r;
+  const std::string base = "torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 30 --hidden-size 256 "
+                           "--num-attention-heads 4 --vocab-size 1000 --seq-length 128 --micro-batch-size 1 "
+                           "--global-batch-size 16 --pipeline-model-parallel-size 4 ";
+  // 30 layers + embedding + loss = 32 over pp 4 = 8 per rank; 4 per virtual stage → v = 2.
+  r.megatron = ConfigText{base + "--num-layers-per-virtual-pipeline-stage 4 --account-for-embedding-in-pipeline-split "
+                                 "--account-for-loss-in-pipeline-split",
+                          "args.txt"};
+  PlanConfigs p = build_plan(r, "", "");
+  EXPECT_EQ(p.strategy.interleaving_size, 2);
+  const SystemConfig sys = test::preset_system("h100-sxm-80g");
+  Plan plan = resolve_plan(p.model, p.strategy, sys, Mode::Default);
+  EXPECT_EQ(plan.chunks[0][0].layers, 3);
+  EXPECT_EQ(plan.chunks[3][1].layers, 3);
+  // The layout string, quotes and all, becomes the strategy key; 8 stages on pp 4 → v = 2.
+  r.megatron = ConfigText{base + "--pipeline-model-parallel-layout 'Et*2|(t*4|)*6,t*4L'", "args.txt"};
+  p = build_plan(r, "", "");
+  EXPECT_EQ(p.strategy.pipeline_model_parallel_layout, std::optional<std::string>("Et*2|(t*4|)*6,t*4L"));
+  plan = resolve_plan(p.model, p.strategy, sys, Mode::Default);
+  EXPECT_EQ(plan.vpp, 2);
+  EXPECT_EQ(plan.chunks[0][0].layers, 2);
+  EXPECT_EQ(plan.chunks[3][1].layers, 4);
+  EXPECT_TRUE(plan.chunks[3][1].head);
 }
 
 TEST(MegatronArgs, ModelFromFlagsAlone) {
