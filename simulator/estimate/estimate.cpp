@@ -131,15 +131,18 @@ bool tp_overlapped_phases(const Env& env, const Leaf& l, const double (&t)[3], d
     comm[ph] = calls[ph] ? collective_time(env.sys, env.s, env.nets.of(Group::TP), calls[ph]->kind, calls[ph]->bytes,
                                            calls[ph]->n, calls[ph]->stage)
                          : 0;
+  // TE's defaults (initialize_ub): the all-gathers run as ring exchanges driven by copy engines
+  // (1 SM, no SM margin for the GEMM); pipelined reduce-scatters and bulk overlaps take 16 SMs
+  // and launch the GEMM on the rest, which the network's processor_usage describes.
   const double sd = contention(env, Group::TP);
   const int64_t n = f->n;
   if (column) {
-    phase[kFwd] = overlapped_time(OverlapKind::AllGatherThenGemm, t[kFwd], comm[kFwd], n, sd);
+    phase[kFwd] = overlapped_time(OverlapKind::AllGatherThenGemm, t[kFwd], comm[kFwd], n, 0);
     phase[kBwdAct] = overlapped_time(OverlapKind::Bulk, t[kBwdAct], comm[kBwdW], n, sd);
     phase[kBwdW] = overlapped_time(OverlapKind::Bulk, t[kBwdW], comm[kBwdAct], n, sd);
   } else {
     phase[kFwd] = overlapped_time(OverlapKind::GemmThenReduceScatter, t[kFwd], comm[kFwd], n, sd);
-    phase[kBwdAct] = overlapped_time(OverlapKind::AllGatherThenGemm, t[kBwdAct], comm[kBwdAct], n, sd);
+    phase[kBwdAct] = overlapped_time(OverlapKind::AllGatherThenGemm, t[kBwdAct], comm[kBwdAct], n, 0);
     phase[kBwdW] = t[kBwdW];
   }
   return true;
