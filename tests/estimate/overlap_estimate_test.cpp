@@ -152,6 +152,15 @@ TEST_F(OverlapTest, SwitchesThatChangeNothingAreInputErrors) {
             }),
             "s.json: /overlap_param_gather: changes nothing without data parallelism (dp·cp is 1, and edp for "
             "experts); set it to false");
+  EXPECT_EQ(error_of([&] {
+              (void)resolve_plan(m_, strategy(R"(, "tp_size": 8, "overlap_grad_reduce": true)"), sys_, Mode::Default,
+                                 kSrc);
+            }),
+            "s.json: /overlap_grad_reduce: changes nothing without data parallelism (dp·cp is 1, and edp for "
+            "experts); set it to false");
+  // SimuMax accepts it (and ignores it).
+  EXPECT_NO_THROW((void)resolve_plan(m_, strategy(R"(, "tp_size": 8, "overlap_grad_reduce": true)"), sys_,
+                                     Mode::SimuMax12, kSrc));
 }
 
 TEST_F(OverlapTest, NewSwitchesAreNotPartOfSimuMax) {
