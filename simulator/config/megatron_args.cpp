@@ -86,6 +86,8 @@ const Rule kRules[] = {
     // Data parallel and optimizer.
     {"--use-distributed-optimizer", Use::Strategy, R"({"zero_state": 1})"},
     {"--overlap-grad-reduce", Use::Strategy, R"({"overlap_grad_reduce": true})"},
+    {"--overlap-param-gather", Use::Strategy, R"({"overlap_param_gather": true})"},
+    {"--tp-comm-overlap", Use::Strategy, R"({"tp_comm_overlap": true})"},
     {"--grad-reduce-in-bf16", Use::Strategy, R"({"grad_reduce_in_bf16": true})"},
     {"--no-gradient-accumulation-fusion", Use::Strategy, R"({"use_fused_grad_accumulation": false})"},
     // Precision and fused kernels.
@@ -103,9 +105,7 @@ const Rule kRules[] = {
     {"--recompute-modules", Use::Special, ""},
     {"--recompute-activations", Use::Special, ""},
     // Matter for time or memory, not modeled yet.
-    {"--overlap-param-gather", Use::NotModeled, "parameter all-gather overlapped with the forward"},
     {"--overlap-param-gather-with-optimizer-step", Use::NotModeled, "parameter all-gather overlapped with the optimizer step"},
-    {"--tp-comm-overlap", Use::NotModeled, "TP communication overlapped with GEMMs (userbuffers)"},
     {"--tp-comm-overlap-rs-dgrad", Use::NotModeled, "TP reduce-scatter overlapped with the dgrad GEMM"},
     {"--overlap-moe-expert-parallel-comm", Use::NotModeled, "EP all-to-all overlapped with another micro-batch"},
     {"--moe-shared-expert-overlap", Use::NotModeled, "shared expert overlapped with the dispatch"},
@@ -441,7 +441,7 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
 
   // Megatron's defaults where they differ from the strategy file's.
   out.strategy = {{"dtype", "fp32"},           {"enable_sequence_parallel", false},
-                  {"zero_state", 0},           {"overlap_grad_reduce", false},
+                  {"zero_state", 0},
                   {"micro_batch_num", 1},      {"cp_comm_type", "a2a"}};
   for (const auto& flag : order) {
     const std::vector<std::string>& values = given[flag];

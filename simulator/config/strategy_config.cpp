@@ -1,6 +1,7 @@
 // Strategy JSON reader and writer, with the per-field rules of the peer's StrategyConfig.
 #include "config/strategy_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <sstream>
 
@@ -59,6 +60,8 @@ const BoolField kBoolFields[] = {
     {"cross_entropy_loss_fusion", &StrategyConfig::cross_entropy_loss_fusion},
     {"overlap_grad_reduce", &StrategyConfig::overlap_grad_reduce},
     {"dispatch_probs", &StrategyConfig::dispatch_probs},
+    {"overlap_param_gather", &StrategyConfig::overlap_param_gather},
+    {"tp_comm_overlap", &StrategyConfig::tp_comm_overlap},
 };
 const StrField kStrFields[] = {
     {"dtype", &StrategyConfig::dtype},
@@ -85,6 +88,7 @@ const OptStrField kOptStrFields[] = {
     {"recompute_granularity", &StrategyConfig::recompute_granularity},
     {"te_version", &StrategyConfig::te_version},
     {"pipeline_model_parallel_layout", &StrategyConfig::pipeline_model_parallel_layout},
+    {"data_parallel_sharding_strategy", &StrategyConfig::data_parallel_sharding_strategy},
 };
 
 // A version component above this is not a version (and would overflow when parsed).
@@ -189,6 +193,19 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   if (s.recompute_granularity)
     check_choice(issues, "recompute_granularity", *s.recompute_granularity,
                  {"full_block", "attn_only", "mlp_only", "sdp_only", "selective_recompute"});
+  if (s.data_parallel_sharding_strategy) {
+    // Megatron's sharding strategies are the ZeRO stages 0–3.
+    const std::vector<std::string> kSharding = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
+    const auto it = std::find(kSharding.begin(), kSharding.end(), *s.data_parallel_sharding_strategy);
+    check_choice(issues, "data_parallel_sharding_strategy", *s.data_parallel_sharding_strategy, kSharding);
+    const auto stage = static_cast<int64_t>(it - kSharding.begin());
+    if (it != kSharding.end() && r.has("zero_state") && s.zero_state != stage)
+      issues.add("/zero_state", strprintf("%lld contradicts data_parallel_sharding_strategy '%s' (zero_state %lld); "
+                                          "give one of the two",
+                                          static_cast<long long>(s.zero_state),
+                                          s.data_parallel_sharding_strategy->c_str(), static_cast<long long>(stage)));
+    if (it != kSharding.end()) s.zero_state = stage;
+  }
   if (s.te_version && !valid_version(*s.te_version))
     issues.add("/te_version", "expected a version like \"2.11.0\" (1 to 4 numbers of at most 9 digits), got \"" +
                                   s.te_version->substr(0, 40) + "\"");

@@ -55,7 +55,12 @@ struct StrategyConfig {
   bool use_fused_swiglu = true;
   bool use_fused_grad_accumulation = true;
   bool cross_entropy_loss_fusion = false;
-  bool overlap_grad_reduce = true;
+  bool overlap_grad_reduce = false;  // Megatron's default (SimuMax: true, unused)
+  // Overlaps and data-parallel sharding (Megatron)
+  bool overlap_param_gather = false;  // distributed-optimizer all-gather under the next forward
+  bool tp_comm_overlap = false;       // TE userbuffers: TP AG/RS pipelined with the GEMMs
+  /// no_shard, optim, optim_grads, optim_grads_params; sets zero_state 0–3 when given.
+  std::optional<std::string> data_parallel_sharding_strategy;
   std::optional<std::string> te_version;
   std::string tp_net = "auto", cp_net = "auto", pp_net = "auto", dp_net = "auto", ep_net = "auto",
               etp_net = "auto", edp_net = "auto";

@@ -204,6 +204,31 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       add("/pipeline_schedule", "zero_bubble_h1 changes nothing with pp_size 1; use 1f1b");
   }
 
+  // Overlaps and data-parallel sharding (Megatron). New switches: not part of SimuMax v1.2.
+  if (mode == Mode::SimuMax12) {
+    const struct { const char* key; bool set; const char* instead; } added[] = {
+        {"/overlap_param_gather", s.overlap_param_gather, "remove it"},
+        {"/tp_comm_overlap", s.tp_comm_overlap, "remove it"},
+        {"/data_parallel_sharding_strategy", s.data_parallel_sharding_strategy.has_value(), "use zero_state"}};
+    for (const auto& a : added)
+      if (a.set) add(a.key, std::string("not part of SimuMax v1.2; ") + a.instead + ", or use the default mode");
+  } else {
+    const int64_t dp = s.world_size / (tp * cp * pp) * cp, edp = s.world_size / (ep * etp * pp);
+    const bool no_dp = dp <= 1 && (!m.is_moe() || edp <= 1);
+    if (s.overlap_grad_reduce && no_dp)
+      add("/overlap_grad_reduce", "changes nothing without data parallelism (dp·cp is 1, and edp for experts); set it to false");
+    if (s.overlap_param_gather && s.zero_state != 1 && s.zero_state != 2)
+      add("/overlap_param_gather", strprintf("needs the distributed optimizer's parameter all-gather: zero_state 1 or 2 "
+                                             "(data_parallel_sharding_strategy optim or optim_grads), got %lld",
+                                             ll(s.zero_state)));
+    else if (s.overlap_param_gather && no_dp)
+      add("/overlap_param_gather", "changes nothing without data parallelism (dp·cp is 1, and edp for experts); set it to false");
+    if (s.tp_comm_overlap && !s.sp())
+      add("/tp_comm_overlap", strprintf("needs tensor parallelism with sequence parallelism (TransformerEngine "
+                                        "userbuffers), got tp_size %lld, enable_sequence_parallel %s",
+                                        ll(tp), s.enable_sequence_parallel ? "true" : "false"));
+  }
+
   // Recompute combinations.
   const bool legacy_flags = s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute;
   if (s.megatron_recompute) {

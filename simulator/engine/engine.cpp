@@ -15,7 +15,12 @@ Engine::OpId Engine::add(int32_t rank, Stream stream, double duration, Label lab
   return static_cast<OpId>(ops_.size() - 1);
 }
 
-void Engine::depends(OpId op, OpId on) { deps_.push_back({op, on, 0}); }
+void Engine::depends(OpId op, OpId on) { deps_.push_back({op, on, 1}); }
+
+void Engine::depends_at(OpId op, OpId on, double fraction) {
+  TRAINSIM_ASSERT(fraction >= 0 && fraction <= 1, "dependency fraction outside [0, 1]");
+  deps_.push_back({op, on, fraction});
+}
 
 void Engine::rendezvous(OpId a, OpId b, double duration) {
   syncs_.push_back({a, b, duration});
@@ -130,7 +135,8 @@ std::optional<Timeline> Engine::try_run(bool events) const {
             blocked = static_cast<int32_t>(d);
             break;
           }
-          t = std::max(t, end[d]);
+          const double f = deps.duration[static_cast<size_t>(k)];
+          t = std::max(t, f >= 1 ? end[d] : start[d] + f * ops_[d].duration);
         }
         if (blocked >= 0) {
           park(w.wait_end, static_cast<size_t>(blocked), q);
@@ -168,6 +174,8 @@ std::optional<Timeline> Engine::try_run(bool events) const {
     const Op& op = ops_[i];
     RankTotals& t = tl.totals[static_cast<size_t>(op.rank)];
     t.end = std::max(t.end, end[i]);
+    auto& se = t.stream_end[static_cast<size_t>(op.stream)];
+    se = std::max(se, end[i]);
     if (op.stream != Stream::Compute) continue;
     const double d = end[i] - start[i];
     if (op.label.kind == StepKind::P2P) {

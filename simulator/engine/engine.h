@@ -30,6 +30,10 @@ class Engine {
   OpId add(int32_t rank, Stream stream, double duration, Label label);
   /// `op` starts only after `on` has ended.
   void depends(OpId op, OpId on);
+  /// `op` starts no earlier than `fraction` (0–1) of the way through `on`: the point where an
+  /// op running on another stream has produced part of its output (e.g. the gradients of the
+  /// last layers of a backward pass). `op` is still replayed after `on` has been placed.
+  void depends_at(OpId op, OpId on, double fraction);
   /// `a` and `b` rendezvous: each ends no earlier than max(start a, start b) + `duration`.
   void rendezvous(OpId a, OpId b, double duration);
 
@@ -52,7 +56,7 @@ class Engine {
   };
   struct Link {
     OpId from, to;
-    double duration;
+    double duration;  // rendezvous: the transfer time; dependency: the fraction of `to`
   };
   int32_t ranks_;
   std::vector<Op> ops_;

@@ -15,6 +15,8 @@
 #include "core/units.h"
 #include "memory/activation.h"
 #include "model/graph.h"
+#include "schedule/gemm_comm_overlap.h"
+#include "schedule/grad_buckets.h"
 #include "schedule/lower.h"
 #include "schedule/program.h"
 
@@ -22,7 +24,7 @@ namespace trainsim {
 
 double StageTime::exposed_comm_s(size_t group) const {
   const double total = comm_by_group_s[group];
-  return group == static_cast<size_t>(Group::PP) ? std::min(total, p2p_wait_s) : total;
+  return group == static_cast<size_t>(Group::PP) ? std::min(total, p2p_wait_s) : total - hidden_comm_by_group_s[group];
 }
 
 double Estimate::peak_alloc_bytes() const {
@@ -45,6 +47,7 @@ struct Env {
   const SystemConfig& sys;
   const NetworkChoice& nets;
   EfficiencyLog* log;
+  Mode mode;
 };
 
 // Per-micro-batch times of a set of leaves (seconds).
@@ -53,8 +56,12 @@ struct PhaseSums {
   double fwd_net = 0, bwd_net = 0, recompute_net = 0;
   double bwd_w = 0, bwd_w_net = 0;                 // the weight-gradient part of bwd / bwd_net
   std::array<double, kGroupCount> net_by_group{};  // all phases' collectives, by parallel group
+  std::array<double, kGroupCount> hidden_by_group{};  // the part of net_by_group under compute
   void add(const PhaseSums& o, double k = 1) {
-    for (size_t g = 0; g < net_by_group.size(); ++g) net_by_group[g] += o.net_by_group[g] * k;
+    for (size_t g = 0; g < net_by_group.size(); ++g) {
+      net_by_group[g] += o.net_by_group[g] * k;
+      hidden_by_group[g] += o.hidden_by_group[g] * k;
+    }
     fwd += o.fwd * k;
     bwd += o.bwd * k;
     recompute += o.recompute * k;
@@ -90,6 +97,57 @@ double comm_sum(const Env& env, const std::vector<CommCall>& calls, std::array<d
   return t;
 }
 
+// The one TP all-gather or reduce-scatter of a Linear's phase under sequence parallelism, or null.
+const CommCall* tp_collective(const Leaf& l, int phase) {
+  const auto& c = l.comms[phase];
+  if (c.size() != 1 || c[0].group != Group::TP) return nullptr;
+  return c[0].kind == Collective::AllGather || c[0].kind == Collective::ReduceScatter ? &c[0] : nullptr;
+}
+
+// Compute slow-down while a collective on `net` runs beside it: the collective occupies the
+// network's `processor_usage` share of the SMs, the GEMM runs on the rest (1/(1−u) − 1).
+double contention(const Env& env, Group g) {
+  const auto it = env.sys.networks.find(env.nets.of(g));
+  const double u = it == env.sys.networks.end() ? 0 : it->second.processor_usage;
+  return u > 0 && u < 1 ? u / (1 - u) : 0;
+}
+
+// tp_comm_overlap (TransformerEngine userbuffers, default mode): phase times of a column- or
+// row-parallel Linear with its TP collectives overlapped. Column (QKV, FC1): forward AG pipelined
+// into the GEMM; backward AG of the input (for wgrad) in bulk beside the dgrad GEMM, and the dgrad
+// RS in bulk beside the wgrad GEMM. Row (proj, FC2): forward GEMM pipelined into the RS; backward
+// AG of the output gradient pipelined into the dgrad GEMM. Returns false for other leaves.
+bool tp_overlapped_phases(const Env& env, const Leaf& l, const double (&t)[3], double (&phase)[3],
+                          double (&comm)[3]) {
+  if (env.mode != Mode::Default || !env.s.tp_comm_overlap) return false;
+  const CommCall* f = tp_collective(l, kFwd);
+  if (!f) return false;
+  const bool column = f->kind == Collective::AllGather;
+  const CommCall* ba = tp_collective(l, kBwdAct);
+  const CommCall* bw = tp_collective(l, kBwdW);
+  if (!ba || (column && !bw) || (!column && !l.comms[kBwdW].empty())) return false;
+  const CommCall* calls[3] = {f, ba, bw};
+  for (int ph = 0; ph < 3; ++ph)
+    comm[ph] = calls[ph] ? collective_time(env.sys, env.s, env.nets.of(Group::TP), calls[ph]->kind, calls[ph]->bytes,
+                                           calls[ph]->n, calls[ph]->stage)
+                         : 0;
+  // TE's defaults (initialize_ub): the all-gathers run as ring exchanges driven by copy engines
+  // (1 SM, no SM margin for the GEMM); pipelined reduce-scatters and bulk overlaps take 16 SMs
+  // and launch the GEMM on the rest, which the network's processor_usage describes.
+  const double sd = contention(env, Group::TP);
+  const int64_t n = f->n;
+  if (column) {
+    phase[kFwd] = overlapped_time(OverlapKind::AllGatherThenGemm, t[kFwd], comm[kFwd], n, 0);
+    phase[kBwdAct] = overlapped_time(OverlapKind::Bulk, t[kBwdAct], comm[kBwdW], n, sd);
+    phase[kBwdW] = overlapped_time(OverlapKind::Bulk, t[kBwdW], comm[kBwdAct], n, sd);
+  } else {
+    phase[kFwd] = overlapped_time(OverlapKind::GemmThenReduceScatter, t[kFwd], comm[kFwd], n, sd);
+    phase[kBwdAct] = overlapped_time(OverlapKind::AllGatherThenGemm, t[kBwdAct], comm[kBwdAct], n, 0);
+    phase[kBwdW] = t[kBwdW];
+  }
+  return true;
+}
+
 PhaseSums leaf_sums(const Env& env, const Leaf& l, bool recomputed) {
   PhaseSums p;
   double t[3] = {0, 0, 0};
@@ -100,9 +158,21 @@ PhaseSums leaf_sums(const Env& env, const Leaf& l, bool recomputed) {
   p.bwd_w = t[kBwdW];
   const bool recompute = recomputed && l.recompute && !l.variance && env.s.enable_recompute;
   const bool repeats = recompute && l.recompute_repeats_comm;
-  p.fwd_net = comm_sum(env, l.comms[kFwd], p.net_by_group, repeats ? 2 : 1);
-  p.bwd_w_net = comm_sum(env, l.comms[kBwdW], p.net_by_group);
-  p.bwd_net = comm_sum(env, l.comms[kBwdAct], p.net_by_group) + p.bwd_w_net;
+  double phase[3], comm[3];
+  if (tp_overlapped_phases(env, l, t, phase, comm)) {
+    // The exposed part of each phase beyond its compute counts as its communication.
+    const auto tp = static_cast<size_t>(Group::TP);
+    const double total = comm[kFwd] * (repeats ? 2 : 1) + comm[kBwdAct] + comm[kBwdW];
+    p.fwd_net = phase[kFwd] - t[kFwd];
+    p.bwd_w_net = phase[kBwdW] - t[kBwdW];
+    p.bwd_net = phase[kBwdAct] - t[kBwdAct] + p.bwd_w_net;
+    p.net_by_group[tp] += total;
+    p.hidden_by_group[tp] += total - p.fwd_net * (repeats ? 2 : 1) - p.bwd_net;
+  } else {
+    p.fwd_net = comm_sum(env, l.comms[kFwd], p.net_by_group, repeats ? 2 : 1);
+    p.bwd_w_net = comm_sum(env, l.comms[kBwdW], p.net_by_group);
+    p.bwd_net = comm_sum(env, l.comms[kBwdAct], p.net_by_group) + p.bwd_w_net;
+  }
   if (recompute) {
     p.recompute = p.fwd;
     if (l.recompute_repeats_comm) p.recompute_net = p.fwd_net;
@@ -110,10 +180,29 @@ PhaseSums leaf_sums(const Env& env, const Leaf& l, bool recomputed) {
   return p;
 }
 
-PhaseSums chunk_sums(const Env& env, const Chunk& c) {
-  PhaseSums total;
-  for (const auto& l : c.pre) total.add(leaf_sums(env, l, false));
-  for (const auto& l : c.post) total.add(leaf_sums(env, l, false));
+// A piece of a chunk's backward (head, one layer, embedding): gradients it produces (dense and
+// expert parameters) and its time in the whole backward and in the weight-gradient pass.
+struct BackwardSegment {
+  double dense = 0, moe = 0, bwd_s = 0, bwd_w_s = 0;
+};
+
+BackwardSegment backward_segment(const std::vector<Leaf>& leaves, const PhaseSums& ps) {
+  BackwardSegment b;
+  for (const auto& l : leaves) (l.moe_params ? b.moe : b.dense) += l.params;
+  b.bwd_s = ps.times(false).bwd;
+  b.bwd_w_s = ps.bwd_w + ps.bwd_w_net;
+  return b;
+}
+
+// Chunk sums; `segments` receives the backward in backward order (head, last layer … first
+// layer, embedding).
+PhaseSums chunk_sums(const Env& env, const Chunk& c, std::vector<BackwardSegment>& segments) {
+  PhaseSums total, pre, post;
+  for (const auto& l : c.pre) pre.add(leaf_sums(env, l, false));
+  for (const auto& l : c.post) post.add(leaf_sums(env, l, false));
+  total.add(pre);
+  total.add(post);
+  segments.push_back(backward_segment(c.post, post));
   // Layers sharing a template cost the same; a recomputed template's leaves carry their roles.
   std::vector<PhaseSums> per_template;
   for (const auto& t : c.templates) {
@@ -122,6 +211,11 @@ PhaseSums chunk_sums(const Env& env, const Chunk& c) {
     per_template.push_back(ps);
   }
   for (const auto& L : c.layers) total.add(per_template[static_cast<size_t>(L.template_index)]);
+  for (auto it = c.layers.rbegin(); it != c.layers.rend(); ++it) {
+    const auto ti = static_cast<size_t>(it->template_index);
+    segments.push_back(backward_segment(c.templates[ti].leaves, per_template[ti]));
+  }
+  segments.push_back(backward_segment(c.pre, pre));
   return total;
 }
 
@@ -190,6 +284,7 @@ double flops_per_token(const ModelConfig& m, double seq, double vocab) {
 // Everything the estimate needs from one chunk.
 struct ChunkResult {
   PhaseSums sums;
+  std::vector<BackwardSegment> backward;  // in backward order
   ActivationResult act;
   StaticMemory params;
   double dummy_bytes = 0;
@@ -203,7 +298,7 @@ ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded
   Env local = env;
   local.log = &log;
   ChunkResult r;
-  r.sums = chunk_sums(local, chunk);
+  r.sums = chunk_sums(local, chunk, r.backward);
   r.act = walk_activations(chunk, env.s);
   r.params = chunk_parameters(chunk);
   std::vector<std::array<int64_t, 3>> shapes;
@@ -311,6 +406,125 @@ ChunkSpec rank_spec(const Plan& p, int64_t r) {
   return all;
 }
 
+// Data-parallel traffic of one rank put on its dp stream (default mode), and what stays after
+// the pipeline.
+struct RankDp {
+  double dense_s = 0, moe_s = 0;  // every DP / EDP collective of the step
+  double after_optimizer_s = 0;   // parameter all-gather after the optimizer (no overlap_param_gather)
+  double param_gather_first_s = 0;  // the all-gather bucket the first forward waits for
+};
+
+// Megatron's DDP buckets on the dp stream: per model chunk, gradient buckets in backward order
+// whose reduce-scatter (distributed optimizer) or all-reduce starts where the last micro-batch's
+// backward has produced the bucket's gradients (overlap_grad_reduce) or after the rank's last
+// backward (finalize_model_grads); with overlap_param_gather the parameter all-gather of each
+// bucket runs at the start of the step, in forward order, and each chunk's first forward waits
+// for its first bucket (Megatron's forward pre-hook; later buckets are taken to keep ahead of
+// the forward).
+RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const StepOps& ops, int64_t r,
+                  ChunkResults& results) {
+  const StrategyConfig& s = *plan.strategy;
+  const auto ri = static_cast<size_t>(r);
+  const auto rr = static_cast<int32_t>(r);
+  RankDp out;
+  const auto& steps = program.ranks[ri];
+  if (steps.empty()) return out;
+  const auto v = plan.chunks[ri].size();
+  const Pass grad_pass = program.split_backward ? Pass::BackwardWeight : Pass::Backward;
+  std::vector<Engine::OpId> first_fwd(v, -1), last_bwd(v, -1);
+  std::vector<size_t> last_index(v, 0);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto c = static_cast<size_t>(steps[i].chunk);
+    if (steps[i].pass == Pass::Forward && first_fwd[c] < 0) first_fwd[c] = ops[ri][i];
+    if (steps[i].pass == grad_pass) {
+      last_bwd[c] = ops[ri][i];
+      last_index[c] = i;
+    }
+  }
+  const double grad_bytes = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
+  const bool sharded = s.zero_state >= 1;
+  struct Side {
+    bool moe;
+    int64_t n;
+    Group group;
+    const char* stage;
+  };
+  const Side sides[] = {{false, plan.dp * plan.cp, Group::DP, "dp_cp"}, {true, plan.edp, Group::EDP, "edp"}};
+  auto buckets = [&](size_t c, const Side& side) {
+    std::vector<GradSegment> segs;
+    for (const auto& b : results.get(plan.chunks[ri][c]).backward)
+      segs.push_back({side.moe ? b.moe : b.dense, program.split_backward ? b.bwd_w_s : b.bwd_s});
+    return side.n > 1 ? grad_buckets(segs, default_bucket_params(side.n)) : std::vector<GradBucket>{};
+  };
+  auto time_of = [&](const Side& side, Collective kind, double bytes) {
+    return collective_time(*plan.system, s, plan.nets.of(side.group), kind, bytes, side.n, side.stage);
+  };
+  auto count = [&](const Side& side, double t) { (side.moe ? out.moe_s : out.dense_s) += t; };
+  // Parameter all-gather (distributed optimizer: bf16 parameters).
+  for (size_t c = 0; c < v; ++c)
+    for (const Side& side : sides) {
+      const auto bs = buckets(c, side);
+      for (auto it = bs.rbegin(); sharded && s.zero_state < 3 && it != bs.rend(); ++it) {
+        const double t = time_of(side, Collective::AllGather, it->params * 2);
+        count(side, t);
+        if (!s.overlap_param_gather) {
+          out.after_optimizer_s += t;
+          continue;
+        }
+        const Engine::OpId id = e.add(rr, Stream::Dp, t, {StepKind::DpComm, static_cast<int32_t>(c), -1});
+        if (it == bs.rbegin()) {
+          e.depends(first_fwd[c], id);
+          if (c == 0) out.param_gather_first_s += t;
+        }
+      }
+    }
+  // optim_grads_params (ZeRO-3 / Megatron FSDP): every forward and backward step gathers its
+  // chunk's parameters again (bf16); the step waits for its first layer's share, the rest of the
+  // gather runs ahead of the layers that need it (Megatron FSDP prefetches the next module).
+  if (s.zero_state >= 3)
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].pass == Pass::BackwardWeight) continue;
+      const auto c = static_cast<size_t>(steps[i].chunk);
+      const auto& segs = results.get(plan.chunks[ri][c]).backward;
+      for (const Side& side : sides) {
+        if (side.n <= 1) continue;
+        double total = 0, first = 0;
+        for (const auto& b : segs) total += side.moe ? b.moe : b.dense;
+        // Forward needs the first layer (or the embedding) first, the backward the head or last layer.
+        const bool fwd = steps[i].pass == Pass::Forward;
+        for (size_t k = 0; k < segs.size() && first == 0; ++k) {
+          const auto& b = fwd ? segs[segs.size() - 1 - k] : segs[k];
+          first = side.moe ? b.moe : b.dense;
+        }
+        if (total <= 0) continue;
+        const double t_first = time_of(side, Collective::AllGather, first * 2);
+        const double t_rest = time_of(side, Collective::AllGather, (total - first) * 2);
+        count(side, t_first + t_rest);
+        const Engine::OpId id = e.add(rr, Stream::Dp, t_first, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
+        e.depends(ops[ri][i], id);
+        if (t_rest > 0) e.add(rr, Stream::Dp, t_rest, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
+      }
+    }
+  // Gradient reduction, chunks in the order their last backward runs.
+  std::vector<size_t> order(v);
+  for (size_t c = 0; c < v; ++c) order[c] = c;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return last_index[a] < last_index[b]; });
+  const Engine::OpId last_compute = ops[ri].back();
+  for (size_t c : order)
+    for (const Side& side : sides)
+      for (const GradBucket& b : buckets(c, side)) {
+        const double t = time_of(side, sharded ? Collective::ReduceScatter : Collective::AllReduce, b.params * grad_bytes);
+        count(side, t);
+        const Engine::OpId id = e.add(rr, Stream::Dp, t, {StepKind::DpComm, static_cast<int32_t>(c), -1});
+        if (s.overlap_grad_reduce) {
+          e.depends_at(id, last_bwd[c], b.ready);
+        } else {
+          e.depends(id, last_compute);
+        }
+      }
+  return out;
+}
+
 // Most micro-batches whose activations a rank holds at once under its program (freed by the
 // backward, or by the weight-gradient pass when the backward is split).
 int64_t max_in_flight(const std::vector<Step>& steps, bool split) {
@@ -342,7 +556,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
   const SystemConfig& sys = *plan.system;
   Estimate est;
   EfficiencyLog log;
-  Env env{m, s, sys, plan.nets, &log};
+  Env env{m, s, sys, plan.nets, &log, plan.mode};
   est.mode = plan.mode;
   est.schedule = schedule_name(plan.schedule);
   est.p2p = plan.p2p == P2PMode::Async ? "async" : "blocking";
@@ -375,8 +589,18 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
                            (plan.sp ? static_cast<double>(plan.tp) : 1.0);
   costs.p2p = pp > 1 ? collective_time(sys, s, plan.nets.of(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;
 
-  est.timeline = lower(program, costs, plan.p2p).run(events);
-  const double pipe = est.timeline.span();
+  StepOps step_ops;
+  Engine engine = lower(program, costs, plan.p2p, &step_ops);
+  const bool scheduled_dp = plan.mode == Mode::Default;
+  std::vector<RankDp> dp_ops(static_cast<size_t>(pp));
+  if (scheduled_dp)
+    for (int64_t r = 0; r < pp; ++r) dp_ops[static_cast<size_t>(r)] = add_dp_ops(engine, plan, program, step_ops, r, results);
+  est.timeline = engine.run(events);
+  // The pipeline ends with the last compute or p2p op; DP buckets may run past it.
+  double pipe = 0;
+  for (const RankTotals& t : est.timeline.totals)
+    for (Stream st : {Stream::Compute, Stream::PpForward, Stream::PpBackward})
+      pipe = std::max(pipe, t.stream_end[static_cast<size_t>(st)]);
   est.pipeline_s = pipe;
 
   // DP communication, optimizer and the straggler allowance after the pipeline, per rank.
@@ -388,24 +612,39 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
     whole[ri] = &results.get(rank_spec(plan, r));
     const StaticMemory sm = shard_static_memory(whole[ri]->params, s);
     const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
-    rank_edp[ri] = dp_time(env, sm.moe_params * mg, sm.moe_params * 2, plan.nets.of(Group::EDP), plan.edp, "edp");
-    rank_dense_dp[ri] = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, plan.nets.of(Group::DP),
-                                plan.dp * plan.cp, "dp_cp");
+    if (scheduled_dp) {
+      rank_edp[ri] = dp_ops[ri].moe_s;
+      rank_dense_dp[ri] = dp_ops[ri].dense_s;
+    } else {
+      rank_edp[ri] = dp_time(env, sm.moe_params * mg, sm.moe_params * 2, plan.nets.of(Group::EDP), plan.edp, "edp");
+      rank_dense_dp[ri] = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, plan.nets.of(Group::DP),
+                                  plan.dp * plan.cp, "dp_cp");
+    }
     rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
     rank_optim[ri] = optimizer_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
   }
+  // After the pipeline (stretched by the straggler allowance): the DP traffic still running (all
+  // of it in compat mode), the optimizer, and the parameter all-gather when it follows the step.
   const double tail_start = pipe * plan.straggler.ratio;
+  std::vector<double> rank_exposed_dp(static_cast<size_t>(pp));
   for (int64_t r = 0; r < pp; ++r) {
     const auto rr = static_cast<int32_t>(r);
     const auto ri = static_cast<size_t>(r);
-    const double end = tail_start + rank_dp[ri] + rank_optim[ri];
+    const double dp_tail =
+        scheduled_dp ? std::max(0.0, est.timeline.totals[ri].stream_end[static_cast<size_t>(Stream::Dp)] - pipe)
+                     : rank_dp[ri];
+    const double after = dp_ops[ri].after_optimizer_s;
+    rank_exposed_dp[ri] = dp_tail + after + (scheduled_dp ? dp_ops[0].param_gather_first_s : 0);
+    const double optim_start = tail_start + dp_tail;
+    const double end = optim_start + rank_optim[ri] + after;
     est.timeline.totals[ri].end = std::max(est.timeline.totals[ri].end, end);
     if (!events) continue;
     auto& ev = est.timeline.events;
     if (tail_start > pipe) ev.push_back({rr, Stream::Compute, StepKind::Straggler, -1, -1, pipe, tail_start});
-    if (rank_dp[ri] > 0)
+    if (!scheduled_dp && rank_dp[ri] > 0)
       ev.push_back({rr, Stream::Dp, StepKind::DpComm, -1, -1, tail_start, tail_start + rank_dp[ri]});
-    ev.push_back({rr, Stream::Compute, StepKind::Optimizer, -1, -1, tail_start + rank_dp[ri], end});
+    ev.push_back({rr, Stream::Compute, StepKind::Optimizer, -1, -1, optim_start, optim_start + rank_optim[ri]});
+    if (after > 0) ev.push_back({rr, Stream::Dp, StepKind::DpComm, -1, -1, end - after, end});
   }
   est.iteration_time_s = est.timeline.span();
 
@@ -432,7 +671,14 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
     st.fwd_per_mb_s = per_mb.fwd;
     st.bwd_per_mb_s = per_mb.bwd;
     st.bubble_s = pipe - mbc * (per_mb.fwd + per_mb.bwd);
-    st.total_s = tail_start + st.dp_comm_s + st.optimizer_s;
+    st.total_s = est.timeline.totals[ri].end;
+    st.hidden_comm_by_group_s[static_cast<size_t>(Group::TP)] = ps.hidden_by_group[static_cast<size_t>(Group::TP)] * mbc;
+    if (rank_dp[ri] > 0) {
+      // The hidden DP time, shared between the dense and expert groups by their totals.
+      const double hidden = std::max(0.0, rank_dp[ri] - rank_exposed_dp[ri]) / rank_dp[ri];
+      st.hidden_comm_by_group_s[static_cast<size_t>(Group::DP)] = rank_dense_dp[ri] * hidden;
+      st.hidden_comm_by_group_s[static_cast<size_t>(Group::EDP)] = rank_edp[ri] * hidden;
+    }
     const RankTotals& tot = est.timeline.totals[ri];
     st.p2p_wait_s = tot.p2p_blocking;
     st.idle_s = pipe - tot.compute_busy - tot.p2p_blocking;
@@ -449,6 +695,13 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
     mem.grad_bytes = sm.grad + sm.moe_grad;
     mem.state_bytes = sm.state + sm.moe_state;
     mem.model_bytes = sm.total() + cr.dummy_bytes;
+    if (plan.mode == Mode::Default && s.zero_state >= 3) {
+      // FSDP's gathered working set: the bf16 parameters of the layer computing and of the one
+      // prefetched (the largest layer of the rank, twice).
+      double largest = 0;
+      for (const auto& b : cr.backward) largest = std::max(largest, b.dense + b.moe);
+      mem.model_bytes += 2 * largest * 2;
+    }
     return mem;
   };
   if (v == 1) {

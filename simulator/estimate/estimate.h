@@ -45,13 +45,15 @@ struct StageTime {
   /// etp, edp). TP/CP/EP/ETP collectives include those recompute repeats; DP is the gradient
   /// reduction and parameter gather of this stage (dense and expert), PP the p2p transfer time.
   std::array<double, 7> comm_by_group_s{};
+  /// The part of comm_by_group_s that runs under compute (tp_comm_overlap, overlapped DP buckets).
+  std::array<double, 7> hidden_comm_by_group_s{};
   double p2p_wait_s = 0;       // blocking p2p on the compute stream (transfer + waiting for the peer)
   double idle_s = 0;           // compute stream idle inside the pipeline (bubble as replayed)
 
-  /// The part of a group's communication the compute stream waits for. TP/CP/EP/ETP collectives
-  /// run on the compute stream and DP/EDP after the pipeline: all exposed (overlaps are not
-  /// modeled yet). PP: blocking p2p is exposed up to its transfer time; asynchronous p2p is hidden
-  /// (a consumer waiting for data shows as idle time).
+  /// The part of a group's communication the compute stream waits for: the total less the hidden
+  /// part (TP under tp_comm_overlap; DP/EDP buckets overlapped with the backward or the forward,
+  /// default mode). PP: blocking p2p is exposed up to its transfer time; asynchronous p2p is
+  /// hidden (a consumer waiting for data shows as idle time).
   [[nodiscard]] double exposed_comm_s(size_t group) const;
 };
 

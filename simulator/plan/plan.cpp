@@ -222,6 +222,9 @@ uint64_t chunk_strategy_hash(const StrategyConfig& s) {
   c.pp_comm_async = d.pp_comm_async;
   c.pipeline_schedule = d.pipeline_schedule;
   c.zero_state = d.zero_state;
+  c.data_parallel_sharding_strategy = d.data_parallel_sharding_strategy;
+  c.overlap_grad_reduce = d.overlap_grad_reduce;
+  c.overlap_param_gather = d.overlap_param_gather;
   c.enable_straggler_model = d.enable_straggler_model;
   c.recompute_layer_num = d.recompute_layer_num;  // per chunk it is ChunkSpec::recompute_layers
   c.mem_factor = d.mem_factor;

@@ -23,7 +23,7 @@ double step_time(const PipelineCosts& c, int64_t rank, const Step& s) {
 // --- Blocking 1F1B: Megatron's send_forward / send_forward_recv_backward / ... calls. ---------
 enum P2PType { kSendNext = 0, kRecvPrev = 1, kSendPrev = 2, kRecvNext = 3 };
 
-Engine lower_blocking_1f1b(const Program& p, const PipelineCosts& c) {
+Engine lower_blocking_1f1b(const Program& p, const PipelineCosts& c, StepOps& out) {
   const int64_t pp = p.pp, mbc = p.mbc;
   Engine e(static_cast<int32_t>(pp));
   e.reserve(static_cast<size_t>(pp * 6 * mbc), 0, static_cast<size_t>(2 * pp * mbc));
@@ -40,7 +40,7 @@ Engine lower_blocking_1f1b(const Program& p, const PipelineCosts& c) {
     size_t next_step = 0;
     auto compute = [&] {
       const Step& s = steps[next_step++];
-      e.add(rr, Stream::Compute, step_time(c, r, s), compute_label(s));
+      out[static_cast<size_t>(r)].push_back(e.add(rr, Stream::Compute, step_time(c, r, s), compute_label(s)));
     };
     auto p2p = [&](int type, int64_t mb, bool present) {
       if (present) slot(r, type, mb) = e.add(rr, Stream::Compute, 0, {StepKind::P2P, 0, static_cast<int32_t>(mb)});
@@ -179,7 +179,7 @@ Channels channels(const std::vector<std::vector<Item>>& items, int64_t pp) {
   return ch;
 }
 
-Engine lower_blocking_interleaved(const Program& p, const PipelineCosts& c) {
+Engine lower_blocking_interleaved(const Program& p, const PipelineCosts& c, StepOps& out) {
   const auto items = interleaved_items(p);
   Engine e(static_cast<int32_t>(p.pp));
   e.reserve(static_cast<size_t>(4 * p.pp * p.v * p.mbc), 0, static_cast<size_t>(2 * p.pp * p.v * p.mbc));
@@ -191,6 +191,7 @@ Engine lower_blocking_interleaved(const Program& p, const PipelineCosts& c) {
         const Step& s = steps[static_cast<size_t>(it.step)];
         ids[r].push_back(e.add(static_cast<int32_t>(r), Stream::Compute, step_time(c, static_cast<int64_t>(r), s),
                                compute_label(s)));
+        out[r].push_back(ids[r].back());
       } else {
         ids[r].push_back(e.add(static_cast<int32_t>(r), Stream::Compute, 0, {StepKind::P2P, -1, -1}));
       }
@@ -207,7 +208,7 @@ Engine lower_blocking_interleaved(const Program& p, const PipelineCosts& c) {
 }
 
 // --- Asynchronous: data dependencies only. --------------------------------------------------
-Engine lower_async(const Program& p, const PipelineCosts& c) {
+Engine lower_async(const Program& p, const PipelineCosts& c, StepOps& out) {
   const int64_t pp = p.pp, v = p.v, mbc = p.mbc, stages = pp * v;
   Engine e(static_cast<int32_t>(pp));
   e.reserve(static_cast<size_t>(5 * stages * mbc), static_cast<size_t>(4 * stages * mbc), 0);
@@ -221,6 +222,7 @@ Engine lower_async(const Program& p, const PipelineCosts& c) {
       const int64_t vs = s.chunk * pp + r;
       const auto at = static_cast<size_t>(vs * mbc + s.mb);
       const Engine::OpId id = e.add(rr, Stream::Compute, step_time(c, r, s), compute_label(s));
+      out[static_cast<size_t>(r)].push_back(id);
       if (s.pass == Pass::Forward) {
         fwd[at] = id;
         if (vs + 1 < stages) {
@@ -269,11 +271,14 @@ std::string blocking_problem(const Program& p) {
   return "";
 }
 
-Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode) {
+Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode, StepOps* steps) {
   TRAINSIM_ASSERT(costs.chunks.size() == p.ranks.size(), "pipeline costs do not match the program");
-  if (mode == P2PMode::Async || p.pp == 1) return lower_async(p, costs);
+  StepOps local;
+  StepOps& out = steps ? *steps : local;
+  out.assign(p.ranks.size(), {});
+  if (mode == P2PMode::Async || p.pp == 1) return lower_async(p, costs, out);
   TRAINSIM_ASSERT(blocking_problem(p).empty(), "blocking lowering of a program it cannot pair");
-  return p.v == 1 ? lower_blocking_1f1b(p, costs) : lower_blocking_interleaved(p, costs);
+  return p.v == 1 ? lower_blocking_1f1b(p, costs, out) : lower_blocking_interleaved(p, costs, out);
 }
 
 }  // namespace trainsim

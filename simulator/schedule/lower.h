@@ -30,7 +30,11 @@ enum class P2PMode { Blocking, Async };
 /// recv_tensor_from_previous_stage rules post as many receives as the peer sends.
 [[nodiscard]] std::string blocking_problem(const Program& p);
 
-/// Builds the engine for `p`. Blocking mode requires blocking_problem(p) to be empty.
-[[nodiscard]] Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode);
+/// Engine op of every compute step: [rank][index of the step in the rank's program].
+using StepOps = std::vector<std::vector<Engine::OpId>>;
+
+/// Builds the engine for `p`. Blocking mode requires blocking_problem(p) to be empty. `steps`,
+/// when given, receives the op of each compute step (to hang other streams' ops on them).
+[[nodiscard]] Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode, StepOps* steps = nullptr);
 
 }  // namespace trainsim

@@ -2,6 +2,7 @@
 // communication and the pipeline order are read from it; summary, JSON and trace are views of it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct TimelineEvent {
 /// Per-rank sums the engine keeps whether or not it records events.
 struct RankTotals {
   double end = 0;           // latest end of the rank's ops
+  std::array<double, kStreamCount> stream_end{};  // latest end per stream
   double compute_busy = 0;  // compute-stream time in forward / backward passes
   double p2p_blocking = 0;  // compute-stream time in blocking p2p (transfer and waiting)
 };

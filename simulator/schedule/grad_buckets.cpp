@@ -1,0 +1,37 @@
+#include "schedule/grad_buckets.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace trainsim {
+
+double default_bucket_params(int64_t dp) { return std::max(40e6, 1e6 * static_cast<double>(dp)); }
+
+std::vector<GradBucket> grad_buckets(const std::vector<GradSegment>& segs, double bucket_params) {
+  double total_params = 0, total_s = 0;
+  for (const auto& s : segs) {
+    total_params += s.params;
+    total_s += s.seconds;
+  }
+  std::vector<GradBucket> out;
+  if (total_params <= 0) return out;
+  // Time (from the start of the backward) at which the cumulative gradient count reaches `p`.
+  auto time_at = [&](double p) {
+    double params = 0, t = 0;
+    for (const auto& s : segs) {
+      if (s.params > 0 && params + s.params >= p) return t + s.seconds * (p - params) / s.params;
+      params += s.params;
+      t += s.seconds;
+    }
+    return t;
+  };
+  const auto n = static_cast<int64_t>(std::ceil(total_params / bucket_params));
+  for (int64_t k = 0; k < n; ++k) {
+    const double end = std::min(total_params, static_cast<double>(k + 1) * bucket_params);
+    const double begin = static_cast<double>(k) * bucket_params;
+    out.push_back({end - begin, total_s > 0 ? std::min(1.0, time_at(end) / total_s) : 1.0});
+  }
+  return out;
+}
+
+}  // namespace trainsim
