@@ -43,6 +43,37 @@ TEST(LowerTest, ZeroBubbleH1ShrinksTheBubble) {
   EXPECT_FALSE(blocking_problem(zero_bubble_h1(2, 2)).empty());
 }
 
+// Interleaved pp 2 × v 2, 2 micro-batches, asynchronous free p2p, chunks of different cost (as a
+// pipeline layout makes them): virtual stages 0..3 = (r0,c0) F1 B1, (r1,c0) F2 B4, (r0,c1) F2 B4,
+// (r1,c1) F1 B1. Rank 0 runs its 4 warm-up forwards then the backwards; rank 1 runs F F F B F B
+// B B (Megatron's table, group 2).
+//   r0: F0m0 [0,1] F0m1 [1,2]  F2m0 [3,5] F2m1 [5,7]  B2m0 [7,11] B2m1 [11,15] B0m0 [15,16] B0m1 [19,20]
+//   r1: F1m0 [1,3] F1m1 [3,5]  F3m0 [5,6] B3m0 [6,7]  F3m1 [7,8]  B3m1 [8,9]   B1m0 [11,15] B1m1 [15,19]
+TEST(LowerTest, InterleavedChunksOfDifferentCost) {
+  PipelineCosts c = uniform(2, 2, 0, 0, 0, 0);
+  c.chunks[0][0] = {1, 1, 0};
+  c.chunks[1][0] = {2, 4, 0};
+  c.chunks[0][1] = {2, 4, 0};
+  c.chunks[1][1] = {1, 1, 0};
+  const Timeline tl = lower(interleaved(2, 2, 2, 2), c, P2PMode::Async).run();
+  EXPECT_DOUBLE_EQ(tl.span(), 20);
+  EXPECT_DOUBLE_EQ(tl.busy(0, StepKind::Forward), 6);
+  EXPECT_DOUBLE_EQ(tl.busy(1, StepKind::Backward), 10);
+  int checked = 0;
+  for (const auto& e : tl.events) {
+    if (e.rank == 1 && e.chunk == 0 && e.mb == 1 && e.kind == StepKind::Backward) {
+      EXPECT_DOUBLE_EQ(e.start, 15);  // waits for B2m1 on rank 0
+      EXPECT_DOUBLE_EQ(e.end, 19);
+      ++checked;
+    }
+    if (e.rank == 0 && e.chunk == 1 && e.mb == 0 && e.kind == StepKind::Forward) {
+      EXPECT_DOUBLE_EQ(e.start, 3);  // waits for F1m0 on rank 1
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2);
+}
+
 // Every asynchronous interleaved program with full groups (Megatron: pp ≤ group ≤ mbc)
 // finishes, and each step starts only after its input arrived: forward of virtual stage s
 // after forward of s−1 plus the transfer; backward of s after backward of s+1 plus the
