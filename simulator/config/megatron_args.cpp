@@ -92,6 +92,7 @@ const Rule kRules[] = {
     {"--fp16", Use::Strategy, R"({"dtype": "fp16"})"},
     {"--fp8-format", Use::Strategy, R"({"fp8": true})"},
     {"--cross-entropy-loss-fusion", Use::Strategy, R"({"cross_entropy_loss_fusion": true})"},
+    {"--cross-entropy-fusion-impl", Use::Strategy, R"({"cross_entropy_fusion_impl": "$v"})"},
     {"--no-bias-swiglu-fusion", Use::Strategy, R"({"use_fused_swiglu": false})"},
     {"--attention-backend=unfused", Use::Strategy, R"({"use_flash_sdp": false, "use_math_sdp": true})"},
     {"--attention-backend=local", Use::Strategy, R"({"use_flash_sdp": false, "use_math_sdp": true})"},
@@ -563,17 +564,13 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
   } else if (granularity == std::optional<std::string>("selective")) {
     std::vector<std::string> modules = {"core_attn"};
     if (has("--recompute-modules")) modules = given["--recompute-modules"];
-    std::vector<std::string> others;
-    for (const auto& mod : modules)
-      if (mod != "core_attn") others.push_back(mod);
     out.recompute_all_layers = true;
-    if (others.empty()) {
+    if (modules == std::vector<std::string>{"core_attn"}) {
       out.strategy["recompute_granularity"] = "sdp_only";
     } else {
+      // core_attn with other modules: the default mode's module pass (compat mode rejects it).
       out.strategy["megatron_recompute"] = true;
-      out.strategy["megatron_recompute_modules"] = others;
-      if (others.size() != modules.size())
-        out.not_modeled.push_back("--recompute-modules core_attn: core attention recompute together with other modules");
+      out.strategy["megatron_recompute_modules"] = modules;
     }
   }
   return out;

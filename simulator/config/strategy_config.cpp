@@ -1,6 +1,7 @@
 // Strategy JSON reader and writer, with the per-field rules of the peer's StrategyConfig.
 #include "config/strategy_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <sstream>
 
@@ -30,6 +31,7 @@ const IntField kIntFields[] = {
     {"interleaving_size", &StrategyConfig::interleaving_size},
     {"zero_state", &StrategyConfig::zero_state},
     {"recompute_layer_num", &StrategyConfig::recompute_layer_num},
+    {"lce_vocab_split_size", &StrategyConfig::lce_vocab_split_size},
 };
 const BoolField kBoolFields[] = {
     {"fp8", &StrategyConfig::fp8},
@@ -74,6 +76,7 @@ const StrField kStrFields[] = {
     {"ep_net", &StrategyConfig::ep_net},
     {"etp_net", &StrategyConfig::etp_net},
     {"edp_net", &StrategyConfig::edp_net},
+    {"cross_entropy_fusion_impl", &StrategyConfig::cross_entropy_fusion_impl},
 };
 const OptIntField kOptIntFields[] = {
     {"num_layers_in_first_pipeline_stage", &StrategyConfig::num_layers_in_first_pipeline_stage},
@@ -116,6 +119,86 @@ void check_choice(IssueList& issues, const char* key, const std::string& value,
   issues.add(std::string("/") + key, msg);
 }
 
+// Megatron's recompute keys (the flags --recompute-granularity, --recompute-method,
+// --recompute-num-layers, --recompute-modules) lowered onto the recompute pass's fields:
+//   full + block, N     → full_block on the first N layers of every chunk (Megatron: "the first
+//                         N layers of each pipeline stage (virtual chunk)")
+//   full + uniform, 1   → full_block on every layer (units of one layer, only its input kept)
+//   selective, modules  → core_attn alone: sdp_only on every layer; otherwise the Megatron
+//                         module pass (output-discarding checkpoints) on every layer
+// Megatron requires the method and the layer count with full and ignores neither: a key that
+// changes nothing is an error here, as everywhere.
+void lower_megatron_recompute(const ObjectReader& r, const std::optional<std::string>& method,
+                              const std::optional<int64_t>& num, const std::vector<std::string>& modules,
+                              StrategyConfig& s, IssueList& issues) {
+  const bool full = s.recompute_granularity == std::optional<std::string>("full");
+  const bool selective = s.recompute_granularity == std::optional<std::string>("selective");
+  if (full || selective) s.megatron_recompute_keys.emplace_back("recompute_granularity");
+  for (const char* k : {"recompute_method", "recompute_num_layers", "recompute_modules"})
+    if (r.has(k)) s.megatron_recompute_keys.emplace_back(k);
+  if (!full && !selective) {
+    for (const auto& k : s.megatron_recompute_keys)
+      issues.add("/" + k, "needs recompute_granularity 'full' or 'selective' (Megatron); the peer's granularities "
+                          "take recompute_layer_num");
+    return;
+  }
+  const std::string g = *s.recompute_granularity;
+  if (r.has("recompute_layer_num"))
+    issues.add("/recompute_layer_num", "is the peer's key; with recompute_granularity '" + g +
+                                           "' use recompute_num_layers (full) or leave it out (selective)");
+  if (s.megatron_recompute || s.attn_recompute || s.mlp_recompute || s.mla_rms_recompute || s.mlp_rms_recompute)
+    issues.add("/recompute_granularity", "'" + g + "' cannot be combined with the peer's recompute flags "
+                                         "(megatron_recompute, attn_recompute, mlp_recompute, ...)");
+  if (!s.enable_recompute)
+    issues.add("/enable_recompute", "false switches off the recompute that recompute_granularity '" + g + "' asks for");
+  constexpr int64_t kAllLayers = int64_t{1} << 20;  // the bound of recompute_layer_num: every layer
+  if (full) {
+    if (r.has("recompute_modules"))
+      issues.add("/recompute_modules", "only applies to recompute_granularity 'selective'");
+    if (!method)
+      issues.add("/recompute_method", "required with recompute_granularity 'full' (Megatron); valid values: uniform, block");
+    else
+      check_choice(issues, "recompute_method", *method, {"uniform", "block"});
+    if (!num)
+      issues.add("/recompute_num_layers", "required with recompute_granularity 'full' (Megatron)");
+    else if (*num < 1 || *num > kAllLayers)
+      issues.add("/recompute_num_layers", strprintf("must be in 1..%lld", static_cast<long long>(kAllLayers)));
+    else if (method == std::optional<std::string>("uniform") && *num > 1)
+      issues.add("/recompute_num_layers", strprintf("uniform recompute of %lld-layer units is not modeled; use 1 "
+                                                    "(every layer its own unit) or recompute_method 'block'",
+                                                    static_cast<long long>(*num)));
+    s.recompute_granularity = "full_block";
+    s.recompute_layer_num = method == std::optional<std::string>("block") ? num.value_or(0) : kAllLayers;
+    return;
+  }
+  for (const char* k : {"recompute_method", "recompute_num_layers"})
+    if (r.has(k))
+      issues.add(std::string("/") + k, "only applies to recompute_granularity 'full'; selective recompute covers every layer");
+  std::vector<std::string> mods = r.has("recompute_modules") ? modules : std::vector<std::string>{"core_attn"};
+  if (mods.empty()) issues.add("/recompute_modules", "selective recompute needs at least one module");
+  const std::vector<std::string> valid = {"core_attn", "mlp", "moe", "moe_act", "shared_experts", "layernorm", "mla_up_proj"};
+  bool all_valid = true;
+  for (size_t i = 0; i < mods.size(); ++i) {
+    if (std::find(valid.begin(), valid.end(), mods[i]) != valid.end()) continue;
+    all_valid = false;
+    std::string msg = mods[i].rfind("a2a_overlap", 0) == 0
+                          ? "module '" + mods[i] + "' needs the EP all-to-all overlap, which is not modeled; valid values: " + join(valid)
+                          : "unknown module '" + mods[i] + "'; valid values: " + join(valid);
+    const std::string near = suggest(mods[i], valid);
+    if (!near.empty() && mods[i].rfind("a2a_overlap", 0) != 0) msg += "; did you mean '" + near + "'?";
+    issues.add("/recompute_modules/" + std::to_string(i), msg);
+  }
+  if (!all_valid) return;
+  s.recompute_layer_num = kAllLayers;
+  if (mods == std::vector<std::string>{"core_attn"}) {
+    s.recompute_granularity = "sdp_only";
+    return;
+  }
+  s.recompute_granularity.reset();
+  s.megatron_recompute = true;
+  s.megatron_recompute_modules = mods;
+}
+
 }  // namespace
 
 StrategyConfig load_strategy(const std::string& text, const std::string& source) {
@@ -131,6 +214,12 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   r.opt("attention_sparse_ratio", s.attention_sparse_ratio);
   r.opt("mem_factor", s.mem_factor);
   r.opt("megatron_recompute_modules", s.megatron_recompute_modules);
+  std::optional<std::string> recompute_method;
+  std::optional<int64_t> recompute_num_layers;
+  std::vector<std::string> recompute_modules;
+  r.opt("recompute_method", recompute_method);
+  r.opt("recompute_num_layers", recompute_num_layers);
+  r.opt("recompute_modules", recompute_modules);
   r.finish();
 
   // Upper bounds keep every product of sizes far from int64 overflow and every replay bounded.
@@ -177,18 +266,21 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   check_choice(issues, "pipeline_schedule", s.pipeline_schedule, {"1f1b", "zero_bubble_h1"});
   if (s.recompute_granularity)
     check_choice(issues, "recompute_granularity", *s.recompute_granularity,
-                 {"full_block", "attn_only", "mlp_only", "sdp_only", "selective_recompute"});
+                 {"full_block", "attn_only", "mlp_only", "sdp_only", "selective_recompute", "full", "selective"});
+  lower_megatron_recompute(r, recompute_method, recompute_num_layers, recompute_modules, s, issues);
+  check_choice(issues, "cross_entropy_fusion_impl", s.cross_entropy_fusion_impl, {"native", "te", "linear"});
+  if (s.lce_vocab_split_size < 1 || s.lce_vocab_split_size > (int64_t{1} << 24))
+    issues.add("/lce_vocab_split_size", "must be in 1..16777216");
   if (s.te_version && !valid_version(*s.te_version))
     issues.add("/te_version", "expected a version like \"2.11.0\" (1 to 4 numbers of at most 9 digits), got \"" +
                                   s.te_version->substr(0, 40) + "\"");
   for (size_t i = 0; i < s.megatron_recompute_modules.size(); ++i) {
     const auto& m = s.megatron_recompute_modules[i];
-    std::vector<std::string> valid = {"layernorm", "mla_up_proj", "moe_act", "mlp", "moe"};
+    std::vector<std::string> valid = {"layernorm", "mla_up_proj", "moe_act", "mlp", "moe", "core_attn", "shared_experts"};
     bool ok = false;
     for (const auto& v : valid) ok = ok || v == m;
     if (ok) continue;
     std::string msg = "unknown module '" + m + "'; valid values: " + join(valid);
-    if (m == "core_attn") msg = "module 'core_attn' is not supported by the peer's Megatron recompute model; valid values: " + join(valid);
     issues.add("/megatron_recompute_modules/" + std::to_string(i), msg);
   }
   issues.throw_if_any();
@@ -246,7 +338,8 @@ std::vector<std::string> strategy_keys() {
   for (const auto& f : kStrFields) keys.emplace_back(f.name);
   for (const auto& f : kOptIntFields) keys.emplace_back(f.name);
   for (const auto& f : kOptStrFields) keys.emplace_back(f.name);
-  for (const char* k : {"attention_sparse_ratio", "mem_factor", "megatron_recompute_modules"})
+  for (const char* k : {"attention_sparse_ratio", "mem_factor", "megatron_recompute_modules", "recompute_method",
+                        "recompute_num_layers", "recompute_modules"})
     keys.emplace_back(k);
   return keys;
 }

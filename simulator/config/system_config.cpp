@@ -121,6 +121,14 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
     sys.mem_bytes = mem_gbs * kGiB;
     if (mem_gbs < 0) issues.add("/accelerator/mem_gbs", "must be ≥ 0");
     check_magnitude(issues, "/accelerator/mem_gbs", mem_gbs, kMaxRate);
+    double unusable_gbs = kDefaultUnusableMemGiB;
+    a.opt("unusable_mem_gbs", unusable_gbs);
+    sys.unusable_mem_bytes = unusable_gbs * kGiB;
+    if (!(unusable_gbs >= 0)) issues.add("/accelerator/unusable_mem_gbs", "must be ≥ 0");
+    check_magnitude(issues, "/accelerator/unusable_mem_gbs", unusable_gbs, kMaxRate);
+    if (mem_gbs > 0 && unusable_gbs >= mem_gbs && a.has("unusable_mem_gbs"))
+      issues.add("/accelerator/unusable_mem_gbs", strprintf("%g GiB leaves no memory of the device's %g GiB; expected "
+                                                            "a few GiB (CUDA context, NCCL buffers)", unusable_gbs, mem_gbs));
     std::string mode = "roofline";
     a.opt("mode", mode);
     if (mode == "roofline") {
@@ -253,6 +261,7 @@ std::string system_to_json_text(const SystemConfig& sys, int indent) {
   json acc;
   acc["backend"] = sys.backend;
   acc["mem_gbs"] = clean(sys.mem_bytes / kGiB);
+  if (sys.unusable_mem_bytes != kDefaultUnusableMemGiB * kGiB) acc["unusable_mem_gbs"] = clean(sys.unusable_mem_bytes / kGiB);
   acc["mode"] = sys.mode == CostMode::Roofline ? "roofline" : "only_compute";
   for (const auto& [name, op] : sys.ops) {
     json o;

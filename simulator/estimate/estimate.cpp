@@ -45,6 +45,7 @@ struct Env {
   const SystemConfig& sys;
   const NetworkChoice& nets;
   EfficiencyLog* log;
+  Mode mode;
 };
 
 // Per-micro-batch times of a set of leaves (seconds).
@@ -198,7 +199,7 @@ struct ChunkResult {
 };
 
 ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded_vocab) {
-  const Chunk chunk = build_chunk(env.m, env.s, padded_vocab, spec);
+  const Chunk chunk = build_chunk(env.m, env.s, padded_vocab, spec, env.mode);
   EfficiencyLog log;
   Env local = env;
   local.log = &log;
@@ -341,7 +342,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
   const SystemConfig& sys = *plan.system;
   Estimate est;
   EfficiencyLog log;
-  Env env{m, s, sys, plan.nets, &log};
+  Env env{m, s, sys, plan.nets, &log, plan.mode};
   est.mode = plan.mode;
   est.schedule = schedule_name(plan.schedule);
   est.p2p = plan.p2p == P2PMode::Async ? "async" : "blocking";

@@ -245,3 +245,20 @@ TEST(MegatronArgs, ModelFromFlagsAlone) {
 
 }  // namespace
 }  // namespace trainsim
+
+namespace trainsim {
+namespace {
+
+// Memory switches: core_attn joins the other selective modules (default mode), and the fused
+// cross-entropy implementation is read from the flag (the listed releases offer native and te).
+TEST(MegatronArgs, MemorySwitches) {
+  const MegatronArgs sel = parse_megatron_args("--recompute-granularity selective --recompute-modules core_attn mlp", "f");
+  EXPECT_EQ(sel.strategy["megatron_recompute_modules"], nlohmann::json({"core_attn", "mlp"}));
+  EXPECT_TRUE(sel.not_modeled.empty());
+  const MegatronArgs ce = parse_megatron_args("--cross-entropy-loss-fusion --cross-entropy-fusion-impl te", "f");
+  EXPECT_EQ(ce.strategy["cross_entropy_fusion_impl"], "te");
+  EXPECT_EQ(ce.strategy["cross_entropy_loss_fusion"], true);
+}
+
+}  // namespace
+}  // namespace trainsim
