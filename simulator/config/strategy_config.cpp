@@ -61,6 +61,7 @@ const BoolField kBoolFields[] = {
     {"cross_entropy_loss_fusion", &StrategyConfig::cross_entropy_loss_fusion},
     {"overlap_grad_reduce", &StrategyConfig::overlap_grad_reduce},
     {"dispatch_probs", &StrategyConfig::dispatch_probs},
+    {"optimizer_cpu_offload", &StrategyConfig::optimizer_cpu_offload},
 };
 const StrField kStrFields[] = {
     {"dtype", &StrategyConfig::dtype},
@@ -213,6 +214,7 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   for (const auto& f : kOptStrFields) r.opt(f.name, s.*f.ptr);
   r.opt("attention_sparse_ratio", s.attention_sparse_ratio);
   r.opt("mem_factor", s.mem_factor);
+  r.opt("optimizer_offload_fraction", s.optimizer_offload_fraction);
   r.opt("megatron_recompute_modules", s.megatron_recompute_modules);
   std::optional<std::string> recompute_method;
   std::optional<int64_t> recompute_num_layers;
@@ -254,6 +256,8 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
     issues.add("/zero_state", "must be 0, 1, 2 or 3, got " + std::to_string(s.zero_state));
   if (s.recompute_layer_num < 0) issues.add("/recompute_layer_num", "must be ≥ 0");
   if (s.mem_factor <= 0 || s.mem_factor > 1) issues.add("/mem_factor", "must be in (0, 1]");
+  if (!(s.optimizer_offload_fraction > 0 && s.optimizer_offload_fraction <= 1))
+    issues.add("/optimizer_offload_fraction", "must be in (0, 1]");
   if (s.attention_sparse_ratio < 0 || s.attention_sparse_ratio >= 1)
     issues.add("/attention_sparse_ratio", "must be in [0, 1)");
   check_choice(issues, "dtype", s.dtype, {"bf16", "fp16", "fp32"});
@@ -298,6 +302,7 @@ std::string strategy_to_json_text(const StrategyConfig& s) {
     if ((s.*f.ptr).has_value()) j[f.name] = *(s.*f.ptr);
   j["attention_sparse_ratio"] = s.attention_sparse_ratio;
   j["mem_factor"] = s.mem_factor;
+  j["optimizer_offload_fraction"] = s.optimizer_offload_fraction;
   if (!s.megatron_recompute_modules.empty()) j["megatron_recompute_modules"] = s.megatron_recompute_modules;
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
@@ -327,6 +332,7 @@ uint64_t strategy_hash(const StrategyConfig& s) {
   }
   bytes(&s.attention_sparse_ratio, sizeof s.attention_sparse_ratio);
   bytes(&s.mem_factor, sizeof s.mem_factor);
+  bytes(&s.optimizer_offload_fraction, sizeof s.optimizer_offload_fraction);
   for (const auto& m : s.megatron_recompute_modules) str(m);
   return h;
 }
@@ -339,7 +345,7 @@ std::vector<std::string> strategy_keys() {
   for (const auto& f : kOptIntFields) keys.emplace_back(f.name);
   for (const auto& f : kOptStrFields) keys.emplace_back(f.name);
   for (const char* k : {"attention_sparse_ratio", "mem_factor", "megatron_recompute_modules", "recompute_method",
-                        "recompute_num_layers", "recompute_modules"})
+                        "recompute_num_layers", "recompute_modules", "optimizer_offload_fraction"})
     keys.emplace_back(k);
   return keys;
 }

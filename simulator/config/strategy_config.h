@@ -61,6 +61,10 @@ struct StrategyConfig {
   std::string cross_entropy_fusion_impl = "native";
   /// Vocabulary columns per chunk of the `linear` fused output projection + loss.
   int64_t lce_vocab_split_size = 3072;
+  /// Megatron's optimizer_cpu_offload: the optimizer states (fp32 master params, Adam m and v) of
+  /// optimizer_offload_fraction of the parameters live in host memory and a CPU Adam updates them.
+  bool optimizer_cpu_offload = false;
+  double optimizer_offload_fraction = 1.0;
   bool overlap_grad_reduce = true;
   std::optional<std::string> te_version;
   std::string tp_net = "auto", cp_net = "auto", pp_net = "auto", dp_net = "auto", ep_net = "auto",

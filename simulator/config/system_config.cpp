@@ -113,6 +113,19 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
   if (sys.num_per_node < 1 || sys.num_per_node > (1 << 16))
     issues.add("/num_per_node", "must be in 1..65536");
 
+  if (const json* host = top.object("host", false)) {
+    ObjectReader h(*host, "/host", issues);
+    double link_gbps = 0, adam_gbps = 0;
+    h.opt("link_gbps", link_gbps);
+    h.opt("cpu_adam_gbps", adam_gbps);
+    h.finish();
+    for (const auto& [key, v] : {std::pair<const char*, double>{"link_gbps", link_gbps}, {"cpu_adam_gbps", adam_gbps}}) {
+      if (!(v >= 0)) issues.add(std::string("/host/") + key, "must be ≥ 0");
+      check_magnitude(issues, std::string("/host/") + key, v, kMaxRate, kMinPositive);
+    }
+    sys.host_link_bytes_per_s = link_gbps * kGiB;
+    sys.host_adam_bytes_per_s = adam_gbps * kGiB;
+  }
   if (const json* acc = top.object("accelerator", true)) {
     ObjectReader a(*acc, "/accelerator", issues);
     a.opt("backend", sys.backend);
@@ -276,6 +289,9 @@ std::string system_to_json_text(const SystemConfig& sys, int indent) {
   }
   for (const auto& [name, bw] : sys.bandwidths) acc["bandwidth"][name] = bandwidth_json(bw);
   j["accelerator"] = acc;
+  if (sys.host_link_bytes_per_s > 0 || sys.host_adam_bytes_per_s > 0)
+    j["host"] = {{"link_gbps", clean(sys.host_link_bytes_per_s / kGiB)},
+                 {"cpu_adam_gbps", clean(sys.host_adam_bytes_per_s / kGiB)}};
   json nets;
   nets["intra_with_pcie"] = sys.intra_with_pcie;
   for (const auto& [name, net] : sys.networks) {

@@ -64,6 +64,12 @@ struct SystemConfig {
   /// Memory outside PyTorch's caching allocator: CUDA context, NCCL buffers, kernel images
   /// (JSON `unusable_mem_gbs`, GiB; default 6, the peer's gmi_error). Fit verdicts subtract it.
   double unusable_mem_bytes = kDefaultUnusableMemGiB * kGiB;
+  /// Host side of one GPU (trainsim extension, JSON `host`; 0 = not given): the host link's
+  /// bandwidth per direction (`link_gbps`, GiB/s: PCIe or NVLink-C2C) and the optimizer state a
+  /// CPU Adam updates per second for this GPU (`cpu_adam_gbps`, GiB/s of fp32 master params,
+  /// m and v).
+  double host_link_bytes_per_s = 0;
+  double host_adam_bytes_per_s = 0;
   CostMode mode = CostMode::Roofline;
   // Transparent comparators: ops are looked up by const char* without building a string.
   std::map<std::string, ComputeOpConfig, std::less<>> ops;

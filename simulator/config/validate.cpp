@@ -206,6 +206,20 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
                                         "'native' or the default mode");
     if (s.lce_vocab_split_size != StrategyConfig{}.lce_vocab_split_size)
       add("/lce_vocab_split_size", "is not part of SimuMax v1.2; remove it or use the default mode");
+    if (s.optimizer_cpu_offload)
+      add("/optimizer_cpu_offload", "is not part of SimuMax v1.2; remove it or use the default mode");
+  }
+  if (s.optimizer_offload_fraction != 1 && !s.optimizer_cpu_offload)
+    add("/optimizer_offload_fraction", "changes nothing without optimizer_cpu_offload; set optimizer_cpu_offload to true");
+  if (s.optimizer_cpu_offload) {
+    if (s.zero_state < 1)
+      add("/optimizer_cpu_offload", "needs the distributed optimizer (Megatron); set zero_state to 1 or more");
+    if (!(sys.host_link_bytes_per_s > 0))
+      issues.push_back({src.system, "/host/link_gbps", "optimizer_cpu_offload needs the host link's bandwidth per GPU "
+                                                      "and direction in GiB/s (PCIe Gen5 x16 moves about 50)"});
+    if (!(sys.host_adam_bytes_per_s > 0))
+      issues.push_back({src.system, "/host/cpu_adam_gbps", "optimizer_cpu_offload needs the optimizer state the CPU "
+                                                          "Adam updates per second for one GPU, in GiB/s"});
   }
   if (s.cross_entropy_fusion_impl != "native" && !s.cross_entropy_loss_fusion)
     add("/cross_entropy_fusion_impl", "'" + s.cross_entropy_fusion_impl + "' changes nothing without "

@@ -137,6 +137,24 @@ double optimizer_time(const Env& env, double grad_bytes, double state_bytes) {
   return t;
 }
 
+// Fraction of a rank's optimizer states in host memory (Megatron's optimizer_cpu_offload).
+double offloaded_fraction(const StrategyConfig& s) {
+  return s.optimizer_cpu_offload ? s.optimizer_offload_fraction : 0;
+}
+
+// The optimizer step of one rank. With optimizer_cpu_offload the offloaded share f of the
+// parameters is updated on the host (Megatron's HybridDeviceOptimizer): their fp32 gradients go
+// D2H (4 B per parameter), a CPU Adam updates fp32 master params, m and v (12 B per parameter at
+// host.cpu_adam_gbps), and the updated bf16 params come back H2D (2 B); copies and CPU step run
+// one after the other (the d2h/h2d overlap is not modeled). The GPU updates the rest.
+double optimizer_step_time(const Env& env, double grad_bytes, double state_bytes) {
+  const double f = offloaded_fraction(env.s);
+  if (f == 0) return optimizer_time(env, grad_bytes, state_bytes);
+  const double params = f * state_bytes / 12;
+  return optimizer_time(env, grad_bytes, (1 - f) * state_bytes) + params * (4 + 2) / env.sys.host_link_bytes_per_s +
+         params * 12 / env.sys.host_adam_bytes_per_s;
+}
+
 // Bucketed gradient reduce-scatter + parameter all-gather (all-reduce without ZeRO), 40M-element
 // fp32 buckets as Megatron's DDP.
 double dp_time(const Env& env, double rs_bytes, double ag_bytes, const std::string& net, int64_t n,
@@ -391,7 +409,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
     rank_dense_dp[ri] = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, plan.nets.of(Group::DP),
                                 plan.dp * plan.cp, "dp_cp");
     rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
-    rank_optim[ri] = optimizer_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
+    rank_optim[ri] = optimizer_step_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
   }
   const double tail_start = pipe * plan.straggler_ratio;
   for (int64_t r = 0; r < pp; ++r) {
@@ -448,6 +466,12 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
     mem.grad_bytes = sm.grad + sm.moe_grad;
     mem.state_bytes = sm.state + sm.moe_state;
     mem.model_bytes = sm.total() + cr.dummy_bytes;
+    // Optimizer CPU offload: the offloaded states leave the GPU; the host holds them and an fp32
+    // copy of their gradients (4 B next to 12 B per parameter).
+    const double offloaded = offloaded_fraction(s) * mem.state_bytes;
+    mem.state_bytes -= offloaded;
+    mem.model_bytes -= offloaded;
+    mem.host_bytes = offloaded * 16 / 12;
     return mem;
   };
   if (v == 1) {

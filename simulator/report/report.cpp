@@ -75,7 +75,8 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   nlohmann::ordered_json j;
   const auto& s = in.strategy;
   // 2.0.0: mfu / tflops_per_gpu follow --mfu (Megatron-LM's convention by default).
-  // 2.1.0: the fit verdict (fits, memory_headroom_gib, memory_limit_gib, unusable_memory_gib).
+  // 2.1.0: the fit verdict (fits, memory_headroom_gib, memory_limit_gib, unusable_memory_gib) and
+  // host_memory_gib.
   j["schema_version"] = "2.1.0";
   j["model"] = in.model_source;
   j["strategy"] = in.strategy_source;
@@ -122,6 +123,9 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   j["memory_limit_gib"] = rule.limit_bytes() / kGiB;
   j["fits"] = plan_fit.known ? nlohmann::ordered_json(plan_fit.fits) : nlohmann::ordered_json();
   j["memory_headroom_gib"] = plan_fit.known ? nlohmann::ordered_json(plan_fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
+  double host = 0;
+  for (const auto& st : e.stages) host = std::max(host, st.host_bytes);
+  j["host_memory_gib"] = host / kGiB;
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const auto& st : e.stages) {
     nlohmann::ordered_json x;
@@ -139,6 +143,7 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
     x["in_flight_micro_batches"] = st.in_flight_micro_batches;
     x["peak_activation_gib"] = st.peak_activation_bytes / kGiB;
     x["peak_at"] = st.peak_phase;
+    x["host_memory_gib"] = st.host_bytes / kGiB;
     stages.push_back(x);
   }
   j["stages"] = stages;
@@ -250,6 +255,9 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
                    rule.device_bytes / kGiB, rule.unusable_bytes / kGiB);
   else
     o += "fit        unknown: the system gives no device memory (mem_gbs 0)\n";
+  double host = 0;
+  for (const auto& st : e.stages) host = std::max(host, st.host_bytes);
+  if (host > 0) o += strprintf("host       %.2f GiB of pinned host memory per GPU (optimizer CPU offload)\n", host / kGiB);
   o += "\nnetworks   ";
   for (const auto& [g, n] : e.networks) o += g + "=" + n + " ";
   o += strprintf("\nefficiency %lld shape lookups measured, %zu shapes fell back to op defaults%s\n",

@@ -141,7 +141,7 @@ TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
       {"--overlap-moe-expert-parallel-comm", 'n', ""},
       {"--moe-shared-expert-overlap", 'n', ""},
       {"--offload-modules core_attn", 'n', ""},
-      {"--optimizer-cpu-offload", 'n', ""},
+      {"--optimizer-cpu-offload", 's', "optimizer_cpu_offload"},
       {"--overlap-cpu-optimizer-d2h-h2d", 'n', ""},
       {"--fp8-recipe blockwise", 'n', ""},
       {"--fp8-param-gather", 'n', ""},
