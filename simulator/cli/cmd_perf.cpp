@@ -13,6 +13,7 @@
 #include "estimate/estimate.h"
 #include "estimate/throughput.h"
 #include "estimate/finite.h"
+#include "estimate/fit.h"
 #include "report/report.h"
 
 namespace trainsim::cli {
@@ -38,7 +39,8 @@ int cmd_perf(const Args& args) {
   app.add_option("--mfu", mfu, "convention of the headline MFU and TFLOP/s: megatron (as Megatron-LM logs it, "
                                "causal attention at half; default) or simumax (full attention)");
   bool require_fit = false;
-  app.add_flag("--require-fit", require_fit, "exit 3 when the peak reserved memory exceeds the device memory");
+  app.add_flag("--require-fit", require_fit, "exit 3 when the peak reserved memory exceeds the device memory less "
+                                            "its unusable part (the fit verdict)");
   std::string compat;
   add_compat_option(app, compat);
   if (!parse_args(app, "perf", args)) return 0;
@@ -74,9 +76,11 @@ int cmd_perf(const Args& args) {
     write_file_atomic(out_dir + "/result.json", json_text);
     write_file_atomic(out_dir + "/summary.txt", text);
   }
-  if (require_fit && e.peak_reserved_bytes() > in.system.mem_bytes) {
-    std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the device's %.2f GiB\n",
-                 e.peak_reserved_bytes() / kGiB, in.system.mem_bytes / kGiB);
+  const FitRule rule = fit_rule(in.system);
+  if (require_fit && !fit_verdict(e, rule).fits) {
+    std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the limit %.2f GiB "
+                 "(device %.2f GiB less %.2f GiB unusable)\n", e.peak_reserved_bytes() / kGiB,
+                 rule.limit_bytes() / kGiB, rule.device_bytes / kGiB, rule.unusable_bytes / kGiB);
     return 3;
   }
   return 0;

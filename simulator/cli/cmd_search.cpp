@@ -303,7 +303,7 @@ int cmd_search(const Args& args) {
   bool json = false, use_reserved = false, use_alloc = false, quiet = false;
   app.add_flag("--json", json, "print a JSON report to stdout instead of the table");
   opt("--threads", "worker threads (default: hardware concurrency)");
-  opt("--gmi-error", "per-GPU memory margin in GiB (default 6)");
+  opt("--gmi-error", "per-GPU memory margin in GiB (default: the system's unusable_mem_gbs, 6 unless set)");
   app.add_flag("--use-reserved", use_reserved, "compare peak reserved memory with the limit (default)");
   app.add_flag("--use-alloc", use_alloc, "compare peak allocated memory with the limit");
   app.add_flag("--quiet", quiet, "no progress line on stderr");
@@ -367,7 +367,7 @@ int cmd_search(const Args& args) {
   }
   if (p.has("gmi-error")) {
     o.gmi_error_gib = parse_number("gmi-error", p.get("gmi-error"));
-    if (!(o.gmi_error_gib >= 0))
+    if (!(*o.gmi_error_gib >= 0))
       throw UsageError("search: --gmi-error must be a non-negative number of GiB");
   }
   o.use_reserved = !use_alloc;
@@ -423,7 +423,7 @@ int cmd_search(const Args& args) {
     in["seq_len"] = o.base.seq_len;
     in["rank_by"] = rank;
     in["memory"] = o.use_reserved ? "reserved" : "allocated";
-    in["gmi_error_gib"] = o.gmi_error_gib;
+    in["gmi_error_gib"] = r.unusable_memory_bytes / kGiB;
     in["memory_limit_gib"] = r.memory_limit_bytes / kGiB;
     in["space"] = {{"tp", full.tp},   {"pp", full.pp},     {"cp", full.cp},
                    {"ep", full.ep},   {"etp", full.etp},   {"vpp", full.vpp},
@@ -451,7 +451,7 @@ int cmd_search(const Args& args) {
               rank.c_str());
   std::printf("memory limit %.2f GiB per GPU (%.2f GiB - %s GiB gmi error, peak %s)\n\n",
               r.memory_limit_bytes / kGiB, sys.mem_bytes / kGiB,
-              format_number(o.gmi_error_gib).c_str(), o.use_reserved ? "reserved" : "allocated");
+              format_number(r.unusable_memory_bytes / kGiB).c_str(), o.use_reserved ? "reserved" : "allocated");
   std::fputs(table(r).c_str(), stdout);
   std::fputs(("\n" + summary(r)).c_str(), stdout);
   return 0;

@@ -15,6 +15,7 @@
 #include "config/system_config.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "core/units.h"
 #include "report/validation.h"
 
 namespace trainsim::cli {
@@ -64,7 +65,10 @@ TableRun run_table(ValidationTable t, Mode mode) {
   }
   for (const auto& c : run.table.cases) {
     if (!sys) {
-      run.results.push_back({c.name, "system: " + run.system_error, {}});
+      CaseResult failed;
+      failed.name = c.name;
+      failed.error = "system: " + run.system_error;
+      run.results.push_back(failed);
       continue;
     }
     run.results.push_back(run_validation_case(run.table, c, *sys, run.system_source, mode));
@@ -115,6 +119,12 @@ void print_table(const TableRun& run) {
                   metric_name(s.metric), static_cast<long long>(s.peer_published),
                   s.peer_published_mean_abs_err_pct, s.peer_published_max_abs_err_pct);
   }
+  // Every real run fit its GPUs: a "does not fit" verdict is a miss of the memory model.
+  const FitSummary f = summarize_fit(run.results);
+  if (f.predicted)
+    std::printf("  fit verdict: %lld/%lld real runs predicted to fit; least headroom %.2f GiB (%s)\n",
+                static_cast<long long>(f.fits), static_cast<long long>(f.predicted), f.least_headroom_gib,
+                f.least_case.c_str());
   std::printf("\n");
 }
 
@@ -167,6 +177,10 @@ nlohmann::ordered_json to_json(const std::vector<TableRun>& runs) {
         metrics[metric_name(t.metrics[k])] = jm;
       }
       jc["metrics"] = metrics;
+      const bool verdict = r.ok() && r.fit.known;
+      jc["peak_reserved_gib"] = r.ok() ? nlohmann::ordered_json(r.peak_reserved_bytes / kGiB) : nlohmann::ordered_json();
+      jc["fits"] = verdict ? nlohmann::ordered_json(r.fit.fits) : nlohmann::ordered_json();
+      jc["memory_headroom_gib"] = verdict ? nlohmann::ordered_json(r.fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
       cases.push_back(jc);
     }
     jt["cases"] = cases;

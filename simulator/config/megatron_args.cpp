@@ -95,6 +95,7 @@ const Rule kRules[] = {
     {"--fp16", Use::Strategy, R"({"dtype": "fp16"})"},
     {"--fp8-format", Use::Strategy, R"({"fp8": true})"},
     {"--cross-entropy-loss-fusion", Use::Strategy, R"({"cross_entropy_loss_fusion": true})"},
+    {"--cross-entropy-fusion-impl", Use::Strategy, R"({"cross_entropy_fusion_impl": "$v"})"},
     {"--no-bias-swiglu-fusion", Use::Strategy, R"({"use_fused_swiglu": false})"},
     {"--attention-backend=unfused", Use::Strategy, R"({"use_flash_sdp": false, "use_math_sdp": true})"},
     {"--attention-backend=local", Use::Strategy, R"({"use_flash_sdp": false, "use_math_sdp": true})"},
@@ -125,7 +126,8 @@ const Rule kRules[] = {
     {"--cpu-offloading-num-layers", Use::NotModeled, "activation offloading to the CPU"},
     {"--fine-grained-activation-offloading", Use::NotModeled, "activation offloading to the CPU"},
     {"--offload-modules", Use::NotModeled, "activation offloading to the CPU"},
-    {"--optimizer-cpu-offload", Use::NotModeled, "optimizer offloading to the CPU"},
+    {"--optimizer-cpu-offload", Use::Strategy, R"({"optimizer_cpu_offload": true})"},
+    {"--optimizer-offload-fraction", Use::Strategy, R"({"optimizer_offload_fraction": $v})"},
     {"--overlap-cpu-optimizer-d2h-h2d", Use::NotModeled, "CPU optimizer copies overlapped"},
     {"--enable-cuda-graph", Use::NotModeled, "CUDA graphs"},
     {"--cuda-graph-impl=none", Use::Ignored, ""},
@@ -565,17 +567,13 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
   } else if (granularity == std::optional<std::string>("selective")) {
     std::vector<std::string> modules = {"core_attn"};
     if (has("--recompute-modules")) modules = given["--recompute-modules"];
-    std::vector<std::string> others;
-    for (const auto& mod : modules)
-      if (mod != "core_attn") others.push_back(mod);
     out.recompute_all_layers = true;
-    if (others.empty()) {
+    if (modules == std::vector<std::string>{"core_attn"}) {
       out.strategy["recompute_granularity"] = "sdp_only";
     } else {
+      // core_attn with other modules: the default mode's module pass (compat mode rejects it).
       out.strategy["megatron_recompute"] = true;
-      out.strategy["megatron_recompute_modules"] = others;
-      if (others.size() != modules.size())
-        out.not_modeled.push_back("--recompute-modules core_attn: core attention recompute together with other modules");
+      out.strategy["megatron_recompute_modules"] = modules;
     }
   }
   return out;

@@ -31,6 +31,7 @@ const IntField kIntFields[] = {
     {"interleaving_size", &StrategyConfig::interleaving_size},
     {"zero_state", &StrategyConfig::zero_state},
     {"recompute_layer_num", &StrategyConfig::recompute_layer_num},
+    {"lce_vocab_split_size", &StrategyConfig::lce_vocab_split_size},
 };
 const BoolField kBoolFields[] = {
     {"fp8", &StrategyConfig::fp8},
@@ -62,6 +63,7 @@ const BoolField kBoolFields[] = {
     {"dispatch_probs", &StrategyConfig::dispatch_probs},
     {"overlap_param_gather", &StrategyConfig::overlap_param_gather},
     {"tp_comm_overlap", &StrategyConfig::tp_comm_overlap},
+    {"optimizer_cpu_offload", &StrategyConfig::optimizer_cpu_offload},
 };
 const StrField kStrFields[] = {
     {"dtype", &StrategyConfig::dtype},
@@ -77,6 +79,7 @@ const StrField kStrFields[] = {
     {"ep_net", &StrategyConfig::ep_net},
     {"etp_net", &StrategyConfig::etp_net},
     {"edp_net", &StrategyConfig::edp_net},
+    {"cross_entropy_fusion_impl", &StrategyConfig::cross_entropy_fusion_impl},
 };
 const OptIntField kOptIntFields[] = {
     {"num_layers_in_first_pipeline_stage", &StrategyConfig::num_layers_in_first_pipeline_stage},
@@ -122,6 +125,86 @@ void check_choice(IssueList& issues, const char* key, const std::string& value,
   issues.add(std::string("/") + key, msg);
 }
 
+// Megatron's recompute keys (the flags --recompute-granularity, --recompute-method,
+// --recompute-num-layers, --recompute-modules) lowered onto the recompute pass's fields:
+//   full + block, N     → full_block on the first N layers of every chunk (Megatron: "the first
+//                         N layers of each pipeline stage (virtual chunk)")
+//   full + uniform, 1   → full_block on every layer (units of one layer, only its input kept)
+//   selective, modules  → core_attn alone: sdp_only on every layer; otherwise the Megatron
+//                         module pass (output-discarding checkpoints) on every layer
+// Megatron requires the method and the layer count with full and ignores neither: a key that
+// changes nothing is an error here, as everywhere.
+void lower_megatron_recompute(const ObjectReader& r, const std::optional<std::string>& method,
+                              const std::optional<int64_t>& num, const std::vector<std::string>& modules,
+                              StrategyConfig& s, IssueList& issues) {
+  const bool full = s.recompute_granularity == std::optional<std::string>("full");
+  const bool selective = s.recompute_granularity == std::optional<std::string>("selective");
+  if (full || selective) s.megatron_recompute_keys.emplace_back("recompute_granularity");
+  for (const char* k : {"recompute_method", "recompute_num_layers", "recompute_modules"})
+    if (r.has(k)) s.megatron_recompute_keys.emplace_back(k);
+  if (!full && !selective) {
+    for (const auto& k : s.megatron_recompute_keys)
+      issues.add("/" + k, "needs recompute_granularity 'full' or 'selective' (Megatron); the peer's granularities "
+                          "take recompute_layer_num");
+    return;
+  }
+  const std::string g = *s.recompute_granularity;
+  if (r.has("recompute_layer_num"))
+    issues.add("/recompute_layer_num", "is the peer's key; with recompute_granularity '" + g +
+                                           "' use recompute_num_layers (full) or leave it out (selective)");
+  if (s.megatron_recompute || s.attn_recompute || s.mlp_recompute || s.mla_rms_recompute || s.mlp_rms_recompute)
+    issues.add("/recompute_granularity", "'" + g + "' cannot be combined with the peer's recompute flags "
+                                         "(megatron_recompute, attn_recompute, mlp_recompute, ...)");
+  if (!s.enable_recompute)
+    issues.add("/enable_recompute", "false switches off the recompute that recompute_granularity '" + g + "' asks for");
+  constexpr int64_t kAllLayers = int64_t{1} << 20;  // the bound of recompute_layer_num: every layer
+  if (full) {
+    if (r.has("recompute_modules"))
+      issues.add("/recompute_modules", "only applies to recompute_granularity 'selective'");
+    if (!method)
+      issues.add("/recompute_method", "required with recompute_granularity 'full' (Megatron); valid values: uniform, block");
+    else
+      check_choice(issues, "recompute_method", *method, {"uniform", "block"});
+    if (!num)
+      issues.add("/recompute_num_layers", "required with recompute_granularity 'full' (Megatron)");
+    else if (*num < 1 || *num > kAllLayers)
+      issues.add("/recompute_num_layers", strprintf("must be in 1..%lld", static_cast<long long>(kAllLayers)));
+    else if (method == std::optional<std::string>("uniform") && *num > 1)
+      issues.add("/recompute_num_layers", strprintf("uniform recompute of %lld-layer units is not modeled; use 1 "
+                                                    "(every layer its own unit) or recompute_method 'block'",
+                                                    static_cast<long long>(*num)));
+    s.recompute_granularity = "full_block";
+    s.recompute_layer_num = method == std::optional<std::string>("block") ? num.value_or(0) : kAllLayers;
+    return;
+  }
+  for (const char* k : {"recompute_method", "recompute_num_layers"})
+    if (r.has(k))
+      issues.add(std::string("/") + k, "only applies to recompute_granularity 'full'; selective recompute covers every layer");
+  std::vector<std::string> mods = r.has("recompute_modules") ? modules : std::vector<std::string>{"core_attn"};
+  if (mods.empty()) issues.add("/recompute_modules", "selective recompute needs at least one module");
+  const std::vector<std::string> valid = {"core_attn", "mlp", "moe", "moe_act", "shared_experts", "layernorm", "mla_up_proj"};
+  bool all_valid = true;
+  for (size_t i = 0; i < mods.size(); ++i) {
+    if (std::find(valid.begin(), valid.end(), mods[i]) != valid.end()) continue;
+    all_valid = false;
+    std::string msg = mods[i].rfind("a2a_overlap", 0) == 0
+                          ? "module '" + mods[i] + "' needs the EP all-to-all overlap, which is not modeled; valid values: " + join(valid)
+                          : "unknown module '" + mods[i] + "'; valid values: " + join(valid);
+    const std::string near = suggest(mods[i], valid);
+    if (!near.empty() && mods[i].rfind("a2a_overlap", 0) != 0) msg += "; did you mean '" + near + "'?";
+    issues.add("/recompute_modules/" + std::to_string(i), msg);
+  }
+  if (!all_valid) return;
+  s.recompute_layer_num = kAllLayers;
+  if (mods == std::vector<std::string>{"core_attn"}) {
+    s.recompute_granularity = "sdp_only";
+    return;
+  }
+  s.recompute_granularity.reset();
+  s.megatron_recompute = true;
+  s.megatron_recompute_modules = mods;
+}
+
 }  // namespace
 
 StrategyConfig load_strategy(const std::string& text, const std::string& source) {
@@ -136,10 +219,17 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   for (const auto& f : kOptStrFields) r.opt(f.name, s.*f.ptr);
   r.opt("attention_sparse_ratio", s.attention_sparse_ratio);
   r.opt("mem_factor", s.mem_factor);
+  r.opt("optimizer_offload_fraction", s.optimizer_offload_fraction);
   r.opt("megatron_recompute_modules", s.megatron_recompute_modules);
   // Megatron's name for interleaving_size (the peer's key).
   std::optional<int64_t> virtual_stages;
   r.opt("num_virtual_stages_per_pipeline_rank", virtual_stages);
+  std::optional<std::string> recompute_method;
+  std::optional<int64_t> recompute_num_layers;
+  std::vector<std::string> recompute_modules;
+  r.opt("recompute_method", recompute_method);
+  r.opt("recompute_num_layers", recompute_num_layers);
+  r.opt("recompute_modules", recompute_modules);
   r.finish();
   if (virtual_stages && r.has("interleaving_size"))
     issues.add("/num_virtual_stages_per_pipeline_rank", "is Megatron's name for interleaving_size; give one of the two");
@@ -180,6 +270,8 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
     issues.add("/zero_state", "must be 0, 1, 2 or 3, got " + std::to_string(s.zero_state));
   if (s.recompute_layer_num < 0) issues.add("/recompute_layer_num", "must be ≥ 0");
   if (s.mem_factor <= 0 || s.mem_factor > 1) issues.add("/mem_factor", "must be in (0, 1]");
+  if (!(s.optimizer_offload_fraction > 0 && s.optimizer_offload_fraction <= 1))
+    issues.add("/optimizer_offload_fraction", "must be in (0, 1]");
   if (s.attention_sparse_ratio < 0 || s.attention_sparse_ratio >= 1)
     issues.add("/attention_sparse_ratio", "must be in [0, 1)");
   check_choice(issues, "dtype", s.dtype, {"bf16", "fp16", "fp32"});
@@ -192,7 +284,11 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   check_choice(issues, "pipeline_schedule", s.pipeline_schedule, {"1f1b", "zero_bubble_h1"});
   if (s.recompute_granularity)
     check_choice(issues, "recompute_granularity", *s.recompute_granularity,
-                 {"full_block", "attn_only", "mlp_only", "sdp_only", "selective_recompute"});
+                 {"full_block", "attn_only", "mlp_only", "sdp_only", "selective_recompute", "full", "selective"});
+  lower_megatron_recompute(r, recompute_method, recompute_num_layers, recompute_modules, s, issues);
+  check_choice(issues, "cross_entropy_fusion_impl", s.cross_entropy_fusion_impl, {"native", "te", "linear"});
+  if (s.lce_vocab_split_size < 1 || s.lce_vocab_split_size > (int64_t{1} << 24))
+    issues.add("/lce_vocab_split_size", "must be in 1..16777216");
   if (s.data_parallel_sharding_strategy) {
     // Megatron's sharding strategies are the ZeRO stages 0–3.
     const std::vector<std::string> kSharding = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
@@ -211,12 +307,11 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
                                   s.te_version->substr(0, 40) + "\"");
   for (size_t i = 0; i < s.megatron_recompute_modules.size(); ++i) {
     const auto& m = s.megatron_recompute_modules[i];
-    std::vector<std::string> valid = {"layernorm", "mla_up_proj", "moe_act", "mlp", "moe"};
+    std::vector<std::string> valid = {"layernorm", "mla_up_proj", "moe_act", "mlp", "moe", "core_attn", "shared_experts"};
     bool ok = false;
     for (const auto& v : valid) ok = ok || v == m;
     if (ok) continue;
     std::string msg = "unknown module '" + m + "'; valid values: " + join(valid);
-    if (m == "core_attn") msg = "module 'core_attn' is not supported by the peer's Megatron recompute model; valid values: " + join(valid);
     issues.add("/megatron_recompute_modules/" + std::to_string(i), msg);
   }
   issues.throw_if_any();
@@ -234,6 +329,7 @@ std::string strategy_to_json_text(const StrategyConfig& s) {
     if ((s.*f.ptr).has_value()) j[f.name] = *(s.*f.ptr);
   j["attention_sparse_ratio"] = s.attention_sparse_ratio;
   j["mem_factor"] = s.mem_factor;
+  j["optimizer_offload_fraction"] = s.optimizer_offload_fraction;
   if (!s.megatron_recompute_modules.empty()) j["megatron_recompute_modules"] = s.megatron_recompute_modules;
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
@@ -263,6 +359,7 @@ uint64_t strategy_hash(const StrategyConfig& s) {
   }
   bytes(&s.attention_sparse_ratio, sizeof s.attention_sparse_ratio);
   bytes(&s.mem_factor, sizeof s.mem_factor);
+  bytes(&s.optimizer_offload_fraction, sizeof s.optimizer_offload_fraction);
   for (const auto& m : s.megatron_recompute_modules) str(m);
   return h;
 }
@@ -275,7 +372,8 @@ std::vector<std::string> strategy_keys() {
   for (const auto& f : kOptIntFields) keys.emplace_back(f.name);
   for (const auto& f : kOptStrFields) keys.emplace_back(f.name);
   for (const char* k : {"attention_sparse_ratio", "mem_factor", "megatron_recompute_modules",
-                        "num_virtual_stages_per_pipeline_rank"})
+                        "num_virtual_stages_per_pipeline_rank", "recompute_method", "recompute_num_layers",
+                        "recompute_modules", "optimizer_offload_fraction"})
     keys.emplace_back(k);
   return keys;
 }

@@ -55,6 +55,19 @@ struct StrategyConfig {
   bool use_fused_swiglu = true;
   bool use_fused_grad_accumulation = true;
   bool cross_entropy_loss_fusion = false;
+  // Memory switches: recompute, offloading, loss fusion, fp8 recipes (Megatron)
+  /// Megatron recompute keys given in the document (recompute_granularity full | selective,
+  /// recompute_method, recompute_num_layers, recompute_modules). The reader lowers them onto the
+  /// recompute fields above; the names stay for the compat-mode check and the report.
+  std::vector<std::string> megatron_recompute_keys;
+  /// Megatron's `cross_entropy_fusion_impl` (with cross_entropy_loss_fusion): native | te | linear.
+  std::string cross_entropy_fusion_impl = "native";
+  /// Vocabulary columns per chunk of the `linear` fused output projection + loss.
+  int64_t lce_vocab_split_size = 3072;
+  /// Megatron's optimizer_cpu_offload: the optimizer states (fp32 master params, Adam m and v) of
+  /// optimizer_offload_fraction of the parameters live in host memory and a CPU Adam updates them.
+  bool optimizer_cpu_offload = false;
+  double optimizer_offload_fraction = 1.0;
   bool overlap_grad_reduce = false;  // Megatron's default (SimuMax: true, unused)
   // Overlaps and data-parallel sharding (Megatron)
   bool overlap_param_gather = false;  // distributed-optimizer all-gather under the next forward

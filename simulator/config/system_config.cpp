@@ -124,6 +124,19 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
     issues.add("/straggler_jitter", "must be in [0, 1] (relative step-time jitter of one node), got " +
                                         format_number(*sys.straggler_jitter));
 
+  if (const json* host = top.object("host", false)) {
+    ObjectReader h(*host, "/host", issues);
+    double link_gbps = 0, adam_gbps = 0;
+    h.opt("link_gbps", link_gbps);
+    h.opt("cpu_adam_gbps", adam_gbps);
+    h.finish();
+    for (const auto& [key, v] : {std::pair<const char*, double>{"link_gbps", link_gbps}, {"cpu_adam_gbps", adam_gbps}}) {
+      if (!(v >= 0)) issues.add(std::string("/host/") + key, "must be ≥ 0");
+      check_magnitude(issues, std::string("/host/") + key, v, kMaxRate, kMinPositive);
+    }
+    sys.host_link_bytes_per_s = link_gbps * kGiB;
+    sys.host_adam_bytes_per_s = adam_gbps * kGiB;
+  }
   if (const json* acc = top.object("accelerator", true)) {
     ObjectReader a(*acc, "/accelerator", issues);
     a.opt("backend", sys.backend);
@@ -132,6 +145,14 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
     sys.mem_bytes = mem_gbs * kGiB;
     if (mem_gbs < 0) issues.add("/accelerator/mem_gbs", "must be ≥ 0");
     check_magnitude(issues, "/accelerator/mem_gbs", mem_gbs, kMaxRate);
+    double unusable_gbs = kDefaultUnusableMemGiB;
+    a.opt("unusable_mem_gbs", unusable_gbs);
+    sys.unusable_mem_bytes = unusable_gbs * kGiB;
+    if (!(unusable_gbs >= 0)) issues.add("/accelerator/unusable_mem_gbs", "must be ≥ 0");
+    check_magnitude(issues, "/accelerator/unusable_mem_gbs", unusable_gbs, kMaxRate);
+    if (mem_gbs > 0 && unusable_gbs >= mem_gbs && a.has("unusable_mem_gbs"))
+      issues.add("/accelerator/unusable_mem_gbs", strprintf("%g GiB leaves no memory of the device's %g GiB; expected "
+                                                            "a few GiB (CUDA context, NCCL buffers)", unusable_gbs, mem_gbs));
     std::string mode = "roofline";
     a.opt("mode", mode);
     if (mode == "roofline") {
@@ -268,6 +289,7 @@ std::string system_to_json_text(const SystemConfig& sys, int indent) {
   json acc;
   acc["backend"] = sys.backend;
   acc["mem_gbs"] = clean(sys.mem_bytes / kGiB);
+  if (sys.unusable_mem_bytes != kDefaultUnusableMemGiB * kGiB) acc["unusable_mem_gbs"] = clean(sys.unusable_mem_bytes / kGiB);
   acc["mode"] = sys.mode == CostMode::Roofline ? "roofline" : "only_compute";
   for (const auto& [name, op] : sys.ops) {
     json o;
@@ -282,6 +304,9 @@ std::string system_to_json_text(const SystemConfig& sys, int indent) {
   }
   for (const auto& [name, bw] : sys.bandwidths) acc["bandwidth"][name] = bandwidth_json(bw);
   j["accelerator"] = acc;
+  if (sys.host_link_bytes_per_s > 0 || sys.host_adam_bytes_per_s > 0)
+    j["host"] = {{"link_gbps", clean(sys.host_link_bytes_per_s / kGiB)},
+                 {"cpu_adam_gbps", clean(sys.host_adam_bytes_per_s / kGiB)}};
   json nets;
   nets["intra_with_pcie"] = sys.intra_with_pcie;
   for (const auto& [name, net] : sys.networks) {

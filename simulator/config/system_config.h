@@ -7,6 +7,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/units.h"
+
 namespace trainsim {
 
 /// One compute op class of the accelerator (`accelerator.op.<name>`).
@@ -49,6 +51,9 @@ struct NetworkConfig {
 
 enum class CostMode { Roofline, OnlyCompute };
 
+/// Default of `accelerator.unusable_mem_gbs` (GiB): the margin the peer's searches use.
+inline constexpr double kDefaultUnusableMemGiB = 6;
+
 struct SystemConfig {
   std::string sys_name;
   int64_t num_per_node = 8;
@@ -56,6 +61,15 @@ struct SystemConfig {
   bool has_fc8 = false;
   std::string backend = "cuda";
   double mem_bytes = 0;          // JSON `mem_gbs` (GiB)
+  /// Memory outside PyTorch's caching allocator: CUDA context, NCCL buffers, kernel images
+  /// (JSON `unusable_mem_gbs`, GiB; default 6, the peer's gmi_error). Fit verdicts subtract it.
+  double unusable_mem_bytes = kDefaultUnusableMemGiB * kGiB;
+  /// Host side of one GPU (trainsim extension, JSON `host`; 0 = not given): the host link's
+  /// bandwidth per direction (`link_gbps`, GiB/s: PCIe or NVLink-C2C) and the optimizer state a
+  /// CPU Adam updates per second for this GPU (`cpu_adam_gbps`, GiB/s of fp32 master params,
+  /// m and v).
+  double host_link_bytes_per_s = 0;
+  double host_adam_bytes_per_s = 0;
   CostMode mode = CostMode::Roofline;
   // Transparent comparators: ops are looked up by const char* without building a string.
   std::map<std::string, ComputeOpConfig, std::less<>> ops;

@@ -228,6 +228,40 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
                                         "userbuffers), got tp_size %lld, enable_sequence_parallel %s",
                                         ll(tp), s.enable_sequence_parallel ? "true" : "false"));
   }
+  // Memory switches of the default mode (Megatron keys) are not part of the peer.
+  if (mode == Mode::SimuMax12) {
+    for (const auto& k : s.megatron_recompute_keys)
+      add("/" + k, "Megatron's recompute keys are not part of SimuMax v1.2; use recompute_granularity full_block, "
+                   "attn_only, mlp_only, sdp_only or selective_recompute with recompute_layer_num, or the default mode");
+    for (const auto& mod : s.megatron_recompute_modules)
+      if (mod == "core_attn" || mod == "shared_experts")
+        add("/megatron_recompute_modules", "module '" + mod + "' is not part of SimuMax v1.2's Megatron recompute "
+                                           "model; valid values: layernorm, mla_up_proj, moe_act, mlp, moe");
+    if (s.cross_entropy_fusion_impl != "native")
+      add("/cross_entropy_fusion_impl", "'" + s.cross_entropy_fusion_impl + "' is not part of SimuMax v1.2; use "
+                                        "'native' or the default mode");
+    if (s.lce_vocab_split_size != StrategyConfig{}.lce_vocab_split_size)
+      add("/lce_vocab_split_size", "is not part of SimuMax v1.2; remove it or use the default mode");
+    if (s.optimizer_cpu_offload)
+      add("/optimizer_cpu_offload", "is not part of SimuMax v1.2; remove it or use the default mode");
+  }
+  if (s.optimizer_offload_fraction != 1 && !s.optimizer_cpu_offload)
+    add("/optimizer_offload_fraction", "changes nothing without optimizer_cpu_offload; set optimizer_cpu_offload to true");
+  if (s.optimizer_cpu_offload) {
+    if (s.zero_state < 1)
+      add("/optimizer_cpu_offload", "needs the distributed optimizer (Megatron); set zero_state to 1 or more");
+    if (!(sys.host_link_bytes_per_s > 0))
+      issues.push_back({src.system, "/host/link_gbps", "optimizer_cpu_offload needs the host link's bandwidth per GPU "
+                                                      "and direction in GiB/s (PCIe Gen5 x16 moves about 50)"});
+    if (!(sys.host_adam_bytes_per_s > 0))
+      issues.push_back({src.system, "/host/cpu_adam_gbps", "optimizer_cpu_offload needs the optimizer state the CPU "
+                                                          "Adam updates per second for one GPU, in GiB/s"});
+  }
+  if (s.cross_entropy_fusion_impl != "native" && !s.cross_entropy_loss_fusion)
+    add("/cross_entropy_fusion_impl", "'" + s.cross_entropy_fusion_impl + "' changes nothing without "
+                                      "cross_entropy_loss_fusion; set cross_entropy_loss_fusion to true");
+  if (s.lce_vocab_split_size != StrategyConfig{}.lce_vocab_split_size && s.cross_entropy_fusion_impl != "linear")
+    add("/lce_vocab_split_size", "only applies to cross_entropy_fusion_impl 'linear'");
 
   // Recompute combinations.
   const bool legacy_flags = s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute;
@@ -243,8 +277,10 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
         add("/megatron_recompute_modules", "'moe_act' needs a moe model with grouped GEMM");
       if ((mod == "layernorm" || mod == "moe_act") && s.fp8)
         add("/megatron_recompute_modules", "'" + mod + "' cannot be combined with fp8");
-      if ((mod == "moe" || mod == "moe_act") && !m.is_moe())
+      if ((mod == "moe" || mod == "moe_act" || mod == "shared_experts") && !m.is_moe())
         add("/megatron_recompute_modules", "'" + mod + "' needs a moe model");
+      if (mod == "shared_experts" && m.is_moe() && !m.moe_shared_expert_intermediate_size)
+        add("/megatron_recompute_modules", "'shared_experts' needs a model with shared experts");
     }
     if (s.megatron_recompute_modules.empty())
       add("/megatron_recompute_modules", "megatron_recompute needs at least one module");

@@ -230,6 +230,24 @@ double optimizer_time(const Env& env, double grad_bytes, double state_bytes) {
   return t;
 }
 
+// Fraction of a rank's optimizer states in host memory (Megatron's optimizer_cpu_offload).
+double offloaded_fraction(const StrategyConfig& s) {
+  return s.optimizer_cpu_offload ? s.optimizer_offload_fraction : 0;
+}
+
+// The optimizer step of one rank. With optimizer_cpu_offload the offloaded share f of the
+// parameters is updated on the host (Megatron's HybridDeviceOptimizer): their fp32 gradients go
+// D2H (4 B per parameter), a CPU Adam updates fp32 master params, m and v (12 B per parameter at
+// host.cpu_adam_gbps), and the updated bf16 params come back H2D (2 B); copies and CPU step run
+// one after the other (the d2h/h2d overlap is not modeled). The GPU updates the rest.
+double optimizer_step_time(const Env& env, double grad_bytes, double state_bytes) {
+  const double f = offloaded_fraction(env.s);
+  if (f == 0) return optimizer_time(env, grad_bytes, state_bytes);
+  const double params = f * state_bytes / 12;
+  return optimizer_time(env, grad_bytes, (1 - f) * state_bytes) + params * (4 + 2) / env.sys.host_link_bytes_per_s +
+         params * 12 / env.sys.host_adam_bytes_per_s;
+}
+
 // Bucketed gradient reduce-scatter + parameter all-gather (all-reduce without ZeRO), 40M-element
 // fp32 buckets as Megatron's DDP.
 double dp_time(const Env& env, double rs_bytes, double ag_bytes, const std::string& net, int64_t n,
@@ -293,7 +311,7 @@ struct ChunkResult {
 };
 
 ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded_vocab) {
-  const Chunk chunk = build_chunk(env.m, env.s, padded_vocab, spec);
+  const Chunk chunk = build_chunk(env.m, env.s, padded_vocab, spec, env.mode);
   EfficiencyLog log;
   Env local = env;
   local.log = &log;
@@ -621,7 +639,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
                                   plan.dp * plan.cp, "dp_cp");
     }
     rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
-    rank_optim[ri] = optimizer_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
+    rank_optim[ri] = optimizer_step_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
   }
   // After the pipeline (stretched by the straggler allowance): the DP traffic still running (all
   // of it in compat mode), the optimizer, and the parameter all-gather when it follows the step.
@@ -702,6 +720,12 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
       for (const auto& b : cr.backward) largest = std::max(largest, b.dense + b.moe);
       mem.model_bytes += 2 * largest * 2;
     }
+    // Optimizer CPU offload: the offloaded states leave the GPU; the host holds them and an fp32
+    // copy of their gradients (4 B next to 12 B per parameter).
+    const double offloaded = offloaded_fraction(s) * mem.state_bytes;
+    mem.state_bytes -= offloaded;
+    mem.model_bytes -= offloaded;
+    mem.host_bytes = offloaded * 16 / 12;
     return mem;
   };
   if (v == 1) {

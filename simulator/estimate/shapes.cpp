@@ -15,7 +15,7 @@ std::vector<ShapeUse> list_shapes(const ModelConfig& m, const StrategyConfig& s,
     for (const auto& spec : rank)
       if (std::find(specs.begin(), specs.end(), spec) == specs.end()) specs.push_back(spec);
   std::vector<Chunk> chunks;
-  for (const auto& spec : specs) chunks.push_back(build_chunk(m, s, plan.padded_vocab, spec));
+  for (const auto& spec : specs) chunks.push_back(build_chunk(m, s, plan.padded_vocab, spec, plan.mode));
   std::vector<ShapeUse> out;
   auto add_leaf = [&](const Leaf& l, int64_t count) {
     for (const auto& phase : l.kernels)

@@ -27,6 +27,7 @@ struct Ctx {
   bool fp8;
   const char* wgrad_dtype;
   bool dummy_wgrad;  // TE ≥ 2.3 allocates a dummy wgrad per unique Linear weight shape
+  bool megatron;     // default mode: the tensors Megatron/TE save (else the peer's bookkeeping)
 };
 
 // Appends an integral value as the peer prints it (Python int); keys are built on every
@@ -150,7 +151,9 @@ Leaf linear_col(const Ctx& c, const char* name, double in, double out, bool allo
   } else {
     add_comm(l, kBwdAct, Collective::AllReduce, Group::TP, ag_bytes, c.tp, "tp");
   }
-  l.cache = c.B * c.S_l * in * a / ((c.sp && !fp8) ? c.tp : 1);
+  // With SP, TE saves the local input shard and all-gathers it again for the weight gradient;
+  // under fp8 the peer keeps the gathered fp8 copy instead.
+  l.cache = c.B * c.S_l * in * a / ((c.sp && (!fp8 || c.megatron)) ? c.tp : 1);
   l.cache_inputs_cached = 0;
   l.fpk = c.B * c.S_l * in * a + c.B * c.S_l * out_l * 2 + (c.s.use_accm_weight ? 0 : W * (fp8 ? 1 : 2));
   l.bpk = l.fpk;
@@ -298,7 +301,9 @@ Leaf gelu(const Ctx& c, double width_l) {
   const double in = c.B * c.S_l * width_l * c.e;
   l.kernels[kFwd] = {mem_kernel(2 * in)};
   l.kernels[kBwdAct] = {mem_kernel(2 * in)};
-  l.cache = 3 * in;
+  // Megatron's bias-GELU saves its input only (its output is fc2's input, saved by fc2); the
+  // peer counts three copies.
+  l.cache = c.megatron ? in : 3 * in;
   l.fpk = 2 * in;
   l.bpk = 2 * in;
   l.input_bytes = in;
@@ -351,6 +356,28 @@ Leaf cross_entropy(const Ctx& c, double Vt) {
   return l;
 }
 
+
+// Megatron's cross_entropy_fusion_impl 'linear': the output projection and the loss run over
+// vocabulary chunks of lce_vocab_split_size columns, so the [tokens, V/t] logits never exist in
+// full. The projection keeps its FLOPs, keyed as one chunk's GEMM; backward re-runs each chunk's
+// forward GEMM before its dgrad and wgrad (one more forward GEMM: our model of the chunked
+// kernel). Saved for backward: the hidden input (the projection's cache) and fp32 max and sum-exp
+// per token; in flight: one fp32 chunk (forward), a recomputed chunk and its gradient (backward).
+void fuse_linear_cross_entropy(const Ctx& c, Leaf& out, Leaf& ce, double Vt) {
+  const double tokens = c.B * c.S_l, split = std::min(Vt, static_cast<double>(c.s.lce_vocab_split_size));
+  const double chunk = tokens * split, x = tokens * c.H * c.e;
+  out.kernels[kFwd][0].key = gemm_key(c.B, c.S_l, c.H, split, "TN", false, "bf16");
+  out.kernels[kBwdAct][0].key = gemm_key(c.B, c.S_l, split, c.H, "NN", false, "bf16");
+  out.kernels[kBwdW][0].key = gemm_key(1, split, tokens, c.H, "NT", true, c.wgrad_dtype);
+  out.kernels[kBwdAct].push_back(out.kernels[kFwd][0]);
+  const double weight = c.s.use_accm_weight ? 0 : out.params * 2;
+  out.fpk = x + chunk * 2 + weight;
+  out.bpk = 2 * x + chunk * 2 + weight;
+  ce.cache = tokens * 8;
+  ce.cache_inputs_cached = 0;
+  ce.fpk = chunk * 4 + tokens * 8;
+  ce.bpk = chunk * 8;
+}
 
 // MoE router: a replicated Linear(H → N_E) with softmax/top-k over the local tokens. Its key uses
 // the SP-gathered sequence, its FLOPs the local one (the peer's Router).
@@ -533,7 +560,7 @@ const char* group_name(Group g) {
 }
 
 Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
-                  const ChunkSpec& spec) {
+                  const ChunkSpec& spec, Mode mode) {
   const bool with_embedding = spec.embedding, with_head = spec.head;
   const int64_t layers = spec.layers, dense_layers = spec.dense_layers;
   const int64_t recompute_layers = spec.recompute_layers;
@@ -553,7 +580,8 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
         s.sp(),
         s.fp8,
         s.grad_reduce_in_bf16 ? "bf16" : "fp32",
-        s.use_fused_grad_accumulation && version_at_least(s.te_version, "2.3.0")};
+        s.use_fused_grad_accumulation && version_at_least(s.te_version, "2.3.0"),
+        mode == Mode::Default};
   const double H = c.H, Vt = static_cast<double>(padded_vocab) / s.tp_size;
   Chunk chunk;
   if (with_embedding) chunk.pre.push_back(embedding(c, Vt));
@@ -561,6 +589,8 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
     chunk.post.push_back(layer_norm(c, "final_layernorm"));
     chunk.post.push_back(linear_col(c, "output_layer", H, static_cast<double>(padded_vocab), false));
     chunk.post.push_back(cross_entropy(c, Vt));
+    if (s.cross_entropy_loss_fusion && s.cross_entropy_fusion_impl == "linear")
+      fuse_linear_cross_entropy(c, chunk.post[chunk.post.size() - 2], chunk.post.back(), Vt);
   }
 
   auto make_layer = [&](bool recompute, bool moe) {
@@ -633,7 +663,7 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
       L.push_back(unpermutation(c, sh));
     }
     if (c.fp8) insert_quantizers(L);
-    if (recompute) apply_recompute(L, m, s, moe);
+    if (recompute) apply_recompute(L, m, s, moe, mode);
     return t;
   };
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "config/mode.h"
 #include "config/model_config.h"
 #include "config/strategy_config.h"
 
@@ -97,8 +98,8 @@ struct ChunkSpec {
   bool operator==(const ChunkSpec&) const = default;
 };
 
-/// Builds the leaves of a chunk.
+/// Builds the leaves of a chunk. `mode` selects Megatron's saved tensors (default) or the peer's.
 [[nodiscard]] Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
-                                const ChunkSpec& spec);
+                                const ChunkSpec& spec, Mode mode = Mode::Default);
 
 }  // namespace trainsim

@@ -42,7 +42,7 @@ void assign_status(std::vector<Leaf>& leaves, bool variance_tails) {
 
 }  // namespace
 
-void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const StrategyConfig& s, bool moe) {
+void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const StrategyConfig& s, bool moe, Mode mode) {
   const size_t attn_end = static_cast<size_t>(
       std::find_if(L.begin(), L.end(), [](const Leaf& l) { return l.name == "pre_mlp_layernorm"; }) - L.begin());
   bool variance = false;
@@ -69,8 +69,10 @@ void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const StrategyC
           }
         }
       } else if (mod == "mlp" && !moe) {
+        // Megatron checkpoints the whole MLP with the pre-MLP norm's output as input (default
+        // mode, unless fc1 is already a layernorm tail); the peer keeps fc1's input and output.
         for (size_t i = attn_end + 1; i < L.size(); ++i) {
-          if (L[i].name == "linear_fc1") continue;
+          if (L[i].name == "linear_fc1" && (mode == Mode::SimuMax12 || L[i].recompute)) continue;
           L[i].recompute = true;
         }
       } else if (mod == "moe" && moe) {
@@ -86,6 +88,15 @@ void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const StrategyC
             L[i].breakpoint = true;
           }
         }
+      } else if (mod == "core_attn") {
+        // Megatron's checkpointed core attention (default mode): q, k, v stay as the checkpoint's
+        // input, the attention kernel re-runs in backward; the output and lse are not kept.
+        for (auto& l : L)
+          if (l.name == "core_attention") l.recompute = true;
+      } else if (mod == "shared_experts" && moe) {
+        // The shared expert MLP under one checkpoint: its input kept, its internals re-run.
+        for (size_t i = attn_end + 1; i < L.size(); ++i)
+          if (L[i].name.rfind("shared_expert.", 0) == 0) L[i].recompute = true;
       } else if (mod == "mla_up_proj" && m.is_mla()) {
         for (size_t i = 0; i < attn_end; ++i) {
           const std::string& n = L[i].name;

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "config/mode.h"
 #include "config/model_config.h"
 #include "config/strategy_config.h"
 #include "model/graph.h"
@@ -12,6 +13,8 @@
 namespace trainsim {
 
 /// Sets the recompute roles of one recomputed layer's leaves (`moe`: the layer's MLP is MoE).
-void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const StrategyConfig& s, bool moe);
+/// `mode`: the default mode checkpoints Megatron's whole dense MLP (fc1 included) for the `mlp`
+/// module; the peer keeps fc1's activations.
+void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const StrategyConfig& s, bool moe, Mode mode);
 
 }  // namespace trainsim

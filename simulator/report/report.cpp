@@ -1,10 +1,13 @@
 // Estimate reports.
 #include "report/report.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "core/text.h"
 #include "core/units.h"
+#include "estimate/fit.h"
 #include "model/parameter_count.h"
 
 namespace trainsim {
@@ -18,7 +21,8 @@ std::string parallelism_string(const StrategyConfig& s) {
 }
 
 namespace {
-std::string recompute_string(const StrategyConfig& s) {
+// `layers`: the model's layer count, which caps the per-chunk count ("every layer" keys ask 2^20).
+std::string recompute_string(const StrategyConfig& s, int64_t layers) {
   if (!s.is_recompute()) return "none";
   if (s.megatron_recompute) return "megatron(" + join(s.megatron_recompute_modules, "+") + ")";
   std::string g = *s.recompute_granularity;
@@ -30,7 +34,7 @@ std::string recompute_string(const StrategyConfig& s) {
     if (s.mlp_rms_recompute) f.emplace_back("mlp_rms");
     g = "selective(" + join(f, "+") + ")";
   }
-  return g + strprintf(", %lld layers/chunk", static_cast<long long>(s.recompute_layer_num));
+  return g + strprintf(", %lld layers/chunk", static_cast<long long>(std::min(s.recompute_layer_num, layers)));
 }
 
 // Both MFU conventions, and the one the headline uses.
@@ -71,14 +75,16 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   nlohmann::ordered_json j;
   const auto& s = in.strategy;
   // 2.0.0: mfu / tflops_per_gpu follow --mfu (Megatron-LM's convention by default).
-  j["schema_version"] = "2.0.0";
+  // 2.1.0: the fit verdict (fits, memory_headroom_gib, memory_limit_gib, unusable_memory_gib) and
+  // host_memory_gib.
+  j["schema_version"] = "2.1.0";
   j["model"] = in.model_source;
   j["strategy"] = in.strategy_source;
   j["system"] = in.system_source;
   j["parallelism"] = parallelism_string(s);
   j["world_size"] = s.world_size;
   j["global_batch_size"] = e.global_batch_size;
-  j["recompute"] = recompute_string(s);
+  j["recompute"] = recompute_string(s, in.model.layer_num);
   j["mode"] = mode_name(e.mode);
   j["schedule"] = e.schedule;
   j["p2p"] = e.p2p;
@@ -113,10 +119,23 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   j["peak_alloc_gib"] = e.peak_alloc_bytes() / kGiB;
   j["peak_reserved_gib"] = e.peak_reserved_bytes() / kGiB;
   j["device_memory_gib"] = in.system.mem_bytes / kGiB;
+  // The fit verdict (estimate/fit.h, the rule search uses): null when the device memory is unknown.
+  const FitRule rule = fit_rule(in.system);
+  const FitVerdict plan_fit = fit_verdict(e, rule);
+  j["unusable_memory_gib"] = rule.unusable_bytes / kGiB;
+  j["memory_limit_gib"] = rule.limit_bytes() / kGiB;
+  j["fits"] = plan_fit.known ? nlohmann::ordered_json(plan_fit.fits) : nlohmann::ordered_json();
+  j["memory_headroom_gib"] = plan_fit.known ? nlohmann::ordered_json(plan_fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
+  double host = 0;
+  for (const auto& st : e.stages) host = std::max(host, st.host_bytes);
+  j["host_memory_gib"] = host / kGiB;
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const auto& st : e.stages) {
     nlohmann::ordered_json x;
+    const FitVerdict fit = fit_verdict(st, rule);
     x["name"] = st.name;
+    x["fits"] = fit.known ? nlohmann::ordered_json(fit.fits) : nlohmann::ordered_json();
+    x["memory_headroom_gib"] = fit.known ? nlohmann::ordered_json(fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
     x["peak_alloc_gib"] = st.peak_alloc_bytes / kGiB;
     x["peak_reserved_gib"] = st.peak_reserved_bytes / kGiB;
     x["model_mem_gib"] = st.model_bytes / kGiB;
@@ -127,6 +146,7 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
     x["in_flight_micro_batches"] = st.in_flight_micro_batches;
     x["peak_activation_gib"] = st.peak_activation_bytes / kGiB;
     x["peak_at"] = st.peak_phase;
+    x["host_memory_gib"] = st.host_bytes / kGiB;
     stages.push_back(x);
   }
   j["stages"] = stages;
@@ -193,7 +213,7 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
                  parallelism_string(s).c_str(), static_cast<long long>(s.world_size),
                  static_cast<long long>(s.seq_len), static_cast<long long>(s.micro_batch_size),
                  static_cast<long long>(s.micro_batch_num), static_cast<long long>(e.global_batch_size));
-  o += strprintf("recompute  %s; ZeRO %lld\n", recompute_string(s).c_str(), static_cast<long long>(s.zero_state));
+  o += strprintf("recompute  %s; ZeRO %lld\n", recompute_string(s, in.model.layer_num).c_str(), static_cast<long long>(s.zero_state));
   o += strprintf("schedule   %s, %s p2p; mode %s\n\n", e.schedule.c_str(), e.p2p.c_str(), mode_name(e.mode));
   const Mfu mfu = mfu_of(in, e);
   const bool meg = in.mfu == MfuConvention::Megatron;
@@ -221,14 +241,27 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
     }
     o += "\n";
   }
-  o += strprintf("\nmemory per stage (GiB)  peak  reserved  weights  grads  optim  act/mb  in-flight  (device %.0f)\n",
-                 in.system.mem_bytes / kGiB);
-  for (const auto& st : e.stages)
-    o += strprintf("  %-16s %8.2f %9.2f %8.2f %6.2f %6.2f %7.2f %9lld%s\n", st.name.c_str(),
+  const FitRule rule = fit_rule(in.system);
+  o += strprintf("\nmemory per stage (GiB)  peak  reserved  weights  grads  optim  act/mb  in-flight  headroom\n");
+  for (const auto& st : e.stages) {
+    const FitVerdict fit = fit_verdict(st, rule);
+    o += strprintf("  %-16s %8.2f %9.2f %8.2f %6.2f %6.2f %7.2f %9lld %9s%s\n", st.name.c_str(),
                    st.peak_alloc_bytes / kGiB, st.peak_reserved_bytes / kGiB, st.weight_bytes / kGiB,
                    st.grad_bytes / kGiB, st.state_bytes / kGiB, st.activation_cache_per_mb_bytes / kGiB,
                    static_cast<long long>(st.in_flight_micro_batches),
-                   st.peak_reserved_bytes > in.system.mem_bytes && in.system.mem_bytes > 0 ? "  OUT OF MEMORY" : "");
+                   fit.known ? strprintf("%.2f", fit.headroom_bytes / kGiB).c_str() : "-",
+                   fit.known && !fit.fits ? "  OUT OF MEMORY" : "");
+  }
+  const FitVerdict plan_fit = fit_verdict(e, rule);
+  if (plan_fit.known)
+    o += strprintf("fit        %s: peak reserved %.2f GiB vs limit %.2f GiB (device %.2f − unusable %.2f)\n",
+                   plan_fit.fits ? "FITS" : "DOES NOT FIT", e.peak_reserved_bytes() / kGiB, rule.limit_bytes() / kGiB,
+                   rule.device_bytes / kGiB, rule.unusable_bytes / kGiB);
+  else
+    o += "fit        unknown: the system gives no device memory (mem_gbs 0)\n";
+  double host = 0;
+  for (const auto& st : e.stages) host = std::max(host, st.host_bytes);
+  if (host > 0) o += strprintf("host       %.2f GiB of pinned host memory per GPU (optimizer CPU offload)\n", host / kGiB);
   o += "\nnetworks   ";
   for (const auto& [g, n] : e.networks) o += g + "=" + n + " ";
   o += strprintf("\nefficiency %lld shape lookups measured, %zu shapes fell back to op defaults%s\n",

@@ -12,6 +12,7 @@
 #include "config/validate.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "core/units.h"
 #include "estimate/estimate.h"
 
 namespace trainsim {
@@ -401,6 +402,9 @@ CaseResult run_validation_case(const ValidationTable& t, const ValidationCase& c
     StrategyConfig s = load_strategy(read_file(spath), spath);
     (void)resolve_plan(m, s, sys, mode, PlanSources{mpath, spath, system_source});
     r.predicted = predict_metrics(t.metrics, m, s, sys, mode);
+    const Estimate e = estimate(m, s, sys, nullptr, mode, /*events=*/false);
+    r.fit = fit_verdict(e, fit_rule(sys));
+    r.peak_reserved_bytes = e.peak_reserved_bytes();
     for (const double v : r.predicted)
       if (!std::isfinite(v))
         throw Error(strprintf("the prediction is not finite (%g): a number in the inputs is out of any realistic "
@@ -413,6 +417,21 @@ CaseResult run_validation_case(const ValidationTable& t, const ValidationCase& c
   }
   if (r.error.empty() && r.predicted.size() != t.metrics.size()) r.error = "internal error: metric count";
   return r;
+}
+
+FitSummary summarize_fit(const std::vector<CaseResult>& results) {
+  FitSummary f;
+  for (const auto& r : results) {
+    if (!r.ok() || !r.fit.known) continue;
+    const double h = r.fit.headroom_bytes / kGiB;
+    if (f.predicted == 0 || h < f.least_headroom_gib) {
+      f.least_headroom_gib = h;
+      f.least_case = r.name;
+    }
+    ++f.predicted;
+    f.fits += r.fit.fits ? 1 : 0;
+  }
+  return f;
 }
 
 std::vector<MetricSummary> summarize(const ValidationTable& t, const std::vector<CaseResult>& results) {

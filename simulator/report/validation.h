@@ -19,6 +19,7 @@
 #include "config/presets.h"
 #include "config/strategy_config.h"
 #include "config/system_config.h"
+#include "estimate/fit.h"
 
 namespace trainsim {
 
@@ -93,10 +94,15 @@ struct CaseResult {
   std::string name;
   std::string error;               // non-empty when the case failed
   std::vector<double> predicted;   // one per metric when it did not
+  /// The fit verdict of the whole plan (estimate/fit.h): every real run fit its GPUs, so a
+  /// verdict of "does not fit" is a miss of the memory model.
+  FitVerdict fit;
+  double peak_reserved_bytes = 0;
   [[nodiscard]] bool ok() const { return error.empty(); }
 };
 
-/// Loads the case's model/strategy, checks the plan and predicts; any error becomes
+/// Loads the case's model/strategy, checks the plan, predicts its metrics and its fit verdict
+/// on `sys`; any error becomes
 /// CaseResult::error (the run goes on). `system_source` names the system in messages.
 [[nodiscard]] CaseResult run_validation_case(const ValidationTable& t, const ValidationCase& c,
                                              const SystemConfig& sys,
@@ -117,6 +123,15 @@ struct MetricSummary {
   int64_t peer_published = 0;
   double peer_published_mean_abs_err_pct = 0, peer_published_max_abs_err_pct = 0;
 };
+
+/// Fit verdicts over a table's predicted cases.
+struct FitSummary {
+  int64_t predicted = 0;  // cases predicted without error and with a known verdict
+  int64_t fits = 0;       // of those, predicted to fit
+  double least_headroom_gib = 0;
+  std::string least_case;
+};
+[[nodiscard]] FitSummary summarize_fit(const std::vector<CaseResult>& results);
 
 /// One summary per metric of the table; `results` are matched to cases by position.
 [[nodiscard]] std::vector<MetricSummary> summarize(const ValidationTable& t,

@@ -20,6 +20,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "estimate/finite.h"
+#include "estimate/fit.h"
 
 namespace trainsim {
 namespace {
@@ -101,7 +102,7 @@ struct Shared {
   const SearchOptions& o;
   const SearchSpace& space;
   int64_t seq_len;
-  double limit;
+  FitRule rule;
   bool sp_on_in_space;
   std::atomic<int64_t> done{0}, calls{0};
 };
@@ -209,12 +210,12 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
     }
     return Outcome::Error;
   }
-  const double scale = sh_.o.use_reserved ? 1.0 / s.mem_factor : 1.0;
+  const double scale = sh_.rule.use_reserved ? 1.0 / s.mem_factor : 1.0;
   // Weights, gradients and optimizer states do not depend on the micro batch or recompute:
   // when they alone exceed the limit, no variant of this layout fits.
-  for (const auto& st : e.stages) static_oom = static_oom || st.model_bytes * scale > sh_.limit;
-  const double peak = sh_.o.use_reserved ? e.peak_reserved_bytes() : e.peak_alloc_bytes();
-  if (peak > sh_.limit) return Outcome::Oom;
+  for (const auto& st : e.stages) static_oom = static_oom || st.model_bytes * scale > sh_.rule.limit_bytes();
+  if (!fit_verdict(e, sh_.rule).fits) return Outcome::Oom;
+  const double peak = sh_.rule.use_reserved ? e.peak_reserved_bytes() : e.peak_alloc_bytes();
   out.strategy = s;
   out.split = split;
   out.recompute = k;
@@ -391,10 +392,16 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   if (o.global_batch < 1 || o.global_batch > (int64_t{1} << 30))
     bad("/global_batch", "must be in 1..1073741824, got " + std::to_string(o.global_batch));
   if (o.keep < 0) bad("/keep", "must be 0 (all) or more, got " + std::to_string(o.keep));
-  if (!(o.gmi_error_gib >= 0)) bad("/gmi_error", "must be a non-negative number of GiB");
-  const double limit = sys.mem_bytes - o.gmi_error_gib * kGiB;
+  // The fit rule of perf (estimate/fit.h), with the search's margin when one is given.
+  FitRule rule = fit_rule(sys);
+  rule.use_reserved = o.use_reserved;
+  if (o.gmi_error_gib) {
+    if (!(*o.gmi_error_gib >= 0)) bad("/gmi_error", "must be a non-negative number of GiB");
+    rule.unusable_bytes = *o.gmi_error_gib * kGiB;
+  }
+  const double limit = rule.limit_bytes();
   if (limit <= 0)
-    bad("/gmi_error", strprintf("%g GiB leaves no memory on a %g GiB device", o.gmi_error_gib,
+    bad("/gmi_error", strprintf("%g GiB leaves no memory on a %g GiB device", rule.unusable_bytes / kGiB,
                                 sys.mem_bytes / kGiB));
 
   SearchSpace space = default_search_space(m, sys, o.world_size, space_in);
@@ -472,9 +479,10 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
     return l;
   };
 
-  Shared sh{m, sys, o, space, o.base.seq_len > 0 ? o.base.seq_len : 4096, limit, space.sp.front()};
+  Shared sh{m, sys, o, space, o.base.seq_len > 0 ? o.base.seq_len : 4096, rule, space.sp.front()};
   SearchResult r;
   r.memory_limit_bytes = limit;
+  r.unusable_memory_bytes = rule.unusable_bytes;
   const int64_t per_layout = static_cast<int64_t>(space.mbs.size() * space.recompute.size());
   const int64_t total = static_cast<int64_t>(n_layouts) * per_layout;
   unsigned hw = std::thread::hardware_concurrency();

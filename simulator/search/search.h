@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,8 @@ struct SearchOptions {
   /// (sizes, splits, micro batches, zero_state, recompute, sequence parallel) are overwritten.
   /// seq_len comes from here (0 → 4096).
   StrategyConfig base;
-  double gmi_error_gib = 6;  // per-GPU margin for memory the model does not see (GiB)
+  /// Per-GPU memory the model does not see (GiB); unset: the system's `unusable_mem_gbs`.
+  std::optional<double> gmi_error_gib;
   bool use_reserved = true;  // compare peak reserved (else peak allocated) memory
   RankBy rank_by = RankBy::Time;
   int64_t keep = 10;  // best candidates returned (0 = every feasible one)
@@ -87,7 +89,8 @@ struct SearchResult {
   /// estimate_error (the estimator rejected a plan validate_plan accepted).
   std::map<std::string, int64_t> rejected_by_reason;
   std::string first_estimate_error;  // message of the first estimate_error, if any
-  double memory_limit_bytes = 0;
+  double memory_limit_bytes = 0;    // device memory − unusable_memory_bytes (estimate/fit.h)
+  double unusable_memory_bytes = 0; // the margin: --gmi-error or the system's unusable_mem_gbs
   double elapsed_s = 0;
   int threads = 1;
 };

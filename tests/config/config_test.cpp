@@ -55,7 +55,7 @@ TEST(ConfigErrorTest, EnumValueListsValidValuesAndSuggestion) {
                                       "recompute_granularity": "full_blok"})", "s.json");
             }),
             "s.json: /recompute_granularity: unknown value 'full_blok'; valid values: full_block, "
-            "attn_only, mlp_only, sdp_only, selective_recompute; did you mean 'full_block'?");
+            "attn_only, mlp_only, sdp_only, selective_recompute, full, selective; did you mean 'full_block'?");
 }
 
 TEST(ConfigErrorTest, SystemMissingDefaultOp) {

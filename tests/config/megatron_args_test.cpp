@@ -142,7 +142,7 @@ TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
       {"--overlap-moe-expert-parallel-comm", 'n', ""},
       {"--moe-shared-expert-overlap", 'n', ""},
       {"--offload-modules core_attn", 'n', ""},
-      {"--optimizer-cpu-offload", 'n', ""},
+      {"--optimizer-cpu-offload", 's', "optimizer_cpu_offload"},
       {"--overlap-cpu-optimizer-d2h-h2d", 'n', ""},
       {"--fp8-recipe blockwise", 'n', ""},
       {"--fp8-param-gather", 'n', ""},
@@ -269,6 +269,23 @@ TEST(MegatronArgs, ModelFromFlagsAlone) {
   EXPECT_EQ(p.strategy.micro_batch_num, 2);  // 16 / (2 · dp 4)
   r.megatron->text += " --swiglu";
   EXPECT_EQ(build_plan(r, "", "").model.intermediate_size, 640);  // int(4·256·2/3 / 64)·64
+}
+
+}  // namespace
+}  // namespace trainsim
+
+namespace trainsim {
+namespace {
+
+// Memory switches: core_attn joins the other selective modules (default mode), and the fused
+// cross-entropy implementation is read from the flag (the listed releases offer native and te).
+TEST(MegatronArgs, MemorySwitches) {
+  const MegatronArgs sel = parse_megatron_args("--recompute-granularity selective --recompute-modules core_attn mlp", "f");
+  EXPECT_EQ(sel.strategy["megatron_recompute_modules"], nlohmann::json({"core_attn", "mlp"}));
+  EXPECT_TRUE(sel.not_modeled.empty());
+  const MegatronArgs ce = parse_megatron_args("--cross-entropy-loss-fusion --cross-entropy-fusion-impl te", "f");
+  EXPECT_EQ(ce.strategy["cross_entropy_fusion_impl"], "te");
+  EXPECT_EQ(ce.strategy["cross_entropy_loss_fusion"], true);
 }
 
 }  // namespace

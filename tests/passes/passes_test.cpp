@@ -51,7 +51,7 @@ TEST(RecomputePassTest, FullBlockRecomputesEveryLeafAsOneSegment) {
   const StrategyConfig s = strategy(R"("recompute_granularity": "full_block", "recompute_layer_num": 1)");
   ModelConfig m;
   std::vector<Leaf> L = dense_layer();
-  apply_recompute(L, m, s, false);
+  apply_recompute(L, m, s, false, Mode::Default);
   for (const auto& l : L) EXPECT_TRUE(l.recompute) << l.name;
   EXPECT_EQ(L.front().status, RecomputeStatus::First);
   EXPECT_EQ(L[4].status, RecomputeStatus::Middle);
@@ -66,7 +66,7 @@ TEST(RecomputePassTest, SelectiveAttentionOnly) {
       strategy(R"("recompute_granularity": "selective_recompute", "attn_recompute": true, "recompute_layer_num": 1)");
   ModelConfig m;
   std::vector<Leaf> L = dense_layer();
-  apply_recompute(L, m, s, false);
+  apply_recompute(L, m, s, false, Mode::Default);
   std::vector<std::string> rc;
   for (const auto& l : L)
     if (l.recompute) rc.push_back(l.name);
@@ -82,7 +82,7 @@ TEST(RecomputePassTest, MegatronLayernormModuleDiscardsNormOutputs) {
       strategy(R"("megatron_recompute": true, "megatron_recompute_modules": ["layernorm"], "recompute_layer_num": 1)");
   ModelConfig m;
   std::vector<Leaf> L = dense_layer();
-  apply_recompute(L, m, s, false);
+  apply_recompute(L, m, s, false, Mode::Default);
   EXPECT_TRUE(L[0].recompute);
   EXPECT_TRUE(L[1].variance && L[1].has_cached_inputs && L[1].breakpoint);
   EXPECT_TRUE(L[5].recompute);

@@ -3,11 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "config/plan_request.h"
 #include "config/presets.h"
 #include "core/text.h"
+#include "core/units.h"
 
 namespace trainsim {
 namespace {
@@ -34,7 +37,7 @@ TEST(Report, JsonHasTheNumbersUsersCheckFirst) {
   const PlanInputs in = plan_on_two_nodes(MfuConvention::Megatron);
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const auto j = nlohmann::json::parse(estimate_to_json(in, e));
-  EXPECT_EQ(j["schema_version"], "2.0.0");
+  EXPECT_EQ(j["schema_version"], "2.1.0");
   EXPECT_EQ(j["parameter_count"], 8030261248LL);
   EXPECT_EQ(j["active_parameter_count"], 8030261248LL);
   ASSERT_EQ(j["parameters_per_stage"].size(), 2u);
@@ -64,6 +67,31 @@ TEST(Report, SummaryLines) {
       << s;
   EXPECT_NE(s.find("warning: given but not modeled (the prediction ignores them): --tp-comm-overlap: "),
             std::string::npos);
+}
+
+// The fit verdict per stage: h100-sxm-80g has 79.65 GiB, 6 GiB of it unusable (the default), so
+// each stage's headroom is 73.65 GiB less its reserved peak.
+TEST(Report, FitVerdictPerStage) {
+  const PlanInputs in = plan_on_two_nodes(MfuConvention::Megatron);
+  const Estimate e = estimate(in.model, in.strategy, in.system);
+  const auto j = nlohmann::json::parse(estimate_to_json(in, e));
+  EXPECT_NEAR(j["memory_limit_gib"].get<double>(), 73.65, 1e-9);
+  EXPECT_NEAR(j["unusable_memory_gib"].get<double>(), 6, 1e-12);
+  ASSERT_EQ(j["stages"].size(), 2u);
+  double least = 1e9;
+  for (size_t i = 0; i < 2; ++i) {
+    const double headroom = 73.65 - e.stages[i].peak_reserved_bytes / kGiB;
+    EXPECT_NEAR(j["stages"][i]["memory_headroom_gib"].get<double>(), headroom, 1e-9);
+    EXPECT_EQ(j["stages"][i]["fits"], headroom >= 0);
+    least = std::min(least, headroom);
+  }
+  EXPECT_NEAR(j["memory_headroom_gib"].get<double>(), least, 1e-9);
+  EXPECT_EQ(j["fits"], true);
+  const std::string s = estimate_summary(in, e);
+  EXPECT_NE(s.find(strprintf("fit        FITS: peak reserved %.2f GiB vs limit 73.65 GiB (device 79.65 − unusable 6.00)",
+                             e.peak_reserved_bytes() / kGiB)),
+            std::string::npos)
+      << s;
 }
 
 }  // namespace

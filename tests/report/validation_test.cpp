@@ -153,10 +153,10 @@ TEST(ValidationMath, SummaryOverComparedRows) {
       "d,50,\n",
       "t.csv");
   std::vector<CaseResult> results = {
-      {"a", "", {110.0}},               // +10 %
-      {"b", "", {190.0}},               // −5 %
-      {"c", "estimate failed", {}},     // not compared: its peer error is left out too
-      {"d", "", {49.0}},                // −2 %, no peer error
+      {"a", "", {110.0}, {}, 0},            // +10 %
+      {"b", "", {190.0}, {}, 0},            // −5 %
+      {"c", "estimate failed", {}, {}, 0},  // not compared: its peer error is left out too
+      {"d", "", {49.0}, {}, 0},             // −2 %, no peer error
   };
   auto s = summarize(t, results);
   ASSERT_EQ(s.size(), 1u);

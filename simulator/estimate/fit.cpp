@@ -1,0 +1,35 @@
+#include "estimate/fit.h"
+
+#include <algorithm>
+
+namespace trainsim {
+
+FitRule fit_rule(const SystemConfig& sys) {
+  FitRule r;
+  r.device_bytes = sys.mem_bytes;
+  r.unusable_bytes = sys.unusable_mem_bytes;
+  return r;
+}
+
+FitVerdict fit_verdict(const StageMemory& st, const FitRule& rule) {
+  const double peak = rule.use_reserved ? st.peak_reserved_bytes : st.peak_alloc_bytes;
+  FitVerdict v;
+  if (rule.device_bytes <= 0) return v;
+  v.known = true;
+  v.headroom_bytes = rule.limit_bytes() - peak;
+  v.fits = v.headroom_bytes >= 0;
+  return v;
+}
+
+FitVerdict fit_verdict(const Estimate& e, const FitRule& rule) {
+  FitVerdict worst;
+  bool first = true;
+  for (const auto& st : e.stages) {
+    const FitVerdict v = fit_verdict(st, rule);
+    if (first || v.headroom_bytes < worst.headroom_bytes) worst = v;
+    first = false;
+  }
+  return worst;
+}
+
+}  // namespace trainsim

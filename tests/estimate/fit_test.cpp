@@ -1,0 +1,107 @@
+// The fit verdict: one rule (estimate/fit.h) for perf --json, the summary, --require-fit and search.
+#include "estimate/fit.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "config/presets.h"
+#include "core/units.h"
+#include "report/validation.h"
+#include "test_errors.h"
+
+namespace trainsim {
+namespace {
+
+using test::error_of;
+
+StageMemory stage(double alloc_gib, double mem_factor = 0.94) {
+  StageMemory st;
+  st.peak_alloc_bytes = alloc_gib * kGiB;
+  st.peak_reserved_bytes = st.peak_alloc_bytes / mem_factor;
+  return st;
+}
+
+SystemConfig h100_with(const char* key, double value) {
+  const ConfigText t = resolve_config("system", "h100-sxm-80g");
+  nlohmann::json j = nlohmann::json::parse(t.text);
+  j["accelerator"][key] = value;
+  return load_system(j.dump(), "sys.json");
+}
+
+TEST(Fit, ReservedPeakAgainstDeviceLessUnusable) {
+  const SystemConfig sys = load_system(resolve_config("system", "h100-sxm-80g").text, "h100");
+  const FitRule r = fit_rule(sys);
+  // 79.65 GiB device − 6 GiB unusable (the default) = 73.65 GiB limit.
+  EXPECT_NEAR(r.limit_bytes() / kGiB, 73.65, 1e-9);
+  // 65.8 GiB allocated / 0.94 = 70 GiB reserved: 3.65 GiB headroom.
+  const FitVerdict ok = fit_verdict(stage(65.8), r);
+  EXPECT_TRUE(ok.known);
+  EXPECT_TRUE(ok.fits);
+  EXPECT_NEAR(ok.headroom_bytes / kGiB, 3.65, 1e-9);
+  // 70.5 GiB allocated / 0.94 = 75 GiB reserved: 1.35 GiB over.
+  const FitVerdict over = fit_verdict(stage(70.5), r);
+  EXPECT_FALSE(over.fits);
+  EXPECT_NEAR(over.headroom_bytes / kGiB, -1.35, 1e-9);
+}
+
+TEST(Fit, AllocatedRuleAndExactLimit) {
+  FitRule r{80 * kGiB, 6 * kGiB, false};
+  // Allocated 74 GiB against 74 GiB: at the limit fits (headroom 0); reserved would not.
+  const FitVerdict v = fit_verdict(stage(74), r);
+  EXPECT_TRUE(v.fits);
+  EXPECT_DOUBLE_EQ(v.headroom_bytes, 0);
+  r.use_reserved = true;
+  EXPECT_FALSE(fit_verdict(stage(74), r).fits);
+}
+
+TEST(Fit, PlanVerdictIsTheStageWithLeastHeadroom) {
+  Estimate e;
+  e.stages = {stage(40), stage(72), stage(50)};
+  const FitRule r{80 * kGiB, 2 * kGiB, false};
+  const FitVerdict v = fit_verdict(e, r);
+  EXPECT_TRUE(v.fits);
+  EXPECT_NEAR(v.headroom_bytes / kGiB, 6, 1e-12);  // 78 − 72
+}
+
+TEST(Fit, UnknownWithoutDeviceMemory) {
+  const FitVerdict v = fit_verdict(stage(500), FitRule{0, 6 * kGiB, true});
+  EXPECT_FALSE(v.known);
+  EXPECT_TRUE(v.fits);
+}
+
+TEST(Fit, UnusableMemoryComesFromTheSystemFile) {
+  const FitRule r = fit_rule(h100_with("unusable_mem_gbs", 2.5));
+  EXPECT_NEAR(r.limit_bytes() / kGiB, 77.15, 1e-9);  // 79.65 − 2.5
+  // Written back only when it differs from the default.
+  EXPECT_NE(system_to_json_text(h100_with("unusable_mem_gbs", 2.5)).find("\"unusable_mem_gbs\": 2.5"),
+            std::string::npos);
+  EXPECT_EQ(system_to_json_text(h100_with("unusable_mem_gbs", 6)).find("unusable_mem_gbs"), std::string::npos);
+  EXPECT_EQ(error_of([] { (void)h100_with("unusable_mem_gbs", 80); }),
+            "sys.json: /accelerator/unusable_mem_gbs: 80 GiB leaves no memory of the device's 79.65 GiB; expected a "
+            "few GiB (CUDA context, NCCL buffers)");
+  EXPECT_EQ(error_of([] { (void)h100_with("unusable_mem_gbs", -1); }),
+            "sys.json: /accelerator/unusable_mem_gbs: must be ≥ 0");
+}
+
+// The validation runner's count: failed cases and unknown verdicts are left out.
+TEST(Fit, ValidationSummaryCountsThePredictedRuns) {
+  auto result = [](const char* name, bool known, double headroom_gib, const char* error = "") {
+    CaseResult r;
+    r.name = name;
+    r.error = error;
+    r.fit.known = known;
+    r.fit.fits = headroom_gib >= 0;
+    r.fit.headroom_bytes = headroom_gib * kGiB;
+    return r;
+  };
+  const FitSummary f = summarize_fit({result("a", true, 3.5), result("b", true, -1.25), result("c", true, 0.5),
+                                      result("d", false, 0), result("e", true, -9, "failed")});
+  EXPECT_EQ(f.predicted, 3);
+  EXPECT_EQ(f.fits, 2);
+  EXPECT_DOUBLE_EQ(f.least_headroom_gib, -1.25);
+  EXPECT_EQ(f.least_case, "b");
+}
+
+}  // namespace
+}  // namespace trainsim
