@@ -17,6 +17,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "search/search.h"
+#include "views/html_report.h"
 
 namespace trainsim::cli {
 namespace {
@@ -300,6 +301,8 @@ int cmd_search(const Args& args) {
   opt("--top", "best candidates shown and written (default 10; 0 = every feasible one)");
   opt("--rank-by", "time (default), mfu or tokens");
   opt("--csv", "write the ranked candidates to this CSV file");
+  opt("--html", "write an HTML report: step time vs memory of the candidates kept (--top 0: every feasible one) "
+                "with the Pareto front");
   bool json = false, use_reserved = false, use_alloc = false, quiet = false;
   app.add_flag("--json", json, "print a JSON report to stdout instead of the table");
   opt("--threads", "worker threads (default: hardware concurrency)");
@@ -407,6 +410,9 @@ int cmd_search(const Args& args) {
 
   const std::string model_name = model.model_name.empty() ? plan.model_source : model.model_name;
   if (p.has("csv")) write_file_atomic(p.get("csv"), csv(r));
+  if (p.has("html"))
+    write_file_atomic(p.get("html"), search_html(r, strprintf("%s on %lld GPUs", model_name.c_str(),
+                                                              static_cast<long long>(o.world_size))));
   if (json) {
     const SearchSpace full = default_search_space(model, sys, o.world_size, space);
     nlohmann::ordered_json j;

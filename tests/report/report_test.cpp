@@ -34,7 +34,7 @@ TEST(Report, JsonHasTheNumbersUsersCheckFirst) {
   const PlanInputs in = plan_on_two_nodes(MfuConvention::Megatron);
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const auto j = nlohmann::json::parse(estimate_to_json(in, e));
-  EXPECT_EQ(j["schema_version"], "2.0.0");
+  EXPECT_EQ(j["schema_version"], "2.1.0");
   EXPECT_EQ(j["parameter_count"], 8030261248LL);
   EXPECT_EQ(j["active_parameter_count"], 8030261248LL);
   ASSERT_EQ(j["parameters_per_stage"].size(), 2u);
