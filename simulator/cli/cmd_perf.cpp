@@ -46,7 +46,8 @@ int cmd_perf(const Args& args) {
   int64_t trace_detail = TraceOptions{}.detail_micro_batches;
   app.add_option("--trace", trace_file, "write the step as a Chrome trace (JSON for Perfetto / chrome://tracing)");
   app.add_option("--trace-detail", trace_detail,
-                 "micro-batches drawn op by op at each end of the step in --trace (default 2; -1: all)");
+                 "micro-batches drawn op by op at each end of the step in --trace and --memory-timeline "
+                 "(default 2; -1: all)");
   std::string breakdown, memory_file, html_file;
   app.add_option("--html", html_file, "write a self-contained HTML report (time and memory per stage, pipeline, top ops)");
   app.add_option("--memory-timeline", memory_file,
@@ -87,7 +88,7 @@ int cmd_perf(const Args& args) {
                  static_cast<long long>(ts.aggregated_steps));
   }
   if (!html_file.empty()) write_file_atomic(html_file, perf_html(in, e));
-  if (!memory_file.empty()) write_file_atomic(memory_file, memory_timeline_csv(e));
+  if (!memory_file.empty()) write_file_atomic(memory_file, memory_timeline_csv(e, trace_detail));
   if (require_fit && e.peak_reserved_bytes() > in.system.mem_bytes) {
     std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the device's %.2f GiB\n",
                  e.peak_reserved_bytes() / kGiB, in.system.mem_bytes / kGiB);

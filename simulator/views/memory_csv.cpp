@@ -17,10 +17,10 @@ std::string field(const std::string& s) {
 }
 }  // namespace
 
-std::string memory_timeline_csv(const Estimate& e) {
+std::string memory_timeline_csv(const Estimate& e, int64_t detail) {
   std::string out = "pp_rank,time_ms,allocated_gib,after,chunk,micro_batch,peak,live_at_peak\n";
   for (int32_t r = 0; r < static_cast<int32_t>(e.ranks.size()); ++r) {
-    const MemoryTrack t = memory_track(e, r, -1);
+    const MemoryTrack t = memory_track(e, r, detail);
     bool peak_written = false;
     for (const MemoryPoint& p : t.points) {
       const bool peak = !peak_written && p.bytes == t.peak_bytes && p.time == t.peak_time;

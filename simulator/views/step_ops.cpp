@@ -117,17 +117,19 @@ MemoryTrack memory_track(const Estimate& e, int32_t rank, int64_t detail) {
     for (const auto& o : prof.chunks[c]) sum += o.cache_bytes;
     scale[c] = sum > 0 ? prof.chunk_cache_bytes[c] / sum : 0;
   }
-  std::map<std::pair<int32_t, int32_t>, double> live;  // (chunk, mb) → saved bytes
-  double live_total = 0;
+  // (chunk, mb) → saved bytes of the micro-batches in flight; summed afresh at each point, so
+  // that rounding cannot accumulate over thousands of passes.
+  std::map<std::pair<int32_t, int32_t>, double> live;
   auto record = [&](double time, std::string what, int32_t chunk, int32_t mb) {
-    const double bytes = prof.model_bytes + live_total;
+    double bytes = prof.model_bytes;
+    for (const auto& [k, b] : live) bytes += b;
     track.points.push_back({time, bytes, std::move(what), chunk, mb});
     if (bytes > track.peak_bytes) {
       track.peak_bytes = bytes;
       track.peak_time = time;
       track.live_at_peak.clear();
-      for (const auto& [key, b] : live)
-        if (b > 0) track.live_at_peak.push_back(key);
+      for (const auto& [k, b] : live)
+        if (b > 0) track.live_at_peak.push_back(k);
     }
   };
   record(0, "model state", -1, -1);
@@ -138,25 +140,22 @@ MemoryTrack memory_track(const Estimate& e, int32_t rank, int64_t detail) {
     const bool saves = ev->kind == StepKind::Forward, releases = ev->kind == frees;
     if (!saves && !releases) continue;
     if (!expanded_micro_batch(ev->mb, e.micro_batches, detail)) {
-      const double delta = saves ? prof.chunk_cache_bytes[c] : -live[key];
-      live[key] += delta;
-      live_total += delta;
+      if (saves) {
+        live[key] += prof.chunk_cache_bytes[c];
+      } else {
+        live.erase(key);
+      }
       record(ev->end, step_kind_name(ev->kind), ev->chunk, ev->mb);
       continue;
     }
     for (const OpSlice& s : expand_step(e, *ev)) {
       if (s.phase == OpPhase::Recompute) continue;
       const double b = s.op->cache_bytes * scale[c];
-      const double delta = saves ? b : -std::min(b, live[key]);
-      live[key] += delta;
-      live_total += delta;
+      live[key] += saves ? b : -std::min(b, live[key]);
       record(s.end, s.op->name, ev->chunk, ev->mb);
     }
     // Rounding in the shares must not leave bytes behind once the pass has freed them.
-    if (releases && live[key] != 0) {
-      live_total -= live[key];
-      live[key] = 0;
-    }
+    if (releases) live.erase(key);
   }
   return track;
 }

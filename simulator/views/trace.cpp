@@ -43,35 +43,46 @@ class Writer {
     ev["ts"] = us(start);
     ev["dur"] = us(end - start);
     ev["args"] = std::move(args);
-    events_.push_back(std::move(ev));
+    add(ev);
   }
   void counter(int pid, double t, double bytes) {
-    events_.push_back({{"name", "allocated memory"}, {"ph", "C"}, {"pid", pid}, {"ts", us(t)},
-                       {"args", {{"GiB", bytes / kGiB}}}});
+    add({{"name", "allocated memory"}, {"ph", "C"}, {"pid", pid}, {"ts", us(t)}, {"args", {{"GiB", bytes / kGiB}}}});
   }
   void resize(size_t pids) { used_.resize(pids + 1); }
-  nlohmann::ordered_json finish(int32_t ranks) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  /// The traceEvents array: the names and order of processes and threads, then the events.
+  std::string finish(int32_t ranks) {
+    std::vector<std::string> meta;
+    auto m = [&](const nlohmann::ordered_json& ev) { meta.push_back(ev.dump(-1, ' ', false, kReplace)); };
     for (int32_t r = 0; r < ranks; ++r) {
       const int pid = r + 1;
-      out.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", "pipeline stage " + std::to_string(r)}}}});
-      out.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", r}}}});
+      m({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", "pipeline stage " + std::to_string(r)}}}});
+      m({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", r}}}});
       for (int t = kCompute; t < kThreadEnd; ++t) {
         if (!used_[static_cast<size_t>(pid)][static_cast<size_t>(t)]) continue;
-        out.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", t},
-                       {"args", {{"name", kThreadNames[static_cast<size_t>(t)]}}}});
-        out.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", t}, {"args", {{"sort_index", t}}}});
+        m({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", t},
+           {"args", {{"name", kThreadNames[static_cast<size_t>(t)]}}}});
+        m({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", t}, {"args", {{"sort_index", t}}}});
       }
     }
-    for (auto& ev : events_) out.push_back(std::move(ev));
-    stats_.events = out.size();
-    return out;
+    stats_.events = meta.size() + events_.size();
+    std::string out = "[\n";
+    bool first = true;
+    for (const auto* list : {&meta, &events_})
+      for (const std::string& ev : *list) {
+        if (!first) out += ",\n";
+        first = false;
+        out += ev;
+      }
+    return out + "\n]";
   }
 
  private:
+  static constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+  // Events are serialized one by one: one JSON array of them all grows too slowly.
+  void add(const nlohmann::ordered_json& ev) { events_.push_back(ev.dump(-1, ' ', false, kReplace)); }
   TraceStats& stats_;
   std::vector<std::array<bool, kThreadEnd>> used_;
-  std::vector<nlohmann::ordered_json> events_;
+  std::vector<std::string> events_;
 };
 
 // One op slice: its kernels on the compute thread, then its collectives on their groups' threads
@@ -153,13 +164,13 @@ std::string trace_json(const Estimate& e, const TraceOptions& opt, TraceStats* s
   for (int32_t r = 0; r < ranks; ++r)
     for (const MemoryPoint& p : memory_track(e, r, opt.detail_micro_batches).points) w.counter(r + 1, p.time, p.bytes);
 
-  nlohmann::ordered_json doc;
-  doc["displayTimeUnit"] = "ms";
-  doc["otherData"] = {{"step_time_ms", e.iteration_time_s * 1e3}, {"schedule", e.schedule}, {"p2p", e.p2p},
-                      {"micro_batches", e.micro_batches}, {"detail_micro_batches", opt.detail_micro_batches},
-                      {"aggregated_passes", st.aggregated_steps}};
-  doc["traceEvents"] = w.finish(ranks);
-  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  const nlohmann::ordered_json other = {{"step_time_ms", e.iteration_time_s * 1e3}, {"schedule", e.schedule},
+                                        {"p2p", e.p2p}, {"micro_batches", e.micro_batches},
+                                        {"detail_micro_batches", opt.detail_micro_batches},
+                                        {"aggregated_passes", st.aggregated_steps}};
+  return "{\"displayTimeUnit\": \"ms\",\n\"otherData\": " +
+         other.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ",\n\"traceEvents\": " + w.finish(ranks) +
+         "}\n";
 }
 
 }  // namespace trainsim

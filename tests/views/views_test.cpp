@@ -88,13 +88,17 @@ TEST(Breakdown, UnknownLevelIsAUsageError) {
 TEST(MemoryCsv, OnePeakRowPerStageWithWhatWasLive) {
   const PlanInputs in = inputs("llama3-70b", "tp8-pp4-dp2-zero1-full-recompute");
   const Estimate e = estimate(in.model, in.strategy, in.system);
-  const std::string csv = memory_timeline_csv(e);
+  const std::string csv = memory_timeline_csv(e, -1);
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "pp_rank,time_ms,allocated_gib,after,chunk,micro_batch,peak,live_at_peak");
   EXPECT_EQ(count(csv, ",peak,c"), 4u);  // one marked row per stage (the header names the column)
   const MemoryTrack t = memory_track(e, 3, -1);
   // The last stage runs one micro-batch at a time (1F1B): one set of activations live at its peak.
   ASSERT_EQ(t.live_at_peak.size(), 1u);
   EXPECT_NE(csv.find(strprintf(",%.6f,", t.peak_bytes / (1024.0 * 1024 * 1024))), std::string::npos);
+  // Steady-state passes as one row each: fewer rows, the same peaks.
+  const std::string coarse = memory_timeline_csv(e, 2);
+  EXPECT_LT(coarse.size() * 4, csv.size());
+  for (int32_t r = 0; r < 4; ++r) EXPECT_NEAR(memory_track(e, r, 2).peak_bytes, memory_track(e, r, -1).peak_bytes, 1.0);
 }
 
 TEST(HtmlReport, MixtralPageHasTheHeadlineAndFourPlots) {
