@@ -173,7 +173,7 @@ ApiResponse json_response(int status, const nlohmann::json& j) {
 
 ApiResponse search_section(const std::vector<std::pair<std::string, std::string>>& params) {
   std::string model = kDefaultModel, system = kDefaultSystem;
-  int64_t gpus = 16, gbs = 64, top = 0;
+  int64_t gpus = 16, gbs = 64, top = kMaxKeep;  // every feasible candidate in the scatter
   auto integer = [](const std::string& k, const std::string& v) {
     int64_t n = -1;
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);

@@ -29,7 +29,8 @@ struct ApiResponse {
 ///                    "megatron_args": "...", "set": {"key": value}, "mfu": "...", "compat": "..."}
 ///        → exactly `trainsim perf --json` for the same inputs
 ///   GET|POST /api/report (same inputs)     the HTML report section (text/html)
-///   GET  /api/search?model=&system=&gpus=&gbs=&top=   the search section (text/html)
+///   GET  /api/search?model=&system=&gpus=&gbs=&top=   the search section (text/html; top: candidates
+///                                          kept, default every feasible one up to kMaxKeep)
 /// Bad input: status 400, {"error": message, "field": the input or key it concerns ("" if none)};
 /// presets are looked up by name only (the server never reads files named in a request).
 [[nodiscard]] ApiResponse handle_api(const ApiRequest& request);

@@ -149,7 +149,7 @@ async function update() {
 async function updateSearch() {
   const mine = ++searchSeq;
   const q = new URLSearchParams({model: $("model").value, system: $("system").value,
-                                 gpus: $("gpus").value, gbs: $("gbs").value, top: "0"});
+                                 gpus: $("gpus").value, gbs: $("gbs").value});
   const r = await fetch("/api/search?" + q);
   const text = await r.text();
   if (mine !== searchSeq) return;

@@ -68,7 +68,7 @@ def html(trainsim, out_dir, screenshot):
     search = os.path.join(out_dir, "search.html")
     run([trainsim, "perf", "--model", "mixtral-8x7b", "--strategy", "ep8-pp1-dp8-moe", "--html", perf])
     run([trainsim, "search", "--model", "llama3-8b", "--system", "h100-sxm-80g", "--gpus", "16", "--gbs", "64",
-         "--top", "0", "--quiet", "--html", search])
+         "--quiet", "--html", search])
     driver = browser()
     try:
         plots = check_page(driver, "file://" + os.path.abspath(perf), 3, "rect")
