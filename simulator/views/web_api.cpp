@@ -157,8 +157,13 @@ std::string field_of(const Error& e, const std::vector<std::string>& keys) {
   const std::string msg = e.what();
   std::vector<std::string> paths;
   if (const auto* c = dynamic_cast<const ConfigError*>(&e))
-    for (const Issue& i : c->issues())
-      if (i.path.size() > 1) paths.push_back(i.path.substr(1, i.path.find('/', 1) == std::string::npos ? std::string::npos : i.path.find('/', 1) - 1));
+    for (const Issue& i : c->issues()) {
+      // A pasted document's problem belongs to its box, whatever key it names.
+      for (const char* box : {"hf_config", "megatron_args"})
+        if (i.source.rfind(box, 0) == 0) return box;
+      if (i.path.size() > 1 && i.path[0] == '/')
+        paths.push_back(i.path.substr(1, i.path.find('/', 1) == std::string::npos ? std::string::npos : i.path.find('/', 1) - 1));
+    }
   for (const auto& p : paths)
     if (std::find(keys.begin(), keys.end(), p) != keys.end()) return p;
   if (!paths.empty()) return paths.front();

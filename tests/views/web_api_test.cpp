@@ -51,6 +51,9 @@ TEST(WebApi, PostTakesDocumentsAndRejectsMalformedBodies) {
   const ApiResponse ok = handle_api({"POST", "/api/perf", {}, R"({"model": )" + model + R"(, "set": {"tp_size": 4}})"});
   ASSERT_EQ(ok.status, 200) << ok.body;
   EXPECT_EQ(nlohmann::json::parse(ok.body)["parallelism"], "tp4.sp.cp1.pp2.dp1.ep1.etp1.edp4");
+  const ApiResponse typo = handle_api({"POST", "/api/perf", {}, R"({"megatron_args": "--num-layer 2"})"});
+  EXPECT_EQ(typo.status, 400);
+  EXPECT_EQ(nlohmann::json::parse(typo.body)["field"], "megatron_args");  // shown next to the pasted text
   const ApiResponse bad = handle_api({"POST", "/api/perf", {}, "{not json"});
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(handle_api({"GET", "/api/nothing", {}, ""}).status, 404);
