@@ -1,5 +1,5 @@
-// `trainsim serve`: the web app and its JSON API on cpp-httplib (Debian libcpp-httplib-dev, used
-// header-only). Requests are answered by handle_api (views/web_api.h), which never throws.
+// `trainsim serve`: the web app and its JSON API on cpp-httplib (Debian libcpp-httplib-dev, found
+// with pkg-config). Requests are answered by handle_api (views/web_api.h), which never throws.
 #include <cstdio>
 #include <string>
 
