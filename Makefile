@@ -9,7 +9,8 @@ FUZZ_TARGETS := fuzz_configs fuzz_results fuzz_nccl_tests fuzz_validation_csv fu
 JOBS      ?= 2
 CMAKE_ARGS ?=
 PACKAGES  := cmake g++ make pkg-config nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev \
-             libopenmpi-dev openmpi-bin libbenchmark-dev python3 python3-pip python3-venv clang libclang-rt-dev
+             libopenmpi-dev openmpi-bin libbenchmark-dev python3 python3-pip python3-venv clang libclang-rt-dev \
+             chromium chromium-driver python3-selenium libcpp-httplib-dev
 
 # cudnn-frontend C++ headers (attention bench) from the PyPI wheel; any Python tag works, the
 # headers are the same. Without network or pip the attention bench is built disabled.

@@ -1,20 +1,24 @@
 // `trainsim perf`: predict one plan; with no arguments, the embedded default plan.
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "cli/cli_app.h"
 #include "cli/commands.h"
 #include "cli/plan_options.h"
 #include "config/output_file.h"
 #include "config/presets.h"
-#include "config/validate.h"
 #include "core/error.h"
 #include "core/units.h"
-#include "estimate/estimate.h"
 #include "estimate/throughput.h"
 #include "estimate/finite.h"
 #include "estimate/fit.h"
 #include "report/report.h"
+#include "views/breakdown.h"
+#include "views/html_report.h"
+#include "views/memory_csv.h"
+#include "views/predict.h"
+#include "views/trace.h"
 
 namespace trainsim::cli {
 
@@ -41,33 +45,35 @@ int cmd_perf(const Args& args) {
   bool require_fit = false;
   app.add_flag("--require-fit", require_fit, "exit 3 when the peak reserved memory exceeds the device memory less "
                                             "its unusable part (the fit verdict)");
-  std::string compat;
+  std::string compat, trace_file;
+  int64_t trace_detail = TraceOptions{}.detail_micro_batches;
+  app.add_option("--trace", trace_file, "write the step as a Chrome trace (JSON for Perfetto / chrome://tracing)");
+  app.add_option("--trace-detail", trace_detail,
+                 "micro-batches drawn op by op at each end of the step in --trace and --memory-timeline "
+                 "(default 2; -1: all)");
+  std::string breakdown, memory_file, html_file;
+  app.add_option("--html", html_file, "write a self-contained HTML report (time and memory per stage, pipeline, top ops)");
+  app.add_option("--memory-timeline", memory_file,
+                 "write allocated memory per stage after each op as CSV (peak and what was live there)");
+  app.add_option("--breakdown", breakdown, "add time by layer type or by op per stage to the summary: layer or op");
   add_compat_option(app, compat);
   if (!parse_args(app, "perf", args)) return 0;
   const Mode mode = compat_mode(compat, "perf");
+  if (trace_detail < -1)
+    throw UsageError("perf: --trace-detail: expected -1 (every micro-batch) or a count >= 0, got " +
+                     std::to_string(trace_detail));
+  std::optional<BreakdownLevel> level;
+  if (!breakdown.empty()) level = parse_breakdown_level(breakdown, "perf: --breakdown");
 
   const MfuConvention convention = parse_mfu_convention(mfu, "--mfu");
   // A Megatron command line or an HF config describes the user's own run: no default model then.
   const bool own = !po.megatron_args.empty();
-  const PlanConfigs pc = build_plan(make_request(po), own ? "" : kDefaultModel, kDefaultStrategy);
-  const ConfigText yt = resolve_config("system", system);
-  PlanInputs in;
-  in.model = pc.model;
-  in.strategy = pc.strategy;
-  in.system = load_system(yt.text, yt.source);
-  in.model_source = pc.model_source;
-  in.strategy_source = pc.strategy_source;
-  in.system_source = yt.source;
-  in.mfu = convention;
-  in.notes = pc.notes;
-  in.not_modeled = pc.not_modeled;
-  in.ignored = pc.ignored;
-  const Plan plan = resolve_plan(in.model, in.strategy, in.system, mode,
-                                 {in.model_source, in.strategy_source, in.system_source});
-  const Estimate e = estimate(plan);
-  require_finite(e, {in.model_source, in.strategy_source, in.system_source});
+  const Prediction pr = predict(make_request(po), own ? "" : kDefaultModel, kDefaultStrategy,
+                                resolve_config("system", system), convention, mode);
+  const PlanInputs& in = pr.in;
+  const Estimate& e = pr.estimate;
   const std::string json_text = estimate_to_json(in, e);
-  const std::string text = estimate_summary(in, e);
+  const std::string text = estimate_summary(in, e) + (level ? breakdown_table(e, *level) : "");
   std::fputs(json ? json_text.c_str() : text.c_str(), stdout);
   if (!out_dir.empty()) {
     std::error_code ec;
@@ -76,6 +82,16 @@ int cmd_perf(const Args& args) {
     write_file_atomic(out_dir + "/result.json", json_text);
     write_file_atomic(out_dir + "/summary.txt", text);
   }
+  if (!trace_file.empty()) {
+    TraceStats ts;
+    const std::string trace = trace_json(e, {trace_detail}, &ts);
+    write_file_atomic(trace_file, trace);
+    std::fprintf(stderr, "trainsim perf: wrote %s (%zu events, %.1f MiB; %lld steady-state passes drawn whole)\n",
+                 trace_file.c_str(), ts.events, static_cast<double>(trace.size()) / kMiB,
+                 static_cast<long long>(ts.aggregated_steps));
+  }
+  if (!html_file.empty()) write_file_atomic(html_file, perf_html(in, e));
+  if (!memory_file.empty()) write_file_atomic(memory_file, memory_timeline_csv(e, trace_detail));
   const FitRule rule = fit_rule(in.system);
   if (require_fit && !fit_verdict(e, rule).fits) {
     std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the limit %.2f GiB "

@@ -17,6 +17,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "search/search.h"
+#include "views/html_report.h"
 
 namespace trainsim::cli {
 namespace {
@@ -300,6 +301,8 @@ int cmd_search(const Args& args) {
   opt("--top", "best candidates shown and written (default 10; 0 = every feasible one)");
   opt("--rank-by", "time (default), mfu or tokens");
   opt("--csv", "write the ranked candidates to this CSV file");
+  opt("--html", "write an HTML report: step time vs memory of every feasible candidate (up to 65536; or of the "
+                "--top ones when given) with the Pareto front");
   bool json = false, use_reserved = false, use_alloc = false, quiet = false;
   app.add_flag("--json", json, "print a JSON report to stdout instead of the table");
   opt("--threads", "worker threads (default: hardware concurrency)");
@@ -402,10 +405,17 @@ int cmd_search(const Args& args) {
         pr.elapsed_s > 0 ? static_cast<double>(pr.done) / pr.elapsed_s : 0.0, tty ? "" : "\n");
     std::fflush(stderr);
   };
-  const SearchResult r = search(model, sys, space, o);
+  // Without --top, the HTML scatter shows every feasible candidate; the other outputs the best 10.
+  const bool plot_all = p.has("html") && !p.has("top");
+  if (plot_all) o.keep = kMaxKeep;
+  SearchResult r = search(model, sys, space, o);
   if (progress_shown && tty) std::fputs("\n", stderr);
 
   const std::string model_name = model.model_name.empty() ? plan.model_source : model.model_name;
+  if (p.has("html"))
+    write_file_atomic(p.get("html"), search_html(r, strprintf("%s on %lld GPUs", model_name.c_str(),
+                                                              static_cast<long long>(o.world_size))));
+  if (plot_all && r.candidates.size() > 10) r.candidates.resize(10);
   if (p.has("csv")) write_file_atomic(p.get("csv"), csv(r));
   if (json) {
     const SearchSpace full = default_search_space(model, sys, o.world_size, space);

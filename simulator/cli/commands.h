@@ -20,6 +20,7 @@ int cmd_shapes(const Args& args);    // list efficiency-table keys a plan looks 
 int cmd_system(const Args& args);    // `system build`: merge measurements into a system file
 int cmd_presets(const Args& args);   // list embedded presets
 int cmd_import(const Args& args);    // Hugging Face config / Megatron command line → JSON files
+int cmd_serve(const Args& args);     // local web app and JSON API
 
 /// Declares --compat on a subcommand, storing its value in `value`; compat_mode turns it into
 /// the mode ("" → default; UsageError naming `command` for an unknown mode).

@@ -23,7 +23,8 @@ double memory_time(const SystemConfig& sys, double bytes, const char* bw_name) {
   return bytes / (bw.bytes_per_s * bw.efficient_factor) + bw.latency_s;
 }
 
-double kernel_time(const SystemConfig& sys, const Kernel& k, EfficiencyLog* log) {
+KernelCost kernel_cost(const SystemConfig& sys, const Kernel& k, EfficiencyLog* log) {
+  KernelCost out;
   double compute = 0;
   if (k.flops != 0) {
     auto it = sys.ops.find(k.op);
@@ -46,10 +47,16 @@ double kernel_time(const SystemConfig& sys, const Kernel& k, EfficiencyLog* log)
       }
     }
     compute = k.flops / (op.peak_flops * eff);
+    out.efficiency = eff;
+    out.measured = hit;
   }
   const double io = memory_time(sys, k.bytes, k.bw);
-  if (sys.mode == CostMode::OnlyCompute) return compute != 0 ? compute : io;
-  return std::max(compute, io);
+  out.time_s = sys.mode == CostMode::OnlyCompute ? (compute != 0 ? compute : io) : std::max(compute, io);
+  return out;
+}
+
+double kernel_time(const SystemConfig& sys, const Kernel& k, EfficiencyLog* log) {
+  return kernel_cost(sys, k, log).time_s;
 }
 
 }  // namespace trainsim

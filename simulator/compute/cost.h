@@ -26,8 +26,16 @@ struct EfficiencyLog {
   std::unordered_set<std::string> seen_;  // op + '\n' + key of every miss recorded
 };
 
+/// One kernel's time and the FLOP efficiency it used (0 for a kernel without FLOPs).
+struct KernelCost {
+  double time_s = 0;
+  double efficiency = 0;
+  bool measured = false;  // the efficiency came from the shape-keyed table, not the op default
+};
+
 /// Seconds for one kernel: max(flops/(peak·eff), bytes/(bw·eff) + latency) in roofline mode.
 /// `log` may be null.
+[[nodiscard]] KernelCost kernel_cost(const SystemConfig& sys, const Kernel& k, EfficiencyLog* log);
 [[nodiscard]] double kernel_time(const SystemConfig& sys, const Kernel& k, EfficiencyLog* log);
 
 /// Seconds to stream `bytes` through the `default` bandwidth class (latency included; 0 for 0 bytes).

@@ -148,14 +148,37 @@ bool tp_overlapped_phases(const Env& env, const Leaf& l, const double (&t)[3], d
   return true;
 }
 
-PhaseSums leaf_sums(const Env& env, const Leaf& l, bool recomputed) {
-  PhaseSums p;
-  double t[3] = {0, 0, 0};
+// One leaf's costs for one micro-batch; `recomputed`: the leaf sits in a recomputed layer.
+OpCost leaf_cost(const Env& env, const Leaf& l, bool recomputed, const char* layer_type, int32_t layer) {
+  OpCost o;
+  o.name = l.name;
+  o.layer_type = layer_type;
+  o.layer = layer;
+  double t[3] = {0, 0, 0}, flops[3] = {0, 0, 0}, bytes[3] = {0, 0, 0};
+  double eff_flops = 0;
+  bool keyed = false, all_measured = true;
   for (int ph = 0; ph < 3; ++ph)
-    for (const auto& k : l.kernels[ph]) t[ph] += kernel_time(env.sys, k, env.log);
-  p.fwd = t[kFwd];
-  p.bwd = t[kBwdAct] + t[kBwdW];
-  p.bwd_w = t[kBwdW];
+    for (const auto& k : l.kernels[ph]) {
+      const KernelCost c = kernel_cost(env.sys, k, env.log);
+      t[ph] += c.time_s;
+      flops[ph] += k.flops;
+      bytes[ph] += k.bytes;
+      eff_flops += c.efficiency * k.flops;
+      if (k.flops != 0 && !k.key.empty()) {
+        keyed = true;
+        all_measured = all_measured && c.measured;
+      }
+    }
+  o.fwd_s = t[kFwd];
+  o.bwd_s = t[kBwdAct] + t[kBwdW];
+  o.bwd_weight_s = t[kBwdW];
+  o.fwd_flops = flops[kFwd];
+  o.bwd_flops = flops[kBwdAct] + flops[kBwdW];
+  o.bytes = bytes[kFwd] + bytes[kBwdAct] + bytes[kBwdW];
+  const double all_flops = o.fwd_flops + o.bwd_flops;
+  o.efficiency = all_flops != 0 ? eff_flops / all_flops : 0;
+  o.measured = keyed && all_measured;
+  o.cache_bytes = l.cache;
   const bool recompute = recomputed && l.recompute && !l.variance && env.s.enable_recompute;
   const bool repeats = recompute && l.recompute_repeats_comm;
   double phase[3], comm[3];
@@ -163,20 +186,37 @@ PhaseSums leaf_sums(const Env& env, const Leaf& l, bool recomputed) {
     // The exposed part of each phase beyond its compute counts as its communication.
     const auto tp = static_cast<size_t>(Group::TP);
     const double total = comm[kFwd] * (repeats ? 2 : 1) + comm[kBwdAct] + comm[kBwdW];
-    p.fwd_net = phase[kFwd] - t[kFwd];
-    p.bwd_w_net = phase[kBwdW] - t[kBwdW];
-    p.bwd_net = phase[kBwdAct] - t[kBwdAct] + p.bwd_w_net;
-    p.net_by_group[tp] += total;
-    p.hidden_by_group[tp] += total - p.fwd_net * (repeats ? 2 : 1) - p.bwd_net;
+    o.fwd_comm_s = phase[kFwd] - t[kFwd];
+    o.bwd_weight_comm_s = phase[kBwdW] - t[kBwdW];
+    o.bwd_comm_s = phase[kBwdAct] - t[kBwdAct] + o.bwd_weight_comm_s;
+    o.comm_by_group_s[tp] += total;
+    o.hidden_comm_by_group_s[tp] += total - o.fwd_comm_s * (repeats ? 2 : 1) - o.bwd_comm_s;
   } else {
-    p.fwd_net = comm_sum(env, l.comms[kFwd], p.net_by_group, repeats ? 2 : 1);
-    p.bwd_w_net = comm_sum(env, l.comms[kBwdW], p.net_by_group);
-    p.bwd_net = comm_sum(env, l.comms[kBwdAct], p.net_by_group) + p.bwd_w_net;
+    o.fwd_comm_s = comm_sum(env, l.comms[kFwd], o.comm_by_group_s, repeats ? 2 : 1);
+    o.bwd_weight_comm_s = comm_sum(env, l.comms[kBwdW], o.comm_by_group_s);
+    o.bwd_comm_s = comm_sum(env, l.comms[kBwdAct], o.comm_by_group_s) + o.bwd_weight_comm_s;
   }
   if (recompute) {
-    p.recompute = p.fwd;
-    if (l.recompute_repeats_comm) p.recompute_net = p.fwd_net;
+    o.recompute_s = o.fwd_s;
+    o.recompute_flops = o.fwd_flops;
+    o.bytes += bytes[kFwd];
+    if (l.recompute_repeats_comm) o.recompute_comm_s = o.fwd_comm_s;
   }
+  return o;
+}
+
+PhaseSums sums_of(const OpCost& o) {
+  PhaseSums p;
+  p.fwd = o.fwd_s;
+  p.bwd = o.bwd_s;
+  p.recompute = o.recompute_s;
+  p.fwd_net = o.fwd_comm_s;
+  p.bwd_net = o.bwd_comm_s;
+  p.recompute_net = o.recompute_comm_s;
+  p.bwd_w = o.bwd_weight_s;
+  p.bwd_w_net = o.bwd_weight_comm_s;
+  p.net_by_group = o.comm_by_group_s;
+  p.hidden_by_group = o.hidden_comm_by_group_s;
   return p;
 }
 
@@ -194,23 +234,54 @@ BackwardSegment backward_segment(const std::vector<Leaf>& leaves, const PhaseSum
   return b;
 }
 
+// A chunk's ops: embedding and head leaves, and one op list per layer template (layers sharing a
+// template cost the same; a recomputed template's leaves carry their roles).
+struct ChunkOps {
+  std::vector<OpCost> pre, post;
+  std::vector<std::vector<OpCost>> templates;
+  std::vector<int> layer_templates;  // template of each layer
+  /// Every op in call order, layers numbered within the chunk.
+  [[nodiscard]] std::vector<OpCost> expand() const {
+    std::vector<OpCost> out = pre;
+    for (size_t i = 0; i < layer_templates.size(); ++i)
+      for (OpCost o : templates[static_cast<size_t>(layer_templates[i])]) {
+        o.layer = static_cast<int32_t>(i);
+        out.push_back(std::move(o));
+      }
+    out.insert(out.end(), post.begin(), post.end());
+    return out;
+  }
+};
+
+ChunkOps chunk_ops(const Env& env, const Chunk& c) {
+  ChunkOps ops;
+  for (const auto& l : c.pre) ops.pre.push_back(leaf_cost(env, l, false, "embedding", -1));
+  for (const auto& l : c.post) ops.post.push_back(leaf_cost(env, l, false, "head", -1));
+  for (const auto& t : c.templates) {
+    std::vector<OpCost> leaves;
+    for (const auto& l : t.leaves) leaves.push_back(leaf_cost(env, l, true, t.moe ? "moe_layer" : "dense_layer", 0));
+    ops.templates.push_back(std::move(leaves));
+  }
+  for (const auto& L : c.layers) ops.layer_templates.push_back(L.template_index);
+  return ops;
+}
+
 // Chunk sums; `segments` receives the backward in backward order (head, last layer … first
 // layer, embedding).
-PhaseSums chunk_sums(const Env& env, const Chunk& c, std::vector<BackwardSegment>& segments) {
+PhaseSums chunk_sums(const Chunk& c, const ChunkOps& ops, std::vector<BackwardSegment>& segments) {
   PhaseSums total, pre, post;
-  for (const auto& l : c.pre) pre.add(leaf_sums(env, l, false));
-  for (const auto& l : c.post) post.add(leaf_sums(env, l, false));
+  for (const auto& o : ops.pre) pre.add(sums_of(o));
+  for (const auto& o : ops.post) post.add(sums_of(o));
   total.add(pre);
   total.add(post);
   segments.push_back(backward_segment(c.post, post));
-  // Layers sharing a template cost the same; a recomputed template's leaves carry their roles.
   std::vector<PhaseSums> per_template;
-  for (const auto& t : c.templates) {
+  for (const auto& t : ops.templates) {
     PhaseSums ps;
-    for (const auto& l : t.leaves) ps.add(leaf_sums(env, l, true));
+    for (const auto& o : t) ps.add(sums_of(o));
     per_template.push_back(ps);
   }
-  for (const auto& L : c.layers) total.add(per_template[static_cast<size_t>(L.template_index)]);
+  for (int ti : ops.layer_templates) total.add(per_template[static_cast<size_t>(ti)]);
   for (auto it = c.layers.rbegin(); it != c.layers.rend(); ++it) {
     const auto ti = static_cast<size_t>(it->template_index);
     segments.push_back(backward_segment(c.templates[ti].leaves, per_template[ti]));
@@ -301,6 +372,7 @@ double flops_per_token(const ModelConfig& m, double seq, double vocab) {
 
 // Everything the estimate needs from one chunk.
 struct ChunkResult {
+  ChunkOps ops;
   PhaseSums sums;
   std::vector<BackwardSegment> backward;  // in backward order
   ActivationResult act;
@@ -316,7 +388,8 @@ ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded
   Env local = env;
   local.log = &log;
   ChunkResult r;
-  r.sums = chunk_sums(local, chunk, r.backward);
+  r.ops = chunk_ops(local, chunk);
+  r.sums = chunk_sums(chunk, r.ops, r.backward);
   r.act = walk_activations(chunk, env.s);
   r.params = chunk_parameters(chunk);
   std::vector<std::array<int64_t, 3>> shapes;
@@ -777,6 +850,23 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
       mem.peak_alloc_bytes = mem.model_bytes + best;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
       est.stages.push_back(mem);
+    }
+  }
+
+  // What views read per rank: every chunk's ops and the memory the rank holds.
+  est.micro_batches = plan.micro_batch_num;
+  if (events) {
+    for (int64_t r = 0; r < pp; ++r) {
+      const auto ri = static_cast<size_t>(r);
+      RankProfile prof;
+      prof.model_bytes = static_part(r).model_bytes;
+      for (const auto& spec : plan.chunks[ri]) {
+        const ChunkResult& cr = results.get(spec);
+        prof.chunks.push_back(cr.ops.expand());
+        prof.chunk_cache_bytes.push_back(cr.act.cache_per_mb);
+        prof.chunk_peak_bytes.push_back(cr.act.peak.peak);
+      }
+      est.ranks.push_back(std::move(prof));
     }
   }
 

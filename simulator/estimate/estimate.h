@@ -66,6 +66,35 @@ struct EfficiencyMiss {
   double used_efficiency = 0;
 };
 
+/// One leaf op of a chunk for one micro-batch (seconds, FLOPs, bytes): the costs the chunk's pass
+/// times are summed from, kept so views can show where the time goes.
+struct OpCost {
+  std::string name;         // leaf name, e.g. "attn_qkv"
+  const char* layer_type = "";  // "embedding", "dense_layer", "moe_layer" or "head"
+  int32_t layer = -1;       // layer index within the chunk, -1 for embedding and head
+  double fwd_s = 0, bwd_s = 0, recompute_s = 0;                // kernels (bwd: input + weight grads)
+  double fwd_comm_s = 0, bwd_comm_s = 0, recompute_comm_s = 0;  // collectives on the compute stream
+  double bwd_weight_s = 0, bwd_weight_comm_s = 0;              // the weight-gradient part of bwd
+  std::array<double, 7> comm_by_group_s{};  // all phases' collectives, by Group (tp, cp, dp, pp, ep, etp, edp)
+  std::array<double, 7> hidden_comm_by_group_s{};  // the part of comm_by_group_s overlapped with compute
+  double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
+  double bytes = 0;           // memory traffic of all phases (recompute included)
+  double efficiency = 0;      // FLOP-weighted FLOP efficiency of its kernels (0: no FLOPs)
+  bool measured = false;      // every FLOP kernel with a shape key used a measured efficiency
+  double cache_bytes = 0;     // activations it saves for the backward
+  /// Forward and backward pass durations (kernels + collectives; backward includes recompute).
+  [[nodiscard]] double fwd_total_s() const { return fwd_s + fwd_comm_s; }
+  [[nodiscard]] double bwd_total_s() const { return bwd_s + bwd_comm_s + recompute_s + recompute_comm_s; }
+};
+
+/// What views need of one pipeline rank: its chunks' ops and the memory they hold.
+struct RankProfile {
+  double model_bytes = 0;                    // weights, grads, optimizer states (+ TE dummy wgrad)
+  std::vector<std::vector<OpCost>> chunks;   // ops of each virtual chunk in call order
+  std::vector<double> chunk_cache_bytes;     // activations one micro-batch of each chunk keeps
+  std::vector<double> chunk_peak_bytes;      // that chunk's single-micro-batch liveness peak
+};
+
 struct Estimate {
   Mode mode = Mode::Default;
   std::string schedule;        // 1f1b, interleaved_1f1b, zero_bubble_h1
@@ -87,6 +116,9 @@ struct Estimate {
   /// Every op of the step per rank and stream: the pipeline, then the straggler allowance, the
   /// data-parallel communication and the optimizer step.
   Timeline timeline;
+  /// Every pipeline rank's ops and memory (filled when events are recorded).
+  std::vector<RankProfile> ranks;
+  int64_t micro_batches = 0;
   /// Network group chosen for tp, cp, dp, pp, ep, etp, edp (in that order).
   std::vector<std::pair<std::string, std::string>> networks;
 

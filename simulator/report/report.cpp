@@ -9,6 +9,7 @@
 #include "core/units.h"
 #include "estimate/fit.h"
 #include "model/parameter_count.h"
+#include "views/breakdown.h"
 
 namespace trainsim {
 
@@ -69,14 +70,55 @@ std::string grouped(int64_t n) {
   }
   return out;
 }
+
+// Rows of a stage breakdown in ms per iteration.
+nlohmann::ordered_json rows_json(const std::vector<BreakdownRow>& rows) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& r : rows) {
+    nlohmann::ordered_json x;
+    x["layer_type"] = r.layer_type;
+    if (!r.op.empty()) x["op"] = r.op;
+    x["instances_per_micro_batch"] = r.instances;
+    x["forward_ms"] = r.fwd_s * 1e3;
+    x["backward_ms"] = r.bwd_s * 1e3;
+    x["recompute_ms"] = r.recompute_s * 1e3;
+    x["comm_ms"] = r.comm_s * 1e3;
+    x["total_ms"] = r.total_s() * 1e3;
+    x["flops"] = r.flops;
+    x["bytes"] = r.bytes;
+    x["efficiency"] = r.efficiency;
+    x["efficiency_source"] = r.measured ? "measured" : "fallback";
+    out.push_back(x);
+  }
+  return out;
+}
+
+// Per stage: time by layer type and by op (sums of the estimate's op costs over the iteration);
+// memory by tensor class for the reported stages (the parts add up to the peak reserved memory).
+nlohmann::ordered_json breakdown_json(const Estimate& e) {
+  nlohmann::ordered_json time = nlohmann::ordered_json::array();
+  for (const StageBreakdown& b : stage_breakdowns(e))
+    time.push_back({{"pp_rank", b.rank}, {"by_layer_type", rows_json(b.by_layer_type)}, {"by_op", rows_json(b.by_op)}});
+  nlohmann::ordered_json memory = nlohmann::ordered_json::array();
+  for (const auto& st : e.stages)
+    memory.push_back({{"name", st.name},
+                      {"weights_gib", st.weight_bytes / kGiB},
+                      {"gradients_gib", st.grad_bytes / kGiB},
+                      {"optimizer_states_gib", st.state_bytes / kGiB},
+                      {"other_static_gib", (st.model_bytes - st.weight_bytes - st.grad_bytes - st.state_bytes) / kGiB},
+                      {"activations_gib", (st.peak_alloc_bytes - st.model_bytes) / kGiB},
+                      {"allocator_reserve_gib", (st.peak_reserved_bytes - st.peak_alloc_bytes) / kGiB}});
+  return {{"time_per_stage", time}, {"memory_per_stage", memory}};
+}
+
 }  // namespace
 
 std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   nlohmann::ordered_json j;
   const auto& s = in.strategy;
   // 2.0.0: mfu / tflops_per_gpu follow --mfu (Megatron-LM's convention by default).
-  // 2.1.0: the fit verdict (fits, memory_headroom_gib, memory_limit_gib, unusable_memory_gib) and
-  // host_memory_gib.
+  // 2.1.0: the fit verdict (fits, memory_headroom_gib, memory_limit_gib, unusable_memory_gib),
+  // host_memory_gib, and breakdown (per stage: time by layer type and by op, memory by tensor class).
   j["schema_version"] = "2.1.0";
   j["model"] = in.model_source;
   j["strategy"] = in.strategy_source;
@@ -181,6 +223,7 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   nlohmann::ordered_json nets;
   for (const auto& [g, n] : e.networks) nets[g] = n;
   j["networks"] = nets;
+  j["breakdown"] = breakdown_json(e);
   j["efficiency_hits"] = e.efficiency_hits;
   nlohmann::ordered_json misses = nlohmann::ordered_json::array();
   for (const auto& mm : e.misses)

@@ -1,0 +1,348 @@
+// HTML + SVG reports. Every number drawn is read from the Estimate (or SearchResult); the plots
+// are plain SVG written here, so the page needs no scripts and no network.
+#include "views/html_report.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/text.h"
+#include "core/units.h"
+#include "model/graph.h"
+#include "views/breakdown.h"
+
+namespace trainsim {
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+constexpr double kWidth = 960, kLabel = 150, kPlot = 690;  // room for the total after a bar
+constexpr const char* kPalette[] = {"#4e79a7", "#59a14f", "#8cd17d", "#f28e2b", "#ffbe7d", "#e15759", "#b07aa1",
+                                    "#76b7b2", "#edc948", "#9c755f", "#bab0ac", "#ff9da7", "#d37295", "#86bcb6"};
+const char* color(size_t i) { return kPalette[i % (sizeof kPalette / sizeof kPalette[0])]; }
+
+std::string num(double v) { return strprintf("%.1f", v); }
+
+struct Series {
+  std::string name;
+  std::vector<double> values;  // one per category
+};
+
+// Horizontal stacked bars, one per category, with a legend and an optional limit line.
+std::string stacked_bars(const std::string& id, const std::string& title, const std::vector<std::string>& categories,
+                         const std::vector<Series>& series, const std::string& unit, double limit = 0,
+                         const std::string& limit_name = "") {
+  double max_total = limit;
+  for (size_t c = 0; c < categories.size(); ++c) {
+    double t = 0;
+    for (const auto& s : series) t += std::max(0.0, s.values[c]);
+    max_total = std::max(max_total, t);
+  }
+  if (max_total <= 0) max_total = 1;
+  const double row = 30, top = 30;
+  size_t shown = 0;
+  for (const auto& s : series)
+    for (double v : s.values)
+      if (v > 0) {
+        ++shown;
+        break;
+      }
+  const double legend_rows = static_cast<double>((shown + 4) / 5);
+  const double height = top + row * static_cast<double>(categories.size()) + 30 + 20 * legend_rows;
+  std::string o = "<svg id=\"" + id + "\" class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kWidth) +
+                  "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(height) +
+                  "\" role=\"img\"><title>" + html_escape(title) + "</title>";
+  o += "<text x=\"0\" y=\"18\" class=\"t\">" + html_escape(title) + "</text>";
+  const double scale = kPlot / max_total;
+  for (size_t c = 0; c < categories.size(); ++c) {
+    const double y = top + row * static_cast<double>(c);
+    o += "<text x=\"0\" y=\"" + num(y + 18) + "\">" + html_escape(categories[c]) + "</text>";
+    double x = kLabel, total = 0;
+    for (size_t s = 0; s < series.size(); ++s) {
+      const double v = series[s].values[c];
+      if (v <= 0) continue;
+      total += v;
+      o += "<rect x=\"" + num(x) + "\" y=\"" + num(y + 4) + "\" width=\"" + strprintf("%.2f", v * scale) +
+           "\" height=\"" + num(row - 8) + "\" fill=\"" + color(s) + "\"><title>" + html_escape(categories[c]) + ": " +
+           html_escape(series[s].name) + " " + strprintf("%.2f", v) + " " + unit + "</title></rect>";
+      x += v * scale;
+    }
+    o += "<text x=\"" + num(x + 4) + "\" y=\"" + num(y + 18) + "\">" + strprintf("%.1f", total) + " " + unit + "</text>";
+  }
+  const double bottom = top + row * static_cast<double>(categories.size());
+  if (limit > 0) {
+    const double x = kLabel + limit * scale;
+    o += "<line class=\"limit\" x1=\"" + num(x) + "\" y1=\"" + num(top) + "\" x2=\"" + num(x) + "\" y2=\"" + num(bottom) +
+         "\" stroke=\"#d00\" stroke-width=\"2\" stroke-dasharray=\"6 3\"><title>" + html_escape(limit_name) + " " +
+         strprintf("%.1f", limit) + " " + unit + "</title></line>";
+    o += "<text x=\"" + num(std::min(x + 4, kWidth - 160)) + "\" y=\"" + num(bottom + 14) + "\" fill=\"#d00\">" +
+         html_escape(limit_name) + " " + strprintf("%.1f", limit) + " " + unit + "</text>";
+  }
+  size_t k = 0;
+  for (size_t s = 0; s < series.size(); ++s) {
+    if (std::none_of(series[s].values.begin(), series[s].values.end(), [](double v) { return v > 0; })) continue;
+    const double x = static_cast<double>(k % 5) * 190, y = bottom + 26 + 20 * static_cast<double>(k / 5);
+    o += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"12\" height=\"12\" fill=\"" + color(s) + "\"/>";
+    o += "<text x=\"" + num(x + 16) + "\" y=\"" + num(y + 11) + "\">" + html_escape(series[s].name) + "</text>";
+    ++k;
+  }
+  return o + "</svg>\n";
+}
+
+// Time per reported stage: the parts add up to the stage's total step time.
+std::string time_plot(const Estimate& e) {
+  std::vector<std::string> cats;
+  std::vector<Series> s = {{"forward", {}}, {"backward", {}}, {"recompute", {}}};
+  for (Group g : kChunkGroups) s.push_back({std::string(group_name(g)) + " comm (exposed)", {}});
+  s.push_back({"pp p2p (blocking, incl. wait)", {}});
+  s.push_back({"bubble (idle)", {}});
+  s.push_back({"straggler", {}});
+  s.push_back({"dp comm (exposed)", {}});
+  s.push_back({"optimizer", {}});
+  for (const StageTime& t : e.stage_times) {
+    cats.push_back(t.name);
+    size_t i = 0;
+    s[i++].values.push_back(t.fwd_compute_s * 1e3);
+    s[i++].values.push_back(t.bwd_compute_s * 1e3);
+    s[i++].values.push_back(t.recompute_s * 1e3);
+    for (Group g : kChunkGroups) s[i++].values.push_back(t.exposed_comm_s(static_cast<size_t>(g)) * 1e3);
+    s[i++].values.push_back(t.p2p_wait_s * 1e3);
+    s[i++].values.push_back(t.idle_s * 1e3);
+    s[i++].values.push_back(t.pipeline_s * (e.straggler_ratio - 1) * 1e3);
+    s[i++].values.push_back(t.dp_comm_s * 1e3);
+    s[i++].values.push_back(t.optimizer_s * 1e3);
+  }
+  return stacked_bars("time-per-stage", "Time per stage (ms per step)", cats, s, "ms");
+}
+
+// Memory per reported stage: static parts, activations, allocator reserve; the device limit.
+std::string memory_plot(const PlanInputs& in, const Estimate& e) {
+  std::vector<std::string> cats;
+  std::vector<Series> s = {{"weights", {}},     {"gradients", {}},         {"optimizer states", {}}, {"other static", {}},
+                           {"activations in flight", {}}, {"transient peak", {}}, {"allocator reserve", {}}};
+  for (const StageMemory& m : e.stages) {
+    cats.push_back(m.name);
+    const double in_flight = m.peak_alloc_bytes - m.model_bytes - m.peak_activation_bytes;
+    s[0].values.push_back(m.weight_bytes / kGiB);
+    s[1].values.push_back(m.grad_bytes / kGiB);
+    s[2].values.push_back(m.state_bytes / kGiB);
+    s[3].values.push_back((m.model_bytes - m.weight_bytes - m.grad_bytes - m.state_bytes) / kGiB);
+    // Interleaved stages replay their schedule: the whole activation peak is one number there.
+    s[4].values.push_back(in_flight / kGiB);
+    s[5].values.push_back(m.peak_activation_bytes / kGiB);
+    s[6].values.push_back((m.peak_reserved_bytes - m.peak_alloc_bytes) / kGiB);
+  }
+  return stacked_bars("memory-per-stage", "Memory per stage (GiB, peak)", cats, s, "GiB", in.system.mem_bytes / kGiB,
+                      "device memory");
+}
+
+const char* kind_color(StepKind k) {
+  switch (k) {
+    case StepKind::Forward: return "#4e79a7";
+    case StepKind::Backward: return "#59a14f";
+    case StepKind::BackwardInput: return "#59a14f";
+    case StepKind::BackwardWeight: return "#8cd17d";
+    case StepKind::P2P: return "#f28e2b";
+    case StepKind::Straggler: return "#bab0ac";
+    case StepKind::DpComm: return "#b07aa1";
+    case StepKind::Optimizer: return "#e15759";
+  }
+  return "#000";
+}
+
+// The pipeline: one lane per rank for the compute stream, a thin lane below for its other streams.
+std::string gantt_plot(const Estimate& e) {
+  const double span = std::max(e.timeline.span(), 1e-12);
+  const double lane = 26, side = 8, gap = 6, top = 30;
+  const double per_rank = lane + side + gap;
+  const double height = top + per_rank * e.timeline.ranks + 40;
+  std::string o = "<svg id=\"pipeline-gantt\" class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kWidth) +
+                  "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(height) +
+                  "\" role=\"img\"><title>Pipeline timeline</title>";
+  o += "<text x=\"0\" y=\"18\" class=\"t\">Pipeline timeline (" + strprintf("%.1f", span * 1e3) + " ms)</text>";
+  for (int32_t r = 0; r < e.timeline.ranks; ++r)
+    o += "<text x=\"0\" y=\"" + num(top + per_rank * r + 18) + "\">pp rank " + std::to_string(r) + "</text>";
+  const double scale = kPlot / span;
+  for (const TimelineEvent& ev : e.timeline.events) {
+    const double x = kLabel + ev.start * scale, w = std::max((ev.end - ev.start) * scale, 0.3);
+    const bool main = ev.stream == Stream::Compute;
+    const double y = top + per_rank * ev.rank + (main ? 0 : lane + 1);
+    std::string label = step_kind_name(ev.kind);
+    if (ev.mb >= 0) label += " mb" + std::to_string(ev.mb);
+    if (ev.chunk >= 0 && !e.ranks.empty() && e.ranks[0].chunks.size() > 1) label += " chunk" + std::to_string(ev.chunk);
+    o += "<rect x=\"" + strprintf("%.2f", x) + "\" y=\"" + num(y) + "\" width=\"" + strprintf("%.2f", w) + "\" height=\"" +
+         num(main ? lane : side) + "\" fill=\"" + kind_color(ev.kind) + "\" stroke=\"#fff\" stroke-width=\"0.3\"><title>" +
+         label + strprintf(" %.3f-%.3f ms (%s)", ev.start * 1e3, ev.end * 1e3, stream_name(ev.stream)) + "</title></rect>";
+  }
+  const double ly = top + per_rank * e.timeline.ranks + 14;
+  const StepKind kinds[] = {StepKind::Forward, StepKind::Backward, StepKind::BackwardWeight, StepKind::P2P,
+                            StepKind::DpComm, StepKind::Optimizer, StepKind::Straggler};
+  for (size_t i = 0; i < std::size(kinds); ++i) {
+    const double x = static_cast<double>(i) * 130;
+    o += "<rect x=\"" + num(x) + "\" y=\"" + num(ly) + "\" width=\"12\" height=\"12\" fill=\"" + kind_color(kinds[i]) + "\"/>";
+    o += "<text x=\"" + num(x + 16) + "\" y=\"" + num(ly + 11) + "\">" + step_kind_name(kinds[i]) + "</text>";
+  }
+  return o + "</svg>\n";
+}
+
+// The ops taking the most time, summed over the pipeline stages.
+std::string top_ops_plot(const Estimate& e, size_t top_n) {
+  std::map<std::pair<std::string, std::string>, BreakdownRow> rows;
+  for (const StageBreakdown& b : stage_breakdowns(e))
+    for (const BreakdownRow& r : b.by_op) {
+      BreakdownRow& t = rows[{r.layer_type, r.op}];
+      t.layer_type = r.layer_type;
+      t.op = r.op;
+      t.fwd_s += r.fwd_s;
+      t.bwd_s += r.bwd_s;
+      t.recompute_s += r.recompute_s;
+      t.comm_s += r.comm_s;
+    }
+  std::vector<BreakdownRow> sorted;
+  for (auto& [k, r] : rows) sorted.push_back(r);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.total_s() > b.total_s(); });
+  while (!sorted.empty() && sorted.back().total_s() <= 0) sorted.pop_back();
+  if (sorted.size() > top_n) sorted.resize(top_n);
+  std::vector<std::string> cats;
+  std::vector<Series> s = {{"forward", {}}, {"backward", {}}, {"recompute", {}}, {"collectives", {}}};
+  for (const auto& r : sorted) {
+    cats.push_back(r.op + (r.layer_type == "dense_layer" || r.layer_type == "moe_layer" ? "" : " (" + r.layer_type + ")"));
+    s[0].values.push_back(r.fwd_s * 1e3);
+    s[1].values.push_back(r.bwd_s * 1e3);
+    s[2].values.push_back(r.recompute_s * 1e3);
+    s[3].values.push_back(r.comm_s * 1e3);
+  }
+  return stacked_bars("top-ops", "Top ops by time (ms per step, all stages)", cats, s, "ms");
+}
+
+std::string page(const std::string& title, const std::string& body) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + html_escape(title) +
+         "</title>\n<style>body{font:14px sans-serif;margin:24px;color:#222}svg.plot{display:block;margin:18px 0;max-width:100%;height:auto}"
+         "svg text{font:12px sans-serif}svg text.t{font-weight:bold;font-size:14px}table{border-collapse:collapse}"
+         "td,th{padding:3px 10px;text-align:right;border-bottom:1px solid #ddd}td:first-child,th:first-child{text-align:left}"
+         ".headline td{font-size:16px}</style></head>\n<body>\n<h1>" +
+         html_escape(title) + "</h1>\n" + body + "</body></html>\n";
+}
+
+}  // namespace
+
+std::string perf_report_section(const PlanInputs& in, const Estimate& e) {
+  std::string o = "<section id=\"perf-report\">\n<table class=\"headline\">";
+  auto row = [&](const std::string& k, const std::string& v, const std::string& id) {
+    o += "<tr><td>" + k + "</td><td id=\"" + id + "\">" + v + "</td></tr>";
+  };
+  row("step time", strprintf("%.2f ms", e.iteration_time_s * 1e3), "step-time");
+  const Throughput t = in.mfu == MfuConvention::Megatron ? megatron_throughput(in.model, in.strategy, in.system, e)
+                                                         : Throughput{e.tflops_per_gpu, e.mfu};
+  row("MFU (" + std::string(mfu_convention_name(in.mfu)) + ")", strprintf("%.2f %%", t.mfu * 100), "mfu");
+  row("TFLOP/s per GPU", strprintf("%.1f", t.tflops_per_gpu), "tflops");
+  row("tokens/s per GPU", strprintf("%.1f", e.tokens_per_s_per_gpu), "tokens");
+  row("peak reserved memory", strprintf("%.2f GiB of %.0f GiB", e.peak_reserved_bytes() / kGiB, in.system.mem_bytes / kGiB),
+      "peak-memory");
+  row("plan", html_escape(parallelism_string(in.strategy) + ", " + e.schedule + ", " + e.p2p + " p2p"), "plan");
+  o += "</table>\n";
+  o += time_plot(e) + memory_plot(in, e) + gantt_plot(e) + top_ops_plot(e, 15);
+  return o + "</section>\n";
+}
+
+std::string perf_html(const PlanInputs& in, const Estimate& e) {
+  const std::string name = in.model.model_name.empty() ? in.model_source : in.model.model_name;
+  return page("trainsim: " + name + " " + parallelism_string(in.strategy), perf_report_section(in, e));
+}
+
+std::vector<size_t> pareto_front(const std::vector<Candidate>& c) {
+  std::vector<size_t> idx(c.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+    return c[a].iteration_time_s != c[b].iteration_time_s ? c[a].iteration_time_s < c[b].iteration_time_s
+                                                           : c[a].peak_bytes < c[b].peak_bytes;
+  });
+  std::vector<size_t> front;
+  double best_mem = 1e300;
+  for (size_t i : idx)
+    if (c[i].peak_bytes < best_mem) {
+      front.push_back(i);
+      best_mem = c[i].peak_bytes;
+    }
+  return front;
+}
+
+std::string search_report_section(const SearchResult& r, const std::string& title) {
+  std::string o = "<section id=\"search-report\">\n";
+  o += strprintf("<p id=\"search-counts\">%lld candidates evaluated, %lld feasible, %zu shown; memory limit %.2f GiB</p>\n",
+                 static_cast<long long>(r.evaluated), static_cast<long long>(r.feasible), r.candidates.size(),
+                 r.memory_limit_bytes / kGiB);
+  const auto& c = r.candidates;
+  double tmax = 0, mmax = r.memory_limit_bytes / kGiB;
+  for (const auto& x : c) {
+    tmax = std::max(tmax, x.iteration_time_s * 1e3);
+    mmax = std::max(mmax, x.peak_bytes / kGiB);
+  }
+  tmax = tmax > 0 ? tmax * 1.05 : 1;
+  mmax = mmax > 0 ? mmax * 1.05 : 1;
+  const double left = 60, top = 30, w = kWidth - 80, h = 380;
+  auto px = [&](double t) { return left + t / tmax * w; };
+  auto py = [&](double m) { return top + h - m / mmax * h; };
+  o += "<svg id=\"search-scatter\" class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kWidth) +
+       "\" height=\"" + num(h + 80) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(h + 80) +
+       "\" role=\"img\"><title>Step time vs memory</title>";
+  o += "<text x=\"0\" y=\"18\" class=\"t\">" + html_escape(title) + ": step time vs peak memory</text>";
+  o += "<line x1=\"" + num(left) + "\" y1=\"" + num(top + h) + "\" x2=\"" + num(left + w) + "\" y2=\"" + num(top + h) +
+       "\" stroke=\"#444\"/><line x1=\"" + num(left) + "\" y1=\"" + num(top) + "\" x2=\"" + num(left) + "\" y2=\"" +
+       num(top + h) + "\" stroke=\"#444\"/>";
+  for (int i = 0; i <= 5; ++i) {
+    const double t = tmax * i / 5, m = mmax * i / 5;
+    o += "<text x=\"" + num(px(t) - 10) + "\" y=\"" + num(top + h + 16) + "\">" + strprintf("%.0f", t) + "</text>";
+    o += "<text x=\"0\" y=\"" + num(py(m) + 4) + "\">" + strprintf("%.0f", m) + "</text>";
+  }
+  o += "<text x=\"" + num(left + w / 2 - 40) + "\" y=\"" + num(top + h + 36) + "\">step time (ms)</text>";
+  o += "<text x=\"0\" y=\"" + num(top - 4) + "\">GiB</text>";
+  if (r.memory_limit_bytes > 0)
+    o += "<line class=\"limit\" x1=\"" + num(left) + "\" y1=\"" + num(py(r.memory_limit_bytes / kGiB)) + "\" x2=\"" +
+         num(left + w) + "\" y2=\"" + num(py(r.memory_limit_bytes / kGiB)) +
+         "\" stroke=\"#d00\" stroke-dasharray=\"6 3\"><title>memory limit</title></line>";
+  const std::vector<size_t> front = pareto_front(c);
+  std::string path;
+  for (size_t i : front)
+    path += (path.empty() ? "M" : " L") + strprintf("%.1f %.1f", px(c[i].iteration_time_s * 1e3), py(c[i].peak_bytes / kGiB));
+  if (!path.empty()) o += "<path class=\"pareto\" d=\"" + path + "\" fill=\"none\" stroke=\"#e15759\" stroke-width=\"2\"/>";
+  for (size_t i = 0; i < c.size(); ++i) {
+    const bool on_front = std::find(front.begin(), front.end(), i) != front.end();
+    o += "<circle class=\"" + std::string(on_front ? "candidate pareto" : "candidate") + "\" cx=\"" +
+         num(px(c[i].iteration_time_s * 1e3)) + "\" cy=\"" + num(py(c[i].peak_bytes / kGiB)) + "\" r=\"" +
+         (on_front ? "5" : "3.5") + "\" fill=\"" + (on_front ? "#e15759" : "#4e79a7") + "\" fill-opacity=\"0.7\"><title>" +
+         html_escape(parallelism_string(c[i].strategy)) + strprintf(" mbs %lld, %s: %.1f ms, %.2f GiB",
+                                                                   static_cast<long long>(c[i].strategy.micro_batch_size),
+                                                                   recompute_kind_name(c[i].recompute),
+                                                                   c[i].iteration_time_s * 1e3, c[i].peak_bytes / kGiB) +
+         "</title></circle>";
+  }
+  o += "</svg>\n<table id=\"search-best\"><tr><th>#</th><th>plan</th><th>mbs</th><th>recompute</th><th>step ms</th>"
+       "<th>MFU %</th><th>peak GiB</th></tr>";
+  for (size_t i = 0; i < std::min<size_t>(c.size(), 10); ++i)
+    o += strprintf("<tr><td>%zu</td><td>%s</td><td>%lld</td><td>%s</td><td>%.1f</td><td>%.2f</td><td>%.2f</td></tr>", i + 1,
+                   html_escape(parallelism_string(c[i].strategy)).c_str(),
+                   static_cast<long long>(c[i].strategy.micro_batch_size), recompute_kind_name(c[i].recompute),
+                   c[i].iteration_time_s * 1e3, c[i].mfu * 100, c[i].peak_bytes / kGiB);
+  return o + "</table>\n</section>\n";
+}
+
+std::string search_html(const SearchResult& r, const std::string& title) {
+  return page("trainsim search: " + title, search_report_section(r, title));
+}
+
+}  // namespace trainsim

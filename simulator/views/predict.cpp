@@ -1,0 +1,30 @@
+// Inputs → plan → estimate, shared by perf and serve.
+#include "views/predict.h"
+
+#include "estimate/finite.h"
+
+namespace trainsim {
+
+Prediction predict(const PlanRequest& request, const std::string& default_model, const std::string& default_strategy,
+                   const ConfigText& system, MfuConvention mfu, Mode mode) {
+  const PlanConfigs pc = build_plan(request, default_model, default_strategy);
+  Prediction p;
+  PlanInputs& in = p.in;
+  in.model = pc.model;
+  in.strategy = pc.strategy;
+  in.system = load_system(system.text, system.source);
+  in.model_source = pc.model_source;
+  in.strategy_source = pc.strategy_source;
+  in.system_source = system.source;
+  in.mfu = mfu;
+  in.notes = pc.notes;
+  in.not_modeled = pc.not_modeled;
+  in.ignored = pc.ignored;
+  const PlanSources src{in.model_source, in.strategy_source, in.system_source};
+  const Plan plan = resolve_plan(in.model, in.strategy, in.system, mode, src);
+  p.estimate = estimate(plan);
+  require_finite(p.estimate, src);
+  return p;
+}
+
+}  // namespace trainsim

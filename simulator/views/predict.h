@@ -1,0 +1,24 @@
+// One prediction from user inputs: what `trainsim perf` and the web app's API both run, so that
+// they return the same document for the same inputs.
+#pragma once
+
+#include "config/mode.h"
+#include "config/plan_request.h"
+#include "config/presets.h"
+#include "report/report.h"
+
+namespace trainsim {
+
+struct Prediction {
+  PlanInputs in;
+  Estimate estimate;
+};
+
+/// Builds the plan (defaults: `default_model`, `default_strategy` preset names; "" = required),
+/// loads `system`, resolves and estimates with every op event. Throws ConfigError / UsageError on
+/// bad input and Error when a result is not finite.
+[[nodiscard]] Prediction predict(const PlanRequest& request, const std::string& default_model,
+                                 const std::string& default_strategy, const ConfigText& system,
+                                 MfuConvention mfu, Mode mode);
+
+}  // namespace trainsim

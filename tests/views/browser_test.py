@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Views in a real headless Chromium (selenium + chromedriver).
+
+  browser_test.py html TRAINSIM OUT_DIR [--screenshot PNG]
+      perf --html of a Mixtral ep8 plan and search --html: each page loads without console
+      errors and its plots exist in the rendered DOM with a size and drawn marks.
+
+  browser_test.py serve TRAINSIM OUT_DIR [--screenshot PNG]
+      trainsim serve on a free port: the API returns exactly what perf --json returns, bad input
+      is a 400 naming the field, 1,000 requests from 8 concurrent clients all succeed (p50
+      latency printed); in the page, editing a field updates the numbers to perf --json's, and a
+      bad value shows its error next to the field; the server is still up at the end.
+
+Exits 77 (reported by ctest as skipped) when selenium, chromium or chromedriver is missing.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+SKIP = 77
+
+
+def browser():
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        print("SKIPPED: python3-selenium is not installed")
+        sys.exit(SKIP)
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if not chromium or not driver:
+        print("SKIPPED: chromium or chromium-driver is not installed")
+        sys.exit(SKIP)
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1100,1400"):
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(driver), options=opts)
+
+
+def check_page(driver, url, min_plots, marks):
+    from selenium.webdriver.common.by import By
+    driver.get(url)
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, f"{url}: console errors: {errors}"
+    plots = driver.find_elements(By.CSS_SELECTOR, "svg.plot")
+    assert len(plots) >= min_plots, f"{url}: {len(plots)} plots, expected at least {min_plots}"
+    for p in plots:
+        size = p.size
+        assert size["width"] > 100 and size["height"] > 50, f"{url}: plot {p.get_attribute('id')} is {size}"
+        drawn = p.find_elements(By.CSS_SELECTOR, marks)
+        assert drawn, f"{url}: plot {p.get_attribute('id')} draws nothing"
+    return plots
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr}"
+    return r
+
+
+def html(trainsim, out_dir, screenshot):
+    os.makedirs(out_dir, exist_ok=True)
+    perf = os.path.join(out_dir, "mixtral-ep8.html")
+    search = os.path.join(out_dir, "search.html")
+    run([trainsim, "perf", "--model", "mixtral-8x7b", "--strategy", "ep8-pp1-dp8-moe", "--html", perf])
+    run([trainsim, "search", "--model", "llama3-8b", "--system", "h100-sxm-80g", "--gpus", "16", "--gbs", "64",
+         "--quiet", "--html", search])
+    driver = browser()
+    try:
+        plots = check_page(driver, "file://" + os.path.abspath(perf), 3, "rect")
+        ids = {p.get_attribute("id") for p in plots}
+        for want in ("time-per-stage", "memory-per-stage", "pipeline-gantt", "top-ops"):
+            assert want in ids, f"perf page lacks plot {want}: {ids}"
+        if screenshot:
+            driver.save_screenshot(screenshot)
+        check_page(driver, "file://" + os.path.abspath(search), 1, "circle.candidate")
+        from selenium.webdriver.common.by import By
+        assert driver.find_elements(By.CSS_SELECTOR, "path.pareto"), "search page lacks the Pareto front"
+    finally:
+        driver.quit()
+    print("html: perf and search pages render without console errors")
+
+
+def serve(trainsim, out_dir, screenshot):
+    import json
+    import statistics
+    import time
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+
+    os.makedirs(out_dir, exist_ok=True)
+    proc = subprocess.Popen([trainsim, "serve", "--port", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert "listening on http://127.0.0.1:" in line, f"serve printed {line!r}"
+        base = line.split("listening on ")[1].split()[0].rstrip("/")
+
+        def get(path, data=None):
+            req = urllib.request.Request(base + path, data=data,
+                                         headers={"Content-Type": "application/json"} if data else {})
+            try:
+                with urllib.request.urlopen(req, timeout=60) as r:
+                    return r.status, r.read().decode()
+            except urllib.error.HTTPError as e:
+                return e.code, e.read().decode()
+
+        plan = ["--model", "llama3-8b", "--strategy", "tp2-pp2-dp2-zero1", "--system", "h100-sxm-80g"]
+        query = "/api/perf?model=llama3-8b&strategy=tp2-pp2-dp2-zero1&system=h100-sxm-80g"
+        cli = run([trainsim, "perf", *plan, "--json"]).stdout
+        status, api = get(query)
+        assert status == 200 and api == cli, "GET /api/perf differs from perf --json"
+        cli16 = run([trainsim, "perf", *plan, "--set", "micro_batch_num=16", "--json"]).stdout
+        status, api16 = get(query + "&set=micro_batch_num%3D16")
+        assert status == 200 and api16 == cli16, "GET /api/perf with set differs from perf --set --json"
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        docs = {k: json.load(open(os.path.join(root, "configs", k, n + ".json")))
+                for k, n in (("model", "llama3-8b"), ("strategy", "tp2-pp2-dp2-zero1"), ("system", "h100-sxm-80g"))}
+        status, posted = get("/api/perf", json.dumps(docs).encode())
+        assert status == 200, posted
+        a, b = json.loads(posted), json.loads(cli)
+        for k in ("model", "strategy", "system"):  # the sources: documents here, preset names there
+            a.pop(k), b.pop(k)
+        assert a == b, "POST /api/perf with the three documents differs from perf --json"
+        status, bad = get(query + "&set=tp_size%3D3")
+        assert status == 400 and json.loads(bad)["field"] == "tp_size", (status, bad)
+
+        def timed(i):
+            t0 = time.perf_counter()
+            s, body = get(query if i % 2 else query + "&set=micro_batch_num%3D16")
+            return s, body == (cli if i % 2 else cli16), time.perf_counter() - t0
+
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(timed, range(1000)))
+        failures = [r for r in results if r[0] != 200 or not r[1]]
+        assert not failures, f"{len(failures)} of 1000 concurrent requests failed"
+        p50 = statistics.median(r[2] for r in results) * 1e3
+        print(f"serve: 1000 requests from 8 clients, all 200 and equal to perf --json; p50 latency {p50:.2f} ms")
+
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support.ui import WebDriverWait
+        driver = browser()
+        try:
+            driver.get(base + "/")
+            wait = WebDriverWait(driver, 30)
+            step = lambda d: d.find_elements(By.ID, "step-time") and d.find_element(By.ID, "step-time").text
+            wait.until(step)
+            assert step(driver) == "%.2f ms" % json.loads(cli)["iteration_time_ms"], step(driver)
+            field = driver.find_element(By.ID, "field-micro_batch_num")
+            field.clear()
+            field.send_keys("16")
+            want = "%.2f ms" % json.loads(cli16)["iteration_time_ms"]
+            wait.until(lambda d: step(d) == want)
+            wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#search circle.candidate"))
+            assert len(driver.find_elements(By.CSS_SELECTOR, "#report svg.plot")) >= 3
+            if screenshot:
+                driver.save_screenshot(screenshot)
+            tp = driver.find_element(By.ID, "field-tp_size")
+            tp.clear()
+            tp.send_keys("3")
+            err = '[data-key="tp_size"] .err'
+            wait.until(lambda d: d.find_element(By.CSS_SELECTOR, err).text)
+            assert "tp_size" in driver.find_element(By.CSS_SELECTOR, err).text
+            errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "400" not in e["message"]]
+            assert not errors, f"console errors: {errors}"
+        finally:
+            driver.quit()
+        assert get("/api/presets")[0] == 200, "the server stopped answering"
+        assert proc.poll() is None, "the server exited"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    print("serve: page, API and concurrency checks passed")
+
+
+def main():
+    args = sys.argv[1:]
+    shot = None
+    if "--screenshot" in args:
+        i = args.index("--screenshot")
+        shot = args[i + 1]
+        del args[i:i + 2]
+    if len(args) == 3 and args[0] in ("html", "serve"):
+        (html if args[0] == "html" else serve)(args[1], args[2], shot)
+        return 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+// The Chrome trace and the step expansion it draws: structure, span, and agreement with the estimate.
+#include "views/trace.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "config/plan_request.h"
+#include "test_presets.h"
+#include "views/step_ops.h"
+
+namespace trainsim {
+namespace {
+
+Estimate llama70b_tp8_pp4_dp2() {
+  const PlanConfigs p = build_plan(PlanRequest{}, "llama3-70b", "tp8-pp4-dp2-zero1-full-recompute");
+  return estimate(p.model, p.strategy, test::preset_system("h100-sxm-80g"));
+}
+
+TEST(Trace, Llama70bHasAProcessPerStageAndAThreadPerStream) {
+  const Estimate e = llama70b_tp8_pp4_dp2();
+  TraceStats stats;
+  const auto doc = nlohmann::json::parse(trace_json(e, {}, &stats));
+  std::set<int> pids;
+  std::set<std::pair<int, int>> threads;
+  std::map<std::string, int> phases;
+  double first = 1e300, last = 0;
+  size_t counters = 0;
+  for (const auto& ev : doc["traceEvents"]) {
+    if (ev["ph"] == "C") ++counters;
+    if (ev["ph"] != "X") continue;
+    pids.insert(ev["pid"].get<int>());
+    threads.insert({ev["pid"].get<int>(), ev["tid"].get<int>()});
+    EXPECT_GE(ev["dur"].get<double>(), 0);
+    first = std::min(first, ev["ts"].get<double>());
+    last = std::max(last, ev["ts"].get<double>() + ev["dur"].get<double>());
+    if (ev["args"].contains("phase")) ++phases[ev["args"]["phase"].get<std::string>()];
+  }
+  EXPECT_EQ(pids.size(), 4u);
+  // compute, tp comm, blocking p2p and dp comm on each of the four stages.
+  EXPECT_EQ(threads.size(), 16u);
+  EXPECT_EQ(first, 0);
+  EXPECT_NEAR(last, e.iteration_time_s * 1e6, e.iteration_time_s * 1e6 * 1e-9);
+  EXPECT_GT(phases["forward"], 0);
+  EXPECT_GT(phases["backward"], 0);
+  EXPECT_GT(phases["recompute"], 0);  // full recompute
+  // 32 micro-batches, 2 drawn op by op at each end: 28 forward and 28 backward passes per stage whole.
+  EXPECT_EQ(stats.aggregated_steps, 4 * 28 * 2);
+  EXPECT_GT(counters, 4u);
+  EXPECT_EQ(stats.events, doc["traceEvents"].size());
+  EXPECT_EQ(doc["otherData"]["aggregated_passes"], 4 * 28 * 2);
+}
+
+TEST(Trace, DetailChoosesWhichPassesAreDrawnOpByOp) {
+  const PlanConfigs p = build_plan(PlanRequest{}, "llama3-8b", "tp2-pp2-dp2-zero1");
+  const Estimate e = estimate(p.model, p.strategy, test::preset_system("h100-sxm-80g"));
+  TraceStats all, none;
+  const std::string a = trace_json(e, {-1}, &all), b = trace_json(e, {0}, &none);
+  EXPECT_EQ(all.aggregated_steps, 0);
+  EXPECT_EQ(none.aggregated_steps, 2 * 2 * e.micro_batches);  // forward and backward, 2 stages
+  EXPECT_GT(all.events, 10 * none.events);
+  EXPECT_GT(a.size(), 10 * b.size());
+}
+
+TEST(StepOps, OpsTileTheStepAndSumToTheStageTimes) {
+  const Estimate e = llama70b_tp8_pp4_dp2();
+  ASSERT_EQ(e.ranks.size(), 4u);
+  double fwd = 0, bwd = 0;
+  for (const OpCost& o : e.ranks[0].chunks[0]) {
+    fwd += o.fwd_total_s();
+    bwd += o.bwd_total_s();
+  }
+  // The first stage's per-micro-batch pass times are sums of the same op costs.
+  EXPECT_NEAR(fwd, e.stage_times[0].fwd_per_mb_s, 1e-12);
+  EXPECT_NEAR(bwd, e.stage_times[0].bwd_per_mb_s, 1e-12);
+  for (const TimelineEvent& ev : e.timeline.events) {
+    if (ev.rank != 1 || ev.mb != 0 || !is_pass(ev)) continue;
+    const std::vector<OpSlice> slices = expand_step(e, ev);
+    ASSERT_FALSE(slices.empty());
+    EXPECT_DOUBLE_EQ(slices.front().start, ev.start);
+    EXPECT_DOUBLE_EQ(slices.back().end, ev.end);
+    for (size_t i = 1; i < slices.size(); ++i) EXPECT_DOUBLE_EQ(slices[i].start, slices[i - 1].end);
+    // Backward: the head's ops come first (no head on a middle stage: the last layer's recompute).
+    if (ev.kind == StepKind::Backward) {
+      EXPECT_EQ(slices.front().phase, OpPhase::Recompute);
+    }
+  }
+}
+
+TEST(StepOps, MemoryPeakHoldsTheMicroBatchesInFlight) {
+  const Estimate e = llama70b_tp8_pp4_dp2();
+  // 1F1B: stage 0 holds pp = 4 micro-batches' activations before its first backward frees one.
+  const MemoryTrack t = memory_track(e, 0, 2);
+  const RankProfile& p = e.ranks[0];
+  EXPECT_NEAR(t.peak_bytes, p.model_bytes + 4 * p.chunk_cache_bytes[0], 1.0);
+  EXPECT_EQ(t.live_at_peak.size(), 4u);
+  EXPECT_DOUBLE_EQ(t.points.front().bytes, p.model_bytes);
+  EXPECT_NEAR(t.points.back().bytes, p.model_bytes, 1.0);  // all freed at the end of the step
+  // The estimate's stage peak adds the transient peak of one micro-batch on top of what is saved.
+  EXPECT_LE(t.peak_bytes, e.stages[0].peak_alloc_bytes);
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,130 @@
+// Breakdowns, the memory timeline CSV and the HTML report: views that must agree with the estimate.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "config/plan_request.h"
+#include "config/presets.h"
+#include "core/text.h"
+#include "report/report.h"
+#include "test_errors.h"
+#include "test_presets.h"
+#include "views/breakdown.h"
+#include "views/html_report.h"
+#include "views/memory_csv.h"
+#include "views/step_ops.h"
+
+namespace trainsim {
+namespace {
+
+PlanInputs inputs(const char* model, const char* strategy) {
+  const PlanConfigs p = build_plan(PlanRequest{}, model, strategy);
+  PlanInputs in;
+  in.model = p.model;
+  in.strategy = p.strategy;
+  in.system = test::preset_system("h100-sxm-80g");
+  in.model_source = p.model_source;
+  in.strategy_source = p.strategy_source;
+  in.system_source = "h100-sxm-80g";
+  return in;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Breakdown, LayerTypesAddUpToTheStageTimes) {
+  const PlanInputs in = inputs("llama3-70b", "tp8-pp4-dp2-zero1-full-recompute");
+  const Estimate e = estimate(in.model, in.strategy, in.system);
+  const std::vector<StageBreakdown> b = stage_breakdowns(e);
+  ASSERT_EQ(b.size(), 4u);
+  double fwd = 0, bwd = 0, rec = 0, comm = 0;
+  for (const BreakdownRow& r : b[0].by_layer_type) {
+    fwd += r.fwd_s;
+    bwd += r.bwd_s;
+    rec += r.recompute_s;
+    comm += r.comm_s;
+  }
+  const StageTime& st = e.stage_times[0];  // first stage = pp rank 0
+  EXPECT_NEAR(fwd, st.fwd_compute_s, 1e-9);
+  EXPECT_NEAR(bwd, st.bwd_compute_s, 1e-9);
+  EXPECT_NEAR(rec, st.recompute_s, 1e-9);
+  EXPECT_NEAR(comm, st.tp_comm_s, 1e-9);
+  // First stage: the embedding and 20 dense layers (80 layers over 4 stages).
+  ASSERT_EQ(b[0].by_layer_type.size(), 2u);
+  EXPECT_EQ(b[0].by_layer_type[0].layer_type, "embedding");
+  EXPECT_EQ(b[0].by_layer_type[1].layer_type, "dense_layer");
+  EXPECT_EQ(b[0].by_layer_type[1].instances, 20);
+  for (size_t i = 1; i < b[0].by_op.size(); ++i) EXPECT_GE(b[0].by_op[i - 1].total_s(), b[0].by_op[i].total_s());
+  for (const BreakdownRow& r : b[0].by_op)
+    if (r.layer_type == "dense_layer") {
+      EXPECT_EQ(r.instances, 20);
+    }
+}
+
+TEST(Breakdown, JsonCarriesTheRowsAndMemoryClasses) {
+  const PlanInputs in = inputs("llama3-70b", "tp8-pp4-dp2-zero1-full-recompute");
+  const Estimate e = estimate(in.model, in.strategy, in.system);
+  const auto j = nlohmann::json::parse(estimate_to_json(in, e));
+  ASSERT_EQ(j["breakdown"]["time_per_stage"].size(), 4u);
+  const auto& mem = j["breakdown"]["memory_per_stage"][0];
+  double sum = 0;
+  for (const char* k : {"weights_gib", "gradients_gib", "optimizer_states_gib", "other_static_gib", "activations_gib",
+                        "allocator_reserve_gib"})
+    sum += mem[k].get<double>();
+  EXPECT_NEAR(sum, j["stages"][0]["peak_reserved_gib"].get<double>(), 1e-9);
+  const auto& top = j["breakdown"]["time_per_stage"][0]["by_op"][0];
+  EXPECT_GT(top["total_ms"].get<double>(), 0);
+  EXPECT_TRUE(top["efficiency_source"] == "measured" || top["efficiency_source"] == "fallback");
+}
+
+TEST(Breakdown, UnknownLevelIsAUsageError) {
+  EXPECT_EQ(test::error_of<UsageError>([] { (void)parse_breakdown_level("ops", "perf: --breakdown"); }),
+            "perf: --breakdown: unknown level 'ops'; valid values: layer, op; did you mean 'op'?");
+}
+
+TEST(MemoryCsv, OnePeakRowPerStageWithWhatWasLive) {
+  const PlanInputs in = inputs("llama3-70b", "tp8-pp4-dp2-zero1-full-recompute");
+  const Estimate e = estimate(in.model, in.strategy, in.system);
+  const std::string csv = memory_timeline_csv(e, -1);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "pp_rank,time_ms,allocated_gib,after,chunk,micro_batch,peak,live_at_peak");
+  EXPECT_EQ(count(csv, ",peak,c"), 4u);  // one marked row per stage (the header names the column)
+  const MemoryTrack t = memory_track(e, 3, -1);
+  // The last stage runs one micro-batch at a time (1F1B): one set of activations live at its peak.
+  ASSERT_EQ(t.live_at_peak.size(), 1u);
+  EXPECT_NE(csv.find(strprintf(",%.6f,", t.peak_bytes / (1024.0 * 1024 * 1024))), std::string::npos);
+  // Steady-state passes as one row each: fewer rows, the same peaks.
+  const std::string coarse = memory_timeline_csv(e, 2);
+  EXPECT_LT(coarse.size() * 4, csv.size());
+  for (int32_t r = 0; r < 4; ++r) EXPECT_NEAR(memory_track(e, r, 2).peak_bytes, memory_track(e, r, -1).peak_bytes, 1.0);
+}
+
+TEST(HtmlReport, MixtralPageHasTheHeadlineAndFourPlots) {
+  const PlanInputs in = inputs("mixtral-8x7b", "ep8-pp1-dp8-moe");
+  const Estimate e = estimate(in.model, in.strategy, in.system);
+  const std::string html = perf_html(in, e);
+  EXPECT_EQ(count(html, "<svg "), 4u);
+  for (const char* id : {"time-per-stage", "memory-per-stage", "pipeline-gantt", "top-ops"})
+    EXPECT_NE(html.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
+  EXPECT_NE(html.find(strprintf("<td id=\"step-time\">%.2f ms</td>", e.iteration_time_s * 1e3)), std::string::npos);
+  EXPECT_NE(html.find("class=\"limit\""), std::string::npos);  // device memory line
+  EXPECT_EQ(html.find("<script"), std::string::npos);          // nothing to run, nothing to fetch
+  EXPECT_EQ(html.find("http://www.w3.org/2000/svg"), html.find("http"));  // no other URL
+}
+
+TEST(HtmlReport, ParetoFrontKeepsTheUndominated) {
+  std::vector<Candidate> c(5);
+  const double t[] = {3, 1, 2, 4, 2.5}, m[] = {1, 5, 2, 0.5, 3};
+  for (size_t i = 0; i < c.size(); ++i) {
+    c[i].iteration_time_s = t[i];
+    c[i].peak_bytes = m[i];
+  }
+  // (2.5 s, 3 B) is beaten by (2 s, 2 B); the others trade time for memory.
+  EXPECT_EQ(pareto_front(c), (std::vector<size_t>{1, 2, 0, 3}));
+  EXPECT_EQ(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+}
+
+}  // namespace
+}  // namespace trainsim
