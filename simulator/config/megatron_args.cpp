@@ -557,10 +557,7 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
       out.strategy["recompute_layer_num"] = num;
     } else {
       out.recompute_all_layers = true;
-      if (num > 1)
-        out.not_modeled.push_back(strprintf("--recompute-num-layers %lld: uniform recompute of %lld-layer units "
-                                            "(simulated as one layer per unit)", static_cast<long long>(num),
-                                            static_cast<long long>(num)));
+      if (num > 1) out.strategy["recompute_unit_layers"] = num;
     }
   } else if (granularity == std::optional<std::string>("selective")) {
     std::vector<std::string> modules = {"core_attn"};

@@ -32,6 +32,7 @@ const IntField kIntFields[] = {
     {"zero_state", &StrategyConfig::zero_state},
     {"recompute_layer_num", &StrategyConfig::recompute_layer_num},
     {"lce_vocab_split_size", &StrategyConfig::lce_vocab_split_size},
+    {"recompute_unit_layers", &StrategyConfig::recompute_unit_layers},
 };
 const BoolField kBoolFields[] = {
     {"fp8", &StrategyConfig::fp8},
@@ -124,7 +125,8 @@ void check_choice(IssueList& issues, const char* key, const std::string& value,
 // --recompute-num-layers, --recompute-modules) lowered onto the recompute pass's fields:
 //   full + block, N     → full_block on the first N layers of every chunk (Megatron: "the first
 //                         N layers of each pipeline stage (virtual chunk)")
-//   full + uniform, 1   → full_block on every layer (units of one layer, only its input kept)
+//   full + uniform, N   → full_block on every layer in units of N layers (recompute_unit_layers):
+//                         a unit keeps its input and is recomputed as a whole
 //   selective, modules  → core_attn alone: sdp_only on every layer; otherwise the Megatron
 //                         module pass (output-discarding checkpoints) on every layer
 // Megatron requires the method and the layer count with full and ignores neither: a key that
@@ -164,12 +166,10 @@ void lower_megatron_recompute(const ObjectReader& r, const std::optional<std::st
       issues.add("/recompute_num_layers", "required with recompute_granularity 'full' (Megatron)");
     else if (*num < 1 || *num > kAllLayers)
       issues.add("/recompute_num_layers", strprintf("must be in 1..%lld", static_cast<long long>(kAllLayers)));
-    else if (method == std::optional<std::string>("uniform") && *num > 1)
-      issues.add("/recompute_num_layers", strprintf("uniform recompute of %lld-layer units is not modeled; use 1 "
-                                                    "(every layer its own unit) or recompute_method 'block'",
-                                                    static_cast<long long>(*num)));
     s.recompute_granularity = "full_block";
-    s.recompute_layer_num = method == std::optional<std::string>("block") ? num.value_or(0) : kAllLayers;
+    const bool block = method == std::optional<std::string>("block");
+    s.recompute_layer_num = block ? num.value_or(0) : kAllLayers;
+    if (!block && num && *num >= 1 && *num <= kAllLayers) s.recompute_unit_layers = *num;
     return;
   }
   for (const char* k : {"recompute_method", "recompute_num_layers"})
@@ -273,6 +273,8 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
                  {"full_block", "attn_only", "mlp_only", "sdp_only", "selective_recompute", "full", "selective"});
   lower_megatron_recompute(r, recompute_method, recompute_num_layers, recompute_modules, s, issues);
   check_choice(issues, "cross_entropy_fusion_impl", s.cross_entropy_fusion_impl, {"native", "te", "linear"});
+  if (s.recompute_unit_layers < 1 || s.recompute_unit_layers > (int64_t{1} << 20))
+    issues.add("/recompute_unit_layers", "must be in 1..1048576");
   if (s.lce_vocab_split_size < 1 || s.lce_vocab_split_size > (int64_t{1} << 24))
     issues.add("/lce_vocab_split_size", "must be in 1..16777216");
   if (s.te_version && !valid_version(*s.te_version))

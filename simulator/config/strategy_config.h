@@ -57,6 +57,9 @@ struct StrategyConfig {
   /// recompute_method, recompute_num_layers, recompute_modules). The reader lowers them onto the
   /// recompute fields above; the names stay for the compat-mode check and the report.
   std::vector<std::string> megatron_recompute_keys;
+  /// Layers per checkpoint of full_block recompute (Megatron's recompute_method uniform with
+  /// recompute_num_layers N): each unit of N layers of a chunk keeps only its input.
+  int64_t recompute_unit_layers = 1;
   /// Megatron's `cross_entropy_fusion_impl` (with cross_entropy_loss_fusion): native | te | linear.
   std::string cross_entropy_fusion_impl = "native";
   /// Vocabulary columns per chunk of the `linear` fused output projection + loss.

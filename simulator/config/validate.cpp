@@ -208,7 +208,11 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       add("/lce_vocab_split_size", "is not part of SimuMax v1.2; remove it or use the default mode");
     if (s.optimizer_cpu_offload)
       add("/optimizer_cpu_offload", "is not part of SimuMax v1.2; remove it or use the default mode");
+    if (s.recompute_unit_layers != 1 && s.megatron_recompute_keys.empty())
+      add("/recompute_unit_layers", "is not part of SimuMax v1.2; remove it or use the default mode");
   }
+  if (s.recompute_unit_layers != 1 && s.recompute_granularity != std::optional<std::string>("full_block"))
+    add("/recompute_unit_layers", "only applies to recompute_granularity 'full_block' (Megatron's full recompute)");
   if (s.optimizer_offload_fraction != 1 && !s.optimizer_cpu_offload)
     add("/optimizer_offload_fraction", "changes nothing without optimizer_cpu_offload; set optimizer_cpu_offload to true");
   if (s.optimizer_cpu_offload) {

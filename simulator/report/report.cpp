@@ -34,6 +34,8 @@ std::string recompute_string(const StrategyConfig& s, int64_t layers) {
     if (s.mlp_rms_recompute) f.emplace_back("mlp_rms");
     g = "selective(" + join(f, "+") + ")";
   }
+  if (g == "full_block" && s.recompute_unit_layers > 1)
+    g += strprintf(" in units of %lld layers", static_cast<long long>(s.recompute_unit_layers));
   return g + strprintf(", %lld layers/chunk", static_cast<long long>(std::min(s.recompute_layer_num, layers)));
 }
 

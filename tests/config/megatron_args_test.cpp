@@ -258,6 +258,10 @@ TEST(MegatronArgs, MemorySwitches) {
   const MegatronArgs ce = parse_megatron_args("--cross-entropy-loss-fusion --cross-entropy-fusion-impl te", "f");
   EXPECT_EQ(ce.strategy["cross_entropy_fusion_impl"], "te");
   EXPECT_EQ(ce.strategy["cross_entropy_loss_fusion"], true);
+  const MegatronArgs uni = parse_megatron_args("--recompute-granularity full --recompute-method uniform "
+                                               "--recompute-num-layers 2", "f");
+  EXPECT_EQ(uni.strategy["recompute_unit_layers"], 2);
+  EXPECT_TRUE(uni.not_modeled.empty());
 }
 
 }  // namespace
