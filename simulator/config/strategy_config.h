@@ -55,7 +55,7 @@ struct StrategyConfig {
   // Memory switches: recompute, offloading, loss fusion, fp8 recipes (Megatron)
   /// Megatron recompute keys given in the document (recompute_granularity full | selective,
   /// recompute_method, recompute_num_layers, recompute_modules). The reader lowers them onto the
-  /// recompute fields above; the names stay for the compat-mode check and the report.
+  /// recompute fields above; the names stay for the compat-mode check (validate_plan).
   std::vector<std::string> megatron_recompute_keys;
   /// Layers per checkpoint of full_block recompute (Megatron's recompute_method uniform with
   /// recompute_num_layers N): each unit of N layers of a chunk keeps only its input.
