@@ -33,6 +33,7 @@ const IntField kIntFields[] = {
     {"recompute_layer_num", &StrategyConfig::recompute_layer_num},
     {"lce_vocab_split_size", &StrategyConfig::lce_vocab_split_size},
     {"recompute_unit_layers", &StrategyConfig::recompute_unit_layers},
+    {"min_offloaded_tensor_size", &StrategyConfig::min_offloaded_tensor_size},
 };
 const BoolField kBoolFields[] = {
     {"fp8", &StrategyConfig::fp8},
@@ -63,6 +64,7 @@ const BoolField kBoolFields[] = {
     {"overlap_grad_reduce", &StrategyConfig::overlap_grad_reduce},
     {"dispatch_probs", &StrategyConfig::dispatch_probs},
     {"optimizer_cpu_offload", &StrategyConfig::optimizer_cpu_offload},
+    {"fine_grained_activation_offloading", &StrategyConfig::fine_grained_activation_offloading},
 };
 const StrField kStrFields[] = {
     {"dtype", &StrategyConfig::dtype},
@@ -216,6 +218,7 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   r.opt("mem_factor", s.mem_factor);
   r.opt("optimizer_offload_fraction", s.optimizer_offload_fraction);
   r.opt("megatron_recompute_modules", s.megatron_recompute_modules);
+  r.opt("offload_modules", s.offload_modules);
   std::optional<std::string> recompute_method;
   std::optional<int64_t> recompute_num_layers;
   std::vector<std::string> recompute_modules;
@@ -273,6 +276,11 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
                  {"full_block", "attn_only", "mlp_only", "sdp_only", "selective_recompute", "full", "selective"});
   lower_megatron_recompute(r, recompute_method, recompute_num_layers, recompute_modules, s, issues);
   check_choice(issues, "cross_entropy_fusion_impl", s.cross_entropy_fusion_impl, {"native", "te", "linear"});
+  for (size_t i = 0; i < s.offload_modules.size(); ++i)
+    check_choice(issues, ("offload_modules/" + std::to_string(i)).c_str(), s.offload_modules[i],
+                 {"attn_norm", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act"});
+  if (s.min_offloaded_tensor_size < 0 || s.min_offloaded_tensor_size > (int64_t{1} << 50))
+    issues.add("/min_offloaded_tensor_size", "must be in 0..2^50 bytes");
   if (s.recompute_unit_layers < 1 || s.recompute_unit_layers > (int64_t{1} << 20))
     issues.add("/recompute_unit_layers", "must be in 1..1048576");
   if (s.lce_vocab_split_size < 1 || s.lce_vocab_split_size > (int64_t{1} << 24))
@@ -306,6 +314,7 @@ std::string strategy_to_json_text(const StrategyConfig& s) {
   j["mem_factor"] = s.mem_factor;
   j["optimizer_offload_fraction"] = s.optimizer_offload_fraction;
   if (!s.megatron_recompute_modules.empty()) j["megatron_recompute_modules"] = s.megatron_recompute_modules;
+  if (!s.offload_modules.empty()) j["offload_modules"] = s.offload_modules;
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -336,6 +345,8 @@ uint64_t strategy_hash(const StrategyConfig& s) {
   bytes(&s.mem_factor, sizeof s.mem_factor);
   bytes(&s.optimizer_offload_fraction, sizeof s.optimizer_offload_fraction);
   for (const auto& m : s.megatron_recompute_modules) str(m);
+  num(static_cast<int64_t>(s.offload_modules.size()));
+  for (const auto& m : s.offload_modules) str(m);
   return h;
 }
 
@@ -347,7 +358,7 @@ std::vector<std::string> strategy_keys() {
   for (const auto& f : kOptIntFields) keys.emplace_back(f.name);
   for (const auto& f : kOptStrFields) keys.emplace_back(f.name);
   for (const char* k : {"attention_sparse_ratio", "mem_factor", "megatron_recompute_modules", "recompute_method",
-                        "recompute_num_layers", "recompute_modules", "optimizer_offload_fraction"})
+                        "recompute_num_layers", "recompute_modules", "optimizer_offload_fraction", "offload_modules"})
     keys.emplace_back(k);
   return keys;
 }

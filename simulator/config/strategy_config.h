@@ -68,6 +68,12 @@ struct StrategyConfig {
   /// optimizer_offload_fraction of the parameters live in host memory and a CPU Adam updates them.
   bool optimizer_cpu_offload = false;
   double optimizer_offload_fraction = 1.0;
+  /// Megatron's fine-grained activation offloading: the tensors the listed modules save for
+  /// backward (at least min_offloaded_tensor_size bytes) go to pinned host memory during forward
+  /// and come back before their backward.
+  bool fine_grained_activation_offloading = false;
+  std::vector<std::string> offload_modules;
+  int64_t min_offloaded_tensor_size = 1024 * 1024;
   bool overlap_grad_reduce = true;
   std::optional<std::string> te_version;
   std::string tp_net = "auto", cp_net = "auto", pp_net = "auto", dp_net = "auto", ep_net = "auto",

@@ -119,7 +119,18 @@ PhaseSums chunk_sums(const Env& env, const Chunk& c) {
   std::vector<PhaseSums> per_template;
   for (const auto& t : c.templates) {
     PhaseSums ps;
-    for (const auto& l : t.leaves) ps.add(leaf_sums(env, l, true));
+    double offload = 0;
+    for (const auto& l : t.leaves) {
+      ps.add(leaf_sums(env, l, true));
+      offload += l.offload_bytes;
+    }
+    // Activation offloading: a layer's D2H copies run on a copy stream beside its forward and the
+    // H2D prefetches beside its backward; the part its compute does not cover is exposed.
+    if (offload > 0) {
+      const double copy = offload / env.sys.host_link_bytes_per_s;
+      ps.fwd += std::max(0.0, copy - (ps.fwd + ps.fwd_net));
+      ps.bwd += std::max(0.0, copy - (ps.bwd + ps.bwd_net + ps.recompute + ps.recompute_net));
+    }
     per_template.push_back(ps);
   }
   for (const auto& L : c.layers) total.add(per_template[static_cast<size_t>(L.template_index)]);
@@ -490,6 +501,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
       mem.peak_phase = std::string(kStageNames[act.peak.peak_stage]) + " at " + act.peak.peak_leaf;
       mem.peak_alloc_bytes = mem.model_bytes +
                              static_cast<double>(mem.in_flight_micro_batches - 1) * act.cache_per_mb + act.peak.peak;
+      // Offloaded activations of every micro-batch in flight wait in host memory.
+      mem.host_bytes += static_cast<double>(mem.in_flight_micro_batches) * act.offloaded_per_mb;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
       est.stages.push_back(mem);
     }
@@ -501,19 +514,22 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
       StageMemory mem = static_part(r);
       mem.name = r == 0 ? "first_stage" : (r == pp - 1 ? "last_stage" : "pp_stage_" + std::to_string(r));
       mem.activation_cache_per_mb_bytes = whole[ri]->act.cache_per_mb;
-      double live = 0, best = 0;
+      double live = 0, best = 0, host = 0, host_max = 0;
       int64_t live_n = 0, max_n = 0;
       for (const Step& st : program.ranks[ri]) {
         const ActivationResult& a = results.get(plan.chunks[ri][static_cast<size_t>(st.chunk)]).act;
         if (st.pass == Pass::Forward) {
           best = std::max(best, live + a.peak.slot[PeakPoint::kForward]);
           live += a.cache_per_mb;
+          host += a.offloaded_per_mb;
+          host_max = std::max(host_max, host);
           max_n = std::max(max_n, ++live_n);
         } else {
           const double bwd = std::max({a.peak.slot[PeakPoint::kBackward], a.peak.slot[PeakPoint::kRecomputeForward],
                                        a.peak.slot[PeakPoint::kRecomputeBackward]}) - a.cache_per_mb;
           best = std::max(best, live + bwd);
           live -= a.cache_per_mb;
+          host -= a.offloaded_per_mb;
           --live_n;
         }
       }
@@ -521,6 +537,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
       mem.peak_activation_bytes = best;
       mem.peak_phase = "interleaved schedule replay";
       mem.peak_alloc_bytes = mem.model_bytes + best;
+      mem.host_bytes += host_max;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
       est.stages.push_back(mem);
     }

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "passes/fp8.h"
+#include "passes/offload.h"
 #include "passes/recompute.h"
 
 namespace trainsim {
@@ -667,6 +668,7 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
     if (c.fp8) insert_quantizers(L);
     if (recompute) apply_recompute(L, m, s, moe, mode);
     if (continues && !L.empty() && L[0].recompute) L[0].status = RecomputeStatus::Middle;
+    apply_offload(L, s);
     return t;
   };
 

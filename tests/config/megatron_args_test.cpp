@@ -140,7 +140,7 @@ TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
       {"--moe-permute-fusion", 'n', ""},
       {"--overlap-moe-expert-parallel-comm", 'n', ""},
       {"--moe-shared-expert-overlap", 'n', ""},
-      {"--offload-modules core_attn", 'n', ""},
+      {"--offload-modules core_attn", 's', "offload_modules"},
       {"--optimizer-cpu-offload", 's', "optimizer_cpu_offload"},
       {"--overlap-cpu-optimizer-d2h-h2d", 'n', ""},
       {"--fp8-recipe blockwise", 'n', ""},
