@@ -124,8 +124,9 @@ const Rule kRules[] = {
     {"--hybrid-context-parallel", Use::NotModeled, "hybrid context parallelism"},
     {"--cpu-offloading-num-layers=0", Use::Ignored, ""},
     {"--cpu-offloading-num-layers", Use::NotModeled, "activation offloading to the CPU"},
-    {"--fine-grained-activation-offloading", Use::NotModeled, "activation offloading to the CPU"},
-    {"--offload-modules", Use::NotModeled, "activation offloading to the CPU"},
+    {"--fine-grained-activation-offloading", Use::Strategy, R"({"fine_grained_activation_offloading": true})"},
+    {"--offload-modules", Use::Special, ""},
+    {"--min-offloaded-tensor-size", Use::Strategy, R"({"min_offloaded_tensor_size": $v})"},
     {"--optimizer-cpu-offload", Use::Strategy, R"({"optimizer_cpu_offload": true})"},
     {"--optimizer-offload-fraction", Use::Strategy, R"({"optimizer_offload_fraction": $v})"},
     {"--overlap-cpu-optimizer-d2h-h2d", Use::NotModeled, "CPU optimizer copies overlapped"},
@@ -548,6 +549,8 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
   if (auto t = value_of("--cp-comm-type")) out.cp_comm_type = *t;
   if (auto d = value_of("--moe-token-dispatcher-type")) out.moe_dispatcher = *d;
 
+  if (has("--offload-modules")) out.strategy["offload_modules"] = given["--offload-modules"];
+
   // Recompute: full (uniform or block over recompute_num_layers) or selective (modules).
   std::optional<std::string> granularity = value_of("--recompute-granularity");
   if (!granularity && has("--recompute-activations")) granularity = "selective";
@@ -559,10 +562,7 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
       out.strategy["recompute_layer_num"] = num;
     } else {
       out.recompute_all_layers = true;
-      if (num > 1)
-        out.not_modeled.push_back(strprintf("--recompute-num-layers %lld: uniform recompute of %lld-layer units "
-                                            "(simulated as one layer per unit)", static_cast<long long>(num),
-                                            static_cast<long long>(num)));
+      if (num > 1) out.strategy["recompute_unit_layers"] = num;
     }
   } else if (granularity == std::optional<std::string>("selective")) {
     std::vector<std::string> modules = {"core_attn"};

@@ -32,6 +32,8 @@ const IntField kIntFields[] = {
     {"zero_state", &StrategyConfig::zero_state},
     {"recompute_layer_num", &StrategyConfig::recompute_layer_num},
     {"lce_vocab_split_size", &StrategyConfig::lce_vocab_split_size},
+    {"recompute_unit_layers", &StrategyConfig::recompute_unit_layers},
+    {"min_offloaded_tensor_size", &StrategyConfig::min_offloaded_tensor_size},
 };
 const BoolField kBoolFields[] = {
     {"fp8", &StrategyConfig::fp8},
@@ -64,6 +66,7 @@ const BoolField kBoolFields[] = {
     {"overlap_param_gather", &StrategyConfig::overlap_param_gather},
     {"tp_comm_overlap", &StrategyConfig::tp_comm_overlap},
     {"optimizer_cpu_offload", &StrategyConfig::optimizer_cpu_offload},
+    {"fine_grained_activation_offloading", &StrategyConfig::fine_grained_activation_offloading},
 };
 const StrField kStrFields[] = {
     {"dtype", &StrategyConfig::dtype},
@@ -129,7 +132,8 @@ void check_choice(IssueList& issues, const char* key, const std::string& value,
 // --recompute-num-layers, --recompute-modules) lowered onto the recompute pass's fields:
 //   full + block, N     → full_block on the first N layers of every chunk (Megatron: "the first
 //                         N layers of each pipeline stage (virtual chunk)")
-//   full + uniform, 1   → full_block on every layer (units of one layer, only its input kept)
+//   full + uniform, N   → full_block on every layer in units of N layers (recompute_unit_layers):
+//                         a unit keeps its input and is recomputed as a whole
 //   selective, modules  → core_attn alone: sdp_only on every layer; otherwise the Megatron
 //                         module pass (output-discarding checkpoints) on every layer
 // Megatron requires the method and the layer count with full and ignores neither: a key that
@@ -169,12 +173,10 @@ void lower_megatron_recompute(const ObjectReader& r, const std::optional<std::st
       issues.add("/recompute_num_layers", "required with recompute_granularity 'full' (Megatron)");
     else if (*num < 1 || *num > kAllLayers)
       issues.add("/recompute_num_layers", strprintf("must be in 1..%lld", static_cast<long long>(kAllLayers)));
-    else if (method == std::optional<std::string>("uniform") && *num > 1)
-      issues.add("/recompute_num_layers", strprintf("uniform recompute of %lld-layer units is not modeled; use 1 "
-                                                    "(every layer its own unit) or recompute_method 'block'",
-                                                    static_cast<long long>(*num)));
     s.recompute_granularity = "full_block";
-    s.recompute_layer_num = method == std::optional<std::string>("block") ? num.value_or(0) : kAllLayers;
+    const bool block = method == std::optional<std::string>("block");
+    s.recompute_layer_num = block ? num.value_or(0) : kAllLayers;
+    if (!block && num && *num >= 1 && *num <= kAllLayers) s.recompute_unit_layers = *num;
     return;
   }
   for (const char* k : {"recompute_method", "recompute_num_layers"})
@@ -224,6 +226,7 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   // Megatron's name for interleaving_size (the peer's key).
   std::optional<int64_t> virtual_stages;
   r.opt("num_virtual_stages_per_pipeline_rank", virtual_stages);
+  r.opt("offload_modules", s.offload_modules);
   std::optional<std::string> recompute_method;
   std::optional<int64_t> recompute_num_layers;
   std::vector<std::string> recompute_modules;
@@ -287,6 +290,13 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
                  {"full_block", "attn_only", "mlp_only", "sdp_only", "selective_recompute", "full", "selective"});
   lower_megatron_recompute(r, recompute_method, recompute_num_layers, recompute_modules, s, issues);
   check_choice(issues, "cross_entropy_fusion_impl", s.cross_entropy_fusion_impl, {"native", "te", "linear"});
+  for (size_t i = 0; i < s.offload_modules.size(); ++i)
+    check_choice(issues, ("offload_modules/" + std::to_string(i)).c_str(), s.offload_modules[i],
+                 {"attn_norm", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act"});
+  if (s.min_offloaded_tensor_size < 0 || s.min_offloaded_tensor_size > (int64_t{1} << 50))
+    issues.add("/min_offloaded_tensor_size", "must be in 0..2^50 bytes");
+  if (s.recompute_unit_layers < 1 || s.recompute_unit_layers > (int64_t{1} << 20))
+    issues.add("/recompute_unit_layers", "must be in 1..1048576");
   if (s.lce_vocab_split_size < 1 || s.lce_vocab_split_size > (int64_t{1} << 24))
     issues.add("/lce_vocab_split_size", "must be in 1..16777216");
   if (s.data_parallel_sharding_strategy) {
@@ -331,6 +341,7 @@ std::string strategy_to_json_text(const StrategyConfig& s) {
   j["mem_factor"] = s.mem_factor;
   j["optimizer_offload_fraction"] = s.optimizer_offload_fraction;
   if (!s.megatron_recompute_modules.empty()) j["megatron_recompute_modules"] = s.megatron_recompute_modules;
+  if (!s.offload_modules.empty()) j["offload_modules"] = s.offload_modules;
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -361,6 +372,8 @@ uint64_t strategy_hash(const StrategyConfig& s) {
   bytes(&s.mem_factor, sizeof s.mem_factor);
   bytes(&s.optimizer_offload_fraction, sizeof s.optimizer_offload_fraction);
   for (const auto& m : s.megatron_recompute_modules) str(m);
+  num(static_cast<int64_t>(s.offload_modules.size()));
+  for (const auto& m : s.offload_modules) str(m);
   return h;
 }
 
@@ -373,7 +386,7 @@ std::vector<std::string> strategy_keys() {
   for (const auto& f : kOptStrFields) keys.emplace_back(f.name);
   for (const char* k : {"attention_sparse_ratio", "mem_factor", "megatron_recompute_modules",
                         "num_virtual_stages_per_pipeline_rank", "recompute_method", "recompute_num_layers",
-                        "recompute_modules", "optimizer_offload_fraction"})
+                        "recompute_modules", "optimizer_offload_fraction", "offload_modules"})
     keys.emplace_back(k);
   return keys;
 }

@@ -58,8 +58,11 @@ struct StrategyConfig {
   // Memory switches: recompute, offloading, loss fusion, fp8 recipes (Megatron)
   /// Megatron recompute keys given in the document (recompute_granularity full | selective,
   /// recompute_method, recompute_num_layers, recompute_modules). The reader lowers them onto the
-  /// recompute fields above; the names stay for the compat-mode check and the report.
+  /// recompute fields above; the names stay for the compat-mode check (validate_plan).
   std::vector<std::string> megatron_recompute_keys;
+  /// Layers per checkpoint of full_block recompute (Megatron's recompute_method uniform with
+  /// recompute_num_layers N): each unit of N layers of a chunk keeps only its input.
+  int64_t recompute_unit_layers = 1;
   /// Megatron's `cross_entropy_fusion_impl` (with cross_entropy_loss_fusion): native | te | linear.
   std::string cross_entropy_fusion_impl = "native";
   /// Vocabulary columns per chunk of the `linear` fused output projection + loss.
@@ -68,6 +71,12 @@ struct StrategyConfig {
   /// optimizer_offload_fraction of the parameters live in host memory and a CPU Adam updates them.
   bool optimizer_cpu_offload = false;
   double optimizer_offload_fraction = 1.0;
+  /// Megatron's fine-grained activation offloading: the tensors the listed modules save for
+  /// backward (at least min_offloaded_tensor_size bytes) go to pinned host memory during forward
+  /// and come back before their backward.
+  bool fine_grained_activation_offloading = false;
+  std::vector<std::string> offload_modules;
+  int64_t min_offloaded_tensor_size = 1024 * 1024;
   bool overlap_grad_reduce = false;  // Megatron's default (SimuMax: true, unused)
   // Overlaps and data-parallel sharding (Megatron)
   bool overlap_param_gather = false;  // distributed-optimizer all-gather under the next forward

@@ -244,6 +244,28 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       add("/lce_vocab_split_size", "is not part of SimuMax v1.2; remove it or use the default mode");
     if (s.optimizer_cpu_offload)
       add("/optimizer_cpu_offload", "is not part of SimuMax v1.2; remove it or use the default mode");
+    if (s.fine_grained_activation_offloading)
+      add("/fine_grained_activation_offloading", "is not part of SimuMax v1.2; remove it or use the default mode");
+    if (s.recompute_unit_layers != 1 && s.megatron_recompute_keys.empty())
+      add("/recompute_unit_layers", "is not part of SimuMax v1.2; remove it or use the default mode");
+  }
+  if (s.recompute_unit_layers != 1 && s.recompute_granularity != std::optional<std::string>("full_block"))
+    add("/recompute_unit_layers", "only applies to recompute_granularity 'full_block' (Megatron's full recompute)");
+  if (!s.fine_grained_activation_offloading) {
+    if (!s.offload_modules.empty())
+      add("/offload_modules", "changes nothing without fine_grained_activation_offloading; set it to true");
+    if (s.min_offloaded_tensor_size != StrategyConfig{}.min_offloaded_tensor_size)
+      add("/min_offloaded_tensor_size", "changes nothing without fine_grained_activation_offloading");
+  } else {
+    if (s.offload_modules.empty())
+      add("/offload_modules", "fine_grained_activation_offloading needs at least one module: attn_norm, core_attn, "
+                              "attn_proj, mlp_norm, expert_fc1, moe_act");
+    for (const auto& mod : s.offload_modules)
+      if ((mod == "expert_fc1" || mod == "moe_act") && !m.is_moe())
+        add("/offload_modules", "'" + mod + "' needs a moe model");
+    if (!(sys.host_link_bytes_per_s > 0))
+      issues.push_back({src.system, "/host/link_gbps", "fine_grained_activation_offloading needs the host link's "
+                                                      "bandwidth per GPU and direction in GiB/s (PCIe Gen5 x16 moves about 50)"});
   }
   if (s.optimizer_offload_fraction != 1 && !s.optimizer_cpu_offload)
     add("/optimizer_offload_fraction", "changes nothing without optimizer_cpu_offload; set optimizer_cpu_offload to true");

@@ -259,7 +259,28 @@ ChunkOps chunk_ops(const Env& env, const Chunk& c) {
   for (const auto& l : c.post) ops.post.push_back(leaf_cost(env, l, false, "head", -1));
   for (const auto& t : c.templates) {
     std::vector<OpCost> leaves;
-    for (const auto& l : t.leaves) leaves.push_back(leaf_cost(env, l, true, t.moe ? "moe_layer" : "dense_layer", 0));
+    const char* type = t.moe ? "moe_layer" : "dense_layer";
+    double offload = 0, fwd = 0, bwd = 0;
+    for (const auto& l : t.leaves) {
+      leaves.push_back(leaf_cost(env, l, true, type, 0));
+      offload += l.offload_bytes;
+      fwd += leaves.back().fwd_total_s();
+      bwd += leaves.back().bwd_total_s();
+    }
+    // Activation offloading: a layer's D2H copies run on a copy stream beside its forward and the
+    // H2D prefetches beside its backward; the part its compute does not cover is exposed (an op
+    // of its own, so every view sees it).
+    if (offload > 0) {
+      const double copy = offload / env.sys.host_link_bytes_per_s;
+      OpCost o;
+      o.name = "activation_offload_exposed";
+      o.layer_type = type;
+      o.layer = 0;
+      o.fwd_s = std::max(0.0, copy - fwd);
+      o.bwd_s = std::max(0.0, copy - bwd);
+      o.bytes = 2 * offload;
+      leaves.push_back(o);
+    }
     ops.templates.push_back(std::move(leaves));
   }
   for (const auto& L : c.layers) ops.layer_templates.push_back(L.template_index);
@@ -817,6 +838,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
       mem.peak_phase = std::string(kStageNames[act.peak.peak_stage]) + " at " + act.peak.peak_leaf;
       mem.peak_alloc_bytes = mem.model_bytes +
                              static_cast<double>(mem.in_flight_micro_batches - 1) * act.cache_per_mb + act.peak.peak;
+      // Offloaded activations of every micro-batch in flight wait in host memory.
+      mem.host_bytes += static_cast<double>(mem.in_flight_micro_batches) * act.offloaded_per_mb;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
       est.stages.push_back(mem);
     }
@@ -828,19 +851,22 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
       StageMemory mem = static_part(r);
       mem.name = r == 0 ? "first_stage" : (r == pp - 1 ? "last_stage" : "pp_stage_" + std::to_string(r));
       mem.activation_cache_per_mb_bytes = whole[ri]->act.cache_per_mb;
-      double live = 0, best = 0;
+      double live = 0, best = 0, host = 0, host_max = 0;
       int64_t live_n = 0, max_n = 0;
       for (const Step& st : program.ranks[ri]) {
         const ActivationResult& a = results.get(plan.chunks[ri][static_cast<size_t>(st.chunk)]).act;
         if (st.pass == Pass::Forward) {
           best = std::max(best, live + a.peak.slot[PeakPoint::kForward]);
           live += a.cache_per_mb;
+          host += a.offloaded_per_mb;
+          host_max = std::max(host_max, host);
           max_n = std::max(max_n, ++live_n);
         } else {
           const double bwd = std::max({a.peak.slot[PeakPoint::kBackward], a.peak.slot[PeakPoint::kRecomputeForward],
                                        a.peak.slot[PeakPoint::kRecomputeBackward]}) - a.cache_per_mb;
           best = std::max(best, live + bwd);
           live -= a.cache_per_mb;
+          host -= a.offloaded_per_mb;
           --live_n;
         }
       }
@@ -848,6 +874,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
       mem.peak_activation_bytes = best;
       mem.peak_phase = "interleaved schedule replay";
       mem.peak_alloc_bytes = mem.model_bytes + best;
+      mem.host_bytes += host_max;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
       est.stages.push_back(mem);
     }

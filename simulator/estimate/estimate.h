@@ -27,7 +27,7 @@ struct StageMemory {
   double peak_alloc_bytes = 0;               // model + cached micro-batches + peak
   double peak_reserved_bytes = 0;            // peak_alloc / mem_factor
   std::string peak_phase;                    // forward / backward / recompute_forward / ...
-  double host_bytes = 0;                     // pinned host memory (optimizer CPU offload)
+  double host_bytes = 0;                     // pinned host memory (optimizer / activation offload)
 };
 
 /// Time decomposition of one stage (seconds, whole iteration).

@@ -46,6 +46,7 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
                     : 0;
     } else {
       keep[i] = cache_of(items[i]);
+      r.offloaded_per_mb += l.offload_bytes;
     }
     G += keep[i];
   }

@@ -31,6 +31,7 @@ struct PeakPoint {
 
 struct ActivationResult {
   double cache_per_mb = 0;  // live bytes after the forward pass (saved for backward)
+  double offloaded_per_mb = 0;  // saved bytes held in host memory instead (activation offloading)
   PeakPoint peak;
 };
 

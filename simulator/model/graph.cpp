@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "passes/fp8.h"
+#include "passes/offload.h"
 #include "passes/recompute.h"
 
 namespace trainsim {
@@ -593,7 +594,9 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
       fuse_linear_cross_entropy(c, chunk.post[chunk.post.size() - 2], chunk.post.back(), Vt);
   }
 
-  auto make_layer = [&](bool recompute, bool moe) {
+  // `continues`: a recomputed layer inside a multi-layer checkpoint unit (not its first layer):
+  // its first leaf continues the unit's segment, so the unit keeps one input and re-runs whole.
+  auto make_layer = [&](bool recompute, bool moe, bool continues) {
     LayerTemplate t;
     t.moe = moe;
     std::vector<Leaf>& L = t.leaves;
@@ -664,20 +667,24 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
     }
     if (c.fp8) insert_quantizers(L);
     if (recompute) apply_recompute(L, m, s, moe, mode);
+    if (continues && !L.empty() && L[0].recompute) L[0].status = RecomputeStatus::Middle;
+    apply_offload(L, s);
     return t;
   };
 
   const bool rc = s.is_recompute();
-  int idx[2][2] = {{-1, -1}, {-1, -1}};  // [moe][recompute]
+  const int64_t unit = s.recompute_granularity == std::optional<std::string>("full_block") ? s.recompute_unit_layers : 1;
+  int idx[2][2][2] = {};  // [moe][recompute][continues a unit]: template index + 1
   for (int64_t i = 0; i < layers; ++i) {
     const bool r = rc && i < recompute_layers;
     const bool moe = m.is_moe() && i >= dense_layers;
-    int& slot = idx[moe][r];
-    if (slot < 0) {
+    const bool continues = r && i % unit != 0;
+    int& slot = idx[moe][r][continues];
+    if (slot == 0) {
+      chunk.templates.push_back(make_layer(r, moe, continues));
       slot = static_cast<int>(chunk.templates.size());
-      chunk.templates.push_back(make_layer(r, moe));
     }
-    chunk.layers.push_back({slot, r});
+    chunk.layers.push_back({slot - 1, r});
   }
   return chunk;
 }

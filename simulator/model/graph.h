@@ -57,6 +57,7 @@ struct Leaf {
   double weight_elem_bytes = 2;
   // Activations (bytes): saved for backward, forward transient, backward transient.
   double cache = 0, fpk = 0, bpk = 0;
+  double offload_bytes = 0;        // saved bytes moved to host memory (activation offloading)
   double cache_inputs_cached = 0;  // cache when the input is kept by a neighbour (Megatron tails)
   double input_bytes = 0;          // checkpoint size when this leaf starts a recompute segment
   bool breakpoint = false;         // ends a recompute segment (the next recomputed leaf starts one)

@@ -35,6 +35,8 @@ std::string recompute_string(const StrategyConfig& s, int64_t layers) {
     if (s.mlp_rms_recompute) f.emplace_back("mlp_rms");
     g = "selective(" + join(f, "+") + ")";
   }
+  if (g == "full_block" && s.recompute_unit_layers > 1)
+    g += strprintf(" in units of %lld layers", static_cast<long long>(s.recompute_unit_layers));
   return g + strprintf(", %lld layers/chunk", static_cast<long long>(std::min(s.recompute_layer_num, layers)));
 }
 
@@ -304,7 +306,7 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
     o += "fit        unknown: the system gives no device memory (mem_gbs 0)\n";
   double host = 0;
   for (const auto& st : e.stages) host = std::max(host, st.host_bytes);
-  if (host > 0) o += strprintf("host       %.2f GiB of pinned host memory per GPU (optimizer CPU offload)\n", host / kGiB);
+  if (host > 0) o += strprintf("host       %.2f GiB of pinned host memory per GPU (offloaded optimizer states, activations)\n", host / kGiB);
   o += "\nnetworks   ";
   for (const auto& [g, n] : e.networks) o += g + "=" + n + " ";
   o += strprintf("\nefficiency %lld shape lookups measured, %zu shapes fell back to op defaults%s\n",

@@ -141,7 +141,7 @@ TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
       {"--moe-permute-fusion", 'n', ""},
       {"--overlap-moe-expert-parallel-comm", 'n', ""},
       {"--moe-shared-expert-overlap", 'n', ""},
-      {"--offload-modules core_attn", 'n', ""},
+      {"--offload-modules core_attn", 's', "offload_modules"},
       {"--optimizer-cpu-offload", 's', "optimizer_cpu_offload"},
       {"--overlap-cpu-optimizer-d2h-h2d", 'n', ""},
       {"--fp8-recipe blockwise", 'n', ""},
@@ -286,6 +286,10 @@ TEST(MegatronArgs, MemorySwitches) {
   const MegatronArgs ce = parse_megatron_args("--cross-entropy-loss-fusion --cross-entropy-fusion-impl te", "f");
   EXPECT_EQ(ce.strategy["cross_entropy_fusion_impl"], "te");
   EXPECT_EQ(ce.strategy["cross_entropy_loss_fusion"], true);
+  const MegatronArgs uni = parse_megatron_args("--recompute-granularity full --recompute-method uniform "
+                                               "--recompute-num-layers 2", "f");
+  EXPECT_EQ(uni.strategy["recompute_unit_layers"], 2);
+  EXPECT_TRUE(uni.not_modeled.empty());
 }
 
 }  // namespace

@@ -32,16 +32,19 @@ StrategyConfig strategy(const std::string& extra) {
                        "s.json");
 }
 
-// Saved bytes of one micro-batch through the 4 layers of the only chunk (no embedding, no head).
-double cache_mib(const std::string& extra, Mode mode = Mode::Default) {
+// The liveness walk of one micro-batch through the 4 layers of the only chunk (no embedding, no head).
+ActivationResult walk(const std::string& extra, Mode mode) {
   const ModelConfig m = gpt_small();
   const StrategyConfig s = strategy(extra);
   const SystemConfig sys = test::preset_system("h100-sxm-80g");
   const Plan plan = resolve_plan(m, s, sys, mode);
   ChunkSpec spec = plan.chunks[0][0];
   spec.embedding = spec.head = false;
-  return walk_activations(build_chunk(m, s, plan.padded_vocab, spec, mode), s).cache_per_mb / kMiB;
+  return walk_activations(build_chunk(m, s, plan.padded_vocab, spec, mode), s);
 }
+// Saved bytes (MiB) and the liveness peak (MiB).
+double cache_mib(const std::string& extra, Mode mode = Mode::Default) { return walk(extra, mode).cache_per_mb / kMiB; }
+double peak_mib(const std::string& extra) { return walk(extra, Mode::Default).peak.peak / kMiB; }
 
 // One layer without recompute, T = s·b = 2048 tokens, 2-byte elements (Korthikanti et al. 2022
 // without dropout, flash attention): input norm's input T·h = 4 MiB, QKV's input 4, q k v 3 × 4,
@@ -61,6 +64,21 @@ TEST(MegatronRecompute, FullUniformKeepsEachLayersInput) {
   EXPECT_DOUBLE_EQ(cache_mib(R"("recompute_granularity": "full", "recompute_method": "uniform",
                                  "recompute_num_layers": 1)"),
                    4 * 4.0);
+}
+
+// full + uniform, 2 layers per unit: the 4-layer chunk keeps two unit inputs, 2 × 4 MiB. In
+// backward a unit is recomputed whole, so two layers' activations are live at once: at the last
+// layer's backward, unit 1 layer holds 3 other inputs (12 MiB) + one layer (64 + 1/32), units of 2
+// hold the other unit's input (4 MiB) + two layers, a peak higher by 64 + 1/32 − 8 MiB.
+TEST(MegatronRecompute, FullUniformUnitsKeepOneInputPerUnit) {
+  const std::string two = R"("recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 2)";
+  const std::string one = R"("recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1)";
+  EXPECT_DOUBLE_EQ(cache_mib(two), 2 * 4.0);
+  EXPECT_DOUBLE_EQ(peak_mib(two) - peak_mib(one), kLayer - 8);
+  // A unit longer than the chunk keeps one input for the whole chunk.
+  EXPECT_DOUBLE_EQ(cache_mib(R"("recompute_granularity": "full", "recompute_method": "uniform",
+                                 "recompute_num_layers": 8)"),
+                   4.0);
 }
 
 // full + block 3: the first 3 layers of the chunk keep their input, the last keeps everything.
@@ -119,12 +137,6 @@ TEST(MegatronRecompute, KeysThatChangeNothingAreErrors) {
             }),
             "s.json: /recompute_modules/0: module 'a2a_overlap_attn' needs the EP all-to-all overlap, which is not "
             "modeled; valid values: core_attn, mlp, moe, moe_act, shared_experts, layernorm, mla_up_proj");
-  EXPECT_EQ(error_of([] {
-              (void)strategy(R"("recompute_granularity": "full", "recompute_method": "uniform",
-                                "recompute_num_layers": 2)");
-            }),
-            "s.json: /recompute_num_layers: uniform recompute of 2-layer units is not modeled; use 1 (every layer "
-            "its own unit) or recompute_method 'block'");
   EXPECT_EQ(error_of([] {
               (void)strategy(R"("recompute_granularity": "full", "recompute_method": "block",
                                 "recompute_num_layers": 2, "recompute_layer_num": 2)");

@@ -242,6 +242,27 @@ TEST(SearchTest, DefaultSpace) {
   EXPECT_EQ(moe.pp.size(), 61u);
 }
 
+// The limit is the fit rule of perf (estimate/fit.h): the system's unusable_mem_gbs unless
+// --gmi-error replaces it. 79.65 − 2.5 = 77.15 GiB; with a 10 GiB margin, 69.65 GiB.
+TEST(SearchTest, LimitIsTheFitRuleOfTheSystem) {
+  const ModelConfig m = preset_model("llama3-8b");
+  SystemConfig sys = preset_system("h100-sxm-80g");
+  sys.unusable_mem_bytes = 2.5 * kGiB;
+  SearchOptions o;
+  o.world_size = 8;
+  o.global_batch = 8;
+  o.threads = 1;
+  SearchSpace space;
+  space.tp = {8};
+  space.pp = {1};
+  space.mbs = {1};
+  const SearchResult r = search(m, sys, space, o);
+  EXPECT_NEAR(r.memory_limit_bytes / kGiB, 77.15, 1e-9);
+  EXPECT_NEAR(r.unusable_memory_bytes / kGiB, 2.5, 1e-12);
+  o.gmi_error_gib = 10;
+  EXPECT_NEAR(search(m, sys, space, o).memory_limit_bytes / kGiB, 69.65, 1e-9);
+}
+
 TEST(SearchTest, BadOptionsAreConfigErrors) {
   const ModelConfig m = preset_model("llama3-8b");
   const SystemConfig sys = preset_system("h100-sxm-80g");

@@ -1,0 +1,17 @@
+// Activation offloading pass: moves the saved tensors of the offloaded modules to host memory.
+#pragma once
+
+#include <vector>
+
+#include "config/strategy_config.h"
+#include "model/graph.h"
+
+namespace trainsim {
+
+/// Megatron's fine-grained activation offloading over one layer's leaves: a leaf of a listed
+/// module that keeps its saved tensors (not recomputed) and saves at least
+/// min_offloaded_tensor_size bytes hands them to host memory after its forward (offload_bytes,
+/// no GPU cache) and gets them back for its backward (added to its backward transient).
+void apply_offload(std::vector<Leaf>& L, const StrategyConfig& s);
+
+}  // namespace trainsim
