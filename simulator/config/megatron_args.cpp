@@ -81,6 +81,10 @@ const Rule kRules[] = {
     {"--account-for-loss-in-pipeline-split", Use::Strategy, R"({"account_for_loss_in_pipeline_split": true})"},
     {"--no-overlap-p2p-communication", Use::Strategy, R"({"pp_comm_async": false})"},
     {"--cp-comm-type", Use::Special, ""},
+    {"--hierarchical-context-parallel-sizes", Use::Special, ""},
+    {"--moe-enable-deepep", Use::Strategy, R"({"moe_enable_deepep": true})"},
+    {"--moe-permute-fusion", Use::Strategy, R"({"moe_permute_fusion": true})"},
+    {"--moe-router-load-balancing-type", Use::Strategy, R"({"moe_router_load_balancing_type": "$v"})"},
     {"--moe-token-dispatcher-type", Use::Special, ""},
     // Data parallel and optimizer.
     {"--use-distributed-optimizer", Use::Strategy, R"({"zero_state": 1})"},
@@ -119,7 +123,6 @@ const Rule kRules[] = {
     {"--num-distributed-optimizer-instances=1", Use::Ignored, ""},
     {"--num-distributed-optimizer-instances", Use::NotModeled, "several distributed-optimizer instances"},
     {"--pipeline-model-parallel-layout", Use::NotModeled, "pipeline layout string"},
-    {"--hierarchical-context-parallel-sizes", Use::NotModeled, "hierarchical context parallelism"},
     {"--hybrid-context-parallel", Use::NotModeled, "hybrid context parallelism"},
     {"--cpu-offloading-num-layers=0", Use::Ignored, ""},
     {"--cpu-offloading-num-layers", Use::NotModeled, "activation offloading to the CPU"},
@@ -133,8 +136,6 @@ const Rule kRules[] = {
     {"--cuda-graph-scope", Use::NotModeled, "CUDA graphs"},
     {"--external-cuda-graph", Use::NotModeled, "CUDA graphs"},
     {"--optimizer-cuda-graph", Use::NotModeled, "CUDA graphs"},
-    {"--moe-enable-deepep", Use::NotModeled, "DeepEP dispatcher"},
-    {"--moe-permute-fusion", Use::NotModeled, "fused MoE permutation"},
     {"--moe-router-fusion", Use::NotModeled, "fused MoE router"},
     {"--moe-layer-recompute", Use::NotModeled, "MoE layer recompute"},
     {"--moe-latent-size", Use::NotModeled, "latent MoE"},
@@ -442,7 +443,7 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
   // Megatron's defaults where they differ from the strategy file's.
   out.strategy = {{"dtype", "fp32"},           {"enable_sequence_parallel", false},
                   {"zero_state", 0},           {"overlap_grad_reduce", false},
-                  {"micro_batch_num", 1},      {"cp_comm_type", "a2a"}};
+                  {"micro_batch_num", 1}};
   for (const auto& flag : order) {
     const std::vector<std::string>& values = given[flag];
     const Rule* rule = find_rule(flag, values);
@@ -541,7 +542,22 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
   }
   out.global_batch_size = int_of("--global-batch-size");
   out.layers_per_virtual_stage = int_of("--num-layers-per-virtual-pipeline-stage");
-  if (auto t = value_of("--cp-comm-type")) out.cp_comm_type = *t;
+  if (auto t = value_of("--cp-comm-type")) {
+    // One value per layer is accepted; trainsim runs every layer with one flavour.
+    out.cp_comm_type = *t;
+    const auto& all = given["--cp-comm-type"];
+    if (std::any_of(all.begin(), all.end(), [&](const std::string& v) { return v != *t; }))
+      out.not_modeled.push_back("--cp-comm-type " + join(all, " ") + ": a flavour per layer (simulated as " + *t + ")");
+  }
+  if (has("--hierarchical-context-parallel-sizes")) {
+    std::vector<int64_t> sizes;
+    for (const auto& v : given["--hierarchical-context-parallel-sizes"]) {
+      int64_t n = 0;
+      (void)parse_int(v, n);  // the flag's type (int) was checked above
+      sizes.push_back(n);
+    }
+    out.strategy["hierarchical_context_parallel_sizes"] = sizes;
+  }
   if (auto d = value_of("--moe-token-dispatcher-type")) out.moe_dispatcher = *d;
 
   // Recompute: full (uniform or block over recompute_num_layers) or selective (modules).

@@ -219,11 +219,10 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
       strategy_doc["recompute_layer_num"] = out.model.layer_num;
     if (out.model.is_moe() && !meg->expert_tp_given && !overridden("etp_size"))
       strategy_doc["etp_size"] = int_key(strategy_doc, "tp_size", 1);  // Megatron: etp defaults to tp
-    if (int_key(strategy_doc, "cp_size", 1) > 1 && meg->cp_comm_type != "a2a")
-      out.not_modeled.push_back("--cp-comm-type " + meg->cp_comm_type + ": context-parallel communication (simulated as a2a)");
-    if (out.model.is_moe() && meg->moe_dispatcher != "alltoall")
-      out.not_modeled.push_back("--moe-token-dispatcher-type " + meg->moe_dispatcher +
-                                ": token dispatcher (simulated as alltoall)");
+    if (int_key(strategy_doc, "cp_size", 1) > 1 && !overridden("cp_comm_type"))
+      strategy_doc["cp_comm_type"] = meg->cp_comm_type;  // Megatron's default is p2p
+    if (out.model.is_moe() && !overridden("moe_token_dispatcher_type"))
+      strategy_doc["moe_token_dispatcher_type"] = meg->moe_dispatcher;  // Megatron's default is allgather
   }
   const int64_t tp = int_key(strategy_doc, "tp_size", 1), cp = int_key(strategy_doc, "cp_size", 1),
                 pp = int_key(strategy_doc, "pp_size", 1);

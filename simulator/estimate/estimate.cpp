@@ -14,7 +14,9 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "memory/activation.h"
+#include "model/context_parallel.h"
 #include "model/graph.h"
+#include "model/moe_dispatch.h"
 #include "schedule/lower.h"
 #include "schedule/program.h"
 
@@ -107,6 +109,23 @@ PhaseSums leaf_sums(const Env& env, const Leaf& l, bool recomputed) {
     p.recompute = p.fwd;
     if (l.recompute_repeats_comm) p.recompute_net = p.fwd_net;
   }
+  if (l.ring_steps > 1) {
+    // Ring attention: each step's KV exchange hides under the previous step's blockwise
+    // attention; only what sticks out is added. The backward circulates dK, dV with K, V and
+    // returns the last dK, dV to its owner (TE AttnFuncWithCPAndKVP2P).
+    const std::string& net = env.nets.of(Group::CP);
+    const auto exchange = [&](double bytes) {
+      return collective_time(env.sys, env.s, net, Collective::P2P, bytes, l.ring_steps, "cp");
+    };
+    const double n = static_cast<double>(l.ring_steps), kv = exchange(l.ring_block_bytes);
+    const double fwd_x = std::max(0.0, ring_pass_time(l.ring_steps, t[kFwd] / n, kv, 0) - t[kFwd]);
+    const double bwd_x = std::max(
+        0.0, ring_pass_time(l.ring_steps, t[kBwdAct] / n, exchange(2 * l.ring_block_bytes), kv) - t[kBwdAct]);
+    p.fwd_net += fwd_x;
+    p.bwd_net += bwd_x;
+    if (recompute) p.recompute_net += fwd_x;
+    p.net_by_group[static_cast<size_t>(Group::CP)] += (recompute ? 2 : 1) * fwd_x + bwd_x;
+  }
   return p;
 }
 
@@ -197,8 +216,8 @@ struct ChunkResult {
   int64_t hits = 0;
 };
 
-ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded_vocab) {
-  const Chunk chunk = build_chunk(env.m, env.s, padded_vocab, spec);
+ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded_vocab, const ChunkEnv& chunk_env) {
+  const Chunk chunk = build_chunk(env.m, env.s, padded_vocab, spec, chunk_env);
   EfficiencyLog log;
   Env local = env;
   local.log = &log;
@@ -238,7 +257,11 @@ namespace {
 // Chunk results of one estimate: each distinct spec evaluated once, through the cache when given.
 class ChunkResults {
  public:
-  ChunkResults(const Env& env, const Plan& plan, EstimateCache* cache) : env_(env), plan_(plan), cache_(cache) {
+  ChunkResults(const Env& env, const Plan& plan, EstimateCache* cache)
+      : env_(env),
+        plan_(plan),
+        cache_(cache),
+        chunk_env_{env.sys.num_per_node, moe_load_imbalance(env.m, env.s, plan.mode), plan.mode} {
     if (!cache_) return;
     EstimateCache::Impl& c = cache_->impl();
     const uint64_t sh = content_hash(env.sys);
@@ -262,12 +285,12 @@ class ChunkResults {
       if (sp == spec) return *r;
     const ChunkResult* r = nullptr;
     if (!cache_) {
-      local_.push_back(std::make_unique<ChunkResult>(evaluate_chunk(env_, spec, plan_.padded_vocab)));
+      local_.push_back(std::make_unique<ChunkResult>(evaluate_chunk(env_, spec, plan_.padded_vocab, chunk_env_)));
       r = local_.back().get();
     } else {
       EstimateCache::Impl& c = cache_->impl();
       std::string key = base_key_;
-      for (int64_t v : {spec.layers, spec.dense_layers, spec.recompute_layers, plan_.padded_vocab})
+      for (int64_t v : {spec.layers, spec.dense_layers, spec.recompute_layers, spec.mtp_layers, plan_.padded_vocab})
         key.append(reinterpret_cast<const char*>(&v), sizeof v);
       key += spec.embedding ? 'E' : '-';
       key += spec.head ? 'H' : '-';
@@ -277,7 +300,7 @@ class ChunkResults {
         r = &it->second;
       } else {
         ++c.misses;
-        r = &c.chunks.emplace(std::move(key), evaluate_chunk(env_, spec, plan_.padded_vocab)).first->second;
+        r = &c.chunks.emplace(std::move(key), evaluate_chunk(env_, spec, plan_.padded_vocab, chunk_env_)).first->second;
       }
     }
     seen_.emplace_back(spec, r);
@@ -290,6 +313,7 @@ class ChunkResults {
   const Env& env_;
   const Plan& plan_;
   EstimateCache* cache_;
+  ChunkEnv chunk_env_;
   std::string base_key_;
   std::vector<std::pair<ChunkSpec, const ChunkResult*>> seen_;
   std::vector<std::unique_ptr<ChunkResult>> local_;

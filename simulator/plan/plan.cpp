@@ -140,6 +140,9 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
       cs.layers = n;
       cs.dense_layers = std::clamp<int64_t>(dense - offset, 0, n);
       cs.recompute_layers = s.is_recompute() ? std::min(n, s.recompute_layer_num) : 0;
+      // Megatron puts the MTP layers on the last stage, with the head (default mode; SimuMax v1.2
+      // only counts their parameters).
+      cs.mtp_layers = cs.head && mode == Mode::Default ? m.mtp_num_layers : 0;
       offset += n;
     }
   return p;

@@ -152,6 +152,11 @@ StrategyConfig Worker::layout_strategy(const Layout& l, int64_t mbs, bool& expre
   s.ep_size = l.ep;
   s.etp_size = l.etp;
   s.interleaving_size = l.vpp;
+  if (l.cp == 1) {
+    // A CP flavour changes nothing without CP (validate_plan rejects it there).
+    s.cp_comm_type = "a2a";
+    s.hierarchical_context_parallel_sizes.clear();
+  }
   s.microbatch_group_size_per_vp_stage.reset();
   // SimuMax 1.2 models only the synchronous interleaved schedule; Megatron overlaps its p2p.
   if (l.vpp > 1 && sh_.o.mode == Mode::SimuMax12) s.pp_comm_async = false;

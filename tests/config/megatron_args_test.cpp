@@ -135,9 +135,10 @@ TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
       {"--data-parallel-sharding-strategy optim_grads_params", 'n', ""},
       {"--tp-comm-overlap", 'n', ""},
       {"--pipeline-model-parallel-layout Et*3|(tt|)*29,m|L", 'n', ""},
-      {"--hierarchical-context-parallel-sizes 2 4", 'n', ""},
-      {"--moe-enable-deepep", 'n', ""},
-      {"--moe-permute-fusion", 'n', ""},
+      {"--hierarchical-context-parallel-sizes 2 4", 's', "hierarchical_context_parallel_sizes"},
+      {"--moe-enable-deepep", 's', "moe_enable_deepep"},
+      {"--moe-permute-fusion", 's', "moe_permute_fusion"},
+      {"--moe-router-load-balancing-type sinkhorn", 's', "moe_router_load_balancing_type"},
       {"--overlap-moe-expert-parallel-comm", 'n', ""},
       {"--moe-shared-expert-overlap", 'n', ""},
       {"--offload-modules core_attn", 'n', ""},
@@ -220,6 +221,34 @@ TEST(MegatronArgs, MegatronMoeDefaultsApplyToAModelFile) {
   EXPECT_EQ(grouped.model.group_linear_mode, "parallel");
   EXPECT_TRUE(grouped.model.moe_pad_expert_input_to_capacity);
   EXPECT_EQ(grouped.model.capacity, 1.25);
+}
+
+// Context parallel and MoE dispatch flags land in the strategy with Megatron's defaults (p2p,
+// allgather); the hierarchical sizes come as a list.
+TEST(MegatronArgs, ContextParallelAndDispatcherFlags) {
+  PlanRequest r;
+  r.hf_config = file("hf/llama-3.1-8b/config.json");
+  r.megatron = ConfigText{"torchrun --nproc-per-node 16 pretrain_gpt.py --seq-length 8192 --micro-batch-size 1 "
+                          "--tensor-model-parallel-size 8 --context-parallel-size 2",
+                          "args.txt"};
+  EXPECT_EQ(build_plan(r, "", "").strategy.cp_comm_type, "p2p");
+  r.megatron->text += " --cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 1 2";
+  const PlanConfigs h = build_plan(r, "", "");
+  EXPECT_EQ(h.strategy.cp_comm_type, "a2a+p2p");
+  EXPECT_EQ(h.strategy.hierarchical_context_parallel_sizes, (std::vector<int64_t>{1, 2}));
+
+  PlanRequest moe;
+  moe.hf_config = file("hf/mixtral-8x7b/config.json");
+  moe.megatron = ConfigText{"torchrun --nproc-per-node 8 pretrain_gpt.py --seq-length 4096 --micro-batch-size 1 "
+                            "--expert-model-parallel-size 8",
+                            "args.txt"};
+  EXPECT_EQ(build_plan(moe, "", "").strategy.moe_token_dispatcher_type, std::optional<std::string>("allgather"));
+  moe.megatron->text += " --moe-token-dispatcher-type flex --moe-enable-deepep --moe-permute-fusion";
+  const PlanConfigs flex = build_plan(moe, "", "");
+  EXPECT_EQ(flex.strategy.moe_token_dispatcher_type, std::optional<std::string>("flex"));
+  EXPECT_TRUE(flex.strategy.moe_enable_deepep);
+  EXPECT_TRUE(flex.strategy.moe_permute_fusion);
+  EXPECT_TRUE(flex.not_modeled.empty());
 }
 
 TEST(MegatronArgs, ModelFromFlagsAlone) {
