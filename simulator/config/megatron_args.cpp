@@ -84,6 +84,7 @@ const Rule kRules[] = {
     {"--hierarchical-context-parallel-sizes", Use::Special, ""},
     {"--moe-enable-deepep", Use::Strategy, R"({"moe_enable_deepep": true})"},
     {"--moe-permute-fusion", Use::Strategy, R"({"moe_permute_fusion": true})"},
+    {"--moe-shared-expert-overlap", Use::Strategy, R"({"moe_shared_expert_overlap": true})"},
     {"--moe-router-load-balancing-type", Use::Strategy, R"({"moe_router_load_balancing_type": "$v"})"},
     {"--moe-token-dispatcher-type", Use::Special, ""},
     // Data parallel and optimizer.
@@ -111,7 +112,6 @@ const Rule kRules[] = {
     {"--tp-comm-overlap", Use::NotModeled, "TP communication overlapped with GEMMs (userbuffers)"},
     {"--tp-comm-overlap-rs-dgrad", Use::NotModeled, "TP reduce-scatter overlapped with the dgrad GEMM"},
     {"--overlap-moe-expert-parallel-comm", Use::NotModeled, "EP all-to-all overlapped with another micro-batch"},
-    {"--moe-shared-expert-overlap", Use::NotModeled, "shared expert overlapped with the dispatch"},
     {"--delay-wgrad-compute", Use::NotModeled, "delayed weight-gradient GEMMs"},
     {"--defer-embedding-wgrad-compute", Use::NotModeled, "deferred embedding weight gradient"},
     {"--use-megatron-fsdp", Use::NotModeled, "Megatron FSDP"},
@@ -137,6 +137,7 @@ const Rule kRules[] = {
     {"--external-cuda-graph", Use::NotModeled, "CUDA graphs"},
     {"--optimizer-cuda-graph", Use::NotModeled, "CUDA graphs"},
     {"--moe-router-fusion", Use::NotModeled, "fused MoE router"},
+    {"--moe-deepep-num-sms", Use::NotModeled, "SMs DeepEP takes from compute it overlaps (EP overlap not modeled)"},
     {"--moe-layer-recompute", Use::NotModeled, "MoE layer recompute"},
     {"--moe-latent-size", Use::NotModeled, "latent MoE"},
     {"--moe-extended-tp", Use::NotModeled, "extended expert tensor parallelism"},

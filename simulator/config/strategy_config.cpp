@@ -61,6 +61,7 @@ const BoolField kBoolFields[] = {
     {"dispatch_probs", &StrategyConfig::dispatch_probs},
     {"moe_enable_deepep", &StrategyConfig::moe_enable_deepep},
     {"moe_permute_fusion", &StrategyConfig::moe_permute_fusion},
+    {"moe_shared_expert_overlap", &StrategyConfig::moe_shared_expert_overlap},
 };
 const StrField kStrFields[] = {
     {"dtype", &StrategyConfig::dtype},

@@ -27,6 +27,7 @@ struct StrategyConfig {
   bool moe_permute_fusion = false;                       // TE fused permute / unpermute
   std::optional<std::string> moe_router_load_balancing_type;  // aux_loss (Megatron's default), ...
   std::optional<double> moe_load_imbalance_factor;       // dropless: busiest EP rank's tokens / mean
+  bool moe_shared_expert_overlap = false;                // shared expert under the dispatch all-to-all
   std::optional<int64_t> num_layers_in_first_pipeline_stage;
   std::optional<int64_t> num_layers_in_last_pipeline_stage;
   bool account_for_embedding_in_pipeline_split = false;

@@ -163,7 +163,8 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       {"moe_enable_deepep", s.moe_enable_deepep},
       {"moe_permute_fusion", s.moe_permute_fusion},
       {"moe_router_load_balancing_type", s.moe_router_load_balancing_type.has_value()},
-      {"moe_load_imbalance_factor", s.moe_load_imbalance_factor.has_value()}};
+      {"moe_load_imbalance_factor", s.moe_load_imbalance_factor.has_value()},
+      {"moe_shared_expert_overlap", s.moe_shared_expert_overlap}};
   for (const auto& k : moe_keys) {
     if (!k.set) continue;
     if (mode == Mode::SimuMax12)
@@ -176,6 +177,11 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       add("/moe_enable_deepep", "DeepEP is a backend of the flex dispatcher; set moe_token_dispatcher_type to 'flex'");
     if (s.moe_token_dispatcher_type == std::optional<std::string>("flex") && !s.moe_enable_deepep)
       add("/moe_token_dispatcher_type", "the flex dispatcher needs a backend; set moe_enable_deepep to true");
+    if (s.moe_shared_expert_overlap && !m.moe_shared_expert_intermediate_size)
+      add("/moe_shared_expert_overlap", "changes nothing: model " + src.model + " has no shared expert");
+    else if (s.moe_shared_expert_overlap && s.moe_token_dispatcher_type == std::optional<std::string>("allgather"))
+      add("/moe_shared_expert_overlap", "Megatron overlaps the shared expert with the alltoall or flex dispatcher "
+                                        "only; set moe_token_dispatcher_type to 'alltoall'");
     if (m.moe_pad_expert_input_to_capacity) {
       const std::string why = "changes nothing: model " + src.model + " pads every expert to its capacity "
                               "(moe_pad_expert_input_to_capacity); set that to false for dropless routing";

@@ -129,6 +129,29 @@ PhaseSums leaf_sums(const Env& env, const Leaf& l, bool recomputed) {
   return p;
 }
 
+// moe_shared_expert_overlap (Megatron SharedExpertMLP on its own stream): the shared expert's
+// compute runs while the dispatch and combine all-to-alls of the same layer are in flight, so
+// min(shared compute, EP communication) of each pass is hidden.
+void overlap_shared_expert(const Env& env, const LayerTemplate& t, PhaseSums& ps) {
+  double shared[2] = {0, 0}, dispatch[2] = {0, 0};
+  std::array<double, kGroupCount> unused{};
+  for (const auto& l : t.leaves) {
+    if (l.name.rfind("shared_expert.", 0) == 0) {
+      const PhaseSums p = leaf_sums(env, l, false);
+      shared[0] += p.fwd;
+      shared[1] += p.bwd;
+    }
+    if (l.name != "permutation" && l.name != "unpermutation") continue;
+    for (int ph : {kFwd, kBwdAct})
+      for (const auto& call : l.comms[ph])
+        if (call.group == Group::EP) dispatch[ph == kFwd ? 0 : 1] += comm_sum(env, {call}, unused);
+  }
+  const double hidden_f = std::min(shared[0], dispatch[0]), hidden_b = std::min(shared[1], dispatch[1]);
+  ps.fwd_net -= hidden_f;
+  ps.bwd_net -= hidden_b;
+  ps.net_by_group[static_cast<size_t>(Group::EP)] -= hidden_f + hidden_b;
+}
+
 PhaseSums chunk_sums(const Env& env, const Chunk& c) {
   PhaseSums total;
   for (const auto& l : c.pre) total.add(leaf_sums(env, l, false));
@@ -138,6 +161,7 @@ PhaseSums chunk_sums(const Env& env, const Chunk& c) {
   for (const auto& t : c.templates) {
     PhaseSums ps;
     for (const auto& l : t.leaves) ps.add(leaf_sums(env, l, true));
+    if (t.moe && env.s.moe_shared_expert_overlap) overlap_shared_expert(env, t, ps);
     per_template.push_back(ps);
   }
   for (const auto& L : c.layers) total.add(per_template[static_cast<size_t>(L.template_index)]);

@@ -120,6 +120,26 @@ TEST(MoeDispatch, ImbalanceSlowsTheStep) {
   EXPECT_GT(busy.peak_alloc_bytes(), balanced.peak_alloc_bytes());
 }
 
+// moe_shared_expert_overlap: the shared expert runs under the dispatch and combine all-to-alls;
+// what it hides comes off the EP communication and off the micro-batch passes alike.
+TEST(MoeDispatch, SharedExpertHidesUnderTheAllToAll) {
+  const ModelConfig m = test::preset_model("deepseek-v2-lite");
+  const SystemConfig sys = test::preset_system("h100-sxm-80g");
+  StrategyConfig s = ep8();
+  const Estimate serial = estimate(m, s, sys);
+  s.moe_shared_expert_overlap = true;
+  const Estimate overlapped = estimate(m, s, sys);
+  const size_t ep = static_cast<size_t>(Group::EP);
+  const StageTime &a = serial.stage_times.at(0), &b = overlapped.stage_times.at(0);
+  const double hidden = a.comm_by_group_s[ep] - b.comm_by_group_s[ep];
+  EXPECT_GT(hidden, 0.0);
+  EXPECT_NEAR((a.fwd_per_mb_s + a.bwd_per_mb_s - b.fwd_per_mb_s - b.bwd_per_mb_s) * 8, hidden, hidden * 1e-9);
+  EXPECT_LT(overlapped.iteration_time_s, serial.iteration_time_s);
+  const auto issues = validate_plan(test::preset_model("mixtral-8x7b"), s, sys, {"mixtral-8x7b", "s.json", "h100"});
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].str(), "s.json: /moe_shared_expert_overlap: changes nothing: model mixtral-8x7b has no shared expert");
+}
+
 TEST(MoeDispatch, KeysOnlyWhereTheyChangeSomething) {
   const SystemConfig sys = test::preset_system("h100-sxm-80g");
   const PlanSources src{"mixtral-8x7b", "s.json", "h100"};
