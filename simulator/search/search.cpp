@@ -156,6 +156,12 @@ StrategyConfig Worker::layout_strategy(const Layout& l, int64_t mbs, bool& expre
     // A CP flavour changes nothing without CP (validate_plan rejects it there).
     s.cp_comm_type = "a2a";
     s.hierarchical_context_parallel_sizes.clear();
+  } else if (sh_.o.mode == Mode::Default && s.cp_comm_type == "a2a") {
+    // Where all-to-all CP cannot split the heads (TP8 × CP2 on 8 KV heads), Megatron's default
+    // ring (p2p) runs.
+    const ModelConfig& m = sh_.m;
+    const bool tp_ok = m.head_num % l.tp == 0 && m.kv_head_num % l.tp == 0;
+    if (tp_ok && ((m.head_num / l.tp) % l.cp != 0 || (m.kv_head_num / l.tp) % l.cp != 0)) s.cp_comm_type = "p2p";
   }
   s.microbatch_group_size_per_vp_stage.reset();
   // SimuMax 1.2 models only the synchronous interleaved schedule; Megatron overlaps its p2p.
