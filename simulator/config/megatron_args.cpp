@@ -488,15 +488,20 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
     out.model["kv_head_num"] = gqa ? int_of("--num-query-groups").value_or(1) : out.model["head_num"].get<int64_t>();
     out.model_flags["kv_head_num"] = gqa ? "--group-query-attention --num-query-groups" : "--num-attention-heads";
   }
-  // --moe-layer-freq: an int k (every k-th layer MoE) or a pattern such as ([0]*3+[1]*58).
+  // --moe-layer-freq: an int k (every k-th layer MoE) or a pattern such as ([0]*3+[1]*58):
+  // leading dense layers become dense_layers, anything else the model's per-layer list.
   if (auto freq = value_of("--moe-layer-freq")) {
     const std::string& f = *freq;
     int64_t k = 0, dense = -1;
+    std::vector<int> pattern;
     if (parse_int(f, k)) {
       if (k == 1) dense = 0;
+      if (k > 1) {
+        out.model["moe_layer_freq"] = k;
+        out.model_flags["moe_layer_freq"] = "--moe-layer-freq " + f;
+      }
     } else {
-      // Expand "[0]*3+[1]*58" / "[0,0,1,1]" into the 0/1 list, then require leading zeros only.
-      std::vector<int> pattern;
+      // Expand "[0]*3+[1]*58" / "[0,0,1,1]" into the 0/1 list.
       std::string body;
       for (char c : f)
         if (c != ' ' && c != '(' && c != ')') body += c;
@@ -521,15 +526,19 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
           throw ConfigError(source, "--moe-layer-freq",
                             strprintf("the pattern has %zu entries but --num-layers is %lld", pattern.size(),
                                       static_cast<long long>(out.model["layer_num"].get<int64_t>())));
-      } else if (!ok) {
+      } else {
         throw ConfigError(source, "--moe-layer-freq", "'" + f + "' is not an int or a pattern such as ([0]*3+[1]*58)");
       }
     }
-    if (dense < 0)
-      throw ConfigError(source, "--moe-layer-freq",
-                        "'" + f + "': only leading dense layers followed by MoE layers are modeled, e.g. ([0]*3+[1]*58)");
-    out.model["dense_layers"] = dense;
-    out.model_flags["dense_layers"] = "--moe-layer-freq " + f;
+    if (dense >= 0) {
+      out.model["dense_layers"] = dense;
+      out.model_flags["dense_layers"] = "--moe-layer-freq " + f;
+    } else if (!pattern.empty()) {
+      out.model["moe_layer_freq"] = pattern;
+      out.model_flags["moe_layer_freq"] = "--moe-layer-freq " + f;
+    } else if (k < 1) {
+      throw ConfigError(source, "--moe-layer-freq", "'" + f + "' must be ≥ 1");
+    }
   }
   // Megatron: experts use --ffn-hidden-size unless --moe-ffn-hidden-size is given.
   if (out.model.contains("expert_num") && !out.model.contains("moe_ffn_hidden_size") &&

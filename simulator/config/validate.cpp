@@ -157,6 +157,10 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   if (m.is_mla() && cp > 1)
     add("/cp_size", "MLA attention with context parallelism is not supported by TransformerEngine; valid values: 1");
 
+  if (mode == Mode::SimuMax12 && !m.moe_layer_pattern.empty())
+    issues.push_back({src.model, "/moe_layer_freq",
+                      "a layer pattern other than leading dense layers is not part of SimuMax v1.2; use dense_layers "
+                      "or the default mode"});
   // MoE dispatch (Megatron): default mode only, and only where it changes something.
   const struct { const char* key; bool set; } moe_keys[] = {
       {"moe_token_dispatcher_type", s.moe_token_dispatcher_type.value_or("alltoall") != "alltoall"},

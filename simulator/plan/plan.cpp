@@ -128,7 +128,6 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
   const bool split_ok = split_layers(m.layer_num, s, split, &why);
   TRAINSIM_ASSERT(split_ok, "validate_plan accepted an illegal layer split");
   const auto per_rank = rank_layers(split, p.pp);
-  const int64_t dense = m.is_moe() ? m.dense_layers : 0;
   p.chunks.assign(static_cast<size_t>(p.pp), std::vector<ChunkSpec>(static_cast<size_t>(p.vpp)));
   int64_t offset = 0;
   for (int64_t c = 0; c < p.vpp; ++c)
@@ -138,7 +137,9 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
       cs.embedding = r == 0 && c == 0;
       cs.head = r == p.pp - 1 && c == p.vpp - 1;
       cs.layers = n;
-      cs.dense_layers = std::clamp<int64_t>(dense - offset, 0, n);
+      // Dense layers of a MoE model (built first within the chunk: the time is the same in any
+      // order; Megatron's --moe-layer-freq patterns interleave them).
+      cs.dense_layers = m.is_moe() ? n - m.moe_layers_in(offset, n) : 0;
       cs.recompute_layers = s.is_recompute() ? std::min(n, s.recompute_layer_num) : 0;
       // Megatron puts the MTP layers on the last stage, with the head (default mode; SimuMax v1.2
       // only counts their parameters).

@@ -81,9 +81,12 @@ TEST(MegatronArgs, LaunchersAndMoePatterns) {
       "--num-layers 61 --num-experts 256 --moe-layer-freq ([0]*3+[1]*58) --multi-latent-attention", "f");
   EXPECT_EQ(ds.model["dense_layers"], 3);
   EXPECT_EQ(parse_megatron_args("--num-experts 8 --moe-layer-freq 1", "f").model["dense_layers"], 0);
-  EXPECT_EQ(error_of([] { (void)parse_megatron_args("--num-layers 4 --moe-layer-freq [1,0,1,0]", "f"); }),
-            "f: --moe-layer-freq: '[1,0,1,0]': only leading dense layers followed by MoE layers are modeled, e.g. "
-            "([0]*3+[1]*58)");
+  // Other patterns and every-k-th layers become the model's per-layer list / int.
+  EXPECT_EQ(parse_megatron_args("--num-layers 4 --moe-layer-freq [1,0,1,0]", "f").model["moe_layer_freq"],
+            nlohmann::json({1, 0, 1, 0}));
+  EXPECT_EQ(parse_megatron_args("--num-experts 8 --moe-layer-freq 2", "f").model["moe_layer_freq"], 2);
+  EXPECT_EQ(error_of([] { (void)parse_megatron_args("--num-layers 4 --moe-layer-freq [1,0,2,0]", "f"); }),
+            "f: --moe-layer-freq: '[1,0,2,0]' is not an int or a pattern such as ([0]*3+[1]*58)");
   EXPECT_EQ(error_of([] { (void)parse_megatron_args("--num-layers 5 --moe-layer-freq [0]*3+[1]*58", "f"); }),
             "f: --moe-layer-freq: the pattern has 61 entries but --num-layers is 5");
 }
