@@ -440,6 +440,19 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
     rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
     rank_optim[ri] = optimizer_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
   }
+  // Megatron's embedding group: with pp > 1 the first stage's embedding and the last stage's copy
+  // (a tied output layer, or the MTP lookups) all-reduce their gradients after the backward
+  // (_allreduce_word_embedding_grads), over the pipeline network. Default mode only.
+  if (plan.mode == Mode::Default && pp > 1 && (m.tie_word_embeddings || m.mtp_num_layers > 0)) {
+    const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
+    const double grad = static_cast<double>(plan.padded_vocab) / static_cast<double>(plan.tp) *
+                        static_cast<double>(m.hidden_size) * mg;
+    const double t = collective_time(sys, s, plan.nets.of(Group::PP), Collective::AllReduce, grad, 2, "pp");
+    for (size_t ri : {size_t{0}, static_cast<size_t>(pp - 1)}) {
+      rank_dp[ri] += t;
+      rank_dense_dp[ri] += t;
+    }
+  }
   const double tail_start = pipe * plan.straggler_ratio;
   for (int64_t r = 0; r < pp; ++r) {
     const auto rr = static_cast<int32_t>(r);

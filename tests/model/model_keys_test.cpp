@@ -1,6 +1,8 @@
 // Model keys that change costs in the default mode: tied embeddings and per-head q/k norms.
 #include <gtest/gtest.h>
 
+#include "comm/collective.h"
+#include "estimate/estimate.h"
 #include "model/graph.h"
 #include "test_presets.h"
 
@@ -32,6 +34,26 @@ TEST(ModelKeys, TiedEmbeddingsShareTheOutputWeight) {
   EXPECT_DOUBLE_EQ(param_of(build_chunk(m, tp1(), 151936, both, compat).post, "output_layer"), 151936.0 * 4096);
   EXPECT_DOUBLE_EQ(param_of(build_chunk(m, tp1(), 151936, ChunkSpec{false, true, 1, 0, 0}).post, "output_layer"),
                    151936.0 * 4096);
+}
+
+// With pp > 1 a tied embedding's two copies all-reduce their fp32 gradients after the backward
+// (Megatron's embedding group): 151936·4096·4 B = 2,489,319,424 B over the first and last stage.
+TEST(ModelKeys, TiedEmbeddingGradientsAllReduceOverThePipeline) {
+  ModelConfig m = test::preset_model("qwen3-8b");
+  const SystemConfig sys = test::preset_system("h100-sxm-80g");
+  StrategyConfig s = tp1();
+  s.pp_size = 2;
+  s.world_size = 2;
+  s.micro_batch_num = 4;
+  const Estimate untied = estimate(m, s, sys);
+  m.tie_word_embeddings = true;
+  const Estimate tied = estimate(m, s, sys);
+  const double x = collective_time(sys, s, choose_networks(sys, s).of(Group::PP), Collective::AllReduce,
+                                   2489319424.0, 2, "pp");
+  ASSERT_EQ(tied.stage_times.size(), 2u);
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_NEAR(tied.stage_times[i].dp_comm_s - untied.stage_times[i].dp_comm_s, x, 1e-12);
+  EXPECT_GT(x, 0.0);
 }
 
 TEST(ModelKeys, QkLayerNormIsAMemoryPass) {
