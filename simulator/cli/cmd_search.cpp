@@ -408,7 +408,7 @@ int cmd_search(const Args& args) {
   const std::string model_name = model.model_name.empty() ? plan.model_source : model.model_name;
   if (p.has("csv")) write_file_atomic(p.get("csv"), csv(r));
   if (json) {
-    const SearchSpace full = default_search_space(model, sys, o.world_size, space);
+    const SearchSpace full = default_search_space(model, sys, o.world_size, space, o.mode);
     nlohmann::ordered_json j;
     j["schema_version"] = "1.0.0";
     j["provenance"] = {{"tool", "trainsim search"},

@@ -367,9 +367,10 @@ const char* pipeline_split_name(PipelineSplit s) {
 }
 
 SearchSpace default_search_space(const ModelConfig& m, const SystemConfig& sys, int64_t world_size,
-                                 SearchSpace space) {
+                                 SearchSpace space, Mode mode) {
+  // SimuMax v1.2 models MLA with tp 1 only; Megatron splits it like any attention.
   if (space.tp.empty())
-    space.tp = m.is_mla() ? std::vector<int64_t>{1} : powers_of_two_up_to(sys.num_per_node);
+    space.tp = m.is_mla() && mode == Mode::SimuMax12 ? std::vector<int64_t>{1} : powers_of_two_up_to(sys.num_per_node);
   if (space.pp.empty())
     for (int64_t p = 1; p <= std::min(m.layer_num, world_size); ++p) space.pp.push_back(p);
   if (space.cp.empty()) space.cp = {1};
@@ -405,7 +406,7 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
     bad("/gmi_error", strprintf("%g GiB leaves no memory on a %g GiB device", o.gmi_error_gib,
                                 sys.mem_bytes / kGiB));
 
-  SearchSpace space = default_search_space(m, sys, o.world_size, space_in);
+  SearchSpace space = default_search_space(m, sys, o.world_size, space_in, o.mode);
   auto tidy = [&](std::vector<int64_t>& v, const char* name, int64_t lo, int64_t hi) {
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());

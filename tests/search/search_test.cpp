@@ -259,7 +259,9 @@ TEST(SearchTest, DefaultSpace) {
   EXPECT_EQ(dense.recompute.size(), 5u);
   const SearchSpace moe =
       default_search_space(preset_model("deepseek-v3"), preset_system("h100-sxm-80g"), 256);
-  EXPECT_EQ(moe.tp, (std::vector<int64_t>{1}));  // MLA is modeled with tp 1
+  EXPECT_EQ(moe.tp, (std::vector<int64_t>{1, 2, 4, 8}));  // MLA splits over TP (Megatron)
+  EXPECT_EQ(default_search_space(preset_model("deepseek-v3"), preset_system("h100-sxm-80g"), 256, {}, Mode::SimuMax12).tp,
+            (std::vector<int64_t>{1}));  // SimuMax v1.2 models MLA with tp 1
   EXPECT_EQ(moe.ep, (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256}));
   EXPECT_EQ(moe.pp.size(), 61u);
 }
