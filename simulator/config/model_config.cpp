@@ -44,6 +44,7 @@ ModelConfig load_model(const std::string& text, const std::string& source) {
   r.opt("dense_layers", m.dense_layers);
   r.opt("moe_pad_expert_input_to_capacity", m.moe_pad_expert_input_to_capacity);
   r.opt("capacity", m.capacity);
+  m.capacity_given = r.has("capacity");
   r.opt("group_linear_mode", m.group_linear_mode);
   r.opt("tie_word_embeddings", m.tie_word_embeddings);
   r.opt("qkv_bias", m.qkv_bias);
@@ -155,7 +156,7 @@ std::string model_to_json_text(const ModelConfig& m) {
     j["dense_layers"] = m.moe_layer_pattern.empty() ? m.dense_layers : 0;
     if (!m.moe_layer_pattern.empty()) j["moe_layer_freq"] = m.moe_layer_pattern;
     j["moe_pad_expert_input_to_capacity"] = m.moe_pad_expert_input_to_capacity;
-    j["capacity"] = m.capacity;
+    if (m.moe_pad_expert_input_to_capacity || m.capacity_given) j["capacity"] = m.capacity;
     j["group_linear_mode"] = m.group_linear_mode;
   }
   if (m.is_mla()) {

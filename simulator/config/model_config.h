@@ -28,6 +28,7 @@ struct ModelConfig {
   int64_t dense_layers = 0;
   bool moe_pad_expert_input_to_capacity = true;
   double capacity = 1;
+  bool capacity_given = false;  // the file sets capacity: without padding, tokens over it drop
   std::string group_linear_mode = "parallel";  // "parallel" (grouped GEMM) or "serial"
   // Details that change only the parameter count (not the step time): Hugging Face and
   // Megatron-LM spell them out, and users compare the count with theirs.

@@ -17,13 +17,16 @@ MoeDispatcher moe_dispatcher(const StrategyConfig& s) {
 
 double moe_load_imbalance(const ModelConfig& m, const StrategyConfig& s, Mode mode) {
   if (mode == Mode::SimuMax12 || !m.is_moe() || m.moe_pad_expert_input_to_capacity) return 1;
-  if (s.moe_load_imbalance_factor) return *s.moe_load_imbalance_factor;
   // trainsim's defaults (an assumption, not a measurement): an auxiliary loss keeps the busiest
   // EP rank ~10 % above the mean, Sinkhorn balances by construction, no balancing leaves ~30 %.
   const std::string type = s.moe_router_load_balancing_type.value_or("aux_loss");
-  if (type == "sinkhorn") return 1.0;
-  if (type == "none") return 1.3;
-  return 1.1;
+  const double f = s.moe_load_imbalance_factor ? *s.moe_load_imbalance_factor
+                   : type == "sinkhorn"        ? 1.0
+                   : type == "none"            ? 1.3
+                                               : 1.1;
+  // A capacity factor without padding (Megatron drops the tokens over capacity, pads nothing):
+  // no expert runs more than capacity·mean rows.
+  return m.capacity_given ? std::min(f, m.capacity) : f;
 }
 
 double expected_token_nodes(int64_t experts, int64_t topk, int64_t nodes) {

@@ -3,7 +3,9 @@
 #include "model/moe_dispatch.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include "config/presets.h"
 #include "config/validate.h"
 #include "estimate/estimate.h"
 #include "model/graph.h"
@@ -24,6 +26,7 @@ TEST(MoeDispatch, ExpectedDestinationNodesOfAToken) {
 ModelConfig dropless(const char* preset) {
   ModelConfig m = test::preset_model(preset);
   m.moe_pad_expert_input_to_capacity = false;
+  m.capacity_given = false;  // no capacity factor: Megatron's dropless routing
   return m;
 }
 
@@ -39,6 +42,27 @@ TEST(MoeDispatch, LoadImbalanceDefaultsAndOverride) {
   EXPECT_DOUBLE_EQ(moe_load_imbalance(m, s, Mode::Default), 1.0);
   s.moe_load_imbalance_factor = 1.25;
   EXPECT_DOUBLE_EQ(moe_load_imbalance(m, s, Mode::Default), 1.25);
+  // A capacity factor without padding drops what is over it: min(1.25, 1.2) = 1.2.
+  ModelConfig capped = m;
+  capped.capacity = 1.2;
+  capped.capacity_given = true;
+  EXPECT_DOUBLE_EQ(moe_load_imbalance(capped, s, Mode::Default), 1.2);
+}
+
+// Megatron: no capacity factor = dropless; a factor without padding drops the tokens over it.
+TEST(MoeDispatch, CapacityFactorWithoutPaddingCapsTheBusiestExpert) {
+  nlohmann::json j = nlohmann::json::parse(resolve_config("model", "mixtral-8x7b").text);
+  j["moe_pad_expert_input_to_capacity"] = false;
+  j.erase("capacity");
+  const ModelConfig m = load_model(j.dump(), "m.json");
+  EXPECT_FALSE(m.capacity_given);
+  EXPECT_EQ(model_to_json_text(m).find("\"capacity\""), std::string::npos);  // stays dropless
+  const StrategyConfig s;
+  EXPECT_DOUBLE_EQ(moe_load_imbalance(m, s, Mode::Default), 1.1);
+  j["capacity"] = 1.0;
+  const ModelConfig capped = load_model(j.dump(), "m.json");
+  EXPECT_TRUE(capped.capacity_given);
+  EXPECT_DOUBLE_EQ(moe_load_imbalance(capped, s, Mode::Default), 1.0);
 }
 
 StrategyConfig ep8() {
