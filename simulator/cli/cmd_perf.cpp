@@ -47,7 +47,9 @@ int cmd_perf(const Args& args) {
   const MfuConvention convention = parse_mfu_convention(mfu, "--mfu");
   // A Megatron command line or an HF config describes the user's own run: no default model then.
   const bool own = !po.megatron_args.empty();
-  const PlanConfigs pc = build_plan(make_request(po), own ? "" : kDefaultModel, kDefaultStrategy);
+  PlanRequest request = make_request(po);
+  request.mode = mode;
+  const PlanConfigs pc = build_plan(request, own ? "" : kDefaultModel, kDefaultStrategy);
   const ConfigText yt = resolve_config("system", system);
   PlanInputs in;
   in.model = pc.model;

@@ -325,6 +325,7 @@ int cmd_search(const Args& args) {
 
   // The base strategy: --strategy, the Megatron command line, or the strategy defaults.
   PlanRequest request = make_request(po);
+  request.mode = compat_mode(compat, "search");
   const bool own_strategy = request.strategy || request.megatron;
   if (!own_strategy)
     request.strategy = ConfigText{R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 1})",
@@ -336,7 +337,7 @@ int cmd_search(const Args& args) {
   const SystemConfig sys = load_system(yt.text, yt.source);
 
   SearchOptions o;
-  o.mode = compat_mode(compat, "search");
+  o.mode = request.mode;
   o.base = plan.strategy;
   if (p.has("seq")) o.base.seq_len = parse_int("seq", p.get("seq"));
   if (o.base.seq_len <= 0) o.base.seq_len = 4096;

@@ -253,6 +253,19 @@ TEST(MegatronArgs, ContextParallelAndDispatcherFlags) {
   EXPECT_TRUE(flex.strategy.moe_enable_deepep);
   EXPECT_TRUE(flex.strategy.moe_permute_fusion);
   EXPECT_TRUE(flex.not_modeled.empty());
+
+  // SimuMax v1.2 has a2a CP and all2all dispatch only: the flags stay warnings there.
+  r.mode = moe.mode = Mode::SimuMax12;
+  const PlanConfigs compat = build_plan(r, "", "");
+  EXPECT_EQ(compat.strategy.cp_comm_type, "a2a");
+  EXPECT_TRUE(compat.strategy.hierarchical_context_parallel_sizes.empty());
+  ASSERT_EQ(compat.not_modeled.size(), 2u);
+  EXPECT_EQ(compat.not_modeled[0], "--cp-comm-type a2a+p2p: SimuMax v1.2 has a2a only (simulated as a2a)");
+  EXPECT_EQ(compat.not_modeled[1], "--hierarchical-context-parallel-sizes: not part of SimuMax v1.2");
+  const PlanConfigs compat_moe = build_plan(moe, "", "");
+  EXPECT_FALSE(compat_moe.strategy.moe_token_dispatcher_type.has_value());
+  EXPECT_FALSE(compat_moe.strategy.moe_enable_deepep);
+  EXPECT_EQ(compat_moe.not_modeled.size(), 3u);
 }
 
 TEST(MegatronArgs, ModelFromFlagsAlone) {
