@@ -87,6 +87,7 @@ int cmd_batch(const Args& args) {
       std::error_code exists_ec;
       if (std::filesystem::exists(base + "megatron_args.txt", exists_ec)) {
         PlanRequest r;
+        r.mode = mode;
         r.megatron = ConfigText{read_file(base + "megatron_args.txt"), base + "megatron_args.txt"};
         if (std::filesystem::exists(base + "config.json", exists_ec))
           r.hf_config = ConfigText{read_file(base + "config.json"), base + "config.json"};

@@ -328,6 +328,7 @@ int cmd_search(const Args& args) {
 
   // The base strategy: --strategy, the Megatron command line, or the strategy defaults.
   PlanRequest request = make_request(po);
+  request.mode = compat_mode(compat, "search");
   const bool own_strategy = request.strategy || request.megatron;
   if (!own_strategy)
     request.strategy = ConfigText{R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 1})",
@@ -339,7 +340,7 @@ int cmd_search(const Args& args) {
   const SystemConfig sys = load_system(yt.text, yt.source);
 
   SearchOptions o;
-  o.mode = compat_mode(compat, "search");
+  o.mode = request.mode;
   o.base = plan.strategy;
   if (p.has("seq")) o.base.seq_len = parse_int("seq", p.get("seq"));
   if (o.base.seq_len <= 0) o.base.seq_len = 4096;
@@ -418,7 +419,7 @@ int cmd_search(const Args& args) {
   if (plot_all && r.candidates.size() > 10) r.candidates.resize(10);
   if (p.has("csv")) write_file_atomic(p.get("csv"), csv(r));
   if (json) {
-    const SearchSpace full = default_search_space(model, sys, o.world_size, space);
+    const SearchSpace full = default_search_space(model, sys, o.world_size, space, o.mode);
     nlohmann::ordered_json j;
     j["schema_version"] = "1.0.0";
     j["provenance"] = {{"tool", "trainsim search"},

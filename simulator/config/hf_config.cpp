@@ -150,8 +150,8 @@ HfModel load_hf_config(const std::string& text, const std::string& source, const
       int64_t ffn = 0;
       r.req("moe_intermediate_size", ffn);
       m.moe_ffn_hidden_size = ffn;
-      // MoE layers: every decoder_sparse_step-th layer that is not in mlp_only_layers. Only
-      // leading dense layers are modeled (DeepSeek style).
+      // MoE layers: every decoder_sparse_step-th layer ((i + 1) % step == 0) that is not in
+      // mlp_only_layers; leading dense layers stay a count, other patterns a per-layer list.
       int64_t step = 1;
       r.opt("decoder_sparse_step", step);
       std::vector<int64_t> dense;
@@ -162,16 +162,19 @@ HfModel load_hf_config(const std::string& text, const std::string& source, const
           if (v.is_number_integer()) dense.push_back(v.get<int64_t>());
       }
       r.ignore("mlp_only_layers");
-      if (step != 1)
-        issues.add("/decoder_sparse_step",
-                   strprintf("%lld is not supported: only every layer MoE (1) is modeled", static_cast<long long>(step)));
+      if (step < 1 || step > std::max<int64_t>(1, m.layer_num)) {
+        issues.add("/decoder_sparse_step", "must be in 1.." + std::to_string(m.layer_num));
+        break;
+      }
       std::sort(dense.begin(), dense.end());
-      for (size_t i = 0; i < dense.size(); ++i)
-        if (dense[i] != static_cast<int64_t>(i)) {
-          issues.add("/mlp_only_layers", "only leading dense layers [0, 1, ..., k-1] are modeled");
-          break;
-        }
-      m.dense_layers = static_cast<int64_t>(dense.size());
+      bool leading = step == 1;
+      for (size_t i = 0; leading && i < dense.size(); ++i) leading = dense[i] == static_cast<int64_t>(i);
+      if (leading) {
+        m.dense_layers = static_cast<int64_t>(dense.size());
+        break;
+      }
+      for (int64_t i = 0; i < m.layer_num && m.layer_num <= (1 << 16); ++i)
+        m.moe_layer_pattern.push_back(!std::binary_search(dense.begin(), dense.end(), i) && (i + 1) % step == 0 ? 1 : 0);
       break;
     }
     case Family::Mixtral: {
@@ -204,10 +207,13 @@ HfModel load_hf_config(const std::string& text, const std::string& source, const
       if (shared > 0) m.moe_shared_expert_intermediate_size = shared * ffn;
       r.opt("first_k_dense_replace", m.dense_layers);
       r.opt("moe_layer_freq", freq);
-      if (freq != 1)
-        issues.add("/moe_layer_freq",
-                   strprintf("%lld is not supported: only every layer after the dense ones MoE (1) is modeled",
-                             static_cast<long long>(freq)));
+      // DeepSeek: layer i is MoE iff i ≥ first_k_dense_replace and i % moe_layer_freq == 0.
+      if (freq < 1 || freq > std::max<int64_t>(1, m.layer_num))
+        issues.add("/moe_layer_freq", "must be in 1.." + std::to_string(m.layer_num));
+      else if (freq > 1 && m.layer_num <= (1 << 16))
+        for (int64_t i = 0; i < m.layer_num; ++i)
+          m.moe_layer_pattern.push_back(i >= m.dense_layers && i % freq == 0 ? 1 : 0);
+      if (!m.moe_layer_pattern.empty()) m.dense_layers = 0;  // the pattern says which are dense
       // noaux_tc routing (DeepSeek-V3) learns one score-correction bias per expert.
       std::string topk_method = "greedy";
       r.opt("topk_method", topk_method);

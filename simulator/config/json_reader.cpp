@@ -289,6 +289,22 @@ void ObjectReader::opt(const char* key, std::vector<std::string>& out) {
   }
 }
 
+void ObjectReader::opt(const char* key, std::vector<int64_t>& out) {
+  const auto* j = find(key);
+  if (!j) return;
+  if (!j->is_array()) return type_issue(key, "an array of integers", *j);
+  out.clear();
+  for (size_t i = 0; i < j->size(); ++i) {
+    const auto& e = (*j)[i];
+    if (!e.is_number_integer() || (e.is_number_unsigned() && e.get<uint64_t>() > uint64_t{1} << 62)) {
+      issues_.add(child_path(key) + "/" + std::to_string(i),
+                  std::string("expected an integer, got ") + type_name(e));
+      continue;
+    }
+    out.push_back(e.get<int64_t>());
+  }
+}
+
 void ObjectReader::opt(const char* key, std::map<std::string, double>& out) {
   const auto* j = find(key);
   if (!j) return;

@@ -51,6 +51,7 @@ class ObjectReader {
   void opt(const char* key, std::optional<int64_t>& out);
   void opt(const char* key, std::optional<std::string>& out);
   void opt(const char* key, std::vector<std::string>& out);
+  void opt(const char* key, std::vector<int64_t>& out);
   /// Like opt, but a missing (or null) key is an issue.
   void req(const char* key, double& out);
   void req(const char* key, int64_t& out);

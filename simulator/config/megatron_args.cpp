@@ -82,6 +82,11 @@ const Rule kRules[] = {
     {"--no-overlap-p2p-communication", Use::Strategy, R"({"pp_comm_async": false})"},
     {"--pipeline-model-parallel-layout", Use::Special, ""},
     {"--cp-comm-type", Use::Special, ""},
+    {"--hierarchical-context-parallel-sizes", Use::Special, ""},
+    {"--moe-enable-deepep", Use::Strategy, R"({"moe_enable_deepep": true})"},
+    {"--moe-permute-fusion", Use::Strategy, R"({"moe_permute_fusion": true})"},
+    {"--moe-shared-expert-overlap", Use::Strategy, R"({"moe_shared_expert_overlap": true})"},
+    {"--moe-router-load-balancing-type", Use::Strategy, R"({"moe_router_load_balancing_type": "$v"})"},
     {"--moe-token-dispatcher-type", Use::Special, ""},
     // Data parallel and optimizer.
     {"--use-distributed-optimizer", Use::Strategy, R"({"zero_state": 1})"},
@@ -109,7 +114,6 @@ const Rule kRules[] = {
     {"--overlap-param-gather-with-optimizer-step", Use::NotModeled, "parameter all-gather overlapped with the optimizer step"},
     {"--tp-comm-overlap-rs-dgrad", Use::NotModeled, "TP reduce-scatter overlapped with the dgrad GEMM"},
     {"--overlap-moe-expert-parallel-comm", Use::NotModeled, "EP all-to-all overlapped with another micro-batch"},
-    {"--moe-shared-expert-overlap", Use::NotModeled, "shared expert overlapped with the dispatch"},
     {"--delay-wgrad-compute", Use::NotModeled, "delayed weight-gradient GEMMs"},
     {"--defer-embedding-wgrad-compute", Use::NotModeled, "deferred embedding weight gradient"},
     {"--use-megatron-fsdp", Use::NotModeled, "Megatron FSDP"},
@@ -120,7 +124,6 @@ const Rule kRules[] = {
     {"--outer-dp-sharding-strategy", Use::NotModeled, "hybrid FSDP outer sharding"},
     {"--num-distributed-optimizer-instances=1", Use::Ignored, ""},
     {"--num-distributed-optimizer-instances", Use::NotModeled, "several distributed-optimizer instances"},
-    {"--hierarchical-context-parallel-sizes", Use::NotModeled, "hierarchical context parallelism"},
     {"--hybrid-context-parallel", Use::NotModeled, "hybrid context parallelism"},
     {"--cpu-offloading-num-layers=0", Use::Ignored, ""},
     {"--cpu-offloading-num-layers", Use::NotModeled, "activation offloading to the CPU"},
@@ -136,9 +139,8 @@ const Rule kRules[] = {
     {"--cuda-graph-scope", Use::NotModeled, "CUDA graphs"},
     {"--external-cuda-graph", Use::NotModeled, "CUDA graphs"},
     {"--optimizer-cuda-graph", Use::NotModeled, "CUDA graphs"},
-    {"--moe-enable-deepep", Use::NotModeled, "DeepEP dispatcher"},
-    {"--moe-permute-fusion", Use::NotModeled, "fused MoE permutation"},
     {"--moe-router-fusion", Use::NotModeled, "fused MoE router"},
+    {"--moe-deepep-num-sms", Use::NotModeled, "SMs DeepEP takes from compute it overlaps (EP overlap not modeled)"},
     {"--moe-layer-recompute", Use::NotModeled, "MoE layer recompute"},
     {"--moe-latent-size", Use::NotModeled, "latent MoE"},
     {"--moe-extended-tp", Use::NotModeled, "extended expert tensor parallelism"},
@@ -445,7 +447,7 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
   // Megatron's defaults where they differ from the strategy file's.
   out.strategy = {{"dtype", "fp32"},           {"enable_sequence_parallel", false},
                   {"zero_state", 0},
-                  {"micro_batch_num", 1},      {"cp_comm_type", "a2a"}};
+                  {"micro_batch_num", 1}};
   for (const auto& flag : order) {
     const std::vector<std::string>& values = given[flag];
     const Rule* rule = find_rule(flag, values);
@@ -489,15 +491,20 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
     out.model["kv_head_num"] = gqa ? int_of("--num-query-groups").value_or(1) : out.model["head_num"].get<int64_t>();
     out.model_flags["kv_head_num"] = gqa ? "--group-query-attention --num-query-groups" : "--num-attention-heads";
   }
-  // --moe-layer-freq: an int k (every k-th layer MoE) or a pattern such as ([0]*3+[1]*58).
+  // --moe-layer-freq: an int k (every k-th layer MoE) or a pattern such as ([0]*3+[1]*58):
+  // leading dense layers become dense_layers, anything else the model's per-layer list.
   if (auto freq = value_of("--moe-layer-freq")) {
     const std::string& f = *freq;
     int64_t k = 0, dense = -1;
+    std::vector<int> pattern;
     if (parse_int(f, k)) {
       if (k == 1) dense = 0;
+      if (k > 1) {
+        out.model["moe_layer_freq"] = k;
+        out.model_flags["moe_layer_freq"] = "--moe-layer-freq " + f;
+      }
     } else {
-      // Expand "[0]*3+[1]*58" / "[0,0,1,1]" into the 0/1 list, then require leading zeros only.
-      std::vector<int> pattern;
+      // Expand "[0]*3+[1]*58" / "[0,0,1,1]" into the 0/1 list.
       std::string body;
       for (char c : f)
         if (c != ' ' && c != '(' && c != ')') body += c;
@@ -522,15 +529,19 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
           throw ConfigError(source, "--moe-layer-freq",
                             strprintf("the pattern has %zu entries but --num-layers is %lld", pattern.size(),
                                       static_cast<long long>(out.model["layer_num"].get<int64_t>())));
-      } else if (!ok) {
+      } else {
         throw ConfigError(source, "--moe-layer-freq", "'" + f + "' is not an int or a pattern such as ([0]*3+[1]*58)");
       }
     }
-    if (dense < 0)
-      throw ConfigError(source, "--moe-layer-freq",
-                        "'" + f + "': only leading dense layers followed by MoE layers are modeled, e.g. ([0]*3+[1]*58)");
-    out.model["dense_layers"] = dense;
-    out.model_flags["dense_layers"] = "--moe-layer-freq " + f;
+    if (dense >= 0) {
+      out.model["dense_layers"] = dense;
+      out.model_flags["dense_layers"] = "--moe-layer-freq " + f;
+    } else if (!pattern.empty()) {
+      out.model["moe_layer_freq"] = pattern;
+      out.model_flags["moe_layer_freq"] = "--moe-layer-freq " + f;
+    } else if (k < 1) {
+      throw ConfigError(source, "--moe-layer-freq", "'" + f + "' must be ≥ 1");
+    }
   }
   // Megatron: experts use --ffn-hidden-size unless --moe-ffn-hidden-size is given.
   if (out.model.contains("expert_num") && !out.model.contains("moe_ffn_hidden_size") &&
@@ -546,7 +557,22 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
   out.layers_per_virtual_stage = int_of("--num-layers-per-virtual-pipeline-stage");
   // A string value: set as JSON, never through the template (it may hold any character).
   if (auto l = value_of("--pipeline-model-parallel-layout")) out.strategy["pipeline_model_parallel_layout"] = *l;
-  if (auto t = value_of("--cp-comm-type")) out.cp_comm_type = *t;
+  if (auto t = value_of("--cp-comm-type")) {
+    // One value per layer is accepted; trainsim runs every layer with one flavour.
+    out.cp_comm_type = *t;
+    const auto& all = given["--cp-comm-type"];
+    if (std::any_of(all.begin(), all.end(), [&](const std::string& v) { return v != *t; }))
+      out.not_modeled.push_back("--cp-comm-type " + join(all, " ") + ": a flavour per layer (simulated as " + *t + ")");
+  }
+  if (has("--hierarchical-context-parallel-sizes")) {
+    std::vector<int64_t> sizes;
+    for (const auto& v : given["--hierarchical-context-parallel-sizes"]) {
+      int64_t n = 0;
+      (void)parse_int(v, n);  // the flag's type (int) was checked above
+      sizes.push_back(n);
+    }
+    out.strategy["hierarchical_context_parallel_sizes"] = sizes;
+  }
   if (auto d = value_of("--moe-token-dispatcher-type")) out.moe_dispatcher = *d;
 
   if (has("--offload-modules")) out.strategy["offload_modules"] = given["--offload-modules"];

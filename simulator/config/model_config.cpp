@@ -1,7 +1,10 @@
 // Model JSON reader and writer.
 #include "config/model_config.h"
 
+#include <algorithm>
+
 #include "config/json_reader.h"
+#include "core/text.h"
 
 namespace trainsim {
 
@@ -41,6 +44,7 @@ ModelConfig load_model(const std::string& text, const std::string& source) {
   r.opt("dense_layers", m.dense_layers);
   r.opt("moe_pad_expert_input_to_capacity", m.moe_pad_expert_input_to_capacity);
   r.opt("capacity", m.capacity);
+  m.capacity_given = r.has("capacity");
   r.opt("group_linear_mode", m.group_linear_mode);
   r.opt("tie_word_embeddings", m.tie_word_embeddings);
   r.opt("qkv_bias", m.qkv_bias);
@@ -50,6 +54,11 @@ ModelConfig load_model(const std::string& text, const std::string& source) {
   r.opt("attention_sinks", m.attention_sinks);
   r.opt("normalization", m.normalization);
   r.opt("mtp_num_layers", m.mtp_num_layers);
+  int64_t moe_freq = 1;
+  if (r.has("moe_layer_freq") && doc.at("moe_layer_freq").is_array())
+    r.opt("moe_layer_freq", m.moe_layer_pattern);
+  else
+    r.opt("moe_layer_freq", moe_freq);
   r.finish();
   m.model_type = type ? *type : (m.expert_num > 1 ? "moe" : "dense");
 
@@ -101,8 +110,25 @@ ModelConfig load_model(const std::string& text, const std::string& source) {
     if (m.dense_layers < 0 || m.dense_layers > m.layer_num)
       issues.add("/dense_layers", "must be in 0.." + std::to_string(m.layer_num));
     if (m.capacity <= 0) issues.add("/capacity", "must be > 0");
+    if (moe_freq < 1 || moe_freq > std::max<int64_t>(1, m.layer_num))
+      issues.add("/moe_layer_freq", "an int must be in 1.." + std::to_string(m.layer_num));
+    else if (moe_freq > 1 && m.layer_num <= (1 << 16))
+      for (int64_t i = 0; i < m.layer_num; ++i)
+        m.moe_layer_pattern.push_back(i >= m.dense_layers && i % moe_freq == 0 ? 1 : 0);
+    const auto& pat = m.moe_layer_pattern;
+    if (!pat.empty() && static_cast<int64_t>(pat.size()) != m.layer_num)
+      issues.add("/moe_layer_freq", strprintf("the list has %zu entries but layer_num is %lld", pat.size(),
+                                              static_cast<long long>(m.layer_num)));
+    if (std::any_of(pat.begin(), pat.end(), [](int64_t v) { return v != 0 && v != 1; }))
+      issues.add("/moe_layer_freq", "list entries must be 0 (dense) or 1 (MoE)");
+    if (!pat.empty() && moe_freq == 1 && m.dense_layers > 0)
+      issues.add("/dense_layers", "give dense_layers or a moe_layer_freq list, not both (the list says which layers are dense)");
+  } else if (r.has("moe_layer_freq")) {
+    issues.add("/moe_layer_freq", "changes nothing in a dense model; remove it");
   }
-  if ((!m.is_moe() || m.dense_layers > 0) && m.intermediate_size.value_or(0) < 1)
+  const bool has_dense = !m.is_moe() || m.dense_layers > 0 ||
+                         std::find(m.moe_layer_pattern.begin(), m.moe_layer_pattern.end(), 0) != m.moe_layer_pattern.end();
+  if (has_dense && m.intermediate_size.value_or(0) < 1)
     issues.add("/intermediate_size", "required for dense layers");
   issues.throw_if_any();
   return m;
@@ -126,9 +152,11 @@ std::string model_to_json_text(const ModelConfig& m) {
     if (m.moe_ffn_hidden_size) j["moe_ffn_hidden_size"] = *m.moe_ffn_hidden_size;
     if (m.moe_shared_expert_intermediate_size)
       j["moe_shared_expert_intermediate_size"] = *m.moe_shared_expert_intermediate_size;
-    j["dense_layers"] = m.dense_layers;
+    // A layer pattern says which layers are dense itself.
+    j["dense_layers"] = m.moe_layer_pattern.empty() ? m.dense_layers : 0;
+    if (!m.moe_layer_pattern.empty()) j["moe_layer_freq"] = m.moe_layer_pattern;
     j["moe_pad_expert_input_to_capacity"] = m.moe_pad_expert_input_to_capacity;
-    j["capacity"] = m.capacity;
+    if (m.moe_pad_expert_input_to_capacity || m.capacity_given) j["capacity"] = m.capacity;
     j["group_linear_mode"] = m.group_linear_mode;
   }
   if (m.is_mla()) {
@@ -160,7 +188,7 @@ const std::vector<std::string>& model_keys() {
       "moe_shared_expert_intermediate_size", "v_head_dim", "qk_head_dim", "qk_pos_emb_head_dim",
       "q_lora_rank", "kv_lora_rank", "dense_layers", "moe_pad_expert_input_to_capacity",
       "capacity", "group_linear_mode", "tie_word_embeddings", "qkv_bias", "linear_bias",
-      "router_bias", "qk_layernorm", "attention_sinks", "normalization", "mtp_num_layers"};
+      "router_bias", "qk_layernorm", "attention_sinks", "normalization", "mtp_num_layers", "moe_layer_freq"};
   return keys;
 }
 

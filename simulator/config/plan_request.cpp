@@ -225,11 +225,29 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
       strategy_doc["recompute_layer_num"] = out.model.layer_num;
     if (out.model.is_moe() && !meg->expert_tp_given && !overridden("etp_size"))
       strategy_doc["etp_size"] = int_key(strategy_doc, "tp_size", 1);  // Megatron: etp defaults to tp
-    if (int_key(strategy_doc, "cp_size", 1) > 1 && meg->cp_comm_type != "a2a")
-      out.not_modeled.push_back("--cp-comm-type " + meg->cp_comm_type + ": context-parallel communication (simulated as a2a)");
-    if (out.model.is_moe() && meg->moe_dispatcher != "alltoall")
-      out.not_modeled.push_back("--moe-token-dispatcher-type " + meg->moe_dispatcher +
-                                ": token dispatcher (simulated as alltoall)");
+    const bool compat = req.mode == Mode::SimuMax12;
+    if (int_key(strategy_doc, "cp_size", 1) > 1 && !overridden("cp_comm_type")) {
+      if (!compat)
+        strategy_doc["cp_comm_type"] = meg->cp_comm_type;  // Megatron's default is p2p
+      else if (meg->cp_comm_type != "a2a")
+        out.not_modeled.push_back("--cp-comm-type " + meg->cp_comm_type + ": SimuMax v1.2 has a2a only (simulated as a2a)");
+    }
+    if (out.model.is_moe() && !overridden("moe_token_dispatcher_type")) {
+      if (!compat)
+        strategy_doc["moe_token_dispatcher_type"] = meg->moe_dispatcher;  // Megatron's default is allgather
+      else if (meg->moe_dispatcher != "alltoall")
+        out.not_modeled.push_back("--moe-token-dispatcher-type " + meg->moe_dispatcher +
+                                  ": SimuMax v1.2 has all2all only (simulated as alltoall)");
+    }
+    // SimuMax v1.2 has none of these: the flags stay warnings there.
+    for (const char* key : {"hierarchical_context_parallel_sizes", "moe_enable_deepep", "moe_permute_fusion",
+                            "moe_router_load_balancing_type", "moe_shared_expert_overlap"}) {
+      if (!compat || !strategy_doc.contains(key) || overridden(key)) continue;
+      std::string flag = std::string("--") + key;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      out.not_modeled.push_back(flag + ": not part of SimuMax v1.2");
+      strategy_doc.erase(key);
+    }
   }
   const int64_t tp = int_key(strategy_doc, "tp_size", 1), cp = int_key(strategy_doc, "cp_size", 1),
                 pp = int_key(strategy_doc, "pp_size", 1);

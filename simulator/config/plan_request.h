@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/hf_config.h"
+#include "config/mode.h"
 #include "config/model_config.h"
 #include "config/presets.h"
 #include "config/strategy_config.h"
@@ -30,6 +31,7 @@ struct PlanRequest {
   std::optional<ConfigText> strategy;  // strategy JSON
   std::optional<ConfigText> megatron;  // Megatron-LM command line
   std::vector<Override> overrides;     // applied in order, after the files
+  Mode mode = Mode::Default;           // compat: Megatron's CP / MoE dispatch switches stay warnings
 };
 
 struct PlanConfigs {

@@ -67,6 +67,9 @@ const BoolField kBoolFields[] = {
     {"tp_comm_overlap", &StrategyConfig::tp_comm_overlap},
     {"optimizer_cpu_offload", &StrategyConfig::optimizer_cpu_offload},
     {"fine_grained_activation_offloading", &StrategyConfig::fine_grained_activation_offloading},
+    {"moe_enable_deepep", &StrategyConfig::moe_enable_deepep},
+    {"moe_permute_fusion", &StrategyConfig::moe_permute_fusion},
+    {"moe_shared_expert_overlap", &StrategyConfig::moe_shared_expert_overlap},
 };
 const StrField kStrFields[] = {
     {"dtype", &StrategyConfig::dtype},
@@ -95,6 +98,8 @@ const OptStrField kOptStrFields[] = {
     {"te_version", &StrategyConfig::te_version},
     {"pipeline_model_parallel_layout", &StrategyConfig::pipeline_model_parallel_layout},
     {"data_parallel_sharding_strategy", &StrategyConfig::data_parallel_sharding_strategy},
+    {"moe_token_dispatcher_type", &StrategyConfig::moe_token_dispatcher_type},
+    {"moe_router_load_balancing_type", &StrategyConfig::moe_router_load_balancing_type},
 };
 
 // A version component above this is not a version (and would overflow when parsed).
@@ -233,6 +238,8 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   r.opt("recompute_method", recompute_method);
   r.opt("recompute_num_layers", recompute_num_layers);
   r.opt("recompute_modules", recompute_modules);
+  r.opt("hierarchical_context_parallel_sizes", s.hierarchical_context_parallel_sizes);
+  r.opt("moe_load_imbalance_factor", s.moe_load_imbalance_factor);
   r.finish();
   if (virtual_stages && r.has("interleaving_size"))
     issues.add("/num_virtual_stages_per_pipeline_rank", "is Megatron's name for interleaving_size; give one of the two");
@@ -278,7 +285,13 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   if (s.attention_sparse_ratio < 0 || s.attention_sparse_ratio >= 1)
     issues.add("/attention_sparse_ratio", "must be in [0, 1)");
   check_choice(issues, "dtype", s.dtype, {"bf16", "fp16", "fp32"});
-  check_choice(issues, "cp_comm_type", s.cp_comm_type, {"a2a", "all_gather"});
+  check_choice(issues, "cp_comm_type", s.cp_comm_type, {"a2a", "p2p", "all_gather", "a2a+p2p"});
+  for (size_t i = 0; i < s.hierarchical_context_parallel_sizes.size(); ++i) {
+    const int64_t v = s.hierarchical_context_parallel_sizes[i];
+    if (v < 1 || v > (1 << 16))
+      issues.add("/hierarchical_context_parallel_sizes/" + std::to_string(i),
+                 strprintf("must be in [1, 65536], got %lld", static_cast<long long>(v)));
+  }
   check_choice(issues, "cp_a2a_mode", s.cp_a2a_mode, {"async_cp", "sync_cp"});
   check_choice(issues, "order_of_paralielism", s.order_of_paralielism, {"tp-cp-ep-dp-pp"});
   // The peer downgrades the legacy "all2all-seq" to "all2all" with a warning.
@@ -312,6 +325,13 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
                                           s.data_parallel_sharding_strategy->c_str(), static_cast<long long>(stage)));
     if (it != kSharding.end()) s.zero_state = stage;
   }
+  if (s.moe_token_dispatcher_type)
+    check_choice(issues, "moe_token_dispatcher_type", *s.moe_token_dispatcher_type, {"allgather", "alltoall", "flex"});
+  if (s.moe_router_load_balancing_type)
+    check_choice(issues, "moe_router_load_balancing_type", *s.moe_router_load_balancing_type,
+                 {"aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none"});
+  if (s.moe_load_imbalance_factor && !(*s.moe_load_imbalance_factor >= 1 && *s.moe_load_imbalance_factor <= 64))
+    issues.add("/moe_load_imbalance_factor", "must be in [1, 64] (busiest EP rank's tokens over the mean)");
   if (s.te_version && !valid_version(*s.te_version))
     issues.add("/te_version", "expected a version like \"2.11.0\" (1 to 4 numbers of at most 9 digits), got \"" +
                                   s.te_version->substr(0, 40) + "\"");
@@ -342,6 +362,9 @@ std::string strategy_to_json_text(const StrategyConfig& s) {
   j["optimizer_offload_fraction"] = s.optimizer_offload_fraction;
   if (!s.megatron_recompute_modules.empty()) j["megatron_recompute_modules"] = s.megatron_recompute_modules;
   if (!s.offload_modules.empty()) j["offload_modules"] = s.offload_modules;
+  if (!s.hierarchical_context_parallel_sizes.empty())
+    j["hierarchical_context_parallel_sizes"] = s.hierarchical_context_parallel_sizes;
+  if (s.moe_load_imbalance_factor) j["moe_load_imbalance_factor"] = *s.moe_load_imbalance_factor;
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -374,6 +397,10 @@ uint64_t strategy_hash(const StrategyConfig& s) {
   for (const auto& m : s.megatron_recompute_modules) str(m);
   num(static_cast<int64_t>(s.offload_modules.size()));
   for (const auto& m : s.offload_modules) str(m);
+  num(static_cast<int64_t>(s.hierarchical_context_parallel_sizes.size()));
+  for (int64_t v : s.hierarchical_context_parallel_sizes) num(v);
+  const double imbalance = s.moe_load_imbalance_factor.value_or(0);
+  bytes(&imbalance, sizeof imbalance);
   return h;
 }
 
@@ -386,7 +413,8 @@ std::vector<std::string> strategy_keys() {
   for (const auto& f : kOptStrFields) keys.emplace_back(f.name);
   for (const char* k : {"attention_sparse_ratio", "mem_factor", "megatron_recompute_modules",
                         "num_virtual_stages_per_pipeline_rank", "recompute_method", "recompute_num_layers",
-                        "recompute_modules", "optimizer_offload_fraction", "offload_modules"})
+                        "recompute_modules", "optimizer_offload_fraction", "offload_modules",
+                        "hierarchical_context_parallel_sizes", "moe_load_imbalance_factor"})
     keys.emplace_back(k);
   return keys;
 }

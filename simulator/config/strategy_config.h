@@ -20,6 +20,14 @@ struct StrategyConfig {
   std::string cp_a2a_mode = "async_cp";
   std::string order_of_paralielism = "tp-cp-ep-dp-pp";  // sic: the peer's spelling
   std::string moe_dispatcher_policy = "all2all";
+  // Context parallel and MoE dispatch (Megatron)
+  std::vector<int64_t> hierarchical_context_parallel_sizes;  // a2a+p2p: {a2a group, ring group}
+  std::optional<std::string> moe_token_dispatcher_type;  // allgather, alltoall, flex (unset: all2all)
+  bool moe_enable_deepep = false;                        // flex dispatcher backend DeepEP
+  bool moe_permute_fusion = false;                       // TE fused permute / unpermute
+  std::optional<std::string> moe_router_load_balancing_type;  // aux_loss (Megatron's default), ...
+  std::optional<double> moe_load_imbalance_factor;       // dropless: busiest EP rank's tokens / mean
+  bool moe_shared_expert_overlap = false;                // shared expert under the dispatch all-to-all
   std::optional<int64_t> num_layers_in_first_pipeline_stage;
   std::optional<int64_t> num_layers_in_last_pipeline_stage;
   bool account_for_embedding_in_pipeline_split = false;

@@ -123,14 +123,29 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
     add("/tp_size", strprintf("%lld does not divide kv_head_num (%lld) of model %s; valid values: %s",
                               ll(tp), ll(m.kv_head_num), src.model.c_str(),
                               join(divisors_of(m.kv_head_num)).c_str()));
-  if (cp > 1 && s.cp_comm_type == "a2a") {
-    if ((m.head_num / tp) % cp != 0 || (m.kv_head_num / tp) % cp != 0)
-      add("/cp_size", strprintf("all-to-all context parallelism splits heads: %lld must divide the "
-                                "per-TP-rank head_num (%lld) and kv_head_num (%lld)",
-                                ll(cp), ll(m.head_num / tp), ll(m.kv_head_num / tp)));
+  if (mode == Mode::SimuMax12 && s.cp_comm_type != "a2a")
+    add("/cp_comm_type", "'" + s.cp_comm_type + "' is not part of SimuMax v1.2; valid values: a2a (or use the default mode)");
+  else if (cp == 1 && s.cp_comm_type != "a2a")
+    add("/cp_comm_type", "'" + s.cp_comm_type + "' changes nothing with cp_size 1; remove it or set cp_size > 1");
+  const auto& hcp = s.hierarchical_context_parallel_sizes;
+  if (s.cp_comm_type == "a2a+p2p") {
+    if (hcp.size() != 2 || hcp[0] * hcp[1] != cp)
+      add("/hierarchical_context_parallel_sizes",
+          strprintf("cp_comm_type a2a+p2p needs [a2a group, ring group] with a product of cp_size (%lld), e.g. [%lld, 2]",
+                    ll(cp), ll(std::max<int64_t>(1, cp / 2))));
+  } else if (!hcp.empty()) {
+    add("/hierarchical_context_parallel_sizes", "changes nothing unless cp_comm_type is 'a2a+p2p'; remove it");
   }
-  if (cp > 1 && s.cp_comm_type == "all_gather")
-    add("/cp_comm_type", "context parallelism 'all_gather' is not modeled; valid values: a2a");
+  // Ulysses splits heads: over the whole CP group (a2a) or its inner group (a2a+p2p).
+  const int64_t a2a = s.cp_comm_type == "a2a" ? cp
+                      : (s.cp_comm_type == "a2a+p2p" && hcp.size() == 2) ? hcp[0] : 1;
+  if (cp > 1 && a2a > 1) {
+    if ((m.head_num / tp) % a2a != 0 || (m.kv_head_num / tp) % a2a != 0)
+      add("/cp_size", strprintf("all-to-all context parallelism splits heads: %lld must divide the "
+                                "per-TP-rank head_num (%lld) and kv_head_num (%lld); cp_comm_type p2p "
+                                "works with any head count",
+                                ll(a2a), ll(m.head_num / tp), ll(m.kv_head_num / tp)));
+  }
   if (m.is_moe()) {
     if (m.expert_num % ep != 0)
       add("/ep_size", strprintf("%lld does not divide expert_num (%lld) of model %s; valid values: %s",
@@ -139,10 +154,47 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   } else if (ep > 1 || etp > 1) {
     add("/ep_size", "expert parallelism needs a moe model; valid values for a dense model: 1");
   }
-  if (m.is_mla() && tp > 1)
-    add("/tp_size", "MLA attention is modeled with tp_size 1 only (as the peer); valid values: 1");
+  if (m.is_mla() && tp > 1 && mode == Mode::SimuMax12)
+    add("/tp_size", "SimuMax v1.2 models MLA attention with tp_size 1 only; valid values: 1 (or use the default mode)");
   if (m.is_mla() && cp > 1)
     add("/cp_size", "MLA attention with context parallelism is not supported by TransformerEngine; valid values: 1");
+
+  if (mode == Mode::SimuMax12 && !m.moe_layer_pattern.empty())
+    issues.push_back({src.model, "/moe_layer_freq",
+                      "a layer pattern other than leading dense layers is not part of SimuMax v1.2; use dense_layers "
+                      "or the default mode"});
+  // MoE dispatch (Megatron): default mode only, and only where it changes something.
+  const struct { const char* key; bool set; } moe_keys[] = {
+      {"moe_token_dispatcher_type", s.moe_token_dispatcher_type.value_or("alltoall") != "alltoall"},
+      {"moe_enable_deepep", s.moe_enable_deepep},
+      {"moe_permute_fusion", s.moe_permute_fusion},
+      {"moe_router_load_balancing_type", s.moe_router_load_balancing_type.has_value()},
+      {"moe_load_imbalance_factor", s.moe_load_imbalance_factor.has_value()},
+      {"moe_shared_expert_overlap", s.moe_shared_expert_overlap}};
+  for (const auto& k : moe_keys) {
+    if (!k.set) continue;
+    if (mode == Mode::SimuMax12)
+      add(std::string("/") + k.key, "is not part of SimuMax v1.2 (it routes with all2all, balanced); remove it or use the default mode");
+    else if (!m.is_moe())
+      add(std::string("/") + k.key, "changes nothing with a dense model; remove it");
+  }
+  if (mode == Mode::Default && m.is_moe()) {
+    if (s.moe_enable_deepep && s.moe_token_dispatcher_type != std::optional<std::string>("flex"))
+      add("/moe_enable_deepep", "DeepEP is a backend of the flex dispatcher; set moe_token_dispatcher_type to 'flex'");
+    if (s.moe_token_dispatcher_type == std::optional<std::string>("flex") && !s.moe_enable_deepep)
+      add("/moe_token_dispatcher_type", "the flex dispatcher needs a backend; set moe_enable_deepep to true");
+    if (s.moe_shared_expert_overlap && !m.moe_shared_expert_intermediate_size)
+      add("/moe_shared_expert_overlap", "changes nothing: model " + src.model + " has no shared expert");
+    else if (s.moe_shared_expert_overlap && s.moe_token_dispatcher_type == std::optional<std::string>("allgather"))
+      add("/moe_shared_expert_overlap", "Megatron overlaps the shared expert with the alltoall or flex dispatcher "
+                                        "only; set moe_token_dispatcher_type to 'alltoall'");
+    if (m.moe_pad_expert_input_to_capacity) {
+      const std::string why = "changes nothing: model " + src.model + " pads every expert to its capacity "
+                              "(moe_pad_expert_input_to_capacity); set that to false for dropless routing";
+      if (s.moe_router_load_balancing_type) add("/moe_router_load_balancing_type", why);
+      if (s.moe_load_imbalance_factor) add("/moe_load_imbalance_factor", why);
+    }
+  }
 
   if (mode == Mode::SimuMax12) {
     StageLayers layers;

@@ -14,9 +14,11 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "memory/activation.h"
+#include "model/context_parallel.h"
 #include "model/graph.h"
 #include "schedule/gemm_comm_overlap.h"
 #include "schedule/grad_buckets.h"
+#include "model/moe_dispatch.h"
 #include "schedule/lower.h"
 #include "schedule/program.h"
 
@@ -202,6 +204,23 @@ OpCost leaf_cost(const Env& env, const Leaf& l, bool recomputed, const char* lay
     o.bytes += bytes[kFwd];
     if (l.recompute_repeats_comm) o.recompute_comm_s = o.fwd_comm_s;
   }
+  if (l.ring_steps > 1) {
+    // Ring attention: each step's KV exchange hides under the previous step's blockwise
+    // attention; only what sticks out is added. The backward circulates dK, dV with K, V and
+    // returns the last dK, dV to its owner (TE AttnFuncWithCPAndKVP2P).
+    const std::string& net = env.nets.of(Group::CP);
+    const auto exchange = [&](double b) {
+      return collective_time(env.sys, env.s, net, Collective::P2P, b, l.ring_steps, "cp");
+    };
+    const double n = static_cast<double>(l.ring_steps), kv = exchange(l.ring_block_bytes);
+    const double fwd_x = std::max(0.0, ring_pass_time(l.ring_steps, t[kFwd] / n, kv, 0) - t[kFwd]);
+    const double bwd_x = std::max(
+        0.0, ring_pass_time(l.ring_steps, t[kBwdAct] / n, exchange(2 * l.ring_block_bytes), kv) - t[kBwdAct]);
+    o.fwd_comm_s += fwd_x;
+    o.bwd_comm_s += bwd_x;
+    if (recompute) o.recompute_comm_s += fwd_x;
+    o.comm_by_group_s[static_cast<size_t>(Group::CP)] += (recompute ? 2 : 1) * fwd_x + bwd_x;
+  }
   return o;
 }
 
@@ -218,6 +237,38 @@ PhaseSums sums_of(const OpCost& o) {
   p.net_by_group = o.comm_by_group_s;
   p.hidden_by_group = o.hidden_comm_by_group_s;
   return p;
+}
+
+// moe_shared_expert_overlap (Megatron SharedExpertMLP on its own stream): the shared expert's
+// compute runs while the dispatch and combine all-to-alls of the same layer are in flight, so
+// min(shared compute, EP communication) of each pass is hidden. `ops[i]` is the cost of
+// `t.leaves[i]`; the hidden time is taken from the (un)permutations' EP time in proportion.
+void overlap_shared_expert(const Env& env, const LayerTemplate& t, std::vector<OpCost>& ops) {
+  double shared[2] = {0, 0}, dispatch[2] = {0, 0};
+  std::vector<std::array<double, 2>> ep(t.leaves.size(), {0, 0});
+  std::array<double, kGroupCount> unused{};
+  for (size_t i = 0; i < t.leaves.size(); ++i) {
+    const Leaf& l = t.leaves[i];
+    if (l.name.rfind("shared_expert.", 0) == 0) {
+      shared[0] += ops[i].fwd_s;
+      shared[1] += ops[i].bwd_s;
+    }
+    if (l.name != "permutation" && l.name != "unpermutation") continue;
+    for (int k = 0; k < 2; ++k) {
+      for (const auto& call : l.comms[k == 0 ? kFwd : kBwdAct])
+        if (call.group == Group::EP) ep[i][static_cast<size_t>(k)] += comm_sum(env, {call}, unused);
+      dispatch[k] += ep[i][static_cast<size_t>(k)];
+    }
+  }
+  const auto g = static_cast<size_t>(Group::EP);
+  for (size_t i = 0; i < ops.size() && i < ep.size(); ++i)
+    for (int k = 0; k < 2; ++k) {
+      const double x = ep[i][static_cast<size_t>(k)];
+      if (x <= 0) continue;
+      const double hidden = std::min(shared[k], dispatch[k]) * x / dispatch[k];
+      (k == 0 ? ops[i].fwd_comm_s : ops[i].bwd_comm_s) -= hidden;
+      ops[i].hidden_comm_by_group_s[g] += hidden;
+    }
 }
 
 // A piece of a chunk's backward (head, one layer, embedding): gradients it produces (dense and
@@ -264,8 +315,11 @@ ChunkOps chunk_ops(const Env& env, const Chunk& c) {
     for (const auto& l : t.leaves) {
       leaves.push_back(leaf_cost(env, l, true, type, 0));
       offload += l.offload_bytes;
-      fwd += leaves.back().fwd_total_s();
-      bwd += leaves.back().bwd_total_s();
+    }
+    if (t.moe && env.s.moe_shared_expert_overlap) overlap_shared_expert(env, t, leaves);
+    for (const auto& o : leaves) {
+      fwd += o.fwd_total_s();
+      bwd += o.bwd_total_s();
     }
     // Activation offloading: a layer's D2H copies run on a copy stream beside its forward and the
     // H2D prefetches beside its backward; the part its compute does not cover is exposed (an op
@@ -403,8 +457,8 @@ struct ChunkResult {
   int64_t hits = 0;
 };
 
-ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded_vocab) {
-  const Chunk chunk = build_chunk(env.m, env.s, padded_vocab, spec, env.mode);
+ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded_vocab, const ChunkEnv& chunk_env) {
+  const Chunk chunk = build_chunk(env.m, env.s, padded_vocab, spec, chunk_env);
   EfficiencyLog log;
   Env local = env;
   local.log = &log;
@@ -445,7 +499,11 @@ namespace {
 // Chunk results of one estimate: each distinct spec evaluated once, through the cache when given.
 class ChunkResults {
  public:
-  ChunkResults(const Env& env, const Plan& plan, EstimateCache* cache) : env_(env), plan_(plan), cache_(cache) {
+  ChunkResults(const Env& env, const Plan& plan, EstimateCache* cache)
+      : env_(env),
+        plan_(plan),
+        cache_(cache),
+        chunk_env_{env.sys.num_per_node, moe_load_imbalance(env.m, env.s, plan.mode), plan.mode} {
     if (!cache_) return;
     EstimateCache::Impl& c = cache_->impl();
     const uint64_t sh = content_hash(env.sys);
@@ -469,7 +527,7 @@ class ChunkResults {
       if (sp == spec) return *r;
     const ChunkResult* r = nullptr;
     if (!cache_) {
-      local_.push_back(std::make_unique<ChunkResult>(evaluate_chunk(env_, spec, plan_.padded_vocab)));
+      local_.push_back(std::make_unique<ChunkResult>(evaluate_chunk(env_, spec, plan_.padded_vocab, chunk_env_)));
       r = local_.back().get();
     } else {
       EstimateCache::Impl& c = cache_->impl();
@@ -484,7 +542,7 @@ class ChunkResults {
         r = &it->second;
       } else {
         ++c.misses;
-        r = &c.chunks.emplace(std::move(key), evaluate_chunk(env_, spec, plan_.padded_vocab)).first->second;
+        r = &c.chunks.emplace(std::move(key), evaluate_chunk(env_, spec, plan_.padded_vocab, chunk_env_)).first->second;
       }
     }
     seen_.emplace_back(spec, r);
@@ -497,6 +555,7 @@ class ChunkResults {
   const Env& env_;
   const Plan& plan_;
   EstimateCache* cache_;
+  ChunkEnv chunk_env_;
   std::string base_key_;
   std::vector<std::pair<ChunkSpec, const ChunkResult*>> seen_;
   std::vector<std::unique_ptr<ChunkResult>> local_;
@@ -735,6 +794,19 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
     rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
     rank_optim[ri] = optimizer_step_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
   }
+  // Megatron's embedding group: with pp > 1 the first stage's embedding and the last stage's copy
+  // (a tied output layer, or the MTP lookups) all-reduce their gradients after the backward
+  // (_allreduce_word_embedding_grads), over the pipeline network. Default mode only.
+  if (plan.mode == Mode::Default && pp > 1 && (m.tie_word_embeddings || m.mtp_num_layers > 0)) {
+    const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
+    const double grad = static_cast<double>(plan.padded_vocab) / static_cast<double>(plan.tp) *
+                        static_cast<double>(m.hidden_size) * mg;
+    const double t = collective_time(sys, s, plan.nets.of(Group::PP), Collective::AllReduce, grad, 2, "pp");
+    for (size_t ri : {size_t{0}, static_cast<size_t>(pp - 1)}) {
+      rank_dp[ri] += t;
+      rank_dense_dp[ri] += t;
+    }
+  }
   // After the pipeline (stretched by the straggler allowance): the DP traffic still running (all
   // of it in compat mode), the optimizer, and the parameter all-gather when it follows the step.
   const double tail_start = pipe * plan.straggler.ratio;
@@ -784,7 +856,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
     st.bwd_per_mb_s = per_mb.bwd;
     st.bubble_s = pipe - mbc * (per_mb.fwd + per_mb.bwd);
     st.total_s = est.timeline.totals[ri].end;
-    st.hidden_comm_by_group_s[static_cast<size_t>(Group::TP)] = ps.hidden_by_group[static_cast<size_t>(Group::TP)] * mbc;
+    for (Group g : kChunkGroups)
+      st.hidden_comm_by_group_s[static_cast<size_t>(g)] = ps.hidden_by_group[static_cast<size_t>(g)] * mbc;
     if (rank_dp[ri] > 0) {
       // The hidden DP time, shared between the dense and expert groups by their totals.
       const double hidden = std::max(0.0, rank_dp[ri] - rank_exposed_dp[ri]) / rank_dp[ri];

@@ -26,7 +26,7 @@ double megatron_step_flops(const ModelConfig& m, const StrategyConfig& s, int64_
   const double a = static_cast<double>(m.head_num);
   const double mtp = static_cast<double>(m.mtp_num_layers);
   // Layers: MTP layers count as the kind of the last layer (MoE for a MoE model).
-  double moe_layers = m.is_moe() ? static_cast<double>(m.layer_num - m.dense_layers) : 0;
+  double moe_layers = static_cast<double>(m.moe_layers_in(0, m.layer_num));
   double dense_layers = static_cast<double>(m.layer_num) - moe_layers;
   (m.is_moe() ? moe_layers : dense_layers) += mtp;
   const double layers = dense_layers + moe_layers;

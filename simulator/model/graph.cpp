@@ -9,6 +9,8 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "model/context_parallel.h"
+#include "model/moe_dispatch.h"
 #include "passes/fp8.h"
 #include "passes/offload.h"
 #include "passes/recompute.h"
@@ -29,6 +31,7 @@ struct Ctx {
   const char* wgrad_dtype;
   bool dummy_wgrad;  // TE ≥ 2.3 allocates a dummy wgrad per unique Linear weight shape
   bool megatron;     // default mode: the tensors Megatron/TE save (else the peer's bookkeeping)
+  const ChunkEnv& env;
 };
 
 // Appends an integral value as the peer prints it (Python int); keys are built on every
@@ -187,6 +190,41 @@ Leaf linear_row(const Ctx& c, const char* name, double in, double out) {
   return l;
 }
 
+// Replicated Linear (TE parallel_mode "duplicated", MLA's q/kv down projections): every TP
+// rank holds the whole weight and runs it on its own tokens (S/tp under sequence parallelism);
+// the up projection then all-gathers the small latent. Megatron all-reduces these weight
+// gradients over TP once per step (not modeled: latent weights are ~1 % of the layer).
+Leaf linear_dup(const Ctx& c, const char* name, double in, double out) {
+  Leaf l;
+  l.name = name;
+  const bool fp8 = c.fp8;
+  const double a = fp8 ? 1 : c.e;
+  const double X_in = c.B * c.S_sp * in, X_out = c.B * c.S_sp * out, W = in * out;
+  linear_common(c, l, c.S_sp, in, out, 2 * X_in * out, X_in, X_out, W, fp8);
+  l.cache = X_in * a;
+  l.fpk = X_in * a + X_out * 2 + (c.s.use_accm_weight ? 0 : W * (fp8 ? 1 : 2));
+  l.bpk = l.fpk;
+  l.input_bytes = X_in * c.e;
+  return l;
+}
+
+// Per-head RMSNorm of q and k (Megatron --qk-layernorm, Qwen3): one memory pass over the local
+// q and k (read, write; backward also the gradient), inputs saved for backward, 2·d weights.
+Leaf qk_layernorm(const Ctx& c, double d) {
+  Leaf l;
+  l.name = "qk_layernorm";
+  const double heads = static_cast<double>(c.m.head_num + c.m.kv_head_num) / static_cast<double>(c.tp);
+  const double X = c.B * c.S_l * heads * d * c.e;
+  l.kernels[kFwd] = {mem_kernel(2 * X)};
+  l.kernels[kBwdAct] = {mem_kernel(3 * X)};
+  l.params = 2 * d;
+  l.cache = X;
+  l.fpk = 2 * X;
+  l.bpk = 3 * X;
+  l.input_bytes = X;
+  return l;
+}
+
 Leaf zero_leaf(const char* name) {
   Leaf l;
   l.name = name;
@@ -194,26 +232,31 @@ Leaf zero_leaf(const char* name) {
 }
 
 // Fused attention (flash / cuDNN SDPA). FLOPs: 2·base fwd, 5·base bwd with
-// base = B·h'·S'^2·(d_qk + d_v), no causal halving (the peer's convention, also its calibration).
-// `k_heads`/`k_dim` size K and V for memory: GQA uses kv heads of the head size; MLA uses all
-// heads with K like Q and V of v_head_dim.
+// base = B·h'·S_q·S·(d_qk + d_v), no causal halving (the peer's convention, also its calibration):
+// h' heads after the CP all-to-all, S_q the queries a rank holds after it (S with a2a, S/cp with
+// p2p and all_gather) against all S keys. The key has the shape of one kernel call (one ring
+// step: S_q keys). `k_heads`/`k_dim` size K and V for memory: GQA uses kv heads of the head
+// size; MLA uses all heads with K like Q and V of v_head_dim.
 Leaf core_attention(const Ctx& c, double d_qk, double d_v, bool mla) {
   Leaf l;
   l.name = "core_attention";
   const double h = static_cast<double>(c.m.head_num), kv = static_cast<double>(c.m.kv_head_num);
-  const double hp = h / c.tp / c.cp, Sp = c.S_l * c.cp;
-  const double base = c.B * hp * Sp * Sp * (d_qk + d_v) * (1 - c.s.attention_sparse_ratio);
-  const double q_el = c.B * hp * Sp * d_qk, o_el = c.B * hp * Sp * d_v, lse_el = c.B * hp * Sp;
+  const CpSplit split = c.cp > 1 ? cp_split(c.s) : CpSplit{};
+  const double a2a = static_cast<double>(split.a2a);
+  const double hp = h / c.tp / a2a, Sq = c.S_l * a2a, S = c.S_l * c.cp;
+  const double base = c.B * hp * Sq * S * (d_qk + d_v) * (1 - c.s.attention_sparse_ratio);
+  const double q_el = c.B * hp * Sq * d_qk, o_el = c.B * hp * Sq * d_v, lse_el = c.B * hp * Sq;
+  const double kv_reads = S / Sq;  // every rank reads all S keys and values (1 with a2a)
   Kernel f, b;
   f.flops = 2 * base;
   f.op = "sdp_fwd";
-  const double v_el = mla ? c.B * hp * Sp * d_v : q_el;  // the peer sizes K (and MHA's V) like Q
-  f.bytes = (2 * q_el + v_el + o_el + lse_el) * c.e;
+  const double v_el = mla ? c.B * hp * Sq * d_v : q_el;  // the peer sizes K (and MHA's V) like Q
+  f.bytes = (q_el + kv_reads * (q_el + v_el) + o_el + lse_el) * c.e;
   b.flops = 5 * base;
   b.op = "sdp_bwd";
-  b.bytes = (4 * q_el + 2 * v_el + o_el + lse_el) * c.e;
+  b.bytes = (2 * q_el + 2 * kv_reads * (q_el + v_el) + o_el + lse_el) * c.e;
   KeyBuilder kb;
-  kb.num("batch", c.B).num("seq_len", Sp).num("head_num", hp).num("kv_head_num", kv / c.tp / c.cp);
+  kb.num("batch", c.B).num("seq_len", Sq).num("head_num", hp).num("kv_head_num", kv / c.tp / a2a);
   kb.num("qk_head_dim", d_qk).num("v_head_dim", d_v).str("qkv_contiguous", "True");
   const std::string key = std::move(kb.s);
   f.key = key;
@@ -226,7 +269,8 @@ Leaf core_attention(const Ctx& c, double d_qk, double d_v, bool mla) {
   const double v = c.B * kvl * c.S_l * (mla ? d_v : d_qk) * 2, lse = c.B * hl * c.S_l * 2;
   const double o = c.B * c.S_l * hl * d_v * 2;
   const bool te28 = version_at_least(c.s.te_version, "2.8.0");
-  const bool cp_a2a = c.cp > 1 && c.s.cp_comm_type == "a2a";
+  const CpFlavor flavor = cp_flavor(c.s.cp_comm_type);
+  const bool cp_a2a = c.cp > 1 && flavor == CpFlavor::A2A;
   const bool save_o = (c.fp8 && c.s.use_flash_sdp) || (cp_a2a && te28);
   const double saved_o = save_o ? o : 0;
   l.cache = q + k + v + lse + saved_o;
@@ -279,6 +323,33 @@ Leaf core_attention(const Ctx& c, double d_qk, double d_v, bool mla) {
       const double bwd_post = base_m + three(q, k, v);
       l.bpk = std::max({bwd_pre, bwd_fa, bwd_post}) - saved;
     }
+  }
+  if (c.cp > 1 && flavor == CpFlavor::A2AP2P) {
+    // Hierarchical: Ulysses all-to-all of q, k, v and o inside the inner group (its gradients
+    // in backward), then the ring below over the outer group.
+    const double qa = c.B * hl * c.S_l * d_qk * c.e, ka = c.B * kvl * c.S_l * d_qk * c.e;
+    const double va = c.B * kvl * c.S_l * d_v * c.e, oa = c.B * hl * c.S_l * d_v * c.e;
+    for (Phase p : {kFwd, kBwdAct})
+      for (double bytes : {qa, ka, va, oa}) add_comm(l, p, Collective::AllToAll, Group::CP, bytes, split.a2a, "cp");
+  }
+  if (c.cp > 1 && split.ring > 1) {
+    // Ring: one KV block (the keys and values a rank holds after the all-to-all) per step; the
+    // received block and the one in flight are live in forward, K, V, dK and dV blocks in
+    // backward (TE double-buffers its P2P receives).
+    l.ring_steps = split.ring;
+    l.ring_block_bytes = c.B * (kvl / a2a) * Sq * (d_qk + (mla ? d_v : d_qk)) * c.e;
+    l.fpk += 2 * (k + v);
+    l.bpk += 4 * (k + v);
+  }
+  if (c.cp > 1 && flavor == CpFlavor::AllGather) {
+    // TE AttnFuncWithCPAndKVAllGather: all-gather K and V before attention (and again in
+    // backward, the gathered copies are not saved), reduce-scatter dK and dV after it.
+    const double kv_full = (k + v) * c.cp / 2 * c.e;  // k, v are 2-byte sizes of the local part
+    add_comm(l, kFwd, Collective::AllGather, Group::CP, kv_full, c.cp, "cp");
+    add_comm(l, kBwdAct, Collective::AllGather, Group::CP, kv_full, c.cp, "cp");
+    add_comm(l, kBwdAct, Collective::ReduceScatter, Group::CP, kv_full, c.cp, "cp");
+    l.fpk += (k + v) * c.cp;
+    l.bpk += 2 * (k + v) * c.cp;
   }
   return l;
 }
@@ -426,13 +497,47 @@ MoeShape moe_shape(const Ctx& c) {
     sh.P = std::ceil(k * T / NE) * NE * c.m.capacity;
     sh.M = std::ceil(k * T / NE) * c.m.capacity * ep * etp;
   } else {
+    // Dropless: the busiest EP rank's experts get `moe_imbalance` times the mean and set the pace.
     sh.P = k * T;
-    sh.M = k * T / NE * ep * etp;
+    sh.M = k * T / NE * ep * etp * c.env.moe_imbalance;
   }
   return sh;
 }
 
-// Token permutation before the expert all-to-all: two kernels (the peer's Permutation).
+// Bytes one rank's dispatch (or combine) moves per micro-batch, by dispatcher (Megatron
+// token_dispatcher.py): `alltoall` sends its k·T routed copies and the busiest rank receives
+// `imbalance` times that; `allgather` gathers every token of the EP×ETP group (the full tensor);
+// DeepEP (`flex`) sends a token once per destination node across nodes (forwarded inside the
+// node over NVLink, hidden under the RDMA transfer) and like alltoall inside one node.
+struct DispatchComm {
+  Collective fwd, bwd;
+  double bytes;
+  int64_t n;
+  bool etp_separate;  // alltoall: the ETP all-gather / reduce-scatter follows the all-to-all
+};
+
+DispatchComm dispatch_comm(const Ctx& c, const MoeShape& sh, bool combine) {
+  const int64_t ep = c.s.ep_size, etp = c.s.etp_size;
+  const double tok = c.H * c.e;
+  switch (moe_dispatcher(c.s)) {
+    case MoeDispatcher::AllGather:
+      return {combine ? Collective::ReduceScatter : Collective::AllGather,
+              combine ? Collective::AllGather : Collective::ReduceScatter,
+              sh.T * tok * static_cast<double>(ep * etp), ep * etp, false};
+    case MoeDispatcher::Flex: {
+      const int64_t group = ep * etp, nodes = (group + c.env.gpus_per_node - 1) / c.env.gpus_per_node;
+      if (nodes <= 1) return {Collective::AllToAll, Collective::AllToAll, sh.P * tok * c.env.moe_imbalance * static_cast<double>(etp), group, false};
+      const double per_token = expected_token_nodes(c.m.expert_num, c.m.topk.value_or(1), nodes);
+      return {Collective::AllToAll, Collective::AllToAll,
+              sh.T * tok * per_token * c.env.moe_imbalance * static_cast<double>(etp), group, false};
+    }
+    case MoeDispatcher::AllToAll: break;
+  }
+  return {Collective::AllToAll, Collective::AllToAll, sh.P * tok * c.env.moe_imbalance, ep, true};
+}
+
+// Token permutation around the dispatch: two kernels (the peer's Permutation), one pass with
+// TE's fused permute (`moe_permute_fusion`).
 Leaf permutation(const Ctx& c, const MoeShape& sh) {
   Leaf l;
   l.name = "permutation";
@@ -440,13 +545,20 @@ Leaf permutation(const Ctx& c, const MoeShape& sh) {
   const double k1 = (sh.T * c.H + sh.P * c.H) * c.e, k2 = 2 * sh.P * c.H * c.e;
   l.kernels[kFwd] = {mem_kernel(k1, "permute_fwd"), mem_kernel(k2, "permute_fwd")};
   l.kernels[kBwdAct] = {mem_kernel(k1, "permute_bwd"), mem_kernel(k2, "permute_bwd")};
-  const int64_t ep = c.s.ep_size, etp = c.s.etp_size;
-  for (Phase p : {kFwd, kBwdAct}) {
-    add_comm(l, p, Collective::AllToAll, Group::EP, sh.P * c.H * c.e, ep, "Dispatch_FWD_EP");
-    if (c.s.dispatch_probs) add_comm(l, p, Collective::AllToAll, Group::EP, sh.T * NE * c.e, ep, "Dispatch_FWD_EP");
+  if (c.s.moe_permute_fusion) {
+    l.kernels[kFwd].pop_back();
+    l.kernels[kBwdAct].pop_back();
   }
-  add_comm(l, kFwd, Collective::AllGather, Group::ETP, sh.P * c.H * c.e * static_cast<double>(etp), etp, "etp");
-  add_comm(l, kBwdAct, Collective::ReduceScatter, Group::ETP, sh.P * c.H * c.e * static_cast<double>(etp), etp, "etp");
+  const int64_t ep = c.s.ep_size, etp = c.s.etp_size;
+  const DispatchComm d = dispatch_comm(c, sh, false);
+  add_comm(l, kFwd, d.fwd, Group::EP, d.bytes, d.n, "Dispatch_FWD_EP");
+  add_comm(l, kBwdAct, d.bwd, Group::EP, d.bytes, d.n, "Dispatch_FWD_EP");
+  for (Phase p : {kFwd, kBwdAct})
+    if (c.s.dispatch_probs) add_comm(l, p, Collective::AllToAll, Group::EP, sh.T * NE * c.e, ep, "Dispatch_FWD_EP");
+  if (d.etp_separate) {
+    add_comm(l, kFwd, Collective::AllGather, Group::ETP, sh.P * c.H * c.e * static_cast<double>(etp), etp, "etp");
+    add_comm(l, kBwdAct, Collective::ReduceScatter, Group::ETP, sh.P * c.H * c.e * static_cast<double>(etp), etp, "etp");
+  }
   l.recompute_repeats_comm = true;
   l.cache = sh.T * NE * 8;  // routing probs and indices
   l.input_bytes = sh.T * c.H * c.e;
@@ -460,11 +572,18 @@ Leaf unpermutation(const Ctx& c, const MoeShape& sh) {
   const double k1 = 2 * Pp * c.H * c.e, k2 = (Pp * c.H + sh.T * c.H) * c.e;
   l.kernels[kFwd] = {mem_kernel(k1, "permute_fwd"), mem_kernel(k2, "permute_fwd")};
   l.kernels[kBwdAct] = {mem_kernel(k1, "permute_bwd"), mem_kernel(k2, "permute_bwd")};
-  const int64_t ep = c.s.ep_size, etp = c.s.etp_size;
-  add_comm(l, kFwd, Collective::ReduceScatter, Group::ETP, Pp * c.H * c.e * static_cast<double>(etp), etp, "etp");
-  add_comm(l, kBwdAct, Collective::AllGather, Group::ETP, Pp * c.H * c.e * static_cast<double>(etp), etp, "etp");
-  for (Phase p : {kFwd, kBwdAct})
-    add_comm(l, p, Collective::AllToAll, Group::EP, Pp * c.H * c.e, ep, "Combine_FWD_EP");
+  if (c.s.moe_permute_fusion) {
+    l.kernels[kFwd].erase(l.kernels[kFwd].begin());
+    l.kernels[kBwdAct].erase(l.kernels[kBwdAct].begin());
+  }
+  const int64_t etp = c.s.etp_size;
+  const DispatchComm d = dispatch_comm(c, sh, true);
+  if (d.etp_separate) {
+    add_comm(l, kFwd, Collective::ReduceScatter, Group::ETP, Pp * c.H * c.e * static_cast<double>(etp), etp, "etp");
+    add_comm(l, kBwdAct, Collective::AllGather, Group::ETP, Pp * c.H * c.e * static_cast<double>(etp), etp, "etp");
+  }
+  add_comm(l, kFwd, d.fwd, Group::EP, d.bytes, d.n, "Combine_FWD_EP");
+  add_comm(l, kBwdAct, d.bwd, Group::EP, d.bytes, d.n, "Combine_FWD_EP");
   l.recompute_repeats_comm = true;
   if (c.s.dispatch_probs) {
     l.cache = 0;
@@ -561,7 +680,7 @@ const char* group_name(Group g) {
 }
 
 Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
-                  const ChunkSpec& spec, Mode mode) {
+                  const ChunkSpec& spec, const ChunkEnv& env) {
   const bool with_embedding = spec.embedding, with_head = spec.head;
   const int64_t layers = spec.layers, dense_layers = spec.dense_layers;
   const int64_t recompute_layers = spec.recompute_layers;
@@ -582,13 +701,17 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
         s.fp8,
         s.grad_reduce_in_bf16 ? "bf16" : "fp32",
         s.use_fused_grad_accumulation && version_at_least(s.te_version, "2.3.0"),
-        mode == Mode::Default};
+        env.mode == Mode::Default,
+        env};
   const double H = c.H, Vt = static_cast<double>(padded_vocab) / s.tp_size;
   Chunk chunk;
   if (with_embedding) chunk.pre.push_back(embedding(c, Vt));
   if (with_head) {
     chunk.post.push_back(layer_norm(c, "final_layernorm"));
     chunk.post.push_back(linear_col(c, "output_layer", H, static_cast<double>(padded_vocab), false));
+    // Tied embeddings (Megatron without --untie-embeddings-and-output-weights): a stage holding
+    // both uses one matrix; other stages keep a copy whose gradient is all-reduced.
+    if (env.mode == Mode::Default && m.tie_word_embeddings && with_embedding) chunk.post.back().params = 0;
     chunk.post.push_back(cross_entropy(c, Vt));
     if (s.cross_entropy_loss_fusion && s.cross_entropy_fusion_impl == "linear")
       fuse_linear_cross_entropy(c, chunk.post[chunk.post.size() - 2], chunk.post.back(), Vt);
@@ -604,28 +727,38 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
     const double h = static_cast<double>(m.head_num), kv = static_cast<double>(m.kv_head_num);
     L.push_back(layer_norm(c, "input_layernorm"));
     if (m.is_mla()) {
-      // DeepSeek MLA: low-rank q (optional) and kv projections with their norms; the output
-      // projection is column-parallel in the peer (valid because MLA runs with tp 1).
+      // DeepSeek MLA (Megatron MLASelfAttention): the q/kv down projections are replicated
+      // over TP, the up projections column-parallel (heads split; their input all-gather is the
+      // latent's, after the latent norms, which then see every local token), the output
+      // projection row-parallel. With tp 1 the down projections and the output projection keep
+      // the peer's column-parallel form (the same GEMMs).
       const double dq = static_cast<double>(*m.qk_head_dim), dr = static_cast<double>(*m.qk_pos_emb_head_dim);
       const double dv = static_cast<double>(*m.v_head_dim), kvl = static_cast<double>(*m.kv_lora_rank);
+      const bool split = s.tp_size > 1;
+      Ctx gathered = c;
+      gathered.S_sp = c.S_l;
+      auto down = [&](const char* name, double in, double out) {
+        return split ? linear_dup(c, name, in, out) : linear_col(c, name, in, out);
+      };
       if (m.q_lora_rank) {
         const double ql = static_cast<double>(*m.q_lora_rank);
-        L.push_back(linear_col(c, "q_down_proj", H, ql));
-        L.push_back(linear_col(c, "kv_down_proj", H, kvl + dr));
-        L.push_back(layer_norm(c, "q_layernorm", ql));
+        L.push_back(down("q_down_proj", H, ql));
+        L.push_back(down("kv_down_proj", H, kvl + dr));
+        L.push_back(layer_norm(gathered, "q_layernorm", ql));
         L.push_back(linear_col(c, "q_up_proj", ql, h * (dq + dr)));
       } else {
         L.push_back(linear_col(c, "q_proj", H, h * (dq + dr)));
-        L.push_back(linear_col(c, "kv_down_proj", H, kvl + dr));
+        L.push_back(down("kv_down_proj", H, kvl + dr));
       }
-      L.push_back(layer_norm(c, "kv_layernorm", kvl));
+      L.push_back(layer_norm(gathered, "kv_layernorm", kvl));
       L.push_back(linear_col(c, "kv_up_proj", kvl, h * (dq + dv)));
       L.push_back(zero_leaf("rotary_emb"));
       L.push_back(core_attention(c, dq + dr, dv, true));
-      L.push_back(linear_col(c, "linear_proj", h * dv, H));
+      L.push_back(split ? linear_row(c, "linear_proj", h * dv, H) : linear_col(c, "linear_proj", h * dv, H));
     } else {
       const double d = static_cast<double>(m.head_size.value_or(0));
       L.push_back(linear_col(c, "linear_qkv", H, (h + 2 * kv) * d));
+      if (env.mode == Mode::Default && m.qk_layernorm) L.push_back(qk_layernorm(c, d));
       L.push_back(zero_leaf("rotary_emb"));
       L.push_back(core_attention(c, d, d, false));
       L.push_back(linear_row(c, "linear_proj", h * d, H));
@@ -666,7 +799,7 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
       L.push_back(unpermutation(c, sh));
     }
     if (c.fp8) insert_quantizers(L);
-    if (recompute) apply_recompute(L, m, s, moe, mode);
+    if (recompute) apply_recompute(L, m, s, moe, env.mode);
     if (continues && !L.empty() && L[0].recompute) L[0].status = RecomputeStatus::Middle;
     apply_offload(L, s);
     return t;
@@ -685,6 +818,38 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
       slot = static_cast<int>(chunk.templates.size());
     }
     chunk.layers.push_back({slot - 1, r});
+  }
+  if (spec.mtp_layers > 0) {
+    // Multi-token prediction (Megatron MultiTokenPredictionLayer, DeepSeek-V3 §2.2): each MTP
+    // layer norms the next token's embedding and the hidden state (enorm, hnorm), projects their
+    // concatenation 2H → H (eh_proj), runs one transformer layer (MoE in a MoE model) and the
+    // output layer and loss, whose weights are the main head's. The stage keeps its own copy of
+    // the embedding for the lookups (Megatron builds it wherever MTP runs) unless it has one.
+    LayerTemplate t = make_layer(false, m.is_moe(), false);
+    std::vector<Leaf> pre_leaves = {layer_norm(c, "mtp.enorm"), layer_norm(c, "mtp.hnorm"),
+                                    linear_col(c, "mtp.eh_proj", 2 * H, H)};
+    Leaf lookup = embedding(c, Vt);
+    lookup.name = "mtp.embedding";
+    lookup.kernels[kBwdW].clear();
+    lookup.params = 0;
+    pre_leaves.insert(pre_leaves.begin(), lookup);
+    t.leaves.insert(t.leaves.begin(), pre_leaves.begin(), pre_leaves.end());
+    t.leaves.push_back(layer_norm(c, "mtp.final_layernorm"));
+    t.leaves.push_back(linear_col(c, "mtp.output_layer", H, static_cast<double>(padded_vocab), false));
+    t.leaves.back().params = 0;  // the main head's weight
+    t.leaves.push_back(cross_entropy(c, Vt));
+    t.leaves.back().name = "mtp.cross_entropy";
+    const int slot = static_cast<int>(chunk.templates.size());
+    chunk.templates.push_back(std::move(t));
+    for (int64_t i = 0; i < spec.mtp_layers; ++i) chunk.layers.push_back({slot, false});
+    if (!with_embedding) {
+      Leaf copy = embedding(c, Vt);
+      copy.name = "mtp.embedding_weights";
+      copy.kernels = {};
+      copy.comms = {};
+      copy.fpk = copy.bpk = copy.input_bytes = 0;
+      chunk.post.push_back(std::move(copy));
+    }
   }
   return chunk;
 }

@@ -70,6 +70,11 @@ struct Leaf {
   double dummy_wgrad_bytes = 0;
   int64_t dummy_rows = 0, dummy_cols = 0;
   bool grouped = false;
+  // Ring attention (cp_comm_type p2p, a2a+p2p): the forward and input-gradient kernels run in
+  // `ring_steps` equal blocks, each overlapped with the P2P exchange (over CP) of one KV block of
+  // `ring_block_bytes` (model/context_parallel.h). 0 = no ring.
+  int64_t ring_steps = 0;
+  double ring_block_bytes = 0;
 };
 
 /// One transformer layer's leaves; the recompute fields describe the layer when recomputed.
@@ -99,8 +104,15 @@ struct ChunkSpec {
   bool operator==(const ChunkSpec&) const = default;
 };
 
-/// Builds the leaves of a chunk. `mode` selects Megatron's saved tensors (default) or the peer's.
+/// What a chunk's leaves read beyond the model and the strategy (resolved from the Plan).
+struct ChunkEnv {
+  int64_t gpus_per_node = 8;  // nodes an EP group spans (DeepEP's node dedupe)
+  double moe_imbalance = 1;   // busiest EP rank's expert tokens over the mean (model/moe_dispatch.h)
+  Mode mode = Mode::Default;  // compat mode leaves out what SimuMax v1.2 does not run
+};
+
+/// Builds the leaves of a chunk. `env.mode` selects Megatron's saved tensors (default) or the peer's.
 [[nodiscard]] Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
-                                const ChunkSpec& spec, Mode mode = Mode::Default);
+                                const ChunkSpec& spec, const ChunkEnv& env = {});
 
 }  // namespace trainsim

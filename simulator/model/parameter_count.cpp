@@ -84,8 +84,7 @@ ParameterCount count_parameters(const ModelConfig& m, const StrategyConfig& s) {
   const int64_t head = (m.tie_word_embeddings ? 0 : m.vocab_size * h) + norm_params(m, h);
   const LayerParams dense = layer_params(m, false);
   const LayerParams moe = m.is_moe() ? layer_params(m, true) : dense;
-  const int64_t dense_layers = m.is_moe() ? m.dense_layers : m.layer_num;
-  auto layer_at = [&](int64_t i) { return i < dense_layers ? dense : moe; };
+  auto layer_at = [&](int64_t i) { return m.is_moe_layer(i) ? moe : dense; };
   const LayerParams mtp = m.mtp_num_layers > 0 ? mtp_params(m) : LayerParams{};
 
   out.total = out.embedding + head + m.mtp_num_layers * mtp.total;

@@ -136,7 +136,7 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
   }
 
   // Chunks: virtual stage i = c·pp + r runs on rank r as chunk c and holds the next layers in
-  // model order; leading dense layers of a MoE model land on the first virtual stages.
+  // model order; the dense layers of a MoE model are where its layer pattern puts them.
   // Recompute covers the first recompute_layer_num layers of every chunk (the peer's rule, per
   // Megatron virtual chunk).
   std::vector<VirtualStage> stages;
@@ -154,7 +154,6 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
     stages.front().embedding = true;
     stages.back().loss = true;
   }
-  const int64_t dense = m.is_moe() ? m.dense_layers : 0;
   p.chunks.assign(static_cast<size_t>(p.pp), std::vector<ChunkSpec>(static_cast<size_t>(p.vpp)));
   int64_t offset = 0;
   for (int64_t i = 0; i < p.pp * p.vpp; ++i) {
@@ -163,8 +162,15 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
     cs.embedding = st.embedding;
     cs.head = st.loss;
     cs.layers = st.layers;
-    cs.mtp_layers = st.mtp_layers;
-    cs.dense_layers = std::clamp<int64_t>(dense - offset, 0, st.layers);
+    // Megatron puts the MTP layers on the last stage, with the head, unless a layout places them
+    // (default mode; SimuMax v1.2 only counts their parameters).
+    cs.mtp_layers = mode != Mode::Default              ? 0
+                    : s.pipeline_model_parallel_layout ? st.mtp_layers
+                    : st.loss                          ? m.mtp_num_layers
+                                                       : 0;
+    // Dense layers of a MoE model (built first within the chunk: the time is the same in any
+    // order; Megatron's --moe-layer-freq patterns interleave them).
+    cs.dense_layers = m.is_moe() ? st.layers - m.moe_layers_in(offset, st.layers) : 0;
     cs.recompute_layers = s.is_recompute() ? std::min(st.layers, s.recompute_layer_num) : 0;
     offset += st.layers;
   }

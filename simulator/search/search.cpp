@@ -153,6 +153,17 @@ StrategyConfig Worker::layout_strategy(const Layout& l, int64_t mbs, bool& expre
   s.ep_size = l.ep;
   s.etp_size = l.etp;
   s.interleaving_size = l.vpp;
+  if (l.cp == 1) {
+    // A CP flavour changes nothing without CP (validate_plan rejects it there).
+    s.cp_comm_type = "a2a";
+    s.hierarchical_context_parallel_sizes.clear();
+  } else if (sh_.o.mode == Mode::Default && s.cp_comm_type == "a2a") {
+    // Where all-to-all CP cannot split the heads (TP8 × CP2 on 8 KV heads), Megatron's default
+    // ring (p2p) runs.
+    const ModelConfig& m = sh_.m;
+    const bool tp_ok = m.head_num % l.tp == 0 && m.kv_head_num % l.tp == 0;
+    if (tp_ok && ((m.head_num / l.tp) % l.cp != 0 || (m.kv_head_num / l.tp) % l.cp != 0)) s.cp_comm_type = "p2p";
+  }
   s.microbatch_group_size_per_vp_stage.reset();
   // SimuMax 1.2 models only the synchronous interleaved schedule; Megatron overlaps its p2p.
   if (l.vpp > 1 && sh_.o.mode == Mode::SimuMax12) s.pp_comm_async = false;
@@ -360,9 +371,10 @@ const char* pipeline_split_name(PipelineSplit s) {
 }
 
 SearchSpace default_search_space(const ModelConfig& m, const SystemConfig& sys, int64_t world_size,
-                                 SearchSpace space) {
+                                 SearchSpace space, Mode mode) {
+  // SimuMax v1.2 models MLA with tp 1 only; Megatron splits it like any attention.
   if (space.tp.empty())
-    space.tp = m.is_mla() ? std::vector<int64_t>{1} : powers_of_two_up_to(sys.num_per_node);
+    space.tp = m.is_mla() && mode == Mode::SimuMax12 ? std::vector<int64_t>{1} : powers_of_two_up_to(sys.num_per_node);
   if (space.pp.empty())
     for (int64_t p = 1; p <= std::min(m.layer_num, world_size); ++p) space.pp.push_back(p);
   if (space.cp.empty()) space.cp = {1};
@@ -404,7 +416,7 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
     bad("/gmi_error", strprintf("%g GiB leaves no memory on a %g GiB device", rule.unusable_bytes / kGiB,
                                 sys.mem_bytes / kGiB));
 
-  SearchSpace space = default_search_space(m, sys, o.world_size, space_in);
+  SearchSpace space = default_search_space(m, sys, o.world_size, space_in, o.mode);
   auto tidy = [&](std::vector<int64_t>& v, const char* name, int64_t lo, int64_t hi) {
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());

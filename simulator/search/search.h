@@ -96,11 +96,12 @@ struct SearchResult {
 };
 
 /// The default values of every empty dimension of `space` for this model and system:
-/// tp powers of two up to num_per_node (1 for MLA), pp 1..min(layer_num, world_size), cp 1,
+/// tp powers of two up to num_per_node (1 for MLA in compat mode), pp 1..min(layer_num, world_size), cp 1,
 /// ep powers of two up to min(expert_num, world_size) (1 for dense), etp 1, vpp 1, mbs 1,2,4,
 /// zero 1, recompute none/full_block/three selective sets, sp on.
 [[nodiscard]] SearchSpace default_search_space(const ModelConfig& m, const SystemConfig& sys,
-                                               int64_t world_size, SearchSpace space = {});
+                                               int64_t world_size, SearchSpace space = {},
+                                               Mode mode = Mode::Default);
 
 /// Most candidates (layouts × mbs × recompute choices) one search may visit.
 inline constexpr int64_t kMaxSearchCandidates = int64_t{1} << 24;

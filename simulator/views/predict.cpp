@@ -7,7 +7,9 @@ namespace trainsim {
 
 Prediction predict(const PlanRequest& request, const std::string& default_model, const std::string& default_strategy,
                    const ConfigText& system, MfuConvention mfu, Mode mode) {
-  const PlanConfigs pc = build_plan(request, default_model, default_strategy);
+  PlanRequest r = request;
+  r.mode = mode;
+  const PlanConfigs pc = build_plan(r, default_model, default_strategy);
   Prediction p;
   PlanInputs& in = p.in;
   in.model = pc.model;

@@ -98,16 +98,21 @@ TEST(HfConfig, ErrorsNameTheKey) {
             "(no error)");
 }
 
-TEST(HfConfig, MoeLayerPatternsBeyondLeadingDenseAreErrors) {
+// Qwen MoE: layer i is MoE iff (i + 1) % decoder_sparse_step == 0 and i is not in
+// mlp_only_layers; DeepSeek: iff i ≥ first_k_dense_replace and i % moe_layer_freq == 0.
+TEST(HfConfig, MoeLayerPatterns) {
   const std::string base =
       R"("model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
          "vocab_size": 100, "intermediate_size": 128, "num_experts": 4, "num_experts_per_tok": 2,
          "moe_intermediate_size": 32)";
-  EXPECT_EQ(error_of("{" + base + ", \"mlp_only_layers\": [0, 1]}"), "(no error)");
-  EXPECT_EQ(error_of("{" + base + ", \"mlp_only_layers\": [3]}"),
-            "config.json: /mlp_only_layers: only leading dense layers [0, 1, ..., k-1] are modeled");
-  EXPECT_EQ(error_of("{" + base + ", \"decoder_sparse_step\": 2}"),
-            "config.json: /decoder_sparse_step: 2 is not supported: only every layer MoE (1) is modeled");
+  auto model_of = [&](const std::string& extra) { return load_hf_config("{" + base + extra + "}", "config.json").model; };
+  const ModelConfig leading = model_of(R"(, "mlp_only_layers": [0, 1])");
+  EXPECT_EQ(leading.dense_layers, 2);
+  EXPECT_TRUE(leading.moe_layer_pattern.empty());
+  EXPECT_EQ(model_of(R"(, "mlp_only_layers": [3])").moe_layer_pattern, (std::vector<int64_t>{1, 1, 1, 0}));
+  EXPECT_EQ(model_of(R"(, "decoder_sparse_step": 2)").moe_layer_pattern, (std::vector<int64_t>{0, 1, 0, 1}));
+  EXPECT_EQ(error_of("{" + base + ", \"decoder_sparse_step\": 0}"),
+            "config.json: /decoder_sparse_step: must be in 1..4");
 }
 
 }  // namespace

@@ -82,9 +82,12 @@ TEST(MegatronArgs, LaunchersAndMoePatterns) {
       "--num-layers 61 --num-experts 256 --moe-layer-freq ([0]*3+[1]*58) --multi-latent-attention", "f");
   EXPECT_EQ(ds.model["dense_layers"], 3);
   EXPECT_EQ(parse_megatron_args("--num-experts 8 --moe-layer-freq 1", "f").model["dense_layers"], 0);
-  EXPECT_EQ(error_of([] { (void)parse_megatron_args("--num-layers 4 --moe-layer-freq [1,0,1,0]", "f"); }),
-            "f: --moe-layer-freq: '[1,0,1,0]': only leading dense layers followed by MoE layers are modeled, e.g. "
-            "([0]*3+[1]*58)");
+  // Other patterns and every-k-th layers become the model's per-layer list / int.
+  EXPECT_EQ(parse_megatron_args("--num-layers 4 --moe-layer-freq [1,0,1,0]", "f").model["moe_layer_freq"],
+            nlohmann::json({1, 0, 1, 0}));
+  EXPECT_EQ(parse_megatron_args("--num-experts 8 --moe-layer-freq 2", "f").model["moe_layer_freq"], 2);
+  EXPECT_EQ(error_of([] { (void)parse_megatron_args("--num-layers 4 --moe-layer-freq [1,0,2,0]", "f"); }),
+            "f: --moe-layer-freq: '[1,0,2,0]' is not an int or a pattern such as ([0]*3+[1]*58)");
   EXPECT_EQ(error_of([] { (void)parse_megatron_args("--num-layers 5 --moe-layer-freq [0]*3+[1]*58", "f"); }),
             "f: --moe-layer-freq: the pattern has 61 entries but --num-layers is 5");
 }
@@ -136,11 +139,13 @@ TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
       {"--overlap-param-gather", 's', "overlap_param_gather"},
       {"--data-parallel-sharding-strategy optim_grads_params", 'n', ""},
       {"--tp-comm-overlap", 's', "tp_comm_overlap"},
-      {"--hierarchical-context-parallel-sizes 2 4", 'n', ""},
-      {"--moe-enable-deepep", 'n', ""},
-      {"--moe-permute-fusion", 'n', ""},
+      {"--hierarchical-context-parallel-sizes 2 4", 's', "hierarchical_context_parallel_sizes"},
+      {"--moe-enable-deepep", 's', "moe_enable_deepep"},
+      {"--moe-permute-fusion", 's', "moe_permute_fusion"},
+      {"--moe-deepep-num-sms 24", 'n', ""},
+      {"--moe-router-load-balancing-type sinkhorn", 's', "moe_router_load_balancing_type"},
       {"--overlap-moe-expert-parallel-comm", 'n', ""},
-      {"--moe-shared-expert-overlap", 'n', ""},
+      {"--moe-shared-expert-overlap", 's', "moe_shared_expert_overlap"},
       {"--offload-modules core_attn", 's', "offload_modules"},
       {"--optimizer-cpu-offload", 's', "optimizer_cpu_offload"},
       {"--overlap-cpu-optimizer-d2h-h2d", 'n', ""},
@@ -248,6 +253,47 @@ TEST(MegatronArgs, PipelineLayoutAndVirtualStages) {
   EXPECT_EQ(plan.chunks[0][0].layers, 2);
   EXPECT_EQ(plan.chunks[3][1].layers, 4);
   EXPECT_TRUE(plan.chunks[3][1].head);
+}
+
+// Context parallel and MoE dispatch flags land in the strategy with Megatron's defaults (p2p,
+// allgather); the hierarchical sizes come as a list.
+TEST(MegatronArgs, ContextParallelAndDispatcherFlags) {
+  PlanRequest r;
+  r.hf_config = file("hf/llama-3.1-8b/config.json");
+  r.megatron = ConfigText{"torchrun --nproc-per-node 16 pretrain_gpt.py --seq-length 8192 --micro-batch-size 1 "
+                          "--tensor-model-parallel-size 8 --context-parallel-size 2",
+                          "args.txt"};
+  EXPECT_EQ(build_plan(r, "", "").strategy.cp_comm_type, "p2p");
+  r.megatron->text += " --cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 1 2";
+  const PlanConfigs h = build_plan(r, "", "");
+  EXPECT_EQ(h.strategy.cp_comm_type, "a2a+p2p");
+  EXPECT_EQ(h.strategy.hierarchical_context_parallel_sizes, (std::vector<int64_t>{1, 2}));
+
+  PlanRequest moe;
+  moe.hf_config = file("hf/mixtral-8x7b/config.json");
+  moe.megatron = ConfigText{"torchrun --nproc-per-node 8 pretrain_gpt.py --seq-length 4096 --micro-batch-size 1 "
+                            "--expert-model-parallel-size 8",
+                            "args.txt"};
+  EXPECT_EQ(build_plan(moe, "", "").strategy.moe_token_dispatcher_type, std::optional<std::string>("allgather"));
+  moe.megatron->text += " --moe-token-dispatcher-type flex --moe-enable-deepep --moe-permute-fusion";
+  const PlanConfigs flex = build_plan(moe, "", "");
+  EXPECT_EQ(flex.strategy.moe_token_dispatcher_type, std::optional<std::string>("flex"));
+  EXPECT_TRUE(flex.strategy.moe_enable_deepep);
+  EXPECT_TRUE(flex.strategy.moe_permute_fusion);
+  EXPECT_TRUE(flex.not_modeled.empty());
+
+  // SimuMax v1.2 has a2a CP and all2all dispatch only: the flags stay warnings there.
+  r.mode = moe.mode = Mode::SimuMax12;
+  const PlanConfigs compat = build_plan(r, "", "");
+  EXPECT_EQ(compat.strategy.cp_comm_type, "a2a");
+  EXPECT_TRUE(compat.strategy.hierarchical_context_parallel_sizes.empty());
+  ASSERT_EQ(compat.not_modeled.size(), 2u);
+  EXPECT_EQ(compat.not_modeled[0], "--cp-comm-type a2a+p2p: SimuMax v1.2 has a2a only (simulated as a2a)");
+  EXPECT_EQ(compat.not_modeled[1], "--hierarchical-context-parallel-sizes: not part of SimuMax v1.2");
+  const PlanConfigs compat_moe = build_plan(moe, "", "");
+  EXPECT_FALSE(compat_moe.strategy.moe_token_dispatcher_type.has_value());
+  EXPECT_FALSE(compat_moe.strategy.moe_enable_deepep);
+  EXPECT_EQ(compat_moe.not_modeled.size(), 3u);
 }
 
 TEST(MegatronArgs, ModelFromFlagsAlone) {

@@ -40,7 +40,7 @@ ActivationResult walk(const std::string& extra, Mode mode) {
   const Plan plan = resolve_plan(m, s, sys, mode);
   ChunkSpec spec = plan.chunks[0][0];
   spec.embedding = spec.head = false;
-  return walk_activations(build_chunk(m, s, plan.padded_vocab, spec, mode), s);
+  return walk_activations(build_chunk(m, s, plan.padded_vocab, spec, ChunkEnv{.mode = mode}), s);
 }
 // Saved bytes (MiB) and the liveness peak (MiB).
 double cache_mib(const std::string& extra, Mode mode = Mode::Default) { return walk(extra, mode).cache_per_mb / kMiB; }

@@ -42,7 +42,7 @@ ActivationResult walk(const std::string& extra) {
   const Plan plan = resolve_plan(m, s, h100_link(50), Mode::Default);
   ChunkSpec spec = plan.chunks[0][0];
   spec.embedding = spec.head = false;
-  return walk_activations(build_chunk(m, s, plan.padded_vocab, spec, Mode::Default), s);
+  return walk_activations(build_chunk(m, s, plan.padded_vocab, spec, ChunkEnv{.mode = Mode::Default}), s);
 }
 
 const std::string kAttn =

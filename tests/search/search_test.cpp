@@ -213,6 +213,28 @@ TEST(SearchTest, SameResultForAnyThreadCount) {
               strategy_to_json_text(one.candidates[i].strategy));
 }
 
+// Default mode: TP8 × CP2 on 8 KV heads cannot split heads all-to-all, so the search runs the
+// ring (Megatron's default) instead of rejecting the layout.
+TEST(SearchTest, RingContextParallelWhereHeadsDoNotSplit) {
+  const ModelConfig m = preset_model("llama3-8b");
+  const SystemConfig sys = preset_system("h100-sxm-80g");
+  SearchSpace space;
+  space.tp = {8};
+  space.cp = {2};
+  space.pp = {1};
+  space.recompute = {RecomputeKind::None};
+  SearchOptions o;
+  o.world_size = 16;
+  o.global_batch = 8;
+  o.base.seq_len = 16384;
+  o.threads = 1;
+  const SearchResult r = search(m, sys, space, o);
+  ASSERT_FALSE(r.candidates.empty());
+  EXPECT_EQ(r.candidates[0].strategy.cp_comm_type, "p2p");
+  o.mode = Mode::SimuMax12;  // SimuMax v1.2 has a2a only: the layout is illegal there
+  EXPECT_TRUE(search(m, sys, space, o).candidates.empty());
+}
+
 TEST(SearchTest, RanksByMfu) {
   const ModelConfig m = preset_model("llama3-8b");
   const SystemConfig sys = preset_system("h100-sxm-80g");
@@ -237,7 +259,9 @@ TEST(SearchTest, DefaultSpace) {
   EXPECT_EQ(dense.recompute.size(), 5u);
   const SearchSpace moe =
       default_search_space(preset_model("deepseek-v3"), preset_system("h100-sxm-80g"), 256);
-  EXPECT_EQ(moe.tp, (std::vector<int64_t>{1}));  // MLA is modeled with tp 1
+  EXPECT_EQ(moe.tp, (std::vector<int64_t>{1, 2, 4, 8}));  // MLA splits over TP (Megatron)
+  EXPECT_EQ(default_search_space(preset_model("deepseek-v3"), preset_system("h100-sxm-80g"), 256, {}, Mode::SimuMax12).tp,
+            (std::vector<int64_t>{1}));  // SimuMax v1.2 models MLA with tp 1
   EXPECT_EQ(moe.ep, (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256}));
   EXPECT_EQ(moe.pp.size(), 61u);
 }
