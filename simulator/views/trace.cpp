@@ -85,8 +85,10 @@ class Writer {
   std::vector<std::string> events_;
 };
 
-// One op slice: its kernels on the compute thread, then its collectives on their groups' threads
-// (in proportion to the op's time per group; they run on the compute stream, so all are exposed).
+// One op slice: its kernels on the compute thread; its exposed collectives after them on their
+// groups' threads (in proportion to each group's exposed time); the collectives overlapped with
+// its kernels (tp_comm_overlap, shared-expert overlap) beside them, in proportion to the share of
+// the op's kernel time this slice holds.
 void write_slice(Writer& w, int pid, const TimelineEvent& ev, const OpSlice& s) {
   const OpCost& o = *s.op;
   nlohmann::ordered_json args;
@@ -96,24 +98,34 @@ void write_slice(Writer& w, int pid, const TimelineEvent& ev, const OpSlice& s) 
   args["chunk"] = ev.chunk;
   args["micro_batch"] = ev.mb;
   args["phase"] = op_phase_name(s.phase);
+  const auto comm = [&](size_t g, double start, double end, bool exposed) {
+    nlohmann::ordered_json a = args;
+    a["group"] = group_name(static_cast<Group>(g));
+    a["exposed"] = exposed;
+    w.complete(pid, group_thread(g), o.name + " " + group_name(static_cast<Group>(g)), start, end, std::move(a));
+  };
   if (s.split > s.start) {
     nlohmann::ordered_json a = args;
     a["flops"] = s.flops;
     a["efficiency"] = o.efficiency;
     a["efficiency_source"] = o.measured ? "measured" : "fallback";
     w.complete(pid, kCompute, o.name, s.start, s.split, std::move(a));
+    const double kernels = o.fwd_s + o.bwd_s + o.recompute_s;
+    for (size_t g = 0; g < o.hidden_comm_by_group_s.size() && kernels > 0; ++g)
+      if (o.hidden_comm_by_group_s[g] > 0)
+        comm(g, s.start, std::min(s.split, s.start + o.hidden_comm_by_group_s[g] * (s.split - s.start) / kernels),
+             false);
   }
   if (s.end <= s.split) return;
-  double comm = 0;
-  for (double g : o.comm_by_group_s) comm += g;
+  std::array<double, kGroupCount> exposed{};
+  double total = 0;
+  for (size_t g = 0; g < exposed.size(); ++g)
+    total += exposed[g] = std::max(0.0, o.comm_by_group_s[g] - o.hidden_comm_by_group_s[g]);
   double t = s.split;
-  for (size_t g = 0; g < o.comm_by_group_s.size(); ++g) {
-    if (o.comm_by_group_s[g] <= 0) continue;
-    const double end = t + (s.end - s.split) * o.comm_by_group_s[g] / comm;
-    nlohmann::ordered_json a = args;
-    a["group"] = group_name(static_cast<Group>(g));
-    a["exposed"] = true;
-    w.complete(pid, group_thread(g), o.name + " " + group_name(static_cast<Group>(g)), t, end, std::move(a));
+  for (size_t g = 0; g < exposed.size() && total > 0; ++g) {
+    if (exposed[g] <= 0) continue;
+    const double end = t + (s.end - s.split) * exposed[g] / total;
+    comm(g, t, end, true);
     t = end;
   }
 }
