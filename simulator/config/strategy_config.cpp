@@ -62,6 +62,8 @@ const BoolField kBoolFields[] = {
     {"dispatch_probs", &StrategyConfig::dispatch_probs},
     {"overlap_param_gather", &StrategyConfig::overlap_param_gather},
     {"tp_comm_overlap", &StrategyConfig::tp_comm_overlap},
+    {"overlap_moe_expert_parallel_comm", &StrategyConfig::overlap_moe_expert_parallel_comm},
+    {"scatter_gather_tensors_in_pipeline", &StrategyConfig::scatter_gather_tensors_in_pipeline},
 };
 const StrField kStrFields[] = {
     {"dtype", &StrategyConfig::dtype},

@@ -139,7 +139,7 @@ TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
       {"--hierarchical-context-parallel-sizes 2 4", 'n', ""},
       {"--moe-enable-deepep", 'n', ""},
       {"--moe-permute-fusion", 'n', ""},
-      {"--overlap-moe-expert-parallel-comm", 'n', ""},
+      {"--overlap-moe-expert-parallel-comm", 's', "overlap_moe_expert_parallel_comm"},
       {"--moe-shared-expert-overlap", 'n', ""},
       {"--offload-modules core_attn", 'n', ""},
       {"--optimizer-cpu-offload", 'n', ""},
