@@ -144,6 +144,9 @@ TEST_F(A2aOverlapEstimateTest, MergedStepsHideAllToAllsOnTheEpStream) {
   // The pipeline is shorter by at most the all-to-all time moved off the compute stream.
   EXPECT_LT(merged.pipeline_s, base.pipeline_s);
   EXPECT_GT(merged.pipeline_s, base.pipeline_s - ep_busy - 1e-12);
+  // The extra warm-up forward keeps a second micro-batch's activations alive.
+  EXPECT_EQ(base.stages[0].in_flight_micro_batches, 1);
+  EXPECT_EQ(merged.stages[0].in_flight_micro_batches, 2);
 }
 
 TEST_F(A2aOverlapEstimateTest, InputChecks) {
