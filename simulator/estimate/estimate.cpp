@@ -731,6 +731,20 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
       st.hidden_comm_by_group_s[static_cast<size_t>(Group::DP)] = rank_dense_dp[ri] * hidden;
       st.hidden_comm_by_group_s[static_cast<size_t>(Group::EDP)] = rank_edp[ri] * hidden;
     }
+    if (plan.a2a_overlap) {
+      // What the merged steps save over running their passes one after the other.
+      const auto& steps = program.ranks[ri];
+      const auto& a2a = costs.a2a[ri];
+      double hidden = 0;
+      for (size_t i = 0; i + 1 < steps.size(); ++i)
+        if (steps[i].merged) {
+          const A2aPass& f = a2a[static_cast<size_t>(steps[i].chunk)].fwd;
+          const A2aPass& b = a2a[static_cast<size_t>(steps[i + 1].chunk)].bwd;
+          hidden += std::max(0.0, f.total() + b.total() - merged_step_time(f, b, costs.a2a_slowdown));
+        }
+      const auto ep = static_cast<size_t>(Group::EP);
+      st.hidden_comm_by_group_s[ep] = std::min(hidden, st.comm_by_group_s[ep]);
+    }
     const RankTotals& tot = est.timeline.totals[ri];
     st.p2p_wait_s = tot.p2p_blocking;
     st.idle_s = pipe - tot.compute_busy - tot.p2p_blocking;

@@ -141,9 +141,16 @@ TEST_F(A2aOverlapEstimateTest, MergedStepsHideAllToAllsOnTheEpStream) {
   for (const auto& e : merged.timeline.events) n += e.kind == StepKind::EpComm;
   EXPECT_EQ(n, 48u);
   EXPECT_GT(ep_busy, 0);
-  // The pipeline is shorter by at most the all-to-all time moved off the compute stream.
+  // The pipeline is shorter by at most the all-to-all time moved off the compute stream; with
+  // pp 1 nothing waits inside a merged step, so it is shorter by exactly what they save (the
+  // hidden EP time).
   EXPECT_LT(merged.pipeline_s, base.pipeline_s);
   EXPECT_GT(merged.pipeline_s, base.pipeline_s - ep_busy - 1e-12);
+  const auto ep = static_cast<size_t>(Group::EP);
+  const StageTime& st = merged.stage_times[0];
+  EXPECT_GT(st.hidden_comm_by_group_s[ep], 0);
+  EXPECT_NEAR(base.pipeline_s - merged.pipeline_s, st.hidden_comm_by_group_s[ep], 1e-12);
+  EXPECT_NEAR(st.exposed_comm_s(ep), st.comm_by_group_s[ep] - st.hidden_comm_by_group_s[ep], 1e-15);
   // The extra warm-up forward keeps a second micro-batch's activations alive.
   EXPECT_EQ(base.stages[0].in_flight_micro_batches, 1);
   EXPECT_EQ(merged.stages[0].in_flight_micro_batches, 2);
