@@ -93,6 +93,9 @@ const Rule kRules[] = {
     {"--overlap-grad-reduce", Use::Strategy, R"({"overlap_grad_reduce": true})"},
     {"--overlap-param-gather", Use::Strategy, R"({"overlap_param_gather": true})"},
     {"--tp-comm-overlap", Use::Strategy, R"({"tp_comm_overlap": true})"},
+    {"--overlap-moe-expert-parallel-comm", Use::Strategy, R"({"overlap_moe_expert_parallel_comm": true})"},
+    // Megatron core's p2p sends whole tensors whatever this says (the 2021 code split them).
+    {"--no-scatter-gather-tensors-in-pipeline", Use::Strategy, R"({"scatter_gather_tensors_in_pipeline": false})"},
     {"--grad-reduce-in-bf16", Use::Strategy, R"({"grad_reduce_in_bf16": true})"},
     {"--no-gradient-accumulation-fusion", Use::Strategy, R"({"use_fused_grad_accumulation": false})"},
     // Precision and fused kernels.
@@ -113,7 +116,6 @@ const Rule kRules[] = {
     // Matter for time or memory, not modeled yet.
     {"--overlap-param-gather-with-optimizer-step", Use::NotModeled, "parameter all-gather overlapped with the optimizer step"},
     {"--tp-comm-overlap-rs-dgrad", Use::NotModeled, "TP reduce-scatter overlapped with the dgrad GEMM"},
-    {"--overlap-moe-expert-parallel-comm", Use::NotModeled, "EP all-to-all overlapped with another micro-batch"},
     {"--delay-wgrad-compute", Use::NotModeled, "delayed weight-gradient GEMMs"},
     {"--defer-embedding-wgrad-compute", Use::NotModeled, "deferred embedding weight gradient"},
     {"--use-megatron-fsdp", Use::NotModeled, "Megatron FSDP"},

@@ -70,6 +70,8 @@ const BoolField kBoolFields[] = {
     {"moe_enable_deepep", &StrategyConfig::moe_enable_deepep},
     {"moe_permute_fusion", &StrategyConfig::moe_permute_fusion},
     {"moe_shared_expert_overlap", &StrategyConfig::moe_shared_expert_overlap},
+    {"overlap_moe_expert_parallel_comm", &StrategyConfig::overlap_moe_expert_parallel_comm},
+    {"scatter_gather_tensors_in_pipeline", &StrategyConfig::scatter_gather_tensors_in_pipeline},
 };
 const StrField kStrFields[] = {
     {"dtype", &StrategyConfig::dtype},

@@ -89,6 +89,10 @@ struct StrategyConfig {
   // Overlaps and data-parallel sharding (Megatron)
   bool overlap_param_gather = false;  // distributed-optimizer all-gather under the next forward
   bool tp_comm_overlap = false;       // TE userbuffers: TP AG/RS pipelined with the GEMMs
+  bool overlap_moe_expert_parallel_comm = false;  // 1F1B A2A overlap: merged forward/backward steps
+  /// 2021 Megatron-LM pipeline p2p without sequence parallelism: each TP rank sends 1/tp of the
+  /// activation, the receivers all-gather it over the TP group (Narayanan et al. 2021, §4.1).
+  bool scatter_gather_tensors_in_pipeline = false;
   /// no_shard, optim, optim_grads, optim_grads_params; sets zero_state 0–3 when given.
   std::optional<std::string> data_parallel_sharding_strategy;
   std::optional<std::string> te_version;

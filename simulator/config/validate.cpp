@@ -261,6 +261,8 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
     const struct { const char* key; bool set; const char* instead; } added[] = {
         {"/overlap_param_gather", s.overlap_param_gather, "remove it"},
         {"/tp_comm_overlap", s.tp_comm_overlap, "remove it"},
+        {"/overlap_moe_expert_parallel_comm", s.overlap_moe_expert_parallel_comm, "remove it"},
+        {"/scatter_gather_tensors_in_pipeline", s.scatter_gather_tensors_in_pipeline, "remove it"},
         {"/data_parallel_sharding_strategy", s.data_parallel_sharding_strategy.has_value(), "use zero_state"}};
     for (const auto& a : added)
       if (a.set) add(a.key, std::string("not part of SimuMax v1.2; ") + a.instead + ", or use the default mode");
@@ -279,6 +281,30 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       add("/tp_comm_overlap", strprintf("needs tensor parallelism with sequence parallelism (TransformerEngine "
                                         "userbuffers), got tp_size %lld, enable_sequence_parallel %s",
                                         ll(tp), s.enable_sequence_parallel ? "true" : "false"));
+    if (s.scatter_gather_tensors_in_pipeline && (pp < 2 || tp < 2 || s.sp()))
+      add("/scatter_gather_tensors_in_pipeline",
+          strprintf("changes nothing unless pipeline stages exchange activations replicated over a tensor-parallel "
+                    "group (pp_size > 1, tp_size > 1, no sequence parallelism: it already sends 1/tp); got pp_size "
+                    "%lld, tp_size %lld, sequence parallelism %s; set it to false",
+                    ll(pp), ll(tp), s.sp() ? "on" : "off"));
+    // Megatron's arguments.py: EP > 1, and with pp > 1 a virtual pipeline (combined 1F1B exists
+    // for the no-pipelining and the interleaved schedules); no full recompute.
+    if (s.overlap_moe_expert_parallel_comm) {
+      const char* key = "/overlap_moe_expert_parallel_comm";
+      if (!m.is_moe() || ep < 2)
+        add(key, strprintf("needs an MoE model with expert parallelism: the overlapped all-to-alls are the EP "
+                           "dispatch and combine; got %s model, ep_size %lld",
+                           m.is_moe() ? "an MoE" : "a dense", ll(ep)));
+      else if (pp > 1 && vpp == 1)
+        add(key, strprintf("with pp_size %lld Megatron's combined 1F1B needs the interleaved schedule (a virtual "
+                           "pipeline); set interleaving_size > 1",
+                           ll(pp)));
+      else if (pp == 1 && s.micro_batch_num < 2)
+        add(key, "changes nothing with one micro-batch and no pipeline: no forward runs beside a backward; set "
+                 "micro_batch_num ≥ 2 or remove it");
+      if (s.is_recompute() && s.recompute_granularity == std::optional<std::string>("full_block"))
+        add(key, "Megatron does not support it with full recompute; use selective recompute or none");
+    }
   }
   // Memory switches of the default mode (Megatron keys) are not part of the peer.
   if (mode == Mode::SimuMax12) {

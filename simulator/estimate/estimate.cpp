@@ -365,6 +365,41 @@ PhaseSums chunk_sums(const Chunk& c, const ChunkOps& ops, std::vector<BackwardSe
   return total;
 }
 
+// EP all-to-all time of one phase's collectives (the dispatch and combine).
+double ep_a2a_time(const Env& env, const std::vector<CommCall>& calls) {
+  double t = 0;
+  for (const auto& c : calls)
+    if (c.group == Group::EP && c.kind == Collective::AllToAll)
+      t += collective_time(env.sys, env.s, env.nets.of(c.group), c.kind, c.bytes, c.n, c.stage);
+  return t;
+}
+
+// The chunk's forward and backward cut at its EP all-to-alls (overlap_moe_expert_parallel_comm).
+// Forward: the dispatch follows the permutation kernels, the combine precedes the unpermutation
+// kernels (Megatron's MoEAlltoAllTokenDispatcher); the backward runs the mirror order. A
+// recomputed all-to-all stays on the compute stream. The pieces add up to the pass times.
+void a2a_passes(Env env, const Chunk& c, A2aPass& fwd, A2aPass& bwd) {
+  env.log = nullptr;  // chunk_sums has logged these kernels
+  std::vector<std::pair<const Leaf*, bool>> leaves;  // forward order, recomputed flag
+  for (const auto& l : c.pre) leaves.emplace_back(&l, false);
+  for (const auto& L : c.layers)
+    for (const auto& l : c.templates[static_cast<size_t>(L.template_index)].leaves) leaves.emplace_back(&l, true);
+  for (const auto& l : c.post) leaves.emplace_back(&l, false);
+  auto add = [](A2aPass& pass, double total, double a2a, bool a2a_first) {
+    if (a2a_first && a2a > 0) pass.add_a2a(a2a);
+    pass.add_compute(total - a2a);
+    if (!a2a_first && a2a > 0) pass.add_a2a(a2a);
+  };
+  for (const auto& [l, rec] : leaves) {
+    const PhaseSums p = sums_of(leaf_cost(env, *l, rec, "", -1));
+    add(fwd, p.fwd + p.fwd_net, ep_a2a_time(env, l->comms[kFwd]), l->name == "unpermutation");
+  }
+  for (auto it = leaves.rbegin(); it != leaves.rend(); ++it) {
+    const PhaseSums p = sums_of(leaf_cost(env, *it->first, it->second, "", -1));
+    add(bwd, p.times(false).bwd, ep_a2a_time(env, it->first->comms[kBwdAct]), it->first->name == "permutation");
+  }
+}
+
 // Megatron distributed-optimizer step: memory-bound passes over grads and states.
 double optimizer_time(const Env& env, double grad_bytes, double state_bytes) {
   const auto io = [&](double b) { return memory_time(env.sys, b); };
@@ -455,16 +490,20 @@ struct ChunkResult {
   double dummy_bytes = 0;
   std::vector<EfficiencyLog::Miss> misses;
   int64_t hits = 0;
+  A2aPass a2a_fwd, a2a_bwd;  // overlap_moe_expert_parallel_comm only
 };
 
 ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded_vocab, const ChunkEnv& chunk_env) {
-  const Chunk chunk = build_chunk(env.m, env.s, padded_vocab, spec, chunk_env);
+  StrategyConfig s = env.s;
+  if (env.mode == Mode::SimuMax12) s.enable_dropout = false;  // SimuMax v1.2 does not model dropout
+  const Chunk chunk = build_chunk(env.m, s, padded_vocab, spec, chunk_env);
   EfficiencyLog log;
   Env local = env;
   local.log = &log;
   ChunkResult r;
   r.ops = chunk_ops(local, chunk);
   r.sums = chunk_sums(chunk, r.ops, r.backward);
+  if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.a2a_fwd, r.a2a_bwd);
   r.act = walk_activations(chunk, env.s);
   r.params = chunk_parameters(chunk);
   std::vector<std::array<int64_t, 3>> shapes;
@@ -748,17 +787,30 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
   // Per-micro-batch pass times of every virtual chunk, and the pipeline transfer.
   PipelineCosts costs;
   costs.chunks.resize(static_cast<size_t>(pp));
+  if (plan.a2a_overlap) costs.a2a.resize(static_cast<size_t>(pp));
   std::vector<PhaseSums> rank_sums(static_cast<size_t>(pp));
   for (int64_t r = 0; r < pp; ++r)
     for (const auto& spec : plan.chunks[static_cast<size_t>(r)]) {
-      const PhaseSums& ps = results.get(spec).sums;
+      const ChunkResult& cr = results.get(spec);
+      const PhaseSums& ps = cr.sums;
       costs.chunks[static_cast<size_t>(r)].push_back(ps.times(program.split_backward));
+      if (plan.a2a_overlap) costs.a2a[static_cast<size_t>(r)].push_back({cr.a2a_fwd, cr.a2a_bwd});
       rank_sums[static_cast<size_t>(r)].add(ps);
     }
   const double p2p_bytes = static_cast<double>(plan.micro_batch_size * plan.seq_len * m.hidden_size) *
                            (s.dtype == "fp32" ? 4 : 2) / static_cast<double>(plan.cp) /
                            (plan.sp ? static_cast<double>(plan.tp) : 1.0);
+  // The all-to-all kernels take the EP network's processor_usage share of the SMs.
+  if (plan.a2a_overlap) costs.a2a_slowdown = contention(env, Group::EP);
   costs.p2p = pp > 1 ? collective_time(sys, s, plan.nets.of(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;
+  if (plan.mode == Mode::Default && s.scatter_gather_tensors_in_pipeline) {
+    // Narayanan et al. 2021, §4.1: the TP ranks of a stage hold the same activation; each sends
+    // its 1/tp slice to its peer, and the next stage all-gathers the slices over its TP group
+    // (2021 Megatron-LM p2p_communication.py: split_tensor_into_1d_equal_chunks, gather_split_1d_tensor).
+    const auto tp = static_cast<double>(plan.tp);
+    costs.p2p = collective_time(sys, s, plan.nets.of(Group::PP), Collective::P2P, p2p_bytes / tp, 2, "pp") +
+                collective_time(sys, s, plan.nets.of(Group::TP), Collective::AllGather, p2p_bytes, plan.tp, "tp");
+  }
 
   StepOps step_ops;
   Engine engine = lower(program, costs, plan.p2p, &step_ops);
@@ -863,6 +915,20 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
       const double hidden = std::max(0.0, rank_dp[ri] - rank_exposed_dp[ri]) / rank_dp[ri];
       st.hidden_comm_by_group_s[static_cast<size_t>(Group::DP)] = rank_dense_dp[ri] * hidden;
       st.hidden_comm_by_group_s[static_cast<size_t>(Group::EDP)] = rank_edp[ri] * hidden;
+    }
+    if (plan.a2a_overlap) {
+      // What the merged steps save over running their passes one after the other.
+      const auto& steps = program.ranks[ri];
+      const auto& a2a = costs.a2a[ri];
+      double hidden = 0;
+      for (size_t i = 0; i + 1 < steps.size(); ++i)
+        if (steps[i].merged) {
+          const A2aPass& f = a2a[static_cast<size_t>(steps[i].chunk)].fwd;
+          const A2aPass& b = a2a[static_cast<size_t>(steps[i + 1].chunk)].bwd;
+          hidden += std::max(0.0, f.total() + b.total() - merged_step_time(f, b, costs.a2a_slowdown));
+        }
+      const auto ep = static_cast<size_t>(Group::EP);
+      st.hidden_comm_by_group_s[ep] = std::min(hidden, st.comm_by_group_s[ep]);
     }
     const RankTotals& tot = est.timeline.totals[ri];
     st.p2p_wait_s = tot.p2p_blocking;

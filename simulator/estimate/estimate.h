@@ -46,7 +46,8 @@ struct StageTime {
   /// etp, edp). TP/CP/EP/ETP collectives include those recompute repeats; DP is the gradient
   /// reduction and parameter gather of this stage (dense and expert), PP the p2p transfer time.
   std::array<double, 7> comm_by_group_s{};
-  /// The part of comm_by_group_s that runs under compute (tp_comm_overlap, overlapped DP buckets).
+  /// The part of comm_by_group_s that runs under compute (tp_comm_overlap, overlapped DP buckets,
+  /// EP all-to-alls: the time merged steps save).
   std::array<double, 7> hidden_comm_by_group_s{};
   double p2p_wait_s = 0;       // blocking p2p on the compute stream (transfer + waiting for the peer)
   double idle_s = 0;           // compute stream idle inside the pipeline (bubble as replayed)

@@ -290,6 +290,16 @@ Leaf core_attention(const Ctx& c, double d_qk, double d_v, bool mla) {
     l.bpk = 4 * P;
     l.kernels[kFwd][0].bytes += 4 * P;
     l.kernels[kBwdAct][0].bytes += 6 * P;
+    if (c.s.enable_dropout) {
+      // Attention dropout (Megatron's attention_dropout): forward reads P, writes the dropped P
+      // and a 1-byte mask; backward reads the gradient and the mask, writes the gradient. The
+      // mask and the dropped P are saved: Korthikanti et al. 2022's 5as/h term = P, mask, dropped
+      // P (2 + 1 + 2 bytes per element). Flash attention drops inside its kernel (no mask).
+      l.cache += 1.5 * P;
+      l.cache_inputs_cached += 1.5 * P;
+      l.kernels[kFwd][0].bytes += 2.5 * P;
+      l.kernels[kBwdAct][0].bytes += 2.5 * P;
+    }
   }
   if (cp_a2a) {
     // Ulysses all-to-all: q, k, v before and o after; backward the gradients, plus O again

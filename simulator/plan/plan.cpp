@@ -46,10 +46,11 @@ Straggler straggler_model(const StrategyConfig& s, const SystemConfig& sys) {
 
 Program Plan::program() const {
   switch (schedule) {
-    case ScheduleKind::Interleaved: return interleaved(pp, vpp, micro_batch_num, vp_group);
+    case ScheduleKind::Interleaved: return interleaved(pp, vpp, micro_batch_num, vp_group, a2a_overlap);
     case ScheduleKind::ZeroBubbleH1: return zero_bubble_h1(pp, micro_batch_num);
     case ScheduleKind::OneFOneB: break;
   }
+  if (a2a_overlap) return interleaved(pp, 1, micro_batch_num, 1, true);  // pp 1 (validated)
   return one_f_one_b(pp, micro_batch_num);
 }
 
@@ -110,6 +111,12 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
     p.schedule = ScheduleKind::OneFOneB;  // Megatron's 1F1B p2p calls block
     p.p2p = P2PMode::Blocking;
   }
+  p.a2a_overlap = mode == Mode::Default && s.overlap_moe_expert_parallel_comm;
+  if (p.a2a_overlap && p.pp > 1 && p.p2p == P2PMode::Blocking)
+    throw ConfigError(src.strategy, "/pp_comm_async",
+                      "overlap_moe_expert_parallel_comm is modelled with asynchronous p2p only (transfers that "
+                      "wait for their data beside the merged steps); set pp_comm_async true (Megatron's "
+                      "overlap_p2p_comm default)");
   if (p.p2p == P2PMode::Blocking) {
     const std::string why = blocking_problem(p.program());
     if (!why.empty())

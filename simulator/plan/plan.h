@@ -48,6 +48,8 @@ struct Plan {
   int64_t vp_group = 1;  // micro-batches per chunk group (interleaved)
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   P2PMode p2p = P2PMode::Blocking;
+  /// overlap_moe_expert_parallel_comm: Megatron's combined 1F1B, merged forward/backward steps.
+  bool a2a_overlap = false;
   int64_t padded_vocab = 0;
   /// chunks[rank][chunk]: what each virtual chunk of each pipeline rank holds.
   std::vector<std::vector<ChunkSpec>> chunks;

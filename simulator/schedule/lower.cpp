@@ -212,40 +212,68 @@ Engine lower_async(const Program& p, const PipelineCosts& c, StepOps& out) {
   const int64_t pp = p.pp, v = p.v, mbc = p.mbc, stages = pp * v;
   Engine e(static_cast<int32_t>(pp));
   e.reserve(static_cast<size_t>(5 * stages * mbc), static_cast<size_t>(4 * stages * mbc), 0);
-  // Op ids per (virtual stage, micro-batch): compute forward / backward, and the transfer each
-  // sends downstream (forward activations) or upstream (input gradients).
+  // Op ids per (virtual stage, micro-batch): where a pass's incoming data dependency hangs (its
+  // first op), and the transfer it sends downstream (forward activations) or upstream (input
+  // gradients) after its last op.
   const auto n = static_cast<size_t>(stages * mbc);
-  std::vector<Engine::OpId> fwd(n, -1), bwd(n, -1), send_fwd(n, -1), send_bwd(n, -1);
+  std::vector<Engine::OpId> fwd(n, -1), fwd_end(n, -1), bwd(n, -1), send_fwd(n, -1), send_bwd(n, -1);
+  auto at_of = [&](int64_t r, const Step& s) { return static_cast<size_t>((s.chunk * pp + r) * mbc + s.mb); };
   for (int64_t r = 0; r < pp; ++r) {
     const auto rr = static_cast<int32_t>(r);
-    for (const Step& s : p.ranks[static_cast<size_t>(r)]) {
+    const auto& steps = p.ranks[static_cast<size_t>(r)];
+    // A pass placed as ops [first, last]: record it and send its output.
+    auto placed = [&](const Step& s, Engine::OpId first, Engine::OpId last) {
       const int64_t vs = s.chunk * pp + r;
-      const auto at = static_cast<size_t>(vs * mbc + s.mb);
-      const Engine::OpId id = e.add(rr, Stream::Compute, step_time(c, r, s), compute_label(s));
-      out[static_cast<size_t>(r)].push_back(id);
+      const size_t at = at_of(r, s);
+      out[static_cast<size_t>(r)].push_back(last);
       if (s.pass == Pass::Forward) {
-        fwd[at] = id;
+        fwd[at] = first;
+        fwd_end[at] = last;
         if (vs + 1 < stages) {
           send_fwd[at] = e.add(rr, Stream::PpForward, c.p2p, {StepKind::P2P, s.chunk, s.mb});
-          e.depends(send_fwd[at], id);
+          e.depends(send_fwd[at], last);
         }
       } else if (s.pass == Pass::Backward) {
-        bwd[at] = id;
+        bwd[at] = first;
         if (vs > 0) {
           send_bwd[at] = e.add(rr, Stream::PpBackward, c.p2p, {StepKind::P2P, s.chunk, s.mb});
-          e.depends(send_bwd[at], id);
+          e.depends(send_bwd[at], last);
         }
       }
+    };
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const Step& s = steps[i];
+      if (s.merged) {
+        TRAINSIM_ASSERT(i + 1 < steps.size() && steps[i + 1].pass == Pass::Backward, "a merged forward needs a backward after it");
+        const Step& b = steps[++i];
+        // Without the passes cut (unit costs in plan checks) each pass is one compute piece.
+        auto cut = [&](const Step& st, bool fwd_pass) {
+          if (!c.a2a.empty()) {
+            const ChunkA2a& a = c.a2a[static_cast<size_t>(r)][static_cast<size_t>(st.chunk)];
+            return fwd_pass ? a.fwd : a.bwd;
+          }
+          A2aPass one;
+          one.add_compute(step_time(c, r, st));
+          return one;
+        };
+        const MergedOps m =
+            add_merged_step(e, rr, cut(s, true), compute_label(s), cut(b, false), compute_label(b), c.a2a_slowdown);
+        placed(s, m.f_first, m.f_last);
+        placed(b, m.b_first, m.b_last);
+        continue;
+      }
+      const Engine::OpId id = e.add(rr, Stream::Compute, step_time(c, r, s), compute_label(s));
+      placed(s, id, id);
     }
   }
   for (int64_t r = 0; r < pp; ++r)
     for (const Step& s : p.ranks[static_cast<size_t>(r)]) {
       const int64_t vs = s.chunk * pp + r;
-      const auto at = static_cast<size_t>(vs * mbc + s.mb);
+      const size_t at = at_of(r, s);
       if (s.pass == Pass::Forward && vs > 0) {
         e.depends(fwd[at], send_fwd[at - static_cast<size_t>(mbc)]);
       } else if (s.pass == Pass::Backward) {
-        e.depends(bwd[at], vs + 1 < stages ? send_bwd[at + static_cast<size_t>(mbc)] : fwd[at]);
+        e.depends(bwd[at], vs + 1 < stages ? send_bwd[at + static_cast<size_t>(mbc)] : fwd_end[at]);
       }
     }
   // A weight-gradient step follows its input-gradient step on the same stream: no link needed.

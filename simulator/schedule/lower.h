@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "schedule/a2a_overlap.h"
 #include "schedule/program.h"
 
 namespace trainsim {
@@ -18,9 +19,16 @@ struct ChunkTimes {
   double fwd = 0, bwd = 0, bwd_weight = 0;
 };
 
+/// A chunk's forward and backward cut at its EP all-to-alls (merged steps).
+struct ChunkA2a {
+  A2aPass fwd, bwd;
+};
+
 struct PipelineCosts {
   std::vector<std::vector<ChunkTimes>> chunks;  // [rank][chunk]
   double p2p = 0;                               // one activation / gradient transfer
+  std::vector<std::vector<ChunkA2a>> a2a;       // [rank][chunk], merged steps only (else empty)
+  double a2a_slowdown = 0;                      // compute beside an EP all-to-all (merged steps)
 };
 
 enum class P2PMode { Blocking, Async };
@@ -34,7 +42,8 @@ enum class P2PMode { Blocking, Async };
 using StepOps = std::vector<std::vector<Engine::OpId>>;
 
 /// Builds the engine for `p`. Blocking mode requires blocking_problem(p) to be empty. `steps`,
-/// when given, receives the op of each compute step (to hang other streams' ops on them).
+/// when given, receives the op of each compute step (to hang other streams' ops on them); a
+/// merged forward/backward pair (asynchronous lowering only) gives each pass's last op.
 [[nodiscard]] Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode, StepOps* steps = nullptr);
 
 }  // namespace trainsim

@@ -46,7 +46,7 @@ std::vector<TableEntry> interleaved_table(int64_t v, int64_t mbc, int64_t group)
   return table;
 }
 
-Program interleaved(int64_t pp, int64_t v, int64_t mbc, int64_t group) {
+Program interleaved(int64_t pp, int64_t v, int64_t mbc, int64_t group, bool combined) {
   Program p = empty_program(pp, v, mbc);
   p.group = group;
   const auto table = interleaved_table(v, mbc, group);
@@ -62,10 +62,11 @@ Program interleaved(int64_t pp, int64_t v, int64_t mbc, int64_t group) {
   for (int64_t r = 0; r < pp; ++r) {
     auto& s = p.ranks[static_cast<size_t>(r)];
     s.reserve(static_cast<size_t>(2 * total));
-    const int64_t warmup = std::min((pp - r - 1) * 2 + (v - 1) * group, total);
+    const int64_t warmup = std::min((pp - r - 1) * 2 + (v - 1) * group + (combined ? 1 : 0), total);
     for (int64_t k = 0; k < warmup; ++k) s.push_back(fwd(k));
     for (int64_t k = 0; k < total - warmup; ++k) {
       s.push_back(fwd(warmup + k));
+      s.back().merged = combined;
       s.push_back(bwd(k));
     }
     for (int64_t k = total - warmup; k < total; ++k) s.push_back(bwd(k));

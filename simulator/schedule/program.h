@@ -17,6 +17,7 @@ struct Step {
   int32_t chunk = 0;  // virtual chunk on this rank (virtual stage = chunk·pp + rank)
   int32_t mb = 0;
   Pass pass = Pass::Forward;
+  bool merged = false;  // a forward run merged with the backward after it (EP A2A overlap)
 };
 
 struct Program {
@@ -35,7 +36,11 @@ struct Program {
 /// `group` per chunk (microbatch_group_size_per_vp_stage, schedule table of
 /// forward_backward_pipelining_with_interleaving); warm-up (pp−r−1)·2 + (v−1)·group steps.
 /// Works for any pp ≥ 1, mbc ≥ 1 and group ≥ 1.
-[[nodiscard]] Program interleaved(int64_t pp, int64_t v, int64_t mbc, int64_t group);
+/// `combined`: Megatron's combined 1F1B (overlap_moe_expert_parallel_comm, combined_1f1b.py):
+/// one more warm-up forward, so that each steady-state forward runs a later micro-batch than the
+/// backward it is merged with (independent passes); those forwards are marked `merged`. With
+/// pp 1 and v 1 this is the no-pipelining combined schedule: F0, (F1 B0), …, B(mbc−1).
+[[nodiscard]] Program interleaved(int64_t pp, int64_t v, int64_t mbc, int64_t group, bool combined = false);
 /// The (micro-batch, chunk) of the k-th forward of the interleaved table; the k-th backward
 /// runs the same micro-batch on chunk v−1−chunk.
 struct TableEntry {

@@ -10,6 +10,7 @@ const char* stream_name(Stream s) {
     case Stream::PpForward: return "pp_forward";
     case Stream::PpBackward: return "pp_backward";
     case Stream::Dp: return "dp";
+    case Stream::Ep: return "ep";
     case Stream::kCount: break;
   }
   return "?";
@@ -25,6 +26,7 @@ const char* step_kind_name(StepKind k) {
     case StepKind::Straggler: return "straggler";
     case StepKind::DpComm: return "dp_comm";
     case StepKind::Optimizer: return "optimizer";
+    case StepKind::EpComm: return "ep_comm";
   }
   return "?";
 }

@@ -9,7 +9,7 @@
 namespace trainsim {
 
 /// Streams of one rank. Ops on one stream run in issue order; different streams overlap.
-enum class Stream : uint8_t { Compute, PpForward, PpBackward, Dp, kCount };
+enum class Stream : uint8_t { Compute, PpForward, PpBackward, Dp, Ep, kCount };
 inline constexpr int kStreamCount = static_cast<int>(Stream::kCount);
 [[nodiscard]] const char* stream_name(Stream s);
 
@@ -23,6 +23,7 @@ enum class StepKind : uint8_t {
   Straggler,       // slow-rank allowance added to the pipeline
   DpComm,          // gradient reduce-scatter / all-reduce and parameter all-gather
   Optimizer,       // optimizer step
+  EpComm,          // expert-parallel all-to-all on the EP stream (overlap_moe_expert_parallel_comm)
 };
 [[nodiscard]] const char* step_kind_name(StepKind k);
 

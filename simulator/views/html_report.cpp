@@ -160,6 +160,7 @@ const char* kind_color(StepKind k) {
     case StepKind::Straggler: return "#bab0ac";
     case StepKind::DpComm: return "#b07aa1";
     case StepKind::Optimizer: return "#e15759";
+    case StepKind::EpComm: return "#76b7b2";
   }
   return "#000";
 }

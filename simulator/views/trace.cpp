@@ -170,6 +170,12 @@ std::string trace_json(const Estimate& e, const TraceOptions& opt, TraceStats* s
         args["exposed"] = true;
         w.complete(pid, kDp, "gradient reduce / param gather", ev.start, ev.end, std::move(args));
         break;
+      case StepKind::EpComm:
+        // overlap_moe_expert_parallel_comm: the all-to-all runs beside another micro-batch's compute.
+        args["exposed"] = false;
+        w.complete(pid, group_thread(static_cast<size_t>(Group::EP)), "ep all-to-all", ev.start, ev.end,
+                   std::move(args));
+        break;
       default: w.complete(pid, kCompute, step_kind_name(ev.kind), ev.start, ev.end, std::move(args));
     }
   }

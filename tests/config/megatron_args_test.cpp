@@ -144,7 +144,7 @@ TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
       {"--moe-permute-fusion", 's', "moe_permute_fusion"},
       {"--moe-deepep-num-sms 24", 'n', ""},
       {"--moe-router-load-balancing-type sinkhorn", 's', "moe_router_load_balancing_type"},
-      {"--overlap-moe-expert-parallel-comm", 'n', ""},
+      {"--overlap-moe-expert-parallel-comm", 's', "overlap_moe_expert_parallel_comm"},
       {"--moe-shared-expert-overlap", 's', "moe_shared_expert_overlap"},
       {"--offload-modules core_attn", 's', "offload_modules"},
       {"--optimizer-cpu-offload", 's', "optimizer_cpu_offload"},

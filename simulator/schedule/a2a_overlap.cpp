@@ -1,0 +1,64 @@
+#include "schedule/a2a_overlap.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace trainsim {
+
+void A2aPass::add_compute(double seconds) {
+  if (compute.size() == a2a.size()) compute.push_back(0);
+  compute.back() += seconds;
+}
+
+void A2aPass::add_a2a(double seconds) {
+  if (compute.size() == a2a.size()) compute.push_back(0);
+  a2a.push_back(seconds);
+}
+
+double A2aPass::total() const {
+  return std::accumulate(compute.begin(), compute.end(), 0.0) + std::accumulate(a2a.begin(), a2a.end(), 0.0);
+}
+
+namespace {
+
+double a2a_at(const A2aPass& p, size_t i) { return i < p.a2a.size() ? p.a2a[i] : 0; }
+
+}  // namespace
+
+MergedOps add_merged_step(Engine& e, int32_t rank, const A2aPass& f, Engine::Label f_label, const A2aPass& b,
+                          Engine::Label b_label, double slowdown) {
+  const Engine::Label f_comm{StepKind::EpComm, f_label.chunk, f_label.mb};
+  const Engine::Label b_comm{StepKind::EpComm, b_label.chunk, b_label.mb};
+  MergedOps m{-1, -1, -1, -1};
+  Engine::OpId f_wait = -1, b_wait = -1;  // the all-to-all the pass's next piece needs
+  // Piece i of one pass (compute, then its all-to-all); `beside` is the other pass's all-to-all.
+  auto piece = [&](const A2aPass& p, size_t i, Engine::Label label, Engine::Label comm, double beside,
+                   Engine::OpId& wait, Engine::OpId& first, Engine::OpId& last) {
+    if (i >= p.compute.size()) return;
+    const Engine::OpId c = e.add(rank, Stream::Compute, p.compute[i] + slowdown * std::min(p.compute[i], beside), label);
+    if (wait >= 0) e.depends(c, wait);
+    if (first < 0) first = c;
+    last = c;
+    wait = -1;
+    if (a2a_at(p, i) > 0) {
+      wait = e.add(rank, Stream::Ep, p.a2a[i], comm);
+      e.depends(wait, c);
+      last = wait;
+    }
+  };
+  const size_t n = std::max(f.compute.size(), b.compute.size());
+  for (size_t i = 0; i < n; ++i) {
+    // b's piece i runs beside f's all-to-all i−1, f's piece i beside b's all-to-all i.
+    piece(b, i, b_label, b_comm, i > 0 ? a2a_at(f, i - 1) : 0, b_wait, m.b_first, m.b_last);
+    piece(f, i, f_label, f_comm, a2a_at(b, i), f_wait, m.f_first, m.f_last);
+  }
+  return m;
+}
+
+double merged_step_time(const A2aPass& f, const A2aPass& b, double slowdown) {
+  Engine e(1);
+  add_merged_step(e, 0, f, {StepKind::Forward, 0, 1}, b, {StepKind::Backward, 0, 0}, slowdown);
+  return e.run(false).totals[0].end;
+}
+
+}  // namespace trainsim

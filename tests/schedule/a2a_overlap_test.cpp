@@ -1,0 +1,175 @@
+// overlap_moe_expert_parallel_comm: Megatron's combined 1F1B. The merged forward/backward step
+// (hand-computed replays), the program, one micro-batch's all-to-all under another's compute on
+// the timeline, and the input checks.
+#include <gtest/gtest.h>
+
+#include "estimate/estimate.h"
+#include "plan/plan.h"
+#include "schedule/a2a_overlap.h"
+#include "schedule/lower.h"
+#include "schedule/program.h"
+#include "test_errors.h"
+#include "test_presets.h"
+
+namespace trainsim {
+namespace {
+
+using test::error_of;
+using test::preset_model;
+using test::preset_system;
+
+A2aPass pass(std::vector<double> compute, std::vector<double> a2a) { return {std::move(compute), std::move(a2a)}; }
+
+TEST(A2aOverlapTest, PassPiecesCloseAtEachAllToAll) {
+  A2aPass p;
+  p.add_compute(1);
+  p.add_compute(2);
+  p.add_a2a(4);
+  p.add_a2a(5);  // an all-to-all right after another: an empty compute piece between them
+  p.add_compute(3);
+  EXPECT_EQ(p.compute, (std::vector<double>{3, 0, 3}));
+  EXPECT_EQ(p.a2a, (std::vector<double>{4, 5}));
+  EXPECT_DOUBLE_EQ(p.total(), 15);
+}
+
+TEST(A2aOverlapTest, MergedStepHidesEachAllToAllUnderTheOtherPass) {
+  // F: compute 2 | a2a 1 | compute 3 | a2a 1 | compute 1 (8 s); B: 1 | 2 | 4 | 1 | 2 (10 s).
+  // Compute stream D0 C0 D1 C1 D2 C2, Ep stream Ba0 Fa0 Ba1 Fa1:
+  //   D0 [0,1]; Ba0 [1,3]; C0 [1,3]; Fa0 [3,4]; D1 (needs Ba0) [3,7]; Ba1 [7,8];
+  //   C1 (needs Fa0) [7,10]; Fa1 [10,11]; D2 (needs Ba1) [10,12]; C2 (needs Fa1) [12,13].
+  // 13 s = the compute alone (serial: 18 s): every all-to-all is hidden.
+  const A2aPass f = pass({2, 3, 1}, {1, 1}), b = pass({1, 4, 2}, {2, 1});
+  EXPECT_DOUBLE_EQ(merged_step_time(f, b, 0), 13);
+  // Slow-down 0.5 while an all-to-all runs beside a piece (+0.5·min(piece, all-to-all)): C0 2 + 1
+  // = 3, D1 4 + 0.5, C1 3 + 0.5, D2 2 + 0.5 (D0 and C2 run alone). D0 [0,1]; Ba0 [1,3]; C0 [1,4];
+  // Fa0 [4,5]; D1 [4,8.5]; Ba1 [8.5,9.5]; C1 [8.5,12]; Fa1 [12,13]; D2 [12,14.5]; C2 [14.5,15.5].
+  EXPECT_DOUBLE_EQ(merged_step_time(f, b, 0.5), 15.5);
+}
+
+TEST(A2aOverlapTest, LongAllToAllsStayPartlyExposed) {
+  // F: 1 | 5 | 1, B: 1 | 5 | 1. D0 [0,1]; Ba0 [1,6]; C0 [1,2]; Fa0 [6,11]; D1 [6,7];
+  // C1 [11,12]: 12 s against 14 s serial (each 5 s all-to-all hides 1 s of the other's compute).
+  EXPECT_DOUBLE_EQ(merged_step_time(pass({1, 1}, {5}), pass({1, 1}, {5}), 0), 12);
+}
+
+TEST(A2aOverlapTest, CombinedProgramsWarmUpOneMoreForward) {
+  // No pipelining: F0, then F1 merged with B0, F2 with B1, then B2.
+  const Program p = interleaved(1, 1, 3, 1, true);
+  ASSERT_EQ(p.ranks[0].size(), 6u);
+  const Pass F = Pass::Forward, B = Pass::Backward;
+  const std::vector<std::pair<int32_t, Pass>> order = {{0, F}, {1, F}, {0, B}, {2, F}, {1, B}, {2, B}};
+  for (size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(p.ranks[0][i].mb, order[i].first) << i;
+    EXPECT_EQ(p.ranks[0][i].pass, order[i].second) << i;
+    EXPECT_EQ(p.ranks[0][i].merged, i == 1 || i == 3) << i;
+  }
+  // Interleaved pp 2, v 2, 4 micro-batches in groups of 2: rank 1 warms up (v−1)·2 + 1 = 3
+  // forwards (Megatron: 2); its first steady forward (chunk 1, micro-batch 1) runs beside the
+  // backward of chunk 1, micro-batch 0.
+  const Program q = interleaved(2, 2, 4, 2, true);
+  const auto& r1 = q.ranks[1];
+  EXPECT_FALSE(r1[2].merged);
+  ASSERT_TRUE(r1[3].merged);
+  EXPECT_EQ(r1[3].chunk, 1);
+  EXPECT_EQ(r1[3].mb, 1);
+  EXPECT_EQ(r1[4].pass, Pass::Backward);
+  EXPECT_EQ(r1[4].chunk, 1);
+  EXPECT_EQ(r1[4].mb, 0);
+}
+
+TEST(A2aOverlapTest, TimelineShowsOneMicroBatchsAllToAllUnderAnothersCompute) {
+  // pp 1, 2 micro-batches: F0 (3 s), F1 merged with B0, B1 (6 s). F = 1 | a2a 1 | 1, B = 2 | a2a
+  // 2 | 2. F0 [0,3]; D0 [3,5]; Ba0 [5,7]; C0 [5,6]; Fa0 [7,8]; D1 [7,9]; C1 [9,10]; B1 [10,16].
+  // 16 s against 18 s unmerged.
+  PipelineCosts c;
+  c.chunks = {{{3, 6, 0}}};
+  c.a2a = {{{pass({1, 1}, {1}), pass({2, 2}, {2})}}};
+  const Timeline tl = lower(interleaved(1, 1, 2, 1, true), c, P2PMode::Async).run();
+  EXPECT_DOUBLE_EQ(tl.span(), 16);
+  std::vector<TimelineEvent> ep;
+  for (const auto& e : tl.events)
+    if (e.stream == Stream::Ep) ep.push_back(e);
+  ASSERT_EQ(ep.size(), 2u);
+  EXPECT_EQ(ep[0].kind, StepKind::EpComm);
+  EXPECT_EQ(ep[0].mb, 0);  // the backward's all-to-all of micro-batch 0 …
+  EXPECT_DOUBLE_EQ(ep[0].start, 5);
+  EXPECT_DOUBLE_EQ(ep[0].end, 7);
+  EXPECT_EQ(ep[1].mb, 1);  // … and the forward's of micro-batch 1 [7, 8]
+  EXPECT_DOUBLE_EQ(ep[1].start, 7);
+  // Each under the other micro-batch's compute: forward of 1 at [5, 6], backward of 0 at [7, 9].
+  auto compute_at = [&](double at, StepKind kind, int32_t mb) {
+    for (const auto& e : tl.events)
+      if (e.stream == Stream::Compute && e.kind == kind && e.mb == mb && e.start <= at && at < e.end) return true;
+    return false;
+  };
+  EXPECT_TRUE(compute_at(5, StepKind::Forward, 1));
+  EXPECT_TRUE(compute_at(7.5, StepKind::Backward, 0));
+}
+
+const PlanSources kSrc{"m.json", "s.json", "y.json"};
+
+class A2aOverlapEstimateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_ = preset_model("mixtral-8x7b");
+    m_.layer_num = 4;
+    sys_ = preset_system("h100-sxm-80g");
+  }
+  StrategyConfig strategy(const std::string& extra, int ep = 8, int mbc = 4) const {
+    return load_strategy(R"({"seq_len": 4096, "micro_batch_size": 1, "world_size": 8, "tp_size": 1,
+        "enable_straggler_model": false, "enable_recompute": false, "ep_size": )" +
+                             std::to_string(ep) + R"(, "micro_batch_num": )" + std::to_string(mbc) + extra + "}",
+                         "s.json");
+  }
+  std::string error(const ModelConfig& m, const std::string& extra, int ep = 8, int mbc = 4,
+                    Mode mode = Mode::Default) const {
+    return error_of([&] { (void)resolve_plan(m, strategy(extra, ep, mbc), sys_, mode, kSrc); });
+  }
+  ModelConfig m_;
+  SystemConfig sys_;
+};
+
+TEST_F(A2aOverlapEstimateTest, MergedStepsHideAllToAllsOnTheEpStream) {
+  const Estimate base = estimate(m_, strategy(""), sys_);
+  const Estimate merged = estimate(m_, strategy(R"(, "overlap_moe_expert_parallel_comm": true)"), sys_);
+  double ep_busy = 0;
+  for (const auto& e : merged.timeline.events)
+    if (e.stream == Stream::Ep) ep_busy += e.end - e.start;
+  // Three merged steps (micro-batches 1–3 beside 0–2), each with the 4 layers' dispatch and
+  // combine of both passes: 3 · 4 · 2 · 2 all-to-alls.
+  size_t n = 0;
+  for (const auto& e : merged.timeline.events) n += e.kind == StepKind::EpComm;
+  EXPECT_EQ(n, 48u);
+  EXPECT_GT(ep_busy, 0);
+  // The pipeline is shorter by at most the all-to-all time moved off the compute stream; with
+  // pp 1 nothing waits inside a merged step, so it is shorter by exactly what they save (the
+  // hidden EP time).
+  EXPECT_LT(merged.pipeline_s, base.pipeline_s);
+  EXPECT_GT(merged.pipeline_s, base.pipeline_s - ep_busy - 1e-12);
+  const auto ep = static_cast<size_t>(Group::EP);
+  const StageTime& st = merged.stage_times[0];
+  EXPECT_GT(st.hidden_comm_by_group_s[ep], 0);
+  EXPECT_NEAR(base.pipeline_s - merged.pipeline_s, st.hidden_comm_by_group_s[ep], 1e-12);
+  EXPECT_NEAR(st.exposed_comm_s(ep), st.comm_by_group_s[ep] - st.hidden_comm_by_group_s[ep], 1e-15);
+  // The extra warm-up forward keeps a second micro-batch's activations alive.
+  EXPECT_EQ(base.stages[0].in_flight_micro_batches, 1);
+  EXPECT_EQ(merged.stages[0].in_flight_micro_batches, 2);
+}
+
+TEST_F(A2aOverlapEstimateTest, InputChecks) {
+  const std::string on = R"(, "overlap_moe_expert_parallel_comm": true)";
+  EXPECT_EQ(error(preset_model("llama3-8b"), on, 1),
+            "s.json: /overlap_moe_expert_parallel_comm: needs an MoE model with expert parallelism: the overlapped "
+            "all-to-alls are the EP dispatch and combine; got a dense model, ep_size 1");
+  EXPECT_EQ(error(m_, on + R"(, "pp_size": 2)", 4),
+            "s.json: /overlap_moe_expert_parallel_comm: with pp_size 2 Megatron's combined 1F1B needs the "
+            "interleaved schedule (a virtual pipeline); set interleaving_size > 1");
+  EXPECT_EQ(error(m_, on, 8, 1),
+            "s.json: /overlap_moe_expert_parallel_comm: changes nothing with one micro-batch and no pipeline: no "
+            "forward runs beside a backward; set micro_batch_num ≥ 2 or remove it");
+  EXPECT_EQ(error(m_, on, 8, 4, Mode::SimuMax12),
+            "s.json: /overlap_moe_expert_parallel_comm: not part of SimuMax v1.2; remove it, or use the default mode");
+}
+
+}  // namespace
+}  // namespace trainsim
