@@ -94,6 +94,7 @@ const OptIntField kOptIntFields[] = {
     {"num_layers_in_last_pipeline_stage", &StrategyConfig::num_layers_in_last_pipeline_stage},
     {"microbatch_group_size_per_vp_stage", &StrategyConfig::microbatch_group_size_per_vp_stage},
     {"num_layers_per_virtual_pipeline_stage", &StrategyConfig::num_layers_per_virtual_pipeline_stage},
+    {"moe_deepep_num_sms", &StrategyConfig::moe_deepep_num_sms},
 };
 const OptStrField kOptStrFields[] = {
     {"recompute_granularity", &StrategyConfig::recompute_granularity},

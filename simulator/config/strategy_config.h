@@ -24,6 +24,7 @@ struct StrategyConfig {
   std::vector<int64_t> hierarchical_context_parallel_sizes;  // a2a+p2p: {a2a group, ring group}
   std::optional<std::string> moe_token_dispatcher_type;  // allgather, alltoall, flex (unset: all2all)
   bool moe_enable_deepep = false;                        // flex dispatcher backend DeepEP
+  std::optional<int64_t> moe_deepep_num_sms;             // SMs DeepEP's kernels take (unset: Megatron's 20)
   bool moe_permute_fusion = false;                       // TE fused permute / unpermute
   std::optional<std::string> moe_router_load_balancing_type;  // aux_loss (Megatron's default), ...
   std::optional<double> moe_load_imbalance_factor;       // dropless: busiest EP rank's tokens / mean

@@ -153,6 +153,10 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
     if (mem_gbs > 0 && unusable_gbs >= mem_gbs && a.has("unusable_mem_gbs"))
       issues.add("/accelerator/unusable_mem_gbs", strprintf("%g GiB leaves no memory of the device's %g GiB; expected "
                                                             "a few GiB (CUDA context, NCCL buffers)", unusable_gbs, mem_gbs));
+    a.opt("sm_count", sys.sm_count);
+    if (sys.sm_count && !(*sys.sm_count >= 1 && *sys.sm_count <= 100000))
+      issues.add("/accelerator/sm_count", strprintf("must be in 1..100000 (streaming multiprocessors; H100 SXM: 132), "
+                                                    "got %lld", static_cast<long long>(*sys.sm_count)));
     std::string mode = "roofline";
     a.opt("mode", mode);
     if (mode == "roofline") {
@@ -290,6 +294,7 @@ std::string system_to_json_text(const SystemConfig& sys, int indent) {
   acc["backend"] = sys.backend;
   acc["mem_gbs"] = clean(sys.mem_bytes / kGiB);
   if (sys.unusable_mem_bytes != kDefaultUnusableMemGiB * kGiB) acc["unusable_mem_gbs"] = clean(sys.unusable_mem_bytes / kGiB);
+  if (sys.sm_count) acc["sm_count"] = *sys.sm_count;
   acc["mode"] = sys.mode == CostMode::Roofline ? "roofline" : "only_compute";
   for (const auto& [name, op] : sys.ops) {
     json o;

@@ -64,6 +64,9 @@ struct SystemConfig {
   /// Memory outside PyTorch's caching allocator: CUDA context, NCCL buffers, kernel images
   /// (JSON `unusable_mem_gbs`, GiB; default 6, the peer's gmi_error). Fit verdicts subtract it.
   double unusable_mem_bytes = kDefaultUnusableMemGiB * kGiB;
+  /// Streaming multiprocessors of the accelerator (JSON `accelerator.sm_count`, trainsim
+  /// extension; datasheet value): the share of them a communication kernel takes from compute.
+  std::optional<int64_t> sm_count;
   /// Host side of one GPU (trainsim extension, JSON `host`; 0 = not given): the host link's
   /// bandwidth per direction (`link_gbps`, GiB/s: PCIe or NVLink-C2C) and the optimizer state a
   /// CPU Adam updates per second for this GPU (`cpu_adam_gbps`, GiB/s of fp32 master params,

@@ -167,6 +167,7 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   const struct { const char* key; bool set; } moe_keys[] = {
       {"moe_token_dispatcher_type", s.moe_token_dispatcher_type.value_or("alltoall") != "alltoall"},
       {"moe_enable_deepep", s.moe_enable_deepep},
+      {"moe_deepep_num_sms", s.moe_deepep_num_sms.has_value()},
       {"moe_permute_fusion", s.moe_permute_fusion},
       {"moe_router_load_balancing_type", s.moe_router_load_balancing_type.has_value()},
       {"moe_load_imbalance_factor", s.moe_load_imbalance_factor.has_value()},
@@ -183,6 +184,25 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       add("/moe_enable_deepep", "DeepEP is a backend of the flex dispatcher; set moe_token_dispatcher_type to 'flex'");
     if (s.moe_token_dispatcher_type == std::optional<std::string>("flex") && !s.moe_enable_deepep)
       add("/moe_token_dispatcher_type", "the flex dispatcher needs a backend; set moe_enable_deepep to true");
+    // DeepEP's SMs (Buffer.set_num_sms) slow only the compute its kernels run beside.
+    if (s.moe_deepep_num_sms) {
+      const int64_t sms = *s.moe_deepep_num_sms;
+      if (!s.moe_enable_deepep)
+        add("/moe_deepep_num_sms", "changes nothing without the DeepEP backend; set moe_enable_deepep to true or remove it");
+      else if (!s.overlap_moe_expert_parallel_comm)
+        add("/moe_deepep_num_sms", "changes nothing without overlap_moe_expert_parallel_comm: the dispatch and "
+                                   "combine run alone, their SMs take nothing from compute; remove it or set "
+                                   "overlap_moe_expert_parallel_comm to true");
+      else if (sms < 1)
+        add("/moe_deepep_num_sms", strprintf("must be at least 1 (Megatron's default: 20), got %lld", ll(sms)));
+      else if (sys.sm_count && sms >= *sys.sm_count)
+        add("/moe_deepep_num_sms", strprintf("must be below the accelerator's %lld SMs (accelerator.sm_count), leaving "
+                                             "some to compute; got %lld", ll(*sys.sm_count), ll(sms)));
+    }
+    if (s.moe_enable_deepep && s.overlap_moe_expert_parallel_comm && !sys.sm_count)
+      issues.push_back({src.system, "/accelerator/sm_count",
+                        "DeepEP's kernels beside compute (overlap_moe_expert_parallel_comm) take moe_deepep_num_sms of "
+                        "the accelerator's SMs; give its SM count (datasheet: A100 108, H100 SXM 132, B200 148)"});
     if (s.moe_shared_expert_overlap && !m.moe_shared_expert_intermediate_size)
       add("/moe_shared_expert_overlap", "changes nothing: model " + src.model + " has no shared expert");
     else if (s.moe_shared_expert_overlap && s.moe_token_dispatcher_type == std::optional<std::string>("allgather"))

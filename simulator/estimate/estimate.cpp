@@ -16,6 +16,7 @@
 #include "memory/activation.h"
 #include "model/context_parallel.h"
 #include "model/graph.h"
+#include "schedule/a2a_overlap.h"
 #include "schedule/gemm_comm_overlap.h"
 #include "schedule/grad_buckets.h"
 #include "model/moe_dispatch.h"
@@ -800,8 +801,12 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
   const double p2p_bytes = static_cast<double>(plan.micro_batch_size * plan.seq_len * m.hidden_size) *
                            (s.dtype == "fp32" ? 4 : 2) / static_cast<double>(plan.cp) /
                            (plan.sp ? static_cast<double>(plan.tp) : 1.0);
-  // The all-to-all kernels take the EP network's processor_usage share of the SMs.
-  if (plan.a2a_overlap) costs.a2a_slowdown = contention(env, Group::EP);
+  // The all-to-all kernels take the EP network's processor_usage share of the SMs; DeepEP's take
+  // moe_deepep_num_sms of the accelerator's SMs.
+  if (plan.a2a_overlap)
+    costs.a2a_slowdown = s.moe_enable_deepep
+                             ? deepep_slowdown(s.moe_deepep_num_sms.value_or(kDeepEpDefaultNumSms), *sys.sm_count)
+                             : contention(env, Group::EP);
   costs.p2p = pp > 1 ? collective_time(sys, s, plan.nets.of(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;
   if (plan.mode == Mode::Default && s.scatter_gather_tensors_in_pipeline) {
     // Narayanan et al. 2021, §4.1: the TP ranks of a stage hold the same activation; each sends

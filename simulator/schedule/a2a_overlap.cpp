@@ -19,6 +19,11 @@ double A2aPass::total() const {
   return std::accumulate(compute.begin(), compute.end(), 0.0) + std::accumulate(a2a.begin(), a2a.end(), 0.0);
 }
 
+double deepep_slowdown(int64_t num_sms, int64_t sm_count) {
+  const double u = static_cast<double>(num_sms) / static_cast<double>(sm_count);
+  return u / (1 - u);
+}
+
 namespace {
 
 double a2a_at(const A2aPass& p, size_t i) { return i < p.a2a.size() ? p.a2a[i] : 0; }

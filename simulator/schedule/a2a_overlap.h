@@ -35,6 +35,14 @@ struct MergedOps {
 MergedOps add_merged_step(Engine& e, int32_t rank, const A2aPass& f, Engine::Label f_label, const A2aPass& b,
                           Engine::Label b_label, double slowdown);
 
+/// Megatron's default of --moe-deepep-num-sms.
+inline constexpr int64_t kDeepEpDefaultNumSms = 20;
+
+/// Compute slow-down beside DeepEP's dispatch or combine kernels (DeepEP Buffer.set_num_sms):
+/// they hold `num_sms` of the accelerator's `sm_count` SMs while they run and compute runs on the
+/// rest, so it takes 1/(1−u) as long with u = num_sms/sm_count; returns u/(1−u).
+[[nodiscard]] double deepep_slowdown(int64_t num_sms, int64_t sm_count);
+
 /// Time of the merged step on an idle rank (seconds).
 [[nodiscard]] double merged_step_time(const A2aPass& f, const A2aPass& b, double slowdown);
 

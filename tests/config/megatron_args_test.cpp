@@ -142,7 +142,7 @@ TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
       {"--hierarchical-context-parallel-sizes 2 4", 's', "hierarchical_context_parallel_sizes"},
       {"--moe-enable-deepep", 's', "moe_enable_deepep"},
       {"--moe-permute-fusion", 's', "moe_permute_fusion"},
-      {"--moe-deepep-num-sms 24", 'n', ""},
+      {"--moe-deepep-num-sms 24", 's', "moe_deepep_num_sms"},
       {"--moe-router-load-balancing-type sinkhorn", 's', "moe_router_load_balancing_type"},
       {"--overlap-moe-expert-parallel-comm", 's', "overlap_moe_expert_parallel_comm"},
       {"--moe-shared-expert-overlap", 's', "moe_shared_expert_overlap"},

@@ -46,6 +46,17 @@ TEST(A2aOverlapTest, MergedStepHidesEachAllToAllUnderTheOtherPass) {
   EXPECT_DOUBLE_EQ(merged_step_time(f, b, 0.5), 15.5);
 }
 
+TEST(A2aOverlapTest, DeepEpSlowsComputeByTheShareOfSmsItTakes) {
+  // u = num_sms / sm_count, compute on the other 1 − u: slow-down u/(1 − u) = num_sms/(sm_count −
+  // num_sms). Megatron's 20 of H100's 132 SMs: 20/112; 24 of A100's 108: 24/84 = 2/7.
+  EXPECT_DOUBLE_EQ(deepep_slowdown(20, 132), 20.0 / 112);
+  EXPECT_DOUBLE_EQ(deepep_slowdown(24, 108), 2.0 / 7);
+  // The merged step of the test above with slow-down k: C0 2 + 2k, D1 4 + k, C1 3 + k, D2 2 + k
+  // (D0 and C2 alone), each waiting for the one before: 13 + 5k. k = 20/112 = 5/28: 13 + 25/28.
+  const A2aPass f = pass({2, 3, 1}, {1, 1}), b = pass({1, 4, 2}, {2, 1});
+  EXPECT_DOUBLE_EQ(merged_step_time(f, b, deepep_slowdown(20, 132)), 13 + 25.0 / 28);
+}
+
 TEST(A2aOverlapTest, LongAllToAllsStayPartlyExposed) {
   // F: 1 | 5 | 1, B: 1 | 5 | 1. D0 [0,1]; Ba0 [1,6]; C0 [1,2]; Fa0 [6,11]; D1 [6,7];
   // C1 [11,12]: 12 s against 14 s serial (each 5 s all-to-all hides 1 s of the other's compute).
@@ -154,6 +165,53 @@ TEST_F(A2aOverlapEstimateTest, MergedStepsHideAllToAllsOnTheEpStream) {
   // The extra warm-up forward keeps a second micro-batch's activations alive.
   EXPECT_EQ(base.stages[0].in_flight_micro_batches, 1);
   EXPECT_EQ(merged.stages[0].in_flight_micro_batches, 2);
+}
+
+TEST_F(A2aOverlapEstimateTest, DeepEpKernelsTakeTheirSmsFromTheComputeBesideThem) {
+  const std::string flex = R"(, "overlap_moe_expert_parallel_comm": true, "moe_token_dispatcher_type": "flex",
+      "moe_enable_deepep": true)";
+  const Estimate dflt = estimate(m_, strategy(flex), sys_);
+  const Estimate sms20 = estimate(m_, strategy(flex + R"(, "moe_deepep_num_sms": 20)"), sys_);
+  const Estimate sms66 = estimate(m_, strategy(flex + R"(, "moe_deepep_num_sms": 66)"), sys_);
+  EXPECT_DOUBLE_EQ(dflt.pipeline_s, sms20.pipeline_s);  // Megatron's default: 20 SMs
+  // Half of H100's 132 SMs: compute beside an all-to-all takes twice as long (slow-down 1 against
+  // 20/112), so less of the EP time is hidden.
+  EXPECT_GT(sms66.pipeline_s, sms20.pipeline_s);
+  const auto ep = static_cast<size_t>(Group::EP);
+  EXPECT_LT(sms66.stage_times[0].hidden_comm_by_group_s[ep], sms20.stage_times[0].hidden_comm_by_group_s[ep]);
+  // The EP network's processor_usage (NCCL's all-to-all) does not apply to DeepEP's kernels.
+  SystemConfig busy = sys_;
+  busy.networks.at("high_intra_node").processor_usage = 0.5;
+  refresh_fingerprint(busy);
+  EXPECT_DOUBLE_EQ(estimate(m_, strategy(flex), busy).pipeline_s, dflt.pipeline_s);
+}
+
+TEST_F(A2aOverlapEstimateTest, DeepEpNumSmsChecks) {
+  const std::string deepep = R"(, "moe_token_dispatcher_type": "flex", "moe_enable_deepep": true)";
+  const std::string on = R"(, "overlap_moe_expert_parallel_comm": true)";
+  EXPECT_EQ(error(m_, R"(, "moe_deepep_num_sms": 24)"),
+            "s.json: /moe_deepep_num_sms: changes nothing without the DeepEP backend; set moe_enable_deepep to true "
+            "or remove it");
+  EXPECT_EQ(error(m_, deepep + R"(, "moe_deepep_num_sms": 24)"),
+            "s.json: /moe_deepep_num_sms: changes nothing without overlap_moe_expert_parallel_comm: the dispatch and "
+            "combine run alone, their SMs take nothing from compute; remove it or set "
+            "overlap_moe_expert_parallel_comm to true");
+  EXPECT_EQ(error(m_, deepep + on + R"(, "moe_deepep_num_sms": 132)"),
+            "s.json: /moe_deepep_num_sms: must be below the accelerator's 132 SMs (accelerator.sm_count), leaving "
+            "some to compute; got 132");
+  EXPECT_EQ(error(m_, deepep + on + R"(, "moe_deepep_num_sms": 0)"),
+            "s.json: /moe_deepep_num_sms: must be at least 1 (Megatron's default: 20), got 0");
+  EXPECT_EQ(error(m_, R"(, "moe_deepep_num_sms": 24)", 8, 4, Mode::SimuMax12),
+            "s.json: /moe_deepep_num_sms: is not part of SimuMax v1.2 (it routes with all2all, balanced); remove it "
+            "or use the default mode");
+  SystemConfig no_sms = sys_;
+  no_sms.sm_count.reset();
+  EXPECT_EQ(error_of([&] { (void)resolve_plan(m_, strategy(deepep + on), no_sms, Mode::Default, kSrc); }),
+            "y.json: /accelerator/sm_count: DeepEP's kernels beside compute (overlap_moe_expert_parallel_comm) take "
+            "moe_deepep_num_sms of the accelerator's SMs; give its SM count (datasheet: A100 108, H100 SXM 132, B200 "
+            "148)");
+  // Without DeepEP the all-to-all's SMs come from the EP network's processor_usage: no SM count needed.
+  EXPECT_NO_THROW((void)resolve_plan(m_, strategy(on), no_sms, Mode::Default, kSrc));
 }
 
 TEST_F(A2aOverlapEstimateTest, InputChecks) {
