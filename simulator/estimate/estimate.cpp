@@ -208,19 +208,22 @@ OpCost leaf_cost(const Env& env, const Leaf& l, bool recomputed, const char* lay
   if (l.ring_steps > 1) {
     // Ring attention: each step's KV exchange hides under the previous step's blockwise
     // attention; only what sticks out is added. The backward circulates dK, dV with K, V and
-    // returns the last dK, dV to its owner (TE AttnFuncWithCPAndKVP2P).
+    // returns the last dK, dV to its owner (TE AttnFuncWithCPAndKVP2P). The rest of the n − 1
+    // exchanges per pass counts as CP time hidden under the attention.
     const std::string& net = env.nets.of(Group::CP);
     const auto exchange = [&](double b) {
       return collective_time(env.sys, env.s, net, Collective::P2P, b, l.ring_steps, "cp");
     };
     const double n = static_cast<double>(l.ring_steps), kv = exchange(l.ring_block_bytes);
+    const double kv_grad = exchange(2 * l.ring_block_bytes);
     const double fwd_x = std::max(0.0, ring_pass_time(l.ring_steps, t[kFwd] / n, kv, 0) - t[kFwd]);
-    const double bwd_x = std::max(
-        0.0, ring_pass_time(l.ring_steps, t[kBwdAct] / n, exchange(2 * l.ring_block_bytes), kv) - t[kBwdAct]);
+    const double bwd_x = std::max(0.0, ring_pass_time(l.ring_steps, t[kBwdAct] / n, kv_grad, kv) - t[kBwdAct]);
     o.fwd_comm_s += fwd_x;
     o.bwd_comm_s += bwd_x;
     if (recompute) o.recompute_comm_s += fwd_x;
-    o.comm_by_group_s[static_cast<size_t>(Group::CP)] += (recompute ? 2 : 1) * fwd_x + bwd_x;
+    const double fwd_all = (n - 1) * kv, bwd_all = (n - 1) * kv_grad + kv, passes = recompute ? 2 : 1;
+    o.comm_by_group_s[static_cast<size_t>(Group::CP)] += passes * fwd_all + bwd_all;
+    o.hidden_comm_by_group_s[static_cast<size_t>(Group::CP)] += passes * (fwd_all - fwd_x) + bwd_all - bwd_x;
   }
   return o;
 }

@@ -153,8 +153,15 @@ TEST(ContextParallel, RingHidesItsExchangeInTheStep) {
   EXPECT_GT(ring.iteration_time_s, 0);
   // Only each backward's last dK, dV return is exposed: 80 layers · 4 micro-batches · one P2P of
   // a KV block b·(g/t)·(S/c)·(d_k + d_v)·2 B = 1·2·8192·256·2 = 8,388,608 B.
-  const double x = collective_time(sys, s, choose_networks(sys, s, Mode::Default).of(Group::CP), Collective::P2P, 8388608.0, 2, "cp");
-  EXPECT_NEAR(ring.stage_times.at(0).comm_by_group_s[cp], 80 * 4 * x, 1e-9);
+  const NetworkChoice nets = choose_networks(sys, s, Mode::Default);
+  const double x = collective_time(sys, s, nets.of(Group::CP), Collective::P2P, 8388608.0, 2, "cp");
+  const StageTime& st = ring.stage_times.at(0);
+  EXPECT_NEAR(st.exposed_comm_s(cp), 80 * 4 * x, 1e-9);
+  // Hidden under the attention: with 2 steps, the forward's one KV exchange (x) and the
+  // backward's one K, V, dK, dV exchange (twice the bytes, x2).
+  const double x2 = collective_time(sys, s, nets.of(Group::CP), Collective::P2P, 2 * 8388608.0, 2, "cp");
+  EXPECT_NEAR(st.hidden_comm_by_group_s[cp], 80 * 4 * (x + x2), 1e-9);
+  EXPECT_NEAR(st.comm_by_group_s[cp], 80 * 4 * (2 * x + x2), 1e-9);
   for (const char* other : {"all_gather", "a2a"}) {
     s.cp_comm_type = other;
     const Estimate e = estimate(m, s, sys);

@@ -6,6 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "config/plan_request.h"
 #include "test_presets.h"
@@ -62,6 +64,46 @@ TEST(Trace, DetailChoosesWhichPassesAreDrawnOpByOp) {
   EXPECT_EQ(none.aggregated_steps, 2 * 2 * e.micro_batches);  // forward and backward, 2 stages
   EXPECT_GT(all.events, 10 * none.events);
   EXPECT_GT(a.size(), 10 * b.size());
+}
+
+// Ring context parallelism (cp_comm_type p2p): the KV exchanges hidden under the blockwise
+// attention are drawn on the cp thread beside the attention kernel; only what sticks out (the
+// backward's last dK, dV return) comes after it.
+TEST(Trace, RingExchangeRunsBesideTheAttention) {
+  const PlanConfigs p = build_plan(PlanRequest{}, "llama3-70b", "tp8-cp2-pp1-dp1-p2p");
+  const Estimate e = estimate(p.model, p.strategy, test::preset_system("h100-sxm-80g"));
+  const auto doc = nlohmann::json::parse(trace_json(e, {}));
+  std::vector<nlohmann::json> compute, hidden, exposed;
+  for (const auto& ev : doc["traceEvents"]) {
+    if (ev["ph"] != "X" || !ev["args"].contains("op")) continue;
+    if (ev["tid"] == 1) compute.push_back(ev);
+    if (ev["args"].value("group", "") != "cp") continue;
+    (ev["args"]["exposed"].get<bool>() ? exposed : hidden).push_back(ev);
+  }
+  ASSERT_FALSE(hidden.empty());
+  ASSERT_FALSE(exposed.empty());
+  // The kernel slice of the same op, micro-batch and phase that holds the event's start.
+  const auto attention = [&](const nlohmann::json& c) -> const nlohmann::json* {
+    for (const auto& k : compute)
+      if (k["args"]["op"] == c["args"]["op"] && k["args"]["micro_batch"] == c["args"]["micro_batch"] &&
+          k["args"]["phase"] == c["args"]["phase"] && k["ts"].get<double>() <= c["ts"].get<double>() + 1e-6 &&
+          c["ts"].get<double>() < k["ts"].get<double>() + k["dur"].get<double>())
+        return &k;
+    return nullptr;
+  };
+  std::set<std::string> phases;
+  for (const auto& c : hidden) {
+    const nlohmann::json* k = attention(c);
+    ASSERT_NE(k, nullptr) << c.dump();
+    EXPECT_LE(c["ts"].get<double>() + c["dur"].get<double>(), (*k)["ts"].get<double>() + (*k)["dur"].get<double>() + 1e-6);
+    phases.insert(c["args"]["phase"].get<std::string>());
+  }
+  EXPECT_TRUE(phases.count("forward") && phases.count("backward"));
+  // Exposed: the backward's tail, right after its attention kernel.
+  for (const auto& c : exposed) {
+    EXPECT_EQ(c["args"]["phase"], "backward");
+    EXPECT_EQ(c["args"]["op"], hidden.front()["args"]["op"]);
+  }
 }
 
 TEST(StepOps, OpsTileTheStepAndSumToTheStageTimes) {
