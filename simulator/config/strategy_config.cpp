@@ -72,6 +72,7 @@ const BoolField kBoolFields[] = {
     {"moe_shared_expert_overlap", &StrategyConfig::moe_shared_expert_overlap},
     {"overlap_moe_expert_parallel_comm", &StrategyConfig::overlap_moe_expert_parallel_comm},
     {"scatter_gather_tensors_in_pipeline", &StrategyConfig::scatter_gather_tensors_in_pipeline},
+    {"fp8_param_gather", &StrategyConfig::fp8_param_gather},
 };
 const StrField kStrFields[] = {
     {"dtype", &StrategyConfig::dtype},
@@ -88,6 +89,7 @@ const StrField kStrFields[] = {
     {"etp_net", &StrategyConfig::etp_net},
     {"edp_net", &StrategyConfig::edp_net},
     {"cross_entropy_fusion_impl", &StrategyConfig::cross_entropy_fusion_impl},
+    {"fp8_recipe", &StrategyConfig::fp8_recipe},
 };
 const OptIntField kOptIntFields[] = {
     {"num_layers_in_first_pipeline_stage", &StrategyConfig::num_layers_in_first_pipeline_stage},
@@ -235,6 +237,7 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   std::optional<int64_t> virtual_stages;
   r.opt("num_virtual_stages_per_pipeline_rank", virtual_stages);
   r.opt("offload_modules", s.offload_modules);
+  r.opt("offload_tensors", s.offload_tensors);
   std::optional<std::string> recompute_method;
   std::optional<int64_t> recompute_num_layers;
   std::vector<std::string> recompute_modules;
@@ -309,6 +312,10 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   for (size_t i = 0; i < s.offload_modules.size(); ++i)
     check_choice(issues, ("offload_modules/" + std::to_string(i)).c_str(), s.offload_modules[i],
                  {"attn_norm", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act"});
+  for (size_t i = 0; i < s.offload_tensors.size(); ++i)
+    check_choice(issues, ("offload_tensors/" + std::to_string(i)).c_str(), s.offload_tensors[i],
+                 {"dispatched_input", "pre_mlp_layernorm_output"});
+  check_choice(issues, "fp8_recipe", s.fp8_recipe, {"delayed", "tensorwise", "blockwise", "mxfp8"});
   if (s.min_offloaded_tensor_size < 0 || s.min_offloaded_tensor_size > (int64_t{1} << 50))
     issues.add("/min_offloaded_tensor_size", "must be in 0..2^50 bytes");
   if (s.recompute_unit_layers < 1 || s.recompute_unit_layers > (int64_t{1} << 20))
@@ -365,6 +372,7 @@ std::string strategy_to_json_text(const StrategyConfig& s) {
   j["optimizer_offload_fraction"] = s.optimizer_offload_fraction;
   if (!s.megatron_recompute_modules.empty()) j["megatron_recompute_modules"] = s.megatron_recompute_modules;
   if (!s.offload_modules.empty()) j["offload_modules"] = s.offload_modules;
+  if (!s.offload_tensors.empty()) j["offload_tensors"] = s.offload_tensors;
   if (!s.hierarchical_context_parallel_sizes.empty())
     j["hierarchical_context_parallel_sizes"] = s.hierarchical_context_parallel_sizes;
   if (s.moe_load_imbalance_factor) j["moe_load_imbalance_factor"] = *s.moe_load_imbalance_factor;
@@ -400,6 +408,8 @@ uint64_t strategy_hash(const StrategyConfig& s) {
   for (const auto& m : s.megatron_recompute_modules) str(m);
   num(static_cast<int64_t>(s.offload_modules.size()));
   for (const auto& m : s.offload_modules) str(m);
+  num(static_cast<int64_t>(s.offload_tensors.size()));
+  for (const auto& t : s.offload_tensors) str(t);
   num(static_cast<int64_t>(s.hierarchical_context_parallel_sizes.size()));
   for (int64_t v : s.hierarchical_context_parallel_sizes) num(v);
   const double imbalance = s.moe_load_imbalance_factor.value_or(0);
@@ -417,7 +427,7 @@ std::vector<std::string> strategy_keys() {
   for (const char* k : {"attention_sparse_ratio", "mem_factor", "megatron_recompute_modules",
                         "num_virtual_stages_per_pipeline_rank", "recompute_method", "recompute_num_layers",
                         "recompute_modules", "optimizer_offload_fraction", "offload_modules",
-                        "hierarchical_context_parallel_sizes", "moe_load_imbalance_factor"})
+                        "hierarchical_context_parallel_sizes", "moe_load_imbalance_factor", "offload_tensors"})
     keys.emplace_back(k);
   return keys;
 }

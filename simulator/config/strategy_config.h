@@ -86,6 +86,14 @@ struct StrategyConfig {
   bool fine_grained_activation_offloading = false;
   std::vector<std::string> offload_modules;
   int64_t min_offloaded_tensor_size = 1024 * 1024;
+  /// Megatron's offload_tensors: tagged saved tensors offloaded the same way
+  /// (dispatched_input: the MoE tokens after dispatch, pre_mlp_layernorm_output).
+  std::vector<std::string> offload_tensors;
+  /// Megatron's fp8_recipe (with fp8): delayed | tensorwise | blockwise | mxfp8 (Blackwell only).
+  std::string fp8_recipe = "delayed";
+  /// Megatron's fp8_param_gather: parameters kept in fp8 only (no bf16 copy); the
+  /// distributed-optimizer all-gather moves 1 byte per parameter.
+  bool fp8_param_gather = false;
   bool overlap_grad_reduce = false;  // Megatron's default (SimuMax: true, unused)
   // Overlaps and data-parallel sharding (Megatron)
   bool overlap_param_gather = false;  // distributed-optimizer all-gather under the next forward

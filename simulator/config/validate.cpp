@@ -5,6 +5,7 @@
 
 #include "config/pipeline_layout.h"
 #include "core/text.h"
+#include "passes/fp8.h"
 
 namespace trainsim {
 
@@ -346,18 +347,36 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       add("/fine_grained_activation_offloading", "is not part of SimuMax v1.2; remove it or use the default mode");
     if (s.recompute_unit_layers != 1 && s.megatron_recompute_keys.empty())
       add("/recompute_unit_layers", "is not part of SimuMax v1.2; remove it or use the default mode");
+    if (s.fp8_recipe != StrategyConfig{}.fp8_recipe)
+      add("/fp8_recipe", "is not part of SimuMax v1.2 (its fp8 is the delayed recipe); remove it or use the default mode");
+    if (s.fp8_param_gather)
+      add("/fp8_param_gather", "is not part of SimuMax v1.2; remove it or use the default mode");
+  }
+  if (!s.fp8) {
+    if (s.fp8_recipe != StrategyConfig{}.fp8_recipe)
+      add("/fp8_recipe", "changes nothing without fp8; set fp8 to true or remove it");
+    if (s.fp8_param_gather)
+      add("/fp8_param_gather", "changes nothing without fp8; set fp8 to true or remove it");
+  } else if (s.fp8_recipe == "mxfp8" && !is_blackwell_system(sys.sys_name)) {
+    add("/fp8_recipe", "'mxfp8' needs a Blackwell GPU (its MX block-scaled fp8 GEMMs); system '" + sys.sys_name +
+                           "' is not one (b200, gb200, b300); use 'blockwise', 'tensorwise' or 'delayed'");
   }
   if (s.recompute_unit_layers != 1 && s.recompute_granularity != std::optional<std::string>("full_block"))
     add("/recompute_unit_layers", "only applies to recompute_granularity 'full_block' (Megatron's full recompute)");
   if (!s.fine_grained_activation_offloading) {
     if (!s.offload_modules.empty())
       add("/offload_modules", "changes nothing without fine_grained_activation_offloading; set it to true");
+    if (!s.offload_tensors.empty())
+      add("/offload_tensors", "changes nothing without fine_grained_activation_offloading; set it to true");
     if (s.min_offloaded_tensor_size != StrategyConfig{}.min_offloaded_tensor_size)
       add("/min_offloaded_tensor_size", "changes nothing without fine_grained_activation_offloading");
   } else {
-    if (s.offload_modules.empty())
+    if (s.offload_modules.empty() && s.offload_tensors.empty())
       add("/offload_modules", "fine_grained_activation_offloading needs at least one module: attn_norm, core_attn, "
-                              "attn_proj, mlp_norm, expert_fc1, moe_act");
+                              "attn_proj, mlp_norm, expert_fc1, moe_act (or a tensor in offload_tensors)");
+    for (const auto& t : s.offload_tensors)
+      if (t == "dispatched_input" && !m.is_moe())
+        add("/offload_tensors", "'dispatched_input' needs a moe model");
     for (const auto& mod : s.offload_modules)
       if ((mod == "expert_fc1" || mod == "moe_act") && !m.is_moe())
         add("/offload_modules", "'" + mod + "' needs a moe model");

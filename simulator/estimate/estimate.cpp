@@ -20,6 +20,7 @@
 #include "schedule/gemm_comm_overlap.h"
 #include "schedule/grad_buckets.h"
 #include "model/moe_dispatch.h"
+#include "passes/fp8.h"
 #include "schedule/lower.h"
 #include "schedule/program.h"
 
@@ -546,7 +547,8 @@ class ChunkResults {
       : env_(env),
         plan_(plan),
         cache_(cache),
-        chunk_env_{env.sys.num_per_node, moe_load_imbalance(env.m, env.s, plan.mode), plan.mode} {
+        chunk_env_{env.sys.num_per_node, moe_load_imbalance(env.m, env.s, plan.mode), plan.mode,
+                   is_blackwell_system(env.sys.sys_name)} {
     if (!cache_) return;
     EstimateCache::Impl& c = cache_->impl();
     const uint64_t sh = content_hash(env.sys);
@@ -674,12 +676,12 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
     return collective_time(*plan.system, s, plan.nets.of(side.group), kind, bytes, side.n, side.stage);
   };
   auto count = [&](const Side& side, double t) { (side.moe ? out.moe_s : out.dense_s) += t; };
-  // Parameter all-gather (distributed optimizer: bf16 parameters).
+  // Parameter all-gather (distributed optimizer: bf16 parameters, fp8 with fp8_param_gather).
   for (size_t c = 0; c < v; ++c)
     for (const Side& side : sides) {
       const auto bs = buckets(c, side);
       for (auto it = bs.rbegin(); sharded && s.zero_state < 3 && it != bs.rend(); ++it) {
-        const double t = time_of(side, Collective::AllGather, it->params * 2);
+        const double t = time_of(side, Collective::AllGather, it->params * param_gather_bytes(s));
         count(side, t);
         if (!s.overlap_param_gather) {
           out.after_optimizer_s += t;

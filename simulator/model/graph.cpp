@@ -25,7 +25,7 @@ struct Ctx {
   int64_t tp, cp;
   double e;          // activation element bytes
   double a;          // Linear activation bytes (1 under fp8)
-  double w;          // Linear weight bytes (1 under fp8: the peer keeps no bf16 copy)
+  double w;          // Linear weight bytes in a GEMM (1 under fp8)
   bool sp;
   bool fp8;
   const char* wgrad_dtype;
@@ -129,7 +129,7 @@ void linear_common(const Ctx& c, Leaf& l, double m_rows, double in, double out, 
   l.kernels[kBwdAct][0].key = gemm_key(c.B, m_rows, out, in, "NN", false, "bf16");
   l.kernels[kBwdW][0].key = gemm_key(1, out, c.B * m_rows, in, "NT", true, c.wgrad_dtype);
   l.params = wt;
-  l.weight_elem_bytes = w;
+  l.weight_elem_bytes = fp8 && c.megatron ? fp8_weight_bytes(c.s.fp8_recipe, c.s.fp8_param_gather, c.env.blackwell) : w;
   l.recompute_repeats_comm = true;
   if (c.dummy_wgrad) {
     l.dummy_rows = static_cast<int64_t>(out);
@@ -652,7 +652,7 @@ Leaf grouped_linear(const Ctx& c, const MoeShape& sh, const char* name, double i
   }
   l.params = sh.El * in * out;
   l.moe_params = true;
-  l.weight_elem_bytes = w;
+  l.weight_elem_bytes = fp8 && c.megatron ? fp8_weight_bytes(c.s.fp8_recipe, c.s.fp8_param_gather, c.env.blackwell) : w;
   const bool offload = col && c.s.offload_groupgemm_col_inputs;
   l.cache = offload ? 0 : Tl * in * a;
   l.fpk = Tl * in * a + Tl * out * 2 + (c.s.use_accm_weight ? 0 : sh.El * in * out * w);

@@ -109,6 +109,7 @@ struct ChunkEnv {
   int64_t gpus_per_node = 8;  // nodes an EP group spans (DeepEP's node dedupe)
   double moe_imbalance = 1;   // busiest EP rank's expert tokens over the mean (model/moe_dispatch.h)
   Mode mode = Mode::Default;  // compat mode leaves out what SimuMax v1.2 does not run
+  bool blackwell = false;     // the system's GPU is a Blackwell part (fp8 GEMMs in any layout)
 };
 
 /// Builds the leaves of a chunk. `env.mode` selects Megatron's saved tensors (default) or the peer's.

@@ -1,5 +1,7 @@
 #include "passes/fp8.h"
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 
 namespace trainsim {
@@ -21,6 +23,34 @@ void insert_quantizers(std::vector<Leaf>& L) {
     L.insert(L.begin() + static_cast<std::ptrdiff_t>(i), std::move(q));
     ++i;
   }
+}
+
+// Megatron keeps the bf16 parameter (the optimizer's fp32 main copy lives in the states) and TE
+// quantises it once per step into copies it keeps for the forward and the backward
+// (transformer_engine/pytorch/tensor/*):
+// - delayed, tensorwise (Float8Tensor, one fp32 scale per tensor, negligible): the fp8 row-wise
+//   copy, and on Hopper its transpose for the dgrad GEMM (Hopper runs fp8 GEMMs only in the TN
+//   layout; Blackwell runs any layout from the one copy);
+// - blockwise (Float8BlockwiseQTensor, 128×128 blocks): row- and column-wise copies, one fp32
+//   scale per 128·128 elements each;
+// - mxfp8 (MXFP8Tensor, Blackwell): row- and column-wise copies, one E8M0 (1-byte) scale per 32
+//   elements each.
+// With fp8_param_gather the parameter itself is the fp8 tensor (no bf16 copy).
+double fp8_weight_bytes(const std::string& recipe, bool param_gather, bool blackwell) {
+  const double param = param_gather ? 0 : 2;
+  if (recipe == "blockwise") return param + 2 * (1 + 4.0 / (128 * 128));
+  if (recipe == "mxfp8") return param + 2 * (1 + 1.0 / 32);
+  return param + (blackwell ? 1 : 2);
+}
+
+double param_gather_bytes(const StrategyConfig& s) { return s.fp8 && s.fp8_param_gather ? 1 : 2; }
+
+bool is_blackwell_system(const std::string& sys_name) {
+  std::string n = sys_name;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  for (const char* tag : {"b200", "b300", "blackwell"})
+    if (n.find(tag) != std::string::npos) return true;
+  return false;
 }
 
 }  // namespace trainsim

@@ -9,7 +9,7 @@
 namespace trainsim {
 
 /// Megatron's fine-grained activation offloading over one layer's leaves: a leaf of a listed
-/// module that keeps its saved tensors (not recomputed) and saves at least
+/// module (offload_modules), or one saving a listed tensor (offload_tensors), that keeps its saved tensors (not recomputed) and saves at least
 /// min_offloaded_tensor_size bytes hands them to host memory after its forward (offload_bytes,
 /// no GPU cache) and gets them back for its backward (added to its backward transient).
 void apply_offload(std::vector<Leaf>& L, const StrategyConfig& s);

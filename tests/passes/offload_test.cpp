@@ -1,5 +1,5 @@
 // Fine-grained activation offloading (fine_grained_activation_offloading, offload_modules,
-// min_offloaded_tensor_size), hand-computed on a small GPT layer: h 1024, 8 heads of 128, GELU MLP
+// offload_tensors, min_offloaded_tensor_size), hand-computed on a small GPT layer: h 1024, 8 heads of 128, GELU MLP
 // of 4096; s 2048, b 1, tp 1, bf16, flash attention (T·h·2 B = 4 MiB).
 #include <gtest/gtest.h>
 
@@ -83,6 +83,40 @@ TEST(ActivationOffload, HostMemoryAndExposedCopies) {
                    estimate(gpt_small(), strategy(""), fast).iteration_time_s);
 }
 
+// offload_tensors pre_mlp_layernorm_output: the dense MLP's fc1 keeps the normed input,
+// T·h·2 = 2048·1024·2 B = 4 MiB per layer: 60 + 1/32 MiB stay.
+TEST(ActivationOffload, TaggedNormOutputMovesToTheHost) {
+  const ActivationResult off =
+      walk(R"("fine_grained_activation_offloading": true, "offload_tensors": ["pre_mlp_layernorm_output"])");
+  EXPECT_DOUBLE_EQ(off.cache_per_mb / kMiB, 4 * (60 + 1.0 / 32));
+  EXPECT_DOUBLE_EQ(off.offloaded_per_mb / kMiB, 4 * 4.0);
+}
+
+// A MoE layer (4 experts, top-2, capacity 1 with padding, h 1024): the router keeps the normed
+// input, T·h·2 = 4 MiB (pre_mlp_layernorm_output); the experts' fc1 keeps the dispatched tokens,
+// ceil(2·2048/4)·4 = 4096 tokens · 1024 · 2 B = 8 MiB (dispatched_input).
+TEST(ActivationOffload, TaggedMoeTensorsMoveToTheHost) {
+  const ModelConfig m = load_model(
+      R"({"model_type": "moe", "model_name": "moe_small", "hidden_size": 1024, "head_num": 8, "kv_head_num": 8,
+          "head_size": 128, "intermediate_size": 1024, "moe_ffn_hidden_size": 1024, "layer_num": 1,
+          "dense_layers": 0, "expert_num": 4, "topk": 2, "vocab_size": 1024, "use_swiglu": false,
+          "moe_pad_expert_input_to_capacity": true, "capacity": 1})",
+      "moe_small.json");
+  const StrategyConfig s = strategy(R"("fine_grained_activation_offloading": true,
+                                       "offload_tensors": ["dispatched_input", "pre_mlp_layernorm_output"])");
+  const Plan plan = resolve_plan(m, s, h100_link(50), Mode::Default);
+  ChunkSpec spec = plan.chunks[0][0];
+  spec.embedding = spec.head = false;
+  const Chunk chunk = build_chunk(m, s, plan.padded_vocab, spec, ChunkEnv{.mode = Mode::Default});
+  double router = -1, fc1 = -1;
+  for (const auto& l : chunk.templates[0].leaves) {
+    if (l.name == "router") router = l.offload_bytes;
+    if (l.name == "experts.linear_fc1") fc1 = l.offload_bytes;
+  }
+  EXPECT_DOUBLE_EQ(router / kMiB, 4);
+  EXPECT_DOUBLE_EQ(fc1 / kMiB, 8);
+}
+
 TEST(ActivationOffload, SettingsThatCannotWorkAreErrors) {
   auto issues = [&](const std::string& extra, const SystemConfig& sys, Mode mode) {
     std::string out;
@@ -100,7 +134,15 @@ TEST(ActivationOffload, SettingsThatCannotWorkAreErrors) {
             "direction in GiB/s (PCIe Gen5 x16 moves about 50)\n");
   EXPECT_EQ(issues(R"("fine_grained_activation_offloading": true)", h100_link(50), Mode::Default),
             "strategy /offload_modules: fine_grained_activation_offloading needs at least one module: attn_norm, "
-            "core_attn, attn_proj, mlp_norm, expert_fc1, moe_act\n");
+            "core_attn, attn_proj, mlp_norm, expert_fc1, moe_act (or a tensor in offload_tensors)\n");
+  EXPECT_EQ(issues(R"("offload_tensors": ["pre_mlp_layernorm_output"])", bare, Mode::Default),
+            "strategy /offload_tensors: changes nothing without fine_grained_activation_offloading; set it to true\n");
+  EXPECT_EQ(issues(R"("fine_grained_activation_offloading": true, "offload_tensors": ["dispatched_input"])",
+                   h100_link(50), Mode::Default),
+            "strategy /offload_tensors: 'dispatched_input' needs a moe model\n");
+  EXPECT_EQ(test::error_of([] { (void)strategy(R"("offload_tensors": ["dispatched"])"); }),
+            "s.json: /offload_tensors/0: unknown value 'dispatched'; valid values: dispatched_input, "
+            "pre_mlp_layernorm_output");
   EXPECT_EQ(issues(kAttn, h100_link(50), Mode::SimuMax12),
             "strategy /fine_grained_activation_offloading: is not part of SimuMax v1.2; remove it or use the "
             "default mode\n");
