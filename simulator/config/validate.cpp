@@ -357,7 +357,11 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       add("/fp8_recipe", "changes nothing without fp8; set fp8 to true or remove it");
     if (s.fp8_param_gather)
       add("/fp8_param_gather", "changes nothing without fp8; set fp8 to true or remove it");
-  } else if (s.fp8_recipe == "mxfp8" && !is_blackwell_system(sys.sys_name)) {
+  } else if (s.fp8_param_gather && s.zero_state < 1) {
+    add("/fp8_param_gather", "needs the distributed optimizer, whose all-gather it makes fp8 (Megatron asserts "
+                             "it): set zero_state to 1, 2 or 3");
+  }
+  if (s.fp8 && s.fp8_recipe == "mxfp8" && !is_blackwell_system(sys.sys_name)) {
     add("/fp8_recipe", "'mxfp8' needs a Blackwell GPU (its MX block-scaled fp8 GEMMs); system '" + sys.sys_name +
                            "' is not one (b200, gb200, b300); use 'blockwise', 'tensorwise' or 'delayed'");
   }

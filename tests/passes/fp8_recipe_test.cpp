@@ -125,6 +125,9 @@ TEST(Fp8Recipe, SettingsThatCannotWorkAreErrors) {
             "strategy /fp8_recipe: 'mxfp8' needs a Blackwell GPU (its MX block-scaled fp8 GEMMs); system "
             "'h100_sxm_80g' is not one (b200, gb200, b300); use 'blockwise', 'tensorwise' or 'delayed'\n");
   EXPECT_EQ(issues(R"("fp8": true, "fp8_recipe": "mxfp8")", "b200-sxm-180g", Mode::Default), "");
+  EXPECT_EQ(issues(R"("fp8": true, "fp8_param_gather": true, "zero_state": 0)", "h100-sxm-80g", Mode::Default),
+            "strategy /fp8_param_gather: needs the distributed optimizer, whose all-gather it makes fp8 (Megatron "
+            "asserts it): set zero_state to 1, 2 or 3\n");
   EXPECT_EQ(issues(R"("fp8": true, "fp8_recipe": "tensorwise", "fp8_param_gather": true)", "h100-sxm-80g",
                    Mode::SimuMax12),
             "strategy /fp8_recipe: is not part of SimuMax v1.2 (its fp8 is the delayed recipe); remove it or use the "
