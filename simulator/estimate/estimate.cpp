@@ -647,15 +647,12 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
   if (steps.empty()) return out;
   const auto v = plan.chunks[ri].size();
   const Pass grad_pass = program.split_backward ? Pass::BackwardWeight : Pass::Backward;
-  std::vector<Engine::OpId> first_fwd(v, -1), last_bwd(v, -1);
+  std::vector<Engine::OpId> first_fwd(v, -1);
   std::vector<size_t> last_index(v, 0);
   for (size_t i = 0; i < steps.size(); ++i) {
     const auto c = static_cast<size_t>(steps[i].chunk);
     if (steps[i].pass == Pass::Forward && first_fwd[c] < 0) first_fwd[c] = ops[ri][i];
-    if (steps[i].pass == grad_pass) {
-      last_bwd[c] = ops[ri][i];
-      last_index[c] = i;
-    }
+    if (steps[i].pass == grad_pass) last_index[c] = i;
   }
   const double grad_bytes = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
   const bool sharded = s.zero_state >= 1;
@@ -697,47 +694,59 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
   // optim_grads_params (ZeRO-3 / Megatron FSDP): every forward and backward step gathers its
   // chunk's parameters again (bf16); the step waits for its first layer's share, the rest of the
   // gather runs ahead of the layers that need it (Megatron FSDP prefetches the next module).
-  if (s.zero_state >= 3)
-    for (size_t i = 0; i < steps.size(); ++i) {
-      if (steps[i].pass == Pass::BackwardWeight) continue;
-      const auto c = static_cast<size_t>(steps[i].chunk);
-      const auto& segs = results.get(plan.chunks[ri][c]).backward;
-      for (const Side& side : sides) {
-        if (side.n <= 1) continue;
-        double total = 0, first = 0;
-        for (const auto& b : segs) total += side.moe ? b.moe : b.dense;
-        // Forward needs the first layer (or the embedding) first, the backward the head or last layer.
-        const bool fwd = steps[i].pass == Pass::Forward;
-        for (size_t k = 0; k < segs.size() && first == 0; ++k) {
-          const auto& b = fwd ? segs[segs.size() - 1 - k] : segs[k];
-          first = side.moe ? b.moe : b.dense;
-        }
-        if (total <= 0) continue;
-        const double t_first = time_of(side, Collective::AllGather, first * 2);
-        const double t_rest = time_of(side, Collective::AllGather, (total - first) * 2);
-        count(side, t_first + t_rest);
-        const Engine::OpId id = e.add(rr, Stream::Dp, t_first, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
-        e.depends(ops[ri][i], id);
-        if (t_rest > 0) e.add(rr, Stream::Dp, t_rest, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
+  auto gather = [&](size_t i) {
+    const auto c = static_cast<size_t>(steps[i].chunk);
+    const auto& segs = results.get(plan.chunks[ri][c]).backward;
+    for (const Side& side : sides) {
+      if (side.n <= 1) continue;
+      double total = 0, first = 0;
+      for (const auto& b : segs) total += side.moe ? b.moe : b.dense;
+      // Forward needs the first layer (or the embedding) first, the backward the head or last layer.
+      const bool fwd = steps[i].pass == Pass::Forward;
+      for (size_t k = 0; k < segs.size() && first == 0; ++k) {
+        const auto& b = fwd ? segs[segs.size() - 1 - k] : segs[k];
+        first = side.moe ? b.moe : b.dense;
       }
+      if (total <= 0) continue;
+      const double t_first = time_of(side, Collective::AllGather, first * 2);
+      const double t_rest = time_of(side, Collective::AllGather, (total - first) * 2);
+      count(side, t_first + t_rest);
+      const Engine::OpId id = e.add(rr, Stream::Dp, t_first, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
+      e.depends(ops[ri][i], id);
+      if (t_rest > 0) e.add(rr, Stream::Dp, t_rest, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
     }
-  // Gradient reduction, chunks in the order their last backward runs.
-  std::vector<size_t> order(v);
-  for (size_t c = 0; c < v; ++c) order[c] = c;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return last_index[a] < last_index[b]; });
+  };
+  // Gradient reduction after each chunk's last backward, or, with sharded gradients (optim_grads,
+  // optim_grads_params), after every one: Megatron FSDP keeps no full gradient buffer to
+  // accumulate into, so each micro-batch's backward reduce-scatters its gradients into the shard
+  // (its no_sync does not defer the reduction in that mode). Without overlap_grad_reduce the last
+  // reductions wait for the rank's last compute and the earlier ones hold the next step.
   const Engine::OpId last_compute = ops[ri].back();
-  for (size_t c : order)
+  auto reduce = [&](size_t i) {
+    const auto c = static_cast<size_t>(steps[i].chunk);
+    const bool last = i == last_index[c];
     for (const Side& side : sides)
       for (const GradBucket& b : buckets(c, side)) {
         const double t = time_of(side, sharded ? Collective::ReduceScatter : Collective::AllReduce, b.params * grad_bytes);
         count(side, t);
-        const Engine::OpId id = e.add(rr, Stream::Dp, t, {StepKind::DpComm, static_cast<int32_t>(c), -1});
+        const Engine::OpId id =
+            e.add(rr, Stream::Dp, t, {StepKind::DpComm, static_cast<int32_t>(c), last ? -1 : steps[i].mb});
         if (s.overlap_grad_reduce) {
-          e.depends_at(id, last_bwd[c], b.ready);
-        } else {
+          e.depends_at(id, ops[ri][i], b.ready);
+        } else if (last) {
           e.depends(id, last_compute);
+        } else {
+          e.depends(id, ops[ri][i]);
+          e.depends(ops[ri][i + 1], id);
         }
       }
+  };
+  // The dp stream runs them in step order.
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (s.zero_state >= 3 && steps[i].pass != Pass::BackwardWeight) gather(i);
+    if (steps[i].pass == grad_pass && (s.zero_state >= 2 || i == last_index[static_cast<size_t>(steps[i].chunk)]))
+      reduce(i);
+  }
   return out;
 }
 

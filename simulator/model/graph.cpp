@@ -231,6 +231,23 @@ Leaf zero_leaf(const char* name) {
   return l;
 }
 
+// Megatron's bias-dropout-add after the attention projection and after the MLP (self_attn_bda,
+// mlp_bda; bias_dropout_add_fused_train): out = residual + dropout(x + bias) over the [B, S_sp, H]
+// activation, which every TP rank holds whole without sequence parallelism. Forward reads x and
+// the residual and writes the output and a 1-byte mask; backward reads the gradient and the mask
+// and writes the input gradient (the residual's gradient is the same tensor). The mask is saved:
+// the sbh dropout-mask terms of Korthikanti et al. 2022's 34·s·b·h per layer.
+Leaf bias_dropout_add(const Ctx& c, const char* name) {
+  Leaf l;
+  l.name = name;
+  const double X = c.B * c.S_sp * c.H;
+  l.kernels[kFwd] = {mem_kernel(X * (3 * c.e + 1))};
+  l.kernels[kBwdAct] = {mem_kernel(X * (2 * c.e + 1))};
+  l.cache = X;
+  l.input_bytes = X * c.e;
+  return l;
+}
+
 // Fused attention (flash / cuDNN SDPA). FLOPs: 2·base fwd, 5·base bwd with
 // base = B·h'·S_q·S·(d_qk + d_v), no causal halving (the peer's convention, also its calibration):
 // h' heads after the CP all-to-all, S_q the queries a rank holds after it (S with a2a, S/cp with
@@ -773,6 +790,9 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
       L.push_back(core_attention(c, d, d, false));
       L.push_back(linear_row(c, "linear_proj", h * d, H));
     }
+    // Hidden dropout (enable_dropout, default mode): its bias-dropout-add kernels.
+    const bool bda = env.mode == Mode::Default && s.enable_dropout;
+    if (bda) L.push_back(bias_dropout_add(c, "self_attn_bda"));
     L.push_back(layer_norm(c, "pre_mlp_layernorm"));
     auto dense_mlp = [&](const std::string& prefix, double I) {
       if (m.use_swiglu) {
@@ -808,6 +828,7 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
       L.push_back(grouped_linear(c, sh, "experts.linear_fc2", F, H, false));
       L.push_back(unpermutation(c, sh));
     }
+    if (bda) L.push_back(bias_dropout_add(c, "mlp_bda"));
     if (c.fp8) insert_quantizers(L);
     if (recompute) apply_recompute(L, m, s, moe, env.mode);
     if (continues && !L.empty() && L[0].recompute) L[0].status = RecomputeStatus::Middle;

@@ -123,7 +123,8 @@ std::string time_plot(const Estimate& e) {
     s[i++].values.push_back(t.p2p_wait_s * 1e3);
     s[i++].values.push_back(t.idle_s * 1e3);
     s[i++].values.push_back(t.pipeline_s * (e.straggler_ratio - 1) * 1e3);
-    s[i++].values.push_back(t.dp_comm_s * 1e3);
+    s[i++].values.push_back(
+        (t.exposed_comm_s(static_cast<size_t>(Group::DP)) + t.exposed_comm_s(static_cast<size_t>(Group::EDP))) * 1e3);
     s[i++].values.push_back(t.optimizer_s * 1e3);
   }
   return stacked_bars("time-per-stage", "Time per stage (ms per step)", cats, s, "ms");

@@ -1,7 +1,9 @@
 // Chrome trace-event JSON: pipeline stages as processes, streams as threads, ops as complete events.
 #include "views/trace.h"
 
+#include <algorithm>
 #include <array>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "core/units.h"
@@ -139,6 +141,10 @@ std::string trace_json(const Estimate& e, const TraceOptions& opt, TraceStats* s
   Writer w(st);
   const int32_t ranks = e.timeline.ranks;
   w.resize(static_cast<size_t>(ranks));
+  // The step's first forward: the pipeline waits for DP traffic before it (the parameter gather).
+  double first_compute = e.pipeline_s;
+  for (const TimelineEvent& ev : e.timeline.events)
+    if (is_pass(ev)) first_compute = std::min(first_compute, ev.start);
   for (const TimelineEvent& ev : e.timeline.events) {
     const int pid = ev.rank + 1;
     nlohmann::ordered_json args;
@@ -167,8 +173,17 @@ std::string trace_json(const Estimate& e, const TraceOptions& opt, TraceStats* s
         break;
       }
       case StepKind::DpComm:
-        args["exposed"] = true;
-        w.complete(pid, kDp, "gradient reduce / param gather", ev.start, ev.end, std::move(args));
+        // Exposed where the estimate counts it so: before the step's first forward (which waits
+        // for the parameter gather) and after the pipeline's end (the optimizer waits); in between
+        // it runs under compute or a pipeline bubble.
+        for (const auto& [a, b, exposed] : {std::tuple{ev.start, std::min(ev.end, first_compute), true},
+                                            std::tuple{std::max(ev.start, first_compute),
+                                                       std::min(ev.end, e.pipeline_s), false},
+                                            std::tuple{std::max(ev.start, e.pipeline_s), ev.end, true}}) {
+          if (b <= a) continue;
+          args["exposed"] = exposed;
+          w.complete(pid, kDp, "gradient reduce / param gather", a, b, args);
+        }
         break;
       case StepKind::EpComm:
         // overlap_moe_expert_parallel_comm: the all-to-all runs beside another micro-batch's compute.

@@ -84,31 +84,60 @@ TEST_F(OverlapTest, ParamGatherAheadOfTheForwardExposesTheFirstBucket) {
 
 // optim_grads_params gathers each chunk's parameters before every forward and backward step:
 // 4 micro-batches × (forward + backward) × (first layer + rest) = 16 gathers ahead of the 8
-// steps, then the gradient buckets; the first forward waits for the embedding's gather only.
+// steps; the first forward waits for the embedding's gather only. With sharded gradients
+// (optim_grads, optim_grads_params) every backward reduce-scatters its gradients: the 44 buckets
+// of the last micro-batch (mb −1, as under optim) and 3 · 44 = 132 tagged with their micro-batch.
 TEST_F(OverlapTest, FsdpGathersParametersForEveryStep) {
+  const Estimate z1 = estimate(m_, strategy(R"(, "data_parallel_sharding_strategy": "optim")"), sys_);
   const Estimate z2 = estimate(m_, strategy(R"(, "data_parallel_sharding_strategy": "optim_grads")"), sys_);
   const Estimate z3 = estimate(m_, strategy(R"(, "data_parallel_sharding_strategy": "optim_grads_params")"), sys_);
-  std::vector<TimelineEvent> dp2, dp3;
+  auto per_mb = [](const Estimate& e) {
+    std::vector<TimelineEvent> out;
+    for (const auto& ev : e.timeline.events)
+      if (ev.stream == Stream::Dp && ev.mb >= 0) out.push_back(ev);
+    return out;
+  };
   double first_fwd = 1e9;
-  for (const auto& ev : z2.timeline.events)
-    if (ev.stream == Stream::Dp && ev.mb >= 0) dp2.push_back(ev);
-  for (const auto& ev : z3.timeline.events) {
-    if (ev.stream == Stream::Dp && ev.mb >= 0) dp3.push_back(ev);
+  for (const auto& ev : z3.timeline.events)
     if (ev.kind == StepKind::Forward) first_fwd = std::min(first_fwd, ev.start);
-  }
-  EXPECT_TRUE(dp2.empty());
-  ASSERT_EQ(dp3.size(), 16u);
+  EXPECT_TRUE(per_mb(z1).empty());
+  EXPECT_EQ(per_mb(z2).size(), 132u);
+  const std::vector<TimelineEvent> dp3 = per_mb(z3);
+  ASSERT_EQ(dp3.size(), 16u + 132u);
   EXPECT_DOUBLE_EQ(dp3[0].start, 0.0);
   EXPECT_DOUBLE_EQ(first_fwd, dp3[0].end);
-  // 8 gathers of every parameter (bf16) + the fp32 reduce-scatter against one gather + the same
-  // reduce-scatter: 8·9.1 + 19.5 = 92 ms against 10.3 + 19.5 = 30 ms.
-  EXPECT_GT(z3.stage_times[0].dp_comm_s, 3 * z2.stage_times[0].dp_comm_s);
+  // optim: the reduce-scatter of every gradient (fp32) once, R, then the parameter all-gather
+  // after the optimizer (the step's last event). optim_grads: R in each of the 4 micro-batches.
+  double gather = 0;
+  for (const auto& ev : z1.timeline.events)
+    if (ev.stream == Stream::Dp && ev.end == z1.iteration_time_s) gather = ev.end - ev.start;
+  const double R = z1.stage_times[0].dp_comm_s - gather;
+  EXPECT_GT(R, 0);
+  EXPECT_NEAR(z2.stage_times[0].dp_comm_s, gather + 4 * R, 1e-9);
+  // Without overlap_grad_reduce each reduce-scatter holds the next step: the pipeline grows by 3 R
+  // (the optimizer step differs: optim_grads steps over sharded gradients).
+  EXPECT_NEAR(z2.pipeline_s - z1.pipeline_s, 3 * R, 1e-9);
+  // optim_grads_params: 8 gathers of every parameter (bf16) and the same 4 R.
+  EXPECT_GT(z3.stage_times[0].dp_comm_s, z2.stage_times[0].dp_comm_s + 6 * gather);
   // Sharded weights (18/d bytes per parameter, d = 8) plus the gathered working set: two
   // Llama 3 8B layers in bf16. One layer: q, o 4096² each, k, v 4096·1024 each, MLP
   // 3·4096·14336, two norms of 4096 = 218,112,000 parameters; × 2 layers × 2 bytes = 872,448,000.
   const StageMemory& m3 = z3.stages[0];
   EXPECT_NEAR(m3.model_bytes - m3.weight_bytes - m3.grad_bytes - m3.state_bytes, 872448000.0, 1e3);
   EXPECT_LT(m3.model_bytes, z2.stages[0].model_bytes);  // 18/8 + working set < 2 + 16/8 bytes per parameter
+}
+
+// With overlap_grad_reduce the earlier micro-batches' reduce-scatters run under the following
+// steps: optim_grads then adds to the step at most what the dp stream cannot hide.
+TEST_F(OverlapTest, FsdpPerMicroBatchReduceScatterOverlaps) {
+  const char* o = R"(, "overlap_grad_reduce": true, "data_parallel_sharding_strategy": )";
+  const Estimate z1 = estimate(m_, strategy((std::string(o) + R"("optim")").c_str()), sys_);
+  const Estimate z2 = estimate(m_, strategy((std::string(o) + R"("optim_grads")").c_str()), sys_);
+  const double total1 = z1.stage_times[0].dp_comm_s, total2 = z2.stage_times[0].dp_comm_s;
+  EXPECT_GT(total2, 2 * total1);
+  // The extra reduce-scatters are all hidden: the pipeline and the exposed DP time do not grow.
+  EXPECT_NEAR(z2.pipeline_s, z1.pipeline_s, 1e-9);
+  EXPECT_NEAR(dp_exposed(z2), dp_exposed(z1), 1e-9);
 }
 
 TEST_F(OverlapTest, TpCommOverlapHidesMostTpCommunication) {

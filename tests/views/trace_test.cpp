@@ -106,6 +106,45 @@ TEST(Trace, RingExchangeRunsBesideTheAttention) {
   }
 }
 
+// DP buckets overlapped with the backward (overlap_grad_reduce) are drawn hidden; what runs after
+// the pipeline (the last buckets, the parameter all-gather after the optimizer) exposed. The two
+// add up to the stage's hidden and exposed DP time; without the overlap nothing is hidden (pp 1:
+// every bucket waits for the last backward, which ends the pipeline).
+TEST(Trace, DpBucketsUnderTheBackwardAreHidden) {
+  PlanConfigs p = build_plan(PlanRequest{}, "llama3-8b", "tp1-pp1-dp8-zero1");
+  p.model.layer_num = 4;
+  for (bool overlap : {true, false}) {
+    p.strategy.overlap_grad_reduce = overlap;
+    const Estimate e = estimate(p.model, p.strategy, test::preset_system("h100-sxm-80g"));
+    const auto doc = nlohmann::json::parse(trace_json(e, {}));
+    double first = e.pipeline_s, hidden = 0, exposed = 0;
+    for (const TimelineEvent& ev : e.timeline.events)
+      if (is_pass(ev)) first = std::min(first, ev.start);
+    for (const auto& ev : doc["traceEvents"]) {
+      if (ev["ph"] != "X" || ev["name"] != "gradient reduce / param gather") continue;
+      const double start = ev["ts"].get<double>() * 1e-6, end = start + ev["dur"].get<double>() * 1e-6;
+      if (ev["args"]["exposed"].get<bool>()) {
+        EXPECT_TRUE(end <= first + 1e-12 || start >= e.pipeline_s - 1e-12) << ev.dump();
+        exposed += end - start;
+      } else {
+        EXPECT_GE(start, first - 1e-12);
+        EXPECT_LE(end, e.pipeline_s + 1e-12);
+        hidden += end - start;
+      }
+    }
+    const StageTime& st = e.stage_times[0];
+    const auto dp = static_cast<size_t>(Group::DP);
+    EXPECT_NEAR(exposed, st.exposed_comm_s(dp), 1e-9);
+    EXPECT_NEAR(hidden, st.hidden_comm_by_group_s[dp], 1e-9);
+    EXPECT_NEAR(hidden + exposed, st.comm_by_group_s[dp], 1e-9);
+    if (overlap) {
+      EXPECT_GT(hidden, 0.5 * st.comm_by_group_s[dp]);
+    } else {
+      EXPECT_EQ(hidden, 0);
+    }
+  }
+}
+
 TEST(StepOps, OpsTileTheStepAndSumToTheStageTimes) {
   const Estimate e = llama70b_tp8_pp4_dp2();
   ASSERT_EQ(e.ranks.size(), 4u);
