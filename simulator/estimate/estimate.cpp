@@ -719,7 +719,8 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
   // Gradient reduction after each chunk's last backward, or, with sharded gradients (optim_grads,
   // optim_grads_params), after every one: Megatron FSDP keeps no full gradient buffer to
   // accumulate into, so each micro-batch's backward reduce-scatters its gradients into the shard
-  // (its no_sync does not defer the reduction in that mode). Without overlap_grad_reduce the last
+  // (Megatron core 0.15 megatron_fsdp.py: grad_reduce_every_bprop for optim_grads and
+  // optim_grads_params, whatever is_last_microbatch says). Without overlap_grad_reduce the last
   // reductions wait for the rank's last compute and the earlier ones hold the next step.
   const Engine::OpId last_compute = ops[ri].back();
   auto reduce = [&](size_t i) {
