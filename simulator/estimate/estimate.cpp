@@ -246,10 +246,12 @@ PhaseSums sums_of(const OpCost& o) {
 // moe_shared_expert_overlap (Megatron SharedExpertMLP on its own stream): the shared expert's
 // compute runs while the dispatch and combine all-to-alls of the same layer are in flight, so
 // min(shared compute, EP communication) of each pass is hidden. `ops[i]` is the cost of
-// `t.leaves[i]`; the hidden time is taken from the (un)permutations' EP time in proportion.
-void overlap_shared_expert(const Env& env, const LayerTemplate& t, std::vector<OpCost>& ops) {
+// `t.leaves[i]`; the hidden time is taken from the (un)permutations' EP time in proportion and
+// returned per leaf (forward, backward).
+std::vector<std::array<double, 2>> overlap_shared_expert(const Env& env, const LayerTemplate& t,
+                                                         std::vector<OpCost>& ops) {
   double shared[2] = {0, 0}, dispatch[2] = {0, 0};
-  std::vector<std::array<double, 2>> ep(t.leaves.size(), {0, 0});
+  std::vector<std::array<double, 2>> ep(t.leaves.size(), {0, 0}), hidden(t.leaves.size(), {0, 0});
   std::array<double, kGroupCount> unused{};
   for (size_t i = 0; i < t.leaves.size(); ++i) {
     const Leaf& l = t.leaves[i];
@@ -269,10 +271,12 @@ void overlap_shared_expert(const Env& env, const LayerTemplate& t, std::vector<O
     for (int k = 0; k < 2; ++k) {
       const double x = ep[i][static_cast<size_t>(k)];
       if (x <= 0) continue;
-      const double hidden = std::min(shared[k], dispatch[k]) * x / dispatch[k];
-      (k == 0 ? ops[i].fwd_comm_s : ops[i].bwd_comm_s) -= hidden;
-      ops[i].hidden_comm_by_group_s[g] += hidden;
+      const double h = std::min(shared[k], dispatch[k]) * x / dispatch[k];
+      (k == 0 ? ops[i].fwd_comm_s : ops[i].bwd_comm_s) -= h;
+      ops[i].hidden_comm_by_group_s[g] += h;
+      hidden[i][static_cast<size_t>(k)] = h;
     }
+  return hidden;
 }
 
 // A piece of a chunk's backward (head, one layer, embedding): gradients it produces (dense and
@@ -295,6 +299,9 @@ struct ChunkOps {
   std::vector<OpCost> pre, post;
   std::vector<std::vector<OpCost>> templates;
   std::vector<int> layer_templates;  // template of each layer
+  /// Per template and leaf, the EP time moe_shared_expert_overlap hid (forward, backward); empty
+  /// without that overlap.
+  std::vector<std::vector<std::array<double, 2>>> shared_hidden;
   /// Every op in call order, layers numbered within the chunk.
   [[nodiscard]] std::vector<OpCost> expand() const {
     std::vector<OpCost> out = pre;
@@ -320,7 +327,8 @@ ChunkOps chunk_ops(const Env& env, const Chunk& c) {
       leaves.push_back(leaf_cost(env, l, true, type, 0));
       offload += l.offload_bytes;
     }
-    if (t.moe && env.s.moe_shared_expert_overlap) overlap_shared_expert(env, t, leaves);
+    ops.shared_hidden.emplace_back();
+    if (t.moe && env.s.moe_shared_expert_overlap) ops.shared_hidden.back() = overlap_shared_expert(env, t, leaves);
     for (const auto& o : leaves) {
       fwd += o.fwd_total_s();
       bwd += o.bwd_total_s();
@@ -378,30 +386,39 @@ double ep_a2a_time(const Env& env, const std::vector<CommCall>& calls) {
   return t;
 }
 
-// The chunk's forward and backward cut at its EP all-to-alls (overlap_moe_expert_parallel_comm).
-// Forward: the dispatch follows the permutation kernels, the combine precedes the unpermutation
-// kernels (Megatron's MoEAlltoAllTokenDispatcher); the backward runs the mirror order. A
-// recomputed all-to-all stays on the compute stream. The pieces add up to the pass times.
-void a2a_passes(Env env, const Chunk& c, A2aPass& fwd, A2aPass& bwd) {
-  env.log = nullptr;  // chunk_sums has logged these kernels
-  std::vector<std::pair<const Leaf*, bool>> leaves;  // forward order, recomputed flag
-  for (const auto& l : c.pre) leaves.emplace_back(&l, false);
-  for (const auto& L : c.layers)
-    for (const auto& l : c.templates[static_cast<size_t>(L.template_index)].leaves) leaves.emplace_back(&l, true);
-  for (const auto& l : c.post) leaves.emplace_back(&l, false);
-  auto add = [](A2aPass& pass, double total, double a2a, bool a2a_first) {
-    if (a2a_first && a2a > 0) pass.add_a2a(a2a);
-    pass.add_compute(total - a2a);
-    if (!a2a_first && a2a > 0) pass.add_a2a(a2a);
+// The chunk's forward and backward cut at its EP all-to-alls (overlap_moe_expert_parallel_comm),
+// read from its ops. Forward: the dispatch follows the permutation kernels, the combine precedes
+// the unpermutation kernels (Megatron's MoEAlltoAllTokenDispatcher); the backward runs the mirror
+// order. An all-to-all's piece is what the shared expert (moe_shared_expert_overlap) leaves of
+// it; a layer's exposed offload copy ends its forward and starts its backward. A recomputed
+// all-to-all stays on the compute stream. The pieces add up to the pass times.
+void a2a_passes(const Env& env, const Chunk& c, const ChunkOps& ops, A2aPass& fwd, A2aPass& bwd) {
+  struct Piece {
+    const OpCost* op;
+    const Leaf* leaf;                          // null for the offload op
+    const std::array<double, 2>* hidden;       // null without moe_shared_expert_overlap
   };
-  for (const auto& [l, rec] : leaves) {
-    const PhaseSums p = sums_of(leaf_cost(env, *l, rec, "", -1));
-    add(fwd, p.fwd + p.fwd_net, ep_a2a_time(env, l->comms[kFwd]), l->name == "unpermutation");
+  std::vector<Piece> pieces;  // forward order
+  for (size_t i = 0; i < c.pre.size(); ++i) pieces.push_back({&ops.pre[i], &c.pre[i], nullptr});
+  for (int ti : ops.layer_templates) {
+    const auto t = static_cast<size_t>(ti);
+    const auto& leaves = c.templates[t].leaves;
+    const auto& hidden = ops.shared_hidden[t];
+    for (size_t i = 0; i < ops.templates[t].size(); ++i)
+      pieces.push_back({&ops.templates[t][i], i < leaves.size() ? &leaves[i] : nullptr,
+                        i < hidden.size() ? &hidden[i] : nullptr});
   }
-  for (auto it = leaves.rbegin(); it != leaves.rend(); ++it) {
-    const PhaseSums p = sums_of(leaf_cost(env, *it->first, it->second, "", -1));
-    add(bwd, p.times(false).bwd, ep_a2a_time(env, it->first->comms[kBwdAct]), it->first->name == "permutation");
-  }
+  for (size_t i = 0; i < c.post.size(); ++i) pieces.push_back({&ops.post[i], &c.post[i], nullptr});
+  auto add = [&](A2aPass& pass, double total, const Piece& p, int phase, int k, const char* a2a_first_leaf) {
+    double a2a = p.leaf ? ep_a2a_time(env, p.leaf->comms[phase]) : 0;
+    if (p.hidden) a2a = std::max(0.0, a2a - (*p.hidden)[static_cast<size_t>(k)]);
+    const bool first = p.leaf && p.leaf->name == a2a_first_leaf;
+    if (first && a2a > 0) pass.add_a2a(a2a);
+    pass.add_compute(total - a2a);
+    if (!first && a2a > 0) pass.add_a2a(a2a);
+  };
+  for (const Piece& p : pieces) add(fwd, p.op->fwd_total_s(), p, kFwd, 0, "unpermutation");
+  for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) add(bwd, it->op->bwd_total_s(), *it, kBwdAct, 1, "permutation");
 }
 
 // Megatron distributed-optimizer step: memory-bound passes over grads and states.
@@ -507,7 +524,7 @@ ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded
   ChunkResult r;
   r.ops = chunk_ops(local, chunk);
   r.sums = chunk_sums(chunk, r.ops, r.backward);
-  if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.a2a_fwd, r.a2a_bwd);
+  if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.ops, r.a2a_fwd, r.a2a_bwd);
   r.act = walk_activations(chunk, env.s);
   r.params = chunk_parameters(chunk);
   std::vector<std::array<int64_t, 3>> shapes;
