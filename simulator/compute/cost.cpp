@@ -7,12 +7,13 @@
 namespace trainsim {
 
 void EfficiencyLog::miss(std::string_view op, const std::string& key, double flops, double used) {
-  std::string id;
-  id.reserve(op.size() + 1 + key.size());
-  id.append(op);
-  id += '\n';
-  id += key;
-  if (!seen_.insert(std::move(id)).second) return;
+  // A chunk misses a few distinct keys many times (every layer): compare hashes before strings,
+  // and build strings only for a new miss.
+  const std::hash<std::string_view> hash;
+  const size_t h = hash(key) * 31 + hash(op);
+  for (size_t i = 0; i < seen_.size(); ++i)
+    if (seen_[i] == h && misses[i].key == key && misses[i].op == op) return;
+  seen_.push_back(h);
   misses.push_back({std::string(op), key, flops, used});
 }
 

@@ -4,7 +4,6 @@
 
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include "config/system_config.h"
@@ -23,7 +22,7 @@ struct EfficiencyLog {
   void miss(std::string_view op, const std::string& key, double flops, double used);
 
  private:
-  std::unordered_set<std::string> seen_;  // op + '\n' + key of every miss recorded
+  std::vector<size_t> seen_;  // hash of each recorded miss's op and key (misses[i]), for a cheap dedup
 };
 
 /// One kernel's time and the FLOP efficiency it used (0 for a kernel without FLOPs).
