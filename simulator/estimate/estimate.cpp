@@ -681,20 +681,36 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
     const char* stage;
   };
   const Side sides[] = {{false, plan.dp * plan.cp, Group::DP, "dp_cp"}, {true, plan.edp, Group::EDP, "edp"}};
-  auto buckets = [&](size_t c, const Side& side) {
-    std::vector<GradSegment> segs;
-    for (const auto& b : results.get(plan.chunks[ri][c]).backward)
-      segs.push_back({side.moe ? b.moe : b.dense, program.split_backward ? b.bwd_w_s : b.bwd_s});
-    return side.n > 1 ? grad_buckets(segs, default_bucket_params(side.n)) : std::vector<GradBucket>{};
+  // Gradient buckets of each chunk and side (dense, expert).
+  std::vector<std::array<std::vector<GradBucket>, 2>> chunk_buckets(v);
+  for (size_t c = 0; c < v; ++c)
+    for (size_t si = 0; si < 2; ++si) {
+      const Side& side = sides[si];
+      if (side.n <= 1) continue;
+      std::vector<GradSegment> segs;
+      for (const auto& b : results.get(plan.chunks[ri][c]).backward)
+        segs.push_back({side.moe ? b.moe : b.dense, program.split_backward ? b.bwd_w_s : b.bwd_s});
+      chunk_buckets[c][si] = grad_buckets(segs, default_bucket_params(side.n));
+    }
+  // Full buckets share one size: a side's collective is costed again only when its kind or size
+  // changes (a 70B model on few ranks fills thousands of buckets).
+  struct LastCall {
+    Collective kind = Collective::AllReduce;
+    double bytes = -1, t = 0;
   };
+  LastCall last[2];
   auto time_of = [&](const Side& side, Collective kind, double bytes) {
-    return collective_time(*plan.system, s, plan.nets.of(side.group), kind, bytes, side.n, side.stage);
+    LastCall& l = last[side.moe ? 1 : 0];
+    if (l.kind != kind || l.bytes != bytes)
+      l = {kind, bytes, collective_time(*plan.system, s, plan.nets.of(side.group), kind, bytes, side.n, side.stage)};
+    return l.t;
   };
   auto count = [&](const Side& side, double t) { (side.moe ? out.moe_s : out.dense_s) += t; };
   // Parameter all-gather (distributed optimizer: bf16 parameters).
   for (size_t c = 0; c < v; ++c)
-    for (const Side& side : sides) {
-      const auto bs = buckets(c, side);
+    for (size_t si = 0; si < 2; ++si) {
+      const Side& side = sides[si];
+      const auto& bs = chunk_buckets[c][si];
       for (auto it = bs.rbegin(); sharded && s.zero_state < 3 && it != bs.rend(); ++it) {
         const double t = time_of(side, Collective::AllGather, it->params * 2);
         count(side, t);
@@ -711,39 +727,57 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
     }
   // optim_grads_params (ZeRO-3 / Megatron FSDP): every forward and backward step gathers its
   // chunk's parameters again (bf16); the step waits for its first layer's share, the rest of the
-  // gather runs ahead of the layers that need it (Megatron FSDP prefetches the next module).
-  if (s.zero_state >= 3)
+  // gather runs ahead of the layers that need it (Megatron FSDP prefetches the next module). The
+  // two all-gathers are the same for every micro-batch: costed once per chunk, pass and side.
+  if (s.zero_state >= 3) {
+    struct Gather {
+      double first = 0, rest = 0;
+      bool any = false;
+    };
+    std::vector<std::array<std::array<Gather, 2>, 2>> gathers(v);  // [chunk][backward, forward][side]
+    for (size_t c = 0; c < v; ++c) {
+      const auto& segs = results.get(plan.chunks[ri][c]).backward;
+      for (size_t si = 0; si < 2; ++si) {
+        const Side& side = sides[si];
+        if (side.n <= 1) continue;
+        double total = 0;
+        for (const auto& b : segs) total += side.moe ? b.moe : b.dense;
+        if (total <= 0) continue;
+        for (size_t fwd = 0; fwd < 2; ++fwd) {
+          // Forward needs the first layer (or the embedding) first, the backward the head or last layer.
+          double first = 0;
+          for (size_t k = 0; k < segs.size() && first == 0; ++k) {
+            const auto& b = fwd ? segs[segs.size() - 1 - k] : segs[k];
+            first = side.moe ? b.moe : b.dense;
+          }
+          gathers[c][fwd][si] = {time_of(side, Collective::AllGather, first * 2),
+                                 time_of(side, Collective::AllGather, (total - first) * 2), true};
+        }
+      }
+    }
     for (size_t i = 0; i < steps.size(); ++i) {
       if (steps[i].pass == Pass::BackwardWeight) continue;
       const auto c = static_cast<size_t>(steps[i].chunk);
-      const auto& segs = results.get(plan.chunks[ri][c]).backward;
-      for (const Side& side : sides) {
-        if (side.n <= 1) continue;
-        double total = 0, first = 0;
-        for (const auto& b : segs) total += side.moe ? b.moe : b.dense;
-        // Forward needs the first layer (or the embedding) first, the backward the head or last layer.
-        const bool fwd = steps[i].pass == Pass::Forward;
-        for (size_t k = 0; k < segs.size() && first == 0; ++k) {
-          const auto& b = fwd ? segs[segs.size() - 1 - k] : segs[k];
-          first = side.moe ? b.moe : b.dense;
-        }
-        if (total <= 0) continue;
-        const double t_first = time_of(side, Collective::AllGather, first * 2);
-        const double t_rest = time_of(side, Collective::AllGather, (total - first) * 2);
-        count(side, t_first + t_rest);
-        const Engine::OpId id = e.add(rr, Stream::Dp, t_first, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
+      const size_t fwd = steps[i].pass == Pass::Forward ? 1 : 0;
+      for (size_t si = 0; si < 2; ++si) {
+        const Gather& g = gathers[c][fwd][si];
+        if (!g.any) continue;
+        count(sides[si], g.first + g.rest);
+        const Engine::OpId id = e.add(rr, Stream::Dp, g.first, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
         e.depends(ops[ri][i], id);
-        if (t_rest > 0) e.add(rr, Stream::Dp, t_rest, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
+        if (g.rest > 0) e.add(rr, Stream::Dp, g.rest, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
       }
     }
+  }
   // Gradient reduction, chunks in the order their last backward runs.
   std::vector<size_t> order(v);
   for (size_t c = 0; c < v; ++c) order[c] = c;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return last_index[a] < last_index[b]; });
   const Engine::OpId last_compute = ops[ri].back();
   for (size_t c : order)
-    for (const Side& side : sides)
-      for (const GradBucket& b : buckets(c, side)) {
+    for (size_t si = 0; si < 2; ++si)
+      for (const GradBucket& b : chunk_buckets[c][si]) {
+        const Side& side = sides[si];
         const double t = time_of(side, sharded ? Collective::ReduceScatter : Collective::AllReduce, b.params * grad_bytes);
         count(side, t);
         const Engine::OpId id = e.add(rr, Stream::Dp, t, {StepKind::DpComm, static_cast<int32_t>(c), -1});
