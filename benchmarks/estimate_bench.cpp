@@ -89,23 +89,23 @@ int main(int argc, char** argv) {
     if (calls > 0) {
       for (int k = 0; k < calls; ++k)
         for (const Case& c : cases)
-          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::SimuMax12));
+          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::SimuMax12, false));
       std::printf("%d cold estimates of %zu golden cases\n", calls, cases.size());
       return 0;
     }
     for (const Case& c : cases)
       benchmark::RegisterBenchmark(c.name.c_str(), [&c](benchmark::State& st) {
         for (auto _ : st)
-          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::SimuMax12));
+          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::SimuMax12, false));
       })->Unit(benchmark::kMicrosecond);
     // The same estimates with warm chunk results (as the search's candidates sharing chunks):
     // what the schedule engine, memory and the rest cost without the op graph.
     for (const Case& c : cases)
       benchmark::RegisterBenchmark(("cached/" + c.name).c_str(), [&c](benchmark::State& st) {
         trainsim::EstimateCache cache;
-        (void)trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::SimuMax12);
+        (void)trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::SimuMax12, false);
         for (auto _ : st)
-          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::SimuMax12));
+          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::SimuMax12, false));
       })->Unit(benchmark::kMicrosecond);
     MedianReporter reporter;
     benchmark::RunSpecifiedBenchmarks(&reporter);
