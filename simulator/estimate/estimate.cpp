@@ -509,8 +509,7 @@ struct ChunkResult {
   ActivationResult act;
   StaticMemory params;
   double dummy_bytes = 0;
-  std::vector<EfficiencyLog::Miss> misses;
-  int64_t hits = 0;
+  EfficiencyLog log;  // efficiency lookups of the chunk's kernels
   A2aPass a2a_fwd, a2a_bwd;  // overlap_moe_expert_parallel_comm only
 };
 
@@ -518,10 +517,9 @@ ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded
   StrategyConfig s = env.s;
   if (env.mode == Mode::SimuMax12) s.enable_dropout = false;  // SimuMax v1.2 does not model dropout
   const Chunk chunk = build_chunk(env.m, s, padded_vocab, spec, chunk_env);
-  EfficiencyLog log;
-  Env local = env;
-  local.log = &log;
   ChunkResult r;
+  Env local = env;
+  local.log = &r.log;
   r.ops = chunk_ops(local, chunk);
   r.sums = chunk_sums(chunk, r.ops, r.backward);
   if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.ops, r.a2a_fwd, r.a2a_bwd);
@@ -530,8 +528,6 @@ ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded
   std::vector<std::array<int64_t, 3>> shapes;
   collect_dummy_wgrad(chunk, shapes);
   for (const auto& sh : shapes) r.dummy_bytes += static_cast<double>(sh[0]) * static_cast<double>(sh[1]) * 2;
-  r.misses = std::move(log.misses);
-  r.hits = log.hits;
   return r;
 }
 
@@ -606,8 +602,7 @@ class ChunkResults {
       }
     }
     seen_.emplace_back(spec, r);
-    for (const auto& mm : r->misses) env_.log->miss(mm.op, mm.key, mm.flops, mm.used);
-    env_.log->hits += r->hits;
+    env_.log->merge(r->log);
     return *r;
   }
 
