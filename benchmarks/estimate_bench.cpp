@@ -1,10 +1,13 @@
 // Estimate speed on the 128 golden cases (tests/data/golden): one benchmark per case in one
 // process, as `trainsim batch` runs them, then the median over cases. Usage:
 //   build/bin/estimate_bench [--golden DIR] [google-benchmark flags]
+//   build/bin/estimate_bench --calls N: N cold estimates of every case, no timing (a fixed amount
+//   of work, for instruction counts under valgrind --tool=callgrind)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -48,9 +51,14 @@ void print_median(const char* what, std::vector<double>& t) {
 int main(int argc, char** argv) {
   std::string dir = std::string(TRAINSIM_SOURCE_DIR) + "/tests/data/golden";
   std::vector<char*> rest;
+  int calls = 0;
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--golden") == 0 && i + 1 < argc) {
       dir = argv[++i];
+      continue;
+    }
+    if (std::strcmp(argv[i], "--calls") == 0 && i + 1 < argc) {
+      calls = std::atoi(argv[++i]);
       continue;
     }
     rest.push_back(argv[i]);
@@ -78,19 +86,26 @@ int main(int argc, char** argv) {
                        trainsim::load_strategy(trainsim::read_file(base + "strategy.json"), base + "strategy.json"),
                        &systems.at(system)});
     }
+    if (calls > 0) {
+      for (int k = 0; k < calls; ++k)
+        for (const Case& c : cases)
+          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::SimuMax12, false));
+      std::printf("%d cold estimates of %zu golden cases\n", calls, cases.size());
+      return 0;
+    }
     for (const Case& c : cases)
       benchmark::RegisterBenchmark(c.name.c_str(), [&c](benchmark::State& st) {
         for (auto _ : st)
-          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::SimuMax12));
+          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::SimuMax12, false));
       })->Unit(benchmark::kMicrosecond);
     // The same estimates with warm chunk results (as the search's candidates sharing chunks):
     // what the schedule engine, memory and the rest cost without the op graph.
     for (const Case& c : cases)
       benchmark::RegisterBenchmark(("cached/" + c.name).c_str(), [&c](benchmark::State& st) {
         trainsim::EstimateCache cache;
-        (void)trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::SimuMax12);
+        (void)trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::SimuMax12, false);
         for (auto _ : st)
-          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::SimuMax12));
+          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::SimuMax12, false));
       })->Unit(benchmark::kMicrosecond);
     MedianReporter reporter;
     benchmark::RunSpecifiedBenchmarks(&reporter);

@@ -99,7 +99,7 @@ int cmd_batch(const Args& args) {
         s = load_strategy(read_file(base + "strategy.json"), base + "strategy.json");
       }
       auto t0 = std::chrono::steady_clock::now();
-      Estimate e = estimate(m, s, sys, nullptr, mode);
+      Estimate e = estimate(m, s, sys, nullptr, mode, /*events=*/false);  // the row needs no timeline events
       require_finite(e, {base + "model.json", base + "strategy.json", sys_text.source});
       auto t1 = std::chrono::steady_clock::now();
       const double us = std::chrono::duration<double, std::micro>(t1 - t0).count();

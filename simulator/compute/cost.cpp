@@ -6,14 +6,30 @@
 
 namespace trainsim {
 
+bool EfficiencyLog::recorded(size_t hash, std::string_view op, std::string_view key) const {
+  for (size_t i = 0; i < seen_.size(); ++i)
+    if (seen_[i] == hash && misses[i].key == key && misses[i].op == op) return true;
+  return false;
+}
+
 void EfficiencyLog::miss(std::string_view op, const std::string& key, double flops, double used) {
-  std::string id;
-  id.reserve(op.size() + 1 + key.size());
-  id.append(op);
-  id += '\n';
-  id += key;
-  if (!seen_.insert(std::move(id)).second) return;
+  // A chunk misses a few distinct keys many times (every layer): compare hashes before strings,
+  // and build strings only for a new miss.
+  const std::hash<std::string_view> hash;
+  const size_t h = hash(key) * 31 + hash(op);
+  if (recorded(h, op, key)) return;
+  seen_.push_back(h);
   misses.push_back({std::string(op), key, flops, used});
+}
+
+void EfficiencyLog::merge(const EfficiencyLog& other) {
+  hits += other.hits;
+  for (size_t j = 0; j < other.misses.size(); ++j) {
+    const Miss& m = other.misses[j];
+    if (recorded(other.seen_[j], m.op, m.key)) continue;
+    seen_.push_back(other.seen_[j]);
+    misses.push_back(m);
+  }
 }
 
 double memory_time(const SystemConfig& sys, double bytes, const char* bw_name) {

@@ -4,7 +4,6 @@
 
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include "config/system_config.h"
@@ -21,9 +20,12 @@ struct EfficiencyLog {
   std::vector<Miss> misses;
   int64_t hits = 0;
   void miss(std::string_view op, const std::string& key, double flops, double used);
+  /// Adds `other`'s hits and the misses not recorded yet (a chunk's log into its estimate's).
+  void merge(const EfficiencyLog& other);
 
  private:
-  std::unordered_set<std::string> seen_;  // op + '\n' + key of every miss recorded
+  [[nodiscard]] bool recorded(size_t hash, std::string_view op, std::string_view key) const;
+  std::vector<size_t> seen_;  // hash of each recorded miss's op and key (misses[i]), for a cheap dedup
 };
 
 /// One kernel's time and the FLOP efficiency it used (0 for a kernel without FLOPs).

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <sstream>
+#include <string_view>
 
 #include "config/json_reader.h"
 #include "core/text.h"
@@ -434,23 +434,22 @@ std::vector<std::string> strategy_keys() {
 
 bool version_at_least(const std::optional<std::string>& version, const char* min) {
   if (!version) return false;
-  auto parse = [](const std::string& v) {
-    std::vector<int64_t> parts;
-    std::stringstream ss(v);
-    std::string item;
-    while (std::getline(ss, item, '.')) {
-      int64_t n = 0;
-      for (char c : item) {
-        if (c < '0' || c > '9' || n > kMaxVersionPart) break;  // load_strategy rejects longer parts
-        n = n * 10 + (c - '0');
-      }
-      parts.push_back(n);
+  // Dotted parts compared in order, a missing part counting as 0; a part's value is its leading
+  // digits. Called per layer while the op graph is built, so it parses in place.
+  auto next = [](std::string_view& v) {
+    int64_t n = 0;
+    size_t i = 0;
+    for (bool digits = true; i < v.size() && v[i] != '.'; ++i) {
+      const char c = v[i];
+      digits = digits && c >= '0' && c <= '9' && n <= kMaxVersionPart;  // load_strategy rejects longer parts
+      if (digits) n = n * 10 + (c - '0');
     }
-    return parts;
+    v.remove_prefix(std::min(v.size(), i + 1));
+    return n;
   };
-  auto a = parse(*version), b = parse(min);
-  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-    int64_t x = i < a.size() ? a[i] : 0, y = i < b.size() ? b[i] : 0;
+  std::string_view a = *version, b = min;
+  while (!a.empty() || !b.empty()) {
+    const int64_t x = next(a), y = next(b);
     if (x != y) return x > y;
   }
   return true;

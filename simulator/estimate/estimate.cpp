@@ -247,10 +247,12 @@ PhaseSums sums_of(const OpCost& o) {
 // moe_shared_expert_overlap (Megatron SharedExpertMLP on its own stream): the shared expert's
 // compute runs while the dispatch and combine all-to-alls of the same layer are in flight, so
 // min(shared compute, EP communication) of each pass is hidden. `ops[i]` is the cost of
-// `t.leaves[i]`; the hidden time is taken from the (un)permutations' EP time in proportion.
-void overlap_shared_expert(const Env& env, const LayerTemplate& t, std::vector<OpCost>& ops) {
+// `t.leaves[i]`; the hidden time is taken from the (un)permutations' EP time in proportion and
+// returned per leaf (forward, backward).
+std::vector<std::array<double, 2>> overlap_shared_expert(const Env& env, const LayerTemplate& t,
+                                                         std::vector<OpCost>& ops) {
   double shared[2] = {0, 0}, dispatch[2] = {0, 0};
-  std::vector<std::array<double, 2>> ep(t.leaves.size(), {0, 0});
+  std::vector<std::array<double, 2>> ep(t.leaves.size(), {0, 0}), hidden(t.leaves.size(), {0, 0});
   std::array<double, kGroupCount> unused{};
   for (size_t i = 0; i < t.leaves.size(); ++i) {
     const Leaf& l = t.leaves[i];
@@ -270,10 +272,12 @@ void overlap_shared_expert(const Env& env, const LayerTemplate& t, std::vector<O
     for (int k = 0; k < 2; ++k) {
       const double x = ep[i][static_cast<size_t>(k)];
       if (x <= 0) continue;
-      const double hidden = std::min(shared[k], dispatch[k]) * x / dispatch[k];
-      (k == 0 ? ops[i].fwd_comm_s : ops[i].bwd_comm_s) -= hidden;
-      ops[i].hidden_comm_by_group_s[g] += hidden;
+      const double h = std::min(shared[k], dispatch[k]) * x / dispatch[k];
+      (k == 0 ? ops[i].fwd_comm_s : ops[i].bwd_comm_s) -= h;
+      ops[i].hidden_comm_by_group_s[g] += h;
+      hidden[i][static_cast<size_t>(k)] = h;
     }
+  return hidden;
 }
 
 // A piece of a chunk's backward (head, one layer, embedding): gradients it produces (dense and
@@ -296,6 +300,9 @@ struct ChunkOps {
   std::vector<OpCost> pre, post;
   std::vector<std::vector<OpCost>> templates;
   std::vector<int> layer_templates;  // template of each layer
+  /// Per template and leaf, the EP time moe_shared_expert_overlap hid (forward, backward); empty
+  /// without that overlap.
+  std::vector<std::vector<std::array<double, 2>>> shared_hidden;
   /// Every op in call order, layers numbered within the chunk.
   [[nodiscard]] std::vector<OpCost> expand() const {
     std::vector<OpCost> out = pre;
@@ -321,7 +328,8 @@ ChunkOps chunk_ops(const Env& env, const Chunk& c) {
       leaves.push_back(leaf_cost(env, l, true, type, 0));
       offload += l.offload_bytes;
     }
-    if (t.moe && env.s.moe_shared_expert_overlap) overlap_shared_expert(env, t, leaves);
+    ops.shared_hidden.emplace_back();
+    if (t.moe && env.s.moe_shared_expert_overlap) ops.shared_hidden.back() = overlap_shared_expert(env, t, leaves);
     for (const auto& o : leaves) {
       fwd += o.fwd_total_s();
       bwd += o.bwd_total_s();
@@ -379,30 +387,39 @@ double ep_a2a_time(const Env& env, const std::vector<CommCall>& calls) {
   return t;
 }
 
-// The chunk's forward and backward cut at its EP all-to-alls (overlap_moe_expert_parallel_comm).
-// Forward: the dispatch follows the permutation kernels, the combine precedes the unpermutation
-// kernels (Megatron's MoEAlltoAllTokenDispatcher); the backward runs the mirror order. A
-// recomputed all-to-all stays on the compute stream. The pieces add up to the pass times.
-void a2a_passes(Env env, const Chunk& c, A2aPass& fwd, A2aPass& bwd) {
-  env.log = nullptr;  // chunk_sums has logged these kernels
-  std::vector<std::pair<const Leaf*, bool>> leaves;  // forward order, recomputed flag
-  for (const auto& l : c.pre) leaves.emplace_back(&l, false);
-  for (const auto& L : c.layers)
-    for (const auto& l : c.templates[static_cast<size_t>(L.template_index)].leaves) leaves.emplace_back(&l, true);
-  for (const auto& l : c.post) leaves.emplace_back(&l, false);
-  auto add = [](A2aPass& pass, double total, double a2a, bool a2a_first) {
-    if (a2a_first && a2a > 0) pass.add_a2a(a2a);
-    pass.add_compute(total - a2a);
-    if (!a2a_first && a2a > 0) pass.add_a2a(a2a);
+// The chunk's forward and backward cut at its EP all-to-alls (overlap_moe_expert_parallel_comm),
+// read from its ops. Forward: the dispatch follows the permutation kernels, the combine precedes
+// the unpermutation kernels (Megatron's MoEAlltoAllTokenDispatcher); the backward runs the mirror
+// order. An all-to-all's piece is what the shared expert (moe_shared_expert_overlap) leaves of
+// it; a layer's exposed offload copy ends its forward and starts its backward. A recomputed
+// all-to-all stays on the compute stream. The pieces add up to the pass times.
+void a2a_passes(const Env& env, const Chunk& c, const ChunkOps& ops, A2aPass& fwd, A2aPass& bwd) {
+  struct Piece {
+    const OpCost* op;
+    const Leaf* leaf;                          // null for the offload op
+    const std::array<double, 2>* hidden;       // null without moe_shared_expert_overlap
   };
-  for (const auto& [l, rec] : leaves) {
-    const PhaseSums p = sums_of(leaf_cost(env, *l, rec, "", -1));
-    add(fwd, p.fwd + p.fwd_net, ep_a2a_time(env, l->comms[kFwd]), l->name == "unpermutation");
+  std::vector<Piece> pieces;  // forward order
+  for (size_t i = 0; i < c.pre.size(); ++i) pieces.push_back({&ops.pre[i], &c.pre[i], nullptr});
+  for (int ti : ops.layer_templates) {
+    const auto t = static_cast<size_t>(ti);
+    const auto& leaves = c.templates[t].leaves;
+    const auto& hidden = ops.shared_hidden[t];
+    for (size_t i = 0; i < ops.templates[t].size(); ++i)
+      pieces.push_back({&ops.templates[t][i], i < leaves.size() ? &leaves[i] : nullptr,
+                        i < hidden.size() ? &hidden[i] : nullptr});
   }
-  for (auto it = leaves.rbegin(); it != leaves.rend(); ++it) {
-    const PhaseSums p = sums_of(leaf_cost(env, *it->first, it->second, "", -1));
-    add(bwd, p.times(false).bwd, ep_a2a_time(env, it->first->comms[kBwdAct]), it->first->name == "permutation");
-  }
+  for (size_t i = 0; i < c.post.size(); ++i) pieces.push_back({&ops.post[i], &c.post[i], nullptr});
+  auto add = [&](A2aPass& pass, double total, const Piece& p, int phase, int k, const char* a2a_first_leaf) {
+    double a2a = p.leaf ? ep_a2a_time(env, p.leaf->comms[phase]) : 0;
+    if (p.hidden) a2a = std::max(0.0, a2a - (*p.hidden)[static_cast<size_t>(k)]);
+    const bool first = p.leaf && p.leaf->name == a2a_first_leaf;
+    if (first && a2a > 0) pass.add_a2a(a2a);
+    pass.add_compute(total - a2a);
+    if (!first && a2a > 0) pass.add_a2a(a2a);
+  };
+  for (const Piece& p : pieces) add(fwd, p.op->fwd_total_s(), p, kFwd, 0, "unpermutation");
+  for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) add(bwd, it->op->bwd_total_s(), *it, kBwdAct, 1, "permutation");
 }
 
 // Megatron distributed-optimizer step: memory-bound passes over grads and states.
@@ -493,8 +510,7 @@ struct ChunkResult {
   ActivationResult act;
   StaticMemory params;
   double dummy_bytes = 0;
-  std::vector<EfficiencyLog::Miss> misses;
-  int64_t hits = 0;
+  EfficiencyLog log;  // efficiency lookups of the chunk's kernels
   A2aPass a2a_fwd, a2a_bwd;  // overlap_moe_expert_parallel_comm only
 };
 
@@ -502,20 +518,17 @@ ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded
   StrategyConfig s = env.s;
   if (env.mode == Mode::SimuMax12) s.enable_dropout = false;  // SimuMax v1.2 does not model dropout
   const Chunk chunk = build_chunk(env.m, s, padded_vocab, spec, chunk_env);
-  EfficiencyLog log;
-  Env local = env;
-  local.log = &log;
   ChunkResult r;
+  Env local = env;
+  local.log = &r.log;
   r.ops = chunk_ops(local, chunk);
   r.sums = chunk_sums(chunk, r.ops, r.backward);
-  if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.a2a_fwd, r.a2a_bwd);
+  if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.ops, r.a2a_fwd, r.a2a_bwd);
   r.act = walk_activations(chunk, env.s);
   r.params = chunk_parameters(chunk);
   std::vector<std::array<int64_t, 3>> shapes;
   collect_dummy_wgrad(chunk, shapes);
   for (const auto& sh : shapes) r.dummy_bytes += static_cast<double>(sh[0]) * static_cast<double>(sh[1]) * 2;
-  r.misses = std::move(log.misses);
-  r.hits = log.hits;
   return r;
 }
 
@@ -591,8 +604,7 @@ class ChunkResults {
       }
     }
     seen_.emplace_back(spec, r);
-    for (const auto& mm : r->misses) env_.log->miss(mm.op, mm.key, mm.flops, mm.used);
-    env_.log->hits += r->hits;
+    env_.log->merge(r->log);
     return *r;
   }
 
@@ -663,20 +675,36 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
     const char* stage;
   };
   const Side sides[] = {{false, plan.dp * plan.cp, Group::DP, "dp_cp"}, {true, plan.edp, Group::EDP, "edp"}};
-  auto buckets = [&](size_t c, const Side& side) {
-    std::vector<GradSegment> segs;
-    for (const auto& b : results.get(plan.chunks[ri][c]).backward)
-      segs.push_back({side.moe ? b.moe : b.dense, program.split_backward ? b.bwd_w_s : b.bwd_s});
-    return side.n > 1 ? grad_buckets(segs, default_bucket_params(side.n)) : std::vector<GradBucket>{};
+  // Gradient buckets of each chunk and side (dense, expert).
+  std::vector<std::array<std::vector<GradBucket>, 2>> chunk_buckets(v);
+  for (size_t c = 0; c < v; ++c)
+    for (size_t si = 0; si < 2; ++si) {
+      const Side& side = sides[si];
+      if (side.n <= 1) continue;
+      std::vector<GradSegment> segs;
+      for (const auto& b : results.get(plan.chunks[ri][c]).backward)
+        segs.push_back({side.moe ? b.moe : b.dense, program.split_backward ? b.bwd_w_s : b.bwd_s});
+      chunk_buckets[c][si] = grad_buckets(segs, default_bucket_params(side.n));
+    }
+  // Full buckets share one size: a side's collective is costed again only when its kind or size
+  // changes (a 70B model on few ranks fills thousands of buckets).
+  struct LastCall {
+    Collective kind = Collective::AllReduce;
+    double bytes = -1, t = 0;
   };
+  LastCall last[2];
   auto time_of = [&](const Side& side, Collective kind, double bytes) {
-    return collective_time(*plan.system, s, plan.nets.of(side.group), kind, bytes, side.n, side.stage);
+    LastCall& l = last[side.moe ? 1 : 0];
+    if (l.kind != kind || l.bytes != bytes)
+      l = {kind, bytes, collective_time(*plan.system, s, plan.nets.of(side.group), kind, bytes, side.n, side.stage)};
+    return l.t;
   };
   auto count = [&](const Side& side, double t) { (side.moe ? out.moe_s : out.dense_s) += t; };
   // Parameter all-gather (distributed optimizer: bf16 parameters, fp8 with fp8_param_gather).
   for (size_t c = 0; c < v; ++c)
-    for (const Side& side : sides) {
-      const auto bs = buckets(c, side);
+    for (size_t si = 0; si < 2; ++si) {
+      const Side& side = sides[si];
+      const auto& bs = chunk_buckets[c][si];
       for (auto it = bs.rbegin(); sharded && s.zero_state < 3 && it != bs.rend(); ++it) {
         const double t = time_of(side, Collective::AllGather, it->params * param_gather_bytes(s));
         count(side, t);
@@ -693,27 +721,43 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
     }
   // optim_grads_params (ZeRO-3 / Megatron FSDP): every forward and backward step gathers its
   // chunk's parameters again (bf16); the step waits for its first layer's share, the rest of the
-  // gather runs ahead of the layers that need it (Megatron FSDP prefetches the next module).
+  // gather runs ahead of the layers that need it (Megatron FSDP prefetches the next module). The
+  // two all-gathers are the same for every micro-batch: costed once per chunk, pass and side.
+  struct Gather {
+    double first = 0, rest = 0;
+    bool any = false;
+  };
+  std::vector<std::array<std::array<Gather, 2>, 2>> gathers(s.zero_state >= 3 ? v : 0);  // [chunk][bwd, fwd][side]
+  for (size_t c = 0; c < gathers.size(); ++c) {
+    const auto& segs = results.get(plan.chunks[ri][c]).backward;
+    for (size_t si = 0; si < 2; ++si) {
+      const Side& side = sides[si];
+      if (side.n <= 1) continue;
+      double total = 0;
+      for (const auto& b : segs) total += side.moe ? b.moe : b.dense;
+      if (total <= 0) continue;
+      for (size_t fwd = 0; fwd < 2; ++fwd) {
+        // Forward needs the first layer (or the embedding) first, the backward the head or last layer.
+        double first = 0;
+        for (size_t k = 0; k < segs.size() && first == 0; ++k) {
+          const auto& b = fwd ? segs[segs.size() - 1 - k] : segs[k];
+          first = side.moe ? b.moe : b.dense;
+        }
+        gathers[c][fwd][si] = {time_of(side, Collective::AllGather, first * 2),
+                               time_of(side, Collective::AllGather, (total - first) * 2), true};
+      }
+    }
+  }
   auto gather = [&](size_t i) {
     const auto c = static_cast<size_t>(steps[i].chunk);
-    const auto& segs = results.get(plan.chunks[ri][c]).backward;
-    for (const Side& side : sides) {
-      if (side.n <= 1) continue;
-      double total = 0, first = 0;
-      for (const auto& b : segs) total += side.moe ? b.moe : b.dense;
-      // Forward needs the first layer (or the embedding) first, the backward the head or last layer.
-      const bool fwd = steps[i].pass == Pass::Forward;
-      for (size_t k = 0; k < segs.size() && first == 0; ++k) {
-        const auto& b = fwd ? segs[segs.size() - 1 - k] : segs[k];
-        first = side.moe ? b.moe : b.dense;
-      }
-      if (total <= 0) continue;
-      const double t_first = time_of(side, Collective::AllGather, first * 2);
-      const double t_rest = time_of(side, Collective::AllGather, (total - first) * 2);
-      count(side, t_first + t_rest);
-      const Engine::OpId id = e.add(rr, Stream::Dp, t_first, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
+    const size_t fwd = steps[i].pass == Pass::Forward ? 1 : 0;
+    for (size_t si = 0; si < 2; ++si) {
+      const Gather& g = gathers[c][fwd][si];
+      if (!g.any) continue;
+      count(sides[si], g.first + g.rest);
+      const Engine::OpId id = e.add(rr, Stream::Dp, g.first, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
       e.depends(ops[ri][i], id);
-      if (t_rest > 0) e.add(rr, Stream::Dp, t_rest, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
+      if (g.rest > 0) e.add(rr, Stream::Dp, g.rest, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
     }
   };
   // Gradient reduction after each chunk's last backward, or, with sharded gradients (optim_grads,
@@ -725,16 +769,17 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
   const Engine::OpId last_compute = ops[ri].back();
   auto reduce = [&](size_t i) {
     const auto c = static_cast<size_t>(steps[i].chunk);
-    const bool last = i == last_index[c];
-    for (const Side& side : sides)
-      for (const GradBucket& b : buckets(c, side)) {
+    const bool final_reduce = i == last_index[c];
+    for (size_t si = 0; si < 2; ++si)
+      for (const GradBucket& b : chunk_buckets[c][si]) {
+        const Side& side = sides[si];
         const double t = time_of(side, sharded ? Collective::ReduceScatter : Collective::AllReduce, b.params * grad_bytes);
         count(side, t);
         const Engine::OpId id =
-            e.add(rr, Stream::Dp, t, {StepKind::DpComm, static_cast<int32_t>(c), last ? -1 : steps[i].mb});
+            e.add(rr, Stream::Dp, t, {StepKind::DpComm, static_cast<int32_t>(c), final_reduce ? -1 : steps[i].mb});
         if (s.overlap_grad_reduce) {
           e.depends_at(id, ops[ri][i], b.ready);
-        } else if (last) {
+        } else if (final_reduce) {
           e.depends(id, last_compute);
         } else {
           e.depends(id, ops[ri][i]);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -34,45 +36,56 @@ struct Ctx {
   const ChunkEnv& env;
 };
 
-// Appends an integral value as the peer prints it (Python int); keys are built on every
-// evaluation, so this avoids printf.
-void append_num(std::string& out, double v) {
-  char buf[32];
-  const double r = std::round(v);
-  if (r == v && std::fabs(v) < 9e15) {
-    auto res = std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(r));
-    out.append(buf, res.ptr);
-    return;
-  }
-  out += strprintf("%.0f", v);
-}
-
-// Builds "name=value, name=value, ..." keys.
-struct KeyBuilder {
-  std::string s;
+// Builds "name=value, name=value, ..." keys, integral values as the peer prints them (Python
+// int). Keys are built on every evaluation: the text goes to a stack buffer (a heap string only
+// past it) and becomes a string once, without printf.
+class KeyBuilder {
+ public:
   KeyBuilder& num(const char* name, double v) {
-    if (!s.empty()) s += ", ";
-    s += name;
-    s += '=';
-    append_num(s, v);
+    field(name);
+    const double r = std::round(v);
+    if (r == v && std::fabs(v) < 9e15) {
+      char digits[24];
+      const auto res = std::to_chars(digits, digits + sizeof digits, static_cast<int64_t>(r));
+      put({digits, static_cast<size_t>(res.ptr - digits)});
+    } else {
+      put(strprintf("%.0f", v));
+    }
     return *this;
   }
   KeyBuilder& str(const char* name, const char* v) {
-    if (!s.empty()) s += ", ";
-    s += name;
-    s += '=';
-    s += v;
+    field(name);
+    put(v);
     return *this;
   }
+  std::string take() { return heap_.empty() ? std::string(buf_, n_) : std::move(heap_); }
+
+ private:
+  void field(const char* name) {
+    if (n_ > 0 || !heap_.empty()) put(", ");
+    put(name);
+    put("=");
+  }
+  void put(std::string_view text) {
+    if (heap_.empty() && n_ + text.size() <= sizeof buf_) {
+      std::memcpy(buf_ + n_, text.data(), text.size());
+      n_ += text.size();
+      return;
+    }
+    if (heap_.empty()) heap_.assign(buf_, n_);
+    heap_ += text;
+  }
+  char buf_[256];
+  size_t n_ = 0;
+  std::string heap_;
 };
 
 std::string gemm_key(double b, double m, double k, double n, const char* layout, bool acc,
                      const char* out) {
   KeyBuilder kb;
-  kb.s.reserve(96);
   kb.num("b", b).num("m", m).num("k", k).num("n", n).str("layout", layout);
   kb.str("accumulate", acc ? "True" : "False").str("out_dtype", out);
-  return std::move(kb.s);
+  return kb.take();
 }
 
 Kernel mem_kernel(double bytes, const char* bw = "default") {
@@ -275,7 +288,7 @@ Leaf core_attention(const Ctx& c, double d_qk, double d_v, bool mla) {
   KeyBuilder kb;
   kb.num("batch", c.B).num("seq_len", Sq).num("head_num", hp).num("kv_head_num", kv / c.tp / a2a);
   kb.num("qk_head_dim", d_qk).num("v_head_dim", d_v).str("qkv_contiguous", "True");
-  const std::string key = std::move(kb.s);
+  const std::string key = kb.take();
   f.key = key;
   b.key = key;
   l.kernels[kFwd] = {f};
@@ -664,7 +677,7 @@ Leaf grouped_linear(const Ctx& c, const MoeShape& sh, const char* name, double i
     kb.str("out_dtype", "bf16").str("main_grad_dtype", mg).str("stage", stages[p]);
     kb.str("grad", flags[p][0]).str("accumulate", flags[p][1]).str("use_split_accumulator", flags[p][2]);
     kb.str("single_output", flags[p][3]);
-    k.key = std::move(kb.s);
+    k.key = kb.take();
     l.kernels[p] = {k};
   }
   l.params = sh.El * in * out;

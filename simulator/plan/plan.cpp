@@ -117,7 +117,8 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
                       "overlap_moe_expert_parallel_comm is modelled with asynchronous p2p only (transfers that "
                       "wait for their data beside the merged steps); set pp_comm_async true (Megatron's "
                       "overlap_p2p_comm default)");
-  if (p.p2p == P2PMode::Blocking) {
+  // 1F1B programs always pair (one chunk, no split backward): only build the others to check.
+  if (p.p2p == P2PMode::Blocking && p.schedule != ScheduleKind::OneFOneB) {
     const std::string why = blocking_problem(p.program());
     if (!why.empty())
       throw ConfigError(src.strategy, "/pp_comm_async",

@@ -305,7 +305,9 @@ Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode, StepOps
   StepOps& out = steps ? *steps : local;
   out.assign(p.ranks.size(), {});
   if (mode == P2PMode::Async || p.pp == 1) return lower_async(p, costs, out);
-  TRAINSIM_ASSERT(blocking_problem(p).empty(), "blocking lowering of a program it cannot pair");
+  // What blocking_problem checks (the plan has): the interleaved lowering asserts the pairing
+  // itself rather than building the bundles twice.
+  TRAINSIM_ASSERT(!p.split_backward, "blocking lowering of a split-backward program");
   return p.v == 1 ? lower_blocking_1f1b(p, costs, out) : lower_blocking_interleaved(p, costs, out);
 }
 

@@ -229,5 +229,33 @@ TEST_F(A2aOverlapEstimateTest, InputChecks) {
             "s.json: /overlap_moe_expert_parallel_comm: not part of SimuMax v1.2; remove it, or use the default mode");
 }
 
+// The merged steps cut each pass from the chunk's ops, so what the shared expert hides of the
+// all-to-alls (moe_shared_expert_overlap) shortens merged passes too: the pieces of micro-batch
+// 1's merged forward (compute stream and Ep stream) add up to the forward pass time, those of
+// micro-batch 0's merged backward to the backward pass time. processor_usage 0: no piece is
+// stretched by the all-to-all beside it.
+TEST_F(A2aOverlapEstimateTest, MergedPassesAddUpToThePassTimesWithTheSharedExpertOverlap) {
+  ModelConfig m = preset_model("deepseek-v2-lite");
+  m.layer_num = 4;
+  SystemConfig sys = sys_;
+  for (auto& net : sys.networks) net.second.processor_usage = 0;
+  refresh_fingerprint(sys);
+  const std::string on = R"(, "overlap_moe_expert_parallel_comm": true)";
+  const Estimate plain = estimate(m, strategy(on, 8, 2), sys);
+  const Estimate shared = estimate(m, strategy(on + R"(, "moe_shared_expert_overlap": true)", 8, 2), sys);
+  // Program F0, [F1 B0], B1.
+  double f1 = 0, b0 = 0;
+  for (const auto& ev : shared.timeline.events) {
+    const bool ep = ev.kind == StepKind::EpComm;
+    if (ev.mb == 1 && (ev.kind == StepKind::Forward || ep)) f1 += ev.end - ev.start;
+    if (ev.mb == 0 && (ev.kind == StepKind::Backward || ep)) b0 += ev.end - ev.start;
+  }
+  const StageTime& st = shared.stage_times[0];
+  EXPECT_NEAR(f1, st.fwd_per_mb_s, 1e-12);
+  EXPECT_NEAR(b0, st.bwd_per_mb_s, 1e-12);
+  EXPECT_LT(st.fwd_per_mb_s, plain.stage_times[0].fwd_per_mb_s);
+  EXPECT_LT(st.bwd_per_mb_s, plain.stage_times[0].bwd_per_mb_s);
+}
+
 }  // namespace
 }  // namespace trainsim
