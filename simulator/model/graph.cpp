@@ -151,6 +151,13 @@ void linear_common(const Ctx& c, Leaf& l, double m_rows, double in, double out, 
   }
 }
 
+// Bytes a Linear saves per input element for its weight gradient: under fp8 TE's saved copy and
+// its scales per recipe (passes/fp8), the peer's 1 byte in compat mode.
+double saved_input_bytes(const Ctx& c, bool fp8) {
+  if (!fp8) return c.e;
+  return c.megatron ? fp8_saved_input_bytes(c.s.fp8_recipe) : 1;
+}
+
 // Column-parallel Linear (Megatron ColumnParallelLinear): SP all-gathers its input.
 Leaf linear_col(const Ctx& c, const char* name, double in, double out, bool allow_fp8 = true) {
   Leaf l;
@@ -170,7 +177,7 @@ Leaf linear_col(const Ctx& c, const char* name, double in, double out, bool allo
   }
   // With SP, TE saves the local input shard and all-gathers it again for the weight gradient;
   // under fp8 the peer keeps the gathered fp8 copy instead.
-  l.cache = c.B * c.S_l * in * a / ((c.sp && (!fp8 || c.megatron)) ? c.tp : 1);
+  l.cache = c.B * c.S_l * in * saved_input_bytes(c, fp8) / ((c.sp && (!fp8 || c.megatron)) ? c.tp : 1);
   l.cache_inputs_cached = 0;
   l.fpk = c.B * c.S_l * in * a + c.B * c.S_l * out_l * 2 + (c.s.use_accm_weight ? 0 : W * (fp8 ? 1 : 2));
   l.bpk = l.fpk;
@@ -196,7 +203,7 @@ Leaf linear_row(const Ctx& c, const char* name, double in, double out) {
   } else {
     add_comm(l, kFwd, Collective::AllReduce, Group::TP, bytes, c.tp, "tp");
   }
-  l.cache = X_in * a;
+  l.cache = X_in * saved_input_bytes(c, fp8);
   l.fpk = X_in * a + X_out * 2 + (c.s.use_accm_weight ? 0 : W * (fp8 ? 1 : 2));
   l.bpk = l.fpk;
   l.input_bytes = X_in * c.e;
@@ -214,7 +221,7 @@ Leaf linear_dup(const Ctx& c, const char* name, double in, double out) {
   const double a = fp8 ? 1 : c.e;
   const double X_in = c.B * c.S_sp * in, X_out = c.B * c.S_sp * out, W = in * out;
   linear_common(c, l, c.S_sp, in, out, 2 * X_in * out, X_in, X_out, W, fp8);
-  l.cache = X_in * a;
+  l.cache = X_in * saved_input_bytes(c, fp8);
   l.fpk = X_in * a + X_out * 2 + (c.s.use_accm_weight ? 0 : W * (fp8 ? 1 : 2));
   l.bpk = l.fpk;
   l.input_bytes = X_in * c.e;
@@ -684,7 +691,7 @@ Leaf grouped_linear(const Ctx& c, const MoeShape& sh, const char* name, double i
   l.moe_params = true;
   l.weight_elem_bytes = fp8 && c.megatron ? fp8_weight_bytes(c.s.fp8_recipe, c.s.fp8_param_gather, c.env.blackwell) : w;
   const bool offload = col && c.s.offload_groupgemm_col_inputs;
-  l.cache = offload ? 0 : Tl * in * a;
+  l.cache = offload ? 0 : Tl * in * saved_input_bytes(c, fp8);
   l.fpk = Tl * in * a + Tl * out * 2 + (c.s.use_accm_weight ? 0 : sh.El * in * out * w);
   l.bpk = Tl * in * a + Tl * out * 2 + (fp8 ? sh.El * in * out * 4 : 0) + (offload ? Tl * in * a : 0);
   l.input_bytes = Tl * in * c.e;
@@ -842,7 +849,7 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
       L.push_back(unpermutation(c, sh));
     }
     if (bda) L.push_back(bias_dropout_add(c, "mlp_bda"));
-    if (c.fp8) insert_quantizers(L);
+    if (c.fp8) insert_quantizers(L, c.s.fp8_recipe);
     if (recompute) apply_recompute(L, m, s, moe, env.mode);
     if (continues && !L.empty() && L[0].recompute) L[0].status = RecomputeStatus::Middle;
     apply_offload(L, s);

@@ -6,15 +6,15 @@
 
 namespace trainsim {
 
-// TE Float8Quantizer casting a Linear's input to fp8 before each quantized GEMM: reads the bf16
-// input, writes the fp8 copy (the peer's Float8Quantizer leaf).
-void insert_quantizers(std::vector<Leaf>& L) {
+// TE's quantizer casting a Linear's input to fp8 before each quantized GEMM: reads the bf16
+// input, writes the fp8 copies (the peer's Float8Quantizer leaf: one 1-byte copy).
+void insert_quantizers(std::vector<Leaf>& L, const std::string& recipe) {
   for (size_t i = 0; i < L.size(); ++i) {
     const auto& k = L[i].kernels[kFwd];
     if (k.empty() || (std::string(k[0].op) != "fp8_matmul" && std::string(k[0].op) != "fp8_group_matmul")) continue;
     Leaf q;
     q.name = L[i].name + ".quantizer";
-    const double in = L[i].input_bytes, out = L[i].input_bytes / 2;
+    const double in = L[i].input_bytes, out = L[i].input_bytes / 2 * fp8_cast_write_bytes(recipe);
     Kernel cast;
     cast.bytes = in + out;
     q.kernels[kFwd] = {cast};
@@ -23,6 +23,36 @@ void insert_quantizers(std::vector<Leaf>& L) {
     L.insert(L.begin() + static_cast<std::ptrdiff_t>(i), std::move(q));
     ++i;
   }
+}
+
+// What a TE Linear's forward does with its input (TransformerEngine 2.8 pytorch/module/linear.py
+// _Linear.forward; layernorm_linear.py and grouped_linear.py likewise): it asks the input
+// quantizer for row-wise data (the forward GEMM) and, when the weight needs a gradient, column-wise
+// data (the wgrad GEMM) in the same cast; after the GEMM it drops the row-wise data ("Discard
+// row-wise data since it is not needed in backward pass": update_usage(rowwise_usage=False)) and
+// saves the column-wise data only.
+// What one copy is (pytorch/tensor/*):
+// - delayed, tensorwise (Float8Tensor, one fp32 scale per tensor): on Hopper the column-wise data
+//   is the fp8 transpose, written by the forward's fused cast-transpose
+//   (_internal/float8_tensor_base.py update_usage); on Blackwell the one row-wise copy serves both.
+//   A column-parallel Linear under SP saves its row-wise shard instead and transposes after the
+//   backward all-gather (supports_only_rowwise_all_gather). 1 byte per element either way;
+// - blockwise (Float8BlockwiseQTensor, activations in 1×128 blocks: recipe x_block_scaling_dim 1):
+//   the column-wise copy and one fp32 scale per 128 elements (get_scale_shape): 1 + 4/128;
+// - mxfp8 (MXFP8Tensor): the column-wise copy and one E8M0 byte per 32 elements (make_empty;
+//   padding to 128 × 4 scale tiles ignored): 1 + 1/32.
+// The cast writes both orientations for blockwise and mxfp8 (row-wise for the forward GEMM,
+// column-wise to save). The per-tensor recipes are counted with one copy (SimuMax's cast); on
+// Hopper their cast-transpose also writes the transpose (not counted: docs/memory.md §4).
+double fp8_saved_input_bytes(const std::string& recipe) {
+  if (recipe == "blockwise") return 1 + 4.0 / 128;
+  if (recipe == "mxfp8") return 1 + 1.0 / 32;
+  return 1;
+}
+
+double fp8_cast_write_bytes(const std::string& recipe) {
+  if (recipe == "blockwise" || recipe == "mxfp8") return 2 * fp8_saved_input_bytes(recipe);
+  return 1;
 }
 
 // Megatron keeps the bf16 parameter (the optimizer's fp32 main copy lives in the states) and TE

@@ -9,9 +9,17 @@
 
 namespace trainsim {
 
-/// Inserts, before every fp8 GEMM leaf, the Float8Quantizer leaf that casts its bf16 input to
-/// fp8 (reads the input, writes the 1-byte copy).
-void insert_quantizers(std::vector<Leaf>& leaves);
+/// Inserts, before every fp8 GEMM leaf, the quantizer leaf that casts its bf16 input to fp8 under
+/// `recipe` (reads the input, writes what fp8_cast_write_bytes says).
+void insert_quantizers(std::vector<Leaf>& leaves, const std::string& recipe);
+
+/// Bytes the forward cast of a Linear input writes per element under `recipe`: the fp8 copies
+/// and their scales.
+[[nodiscard]] double fp8_cast_write_bytes(const std::string& recipe);
+
+/// Bytes a fp8 Linear saves for its weight-gradient GEMM per element of its input under
+/// `recipe`: one 1-byte copy plus its scales.
+[[nodiscard]] double fp8_saved_input_bytes(const std::string& recipe);
 
 /// Bytes per parameter a Linear weight keeps on the GPU under fp8 in Megatron with
 /// TransformerEngine: the bf16 parameter (none with fp8_param_gather) plus TE's quantised copies

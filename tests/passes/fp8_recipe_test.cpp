@@ -1,9 +1,12 @@
 // fp8 recipes (fp8_recipe, fp8_param_gather): the weight bytes Megatron with TransformerEngine
-// keeps per Linear parameter, hand-computed on a small GPT layer: h 1024, 8 heads of 128, GELU MLP
+// keeps per Linear parameter, the bytes a fp8 Linear saves of its input and its cast writes,
+// hand-computed on a small GPT layer: h 1024, 8 heads of 128, GELU MLP
 // of 4096, no Linear biases. Its Linear weights hold 3 + 1 + 4 + 4 = 12 Mi parameters (qkv
 // 1024×3072, proj 1024×1024, fc1 1024×4096, fc2 4096×1024); four layers 48 Mi. In bf16 each takes
 // 2 bytes, so a recipe adds 48 Mi × (bytes − 2) to the chunk's weights.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "comm/collective.h"
 #include "config/validate.h"
@@ -135,6 +138,102 @@ TEST(Fp8Recipe, SettingsThatCannotWorkAreErrors) {
             "strategy /fp8_param_gather: is not part of SimuMax v1.2; remove it or use the default mode\n");
   EXPECT_EQ(test::error_of([] { (void)strategy(R"("fp8": true, "fp8_recipe": "custom")"); }),
             "s.json: /fp8_recipe: unknown value 'custom'; valid values: delayed, tensorwise, blockwise, mxfp8");
+}
+
+// Per input element (passes/fp8.cpp): the forward saves one 1-byte copy (TE drops the row-wise
+// data after the forward GEMM) plus its scales: blockwise one fp32 per 1×128 → 4/128, mxfp8 one
+// E8M0 byte per 32 → 1/32. The cast writes one copy for the per-tensor recipes (SimuMax's), both
+// orientations with scales for blockwise and mxfp8: 2 × (1 + 1/32).
+TEST(Fp8Recipe, SavedInputAndCastBytesPerElement) {
+  EXPECT_DOUBLE_EQ(fp8_saved_input_bytes("delayed"), 1);
+  EXPECT_DOUBLE_EQ(fp8_saved_input_bytes("tensorwise"), 1);
+  EXPECT_DOUBLE_EQ(fp8_saved_input_bytes("blockwise"), 1.03125);
+  EXPECT_DOUBLE_EQ(fp8_saved_input_bytes("mxfp8"), 1.03125);
+  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("delayed"), 1);
+  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("tensorwise"), 1);
+  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("blockwise"), 2.0625);
+  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("mxfp8"), 2.0625);
+}
+
+// The leaves of one layer of the 4-layer chunk (no embedding, no head).
+std::vector<Leaf> layer_leaves(const std::string& extra, bool blackwell, Mode mode = Mode::Default) {
+  const ModelConfig m = gpt_small();
+  const StrategyConfig s = strategy(extra);
+  const Plan plan = resolve_plan(m, s, test::preset_system(blackwell ? "b200-sxm-180g" : "h100-sxm-80g"), mode);
+  ChunkSpec spec = plan.chunks[0][0];
+  spec.embedding = spec.head = false;
+  const ChunkEnv env{.mode = mode, .blackwell = blackwell};
+  return build_chunk(m, s, plan.padded_vocab, spec, env).templates.at(0).leaves;
+}
+const Leaf& leaf_named(const std::vector<Leaf>& L, const std::string& name) {
+  const auto it = std::find_if(L.begin(), L.end(), [&](const Leaf& l) { return l.name == name; });
+  EXPECT_NE(it, L.end()) << name;
+  return *it;
+}
+double layer_cache_mib(const std::string& extra, bool blackwell, Mode mode = Mode::Default) {
+  double bytes = 0;
+  for (const auto& l : layer_leaves(extra, blackwell, mode)) bytes += l.cache;
+  return bytes / kMiB;
+}
+
+// One layer, T = 2048 tokens, tp 1, flash attention. bf16 (docs/memory.md recompute table):
+// input norm's input 4 MiB, QKV's input 4, q k v 12, lse 1/32, projection's input 4, pre-MLP
+// norm's input 4, fc1's input 4, GELU's input 16, fc2's input 16: 64 + 1/32 MiB.
+// Under fp8 the four Linear inputs are saved as one 1-byte copy: QKV 2048·1024 = 2 Mi elements,
+// projection 2 Mi, fc1 2 Mi, fc2 2048·4096 = 8 Mi; 14 Mi elements, 14 MiB instead of 28; and flash
+// attention keeps its bf16 output o (4 MiB), which the projection no longer saves in bf16:
+// delayed, tensorwise 64 + 1/32 − 28 + 14 + 4 = 54 + 1/32 MiB. Blockwise and mxfp8 add the scales
+// of the saved copies, 14 Mi / 32 bytes = 14/32 MiB: 54 + 15/32 MiB. The compat mode keeps
+// SimuMax's 1 byte whatever the recipe.
+TEST(Fp8Recipe, OneLayerSavesOneFp8CopyOfEachLinearInputPlusItsScales) {
+  EXPECT_DOUBLE_EQ(layer_cache_mib("", false), 64 + 1.0 / 32);
+  EXPECT_DOUBLE_EQ(layer_cache_mib(R"("fp8": true)", false), 54 + 1.0 / 32);
+  EXPECT_DOUBLE_EQ(layer_cache_mib(R"("fp8": true, "fp8_recipe": "tensorwise")", false), 54 + 1.0 / 32);
+  EXPECT_DOUBLE_EQ(layer_cache_mib(R"("fp8": true)", true), 54 + 1.0 / 32);
+  EXPECT_DOUBLE_EQ(layer_cache_mib(R"("fp8": true, "fp8_recipe": "blockwise")", false), 54 + 15.0 / 32);
+  EXPECT_DOUBLE_EQ(layer_cache_mib(R"("fp8": true, "fp8_recipe": "mxfp8")", true), 54 + 15.0 / 32);
+  const auto L = layer_leaves(R"("fp8": true, "fp8_recipe": "mxfp8")", true);
+  EXPECT_DOUBLE_EQ(leaf_named(L, "linear_qkv").cache / kMiB, 2 * 1.03125);
+  EXPECT_DOUBLE_EQ(leaf_named(L, "linear_fc2").cache / kMiB, 8 * 1.03125);
+}
+
+// The cast before each fp8 GEMM reads the bf16 input and writes per element 1 byte (delayed,
+// tensorwise) or 2 × (1 + 1/32) (blockwise, mxfp8). QKV's input, 2 Mi elements: 4 MiB read;
+// delayed 4 + 2 = 6 MiB, blockwise 4 + 4.125 = 8.125 MiB. fc2's, 8 Mi: 24 and 32.5 MiB.
+TEST(Fp8Recipe, CastKernelBytesPerRecipe) {
+  auto cast_mib = [](const std::string& extra, bool blackwell, const char* leaf) {
+    return leaf_named(layer_leaves(extra, blackwell), leaf).kernels[kFwd].at(0).bytes / kMiB;
+  };
+  EXPECT_DOUBLE_EQ(cast_mib(R"("fp8": true)", false, "linear_qkv.quantizer"), 6);
+  EXPECT_DOUBLE_EQ(cast_mib(R"("fp8": true, "fp8_recipe": "tensorwise")", false, "linear_fc2.quantizer"), 24);
+  EXPECT_DOUBLE_EQ(cast_mib(R"("fp8": true, "fp8_recipe": "blockwise")", false, "linear_qkv.quantizer"), 8.125);
+  EXPECT_DOUBLE_EQ(cast_mib(R"("fp8": true, "fp8_recipe": "mxfp8")", true, "linear_fc2.quantizer"), 32.5);
+}
+
+// In a plan: the 4-layer model on pp 2 (2 layers a stage), 4 micro-batches. Blockwise against
+// delayed on H100 and mxfp8 against delayed on B200 raise the saved activations of one
+// micro-batch on the first stage by 2 layers × 14/32 MiB = 7/8 MiB. The mxfp8 stage's liveness
+// peak is the cast of the second layer's fc2 input, which writes both orientations: everything
+// saved before it, 2 × (54 + 15/32) − fc2's own 8 × 1.03125 = 100.6875 MiB, plus the cast's
+// 16 MiB read and 16.5 MiB written: 133.1875 MiB.
+TEST(Fp8Recipe, BlockScaledRecipesRaiseSavedActivationsByTheScales) {
+  const ModelConfig m = gpt_small();
+  auto first_stage = [&](const std::string& recipe, const char* sys) {
+    const StrategyConfig s = load_strategy(R"({"seq_len": 2048, "micro_batch_size": 1, "micro_batch_num": 4,
+        "world_size": 2, "pp_size": 2, "fp8": true, "fp8_recipe": ")" + recipe + R"("})",
+                                           "s.json");
+    return estimate(m, s, test::preset_system(sys)).stages.at(0);
+  };
+  auto saved_mib = [](const StageMemory& a, const StageMemory& b) {
+    return (a.activation_cache_per_mb_bytes - b.activation_cache_per_mb_bytes) / kMiB;
+  };
+  const char* h100 = "h100-sxm-80g";
+  const char* b200 = "b200-sxm-180g";
+  EXPECT_DOUBLE_EQ(saved_mib(first_stage("blockwise", h100), first_stage("delayed", h100)), 7.0 / 8);
+  const StageMemory mxfp8 = first_stage("mxfp8", b200);
+  EXPECT_DOUBLE_EQ(saved_mib(mxfp8, first_stage("delayed", b200)), 7.0 / 8);
+  EXPECT_EQ(mxfp8.peak_phase, "forward at linear_fc2.quantizer");
+  EXPECT_DOUBLE_EQ(mxfp8.peak_activation_bytes / kMiB, 133.1875);
 }
 
 }  // namespace
