@@ -156,14 +156,16 @@ TEST(Fp8Recipe, SavedInputAndCastBytesPerElement) {
 }
 
 // The leaves of one layer of the 4-layer chunk (no embedding, no head).
-std::vector<Leaf> layer_leaves(const std::string& extra, bool blackwell, Mode mode = Mode::Default) {
+std::vector<Leaf> layer_leaves(const StrategyConfig& s, bool blackwell, Mode mode = Mode::Default) {
   const ModelConfig m = gpt_small();
-  const StrategyConfig s = strategy(extra);
   const Plan plan = resolve_plan(m, s, test::preset_system(blackwell ? "b200-sxm-180g" : "h100-sxm-80g"), mode);
   ChunkSpec spec = plan.chunks[0][0];
   spec.embedding = spec.head = false;
   const ChunkEnv env{.mode = mode, .blackwell = blackwell};
   return build_chunk(m, s, plan.padded_vocab, spec, env).templates.at(0).leaves;
+}
+std::vector<Leaf> layer_leaves(const std::string& extra, bool blackwell, Mode mode = Mode::Default) {
+  return layer_leaves(strategy(extra), blackwell, mode);
 }
 const Leaf& leaf_named(const std::vector<Leaf>& L, const std::string& name) {
   const auto it = std::find_if(L.begin(), L.end(), [&](const Leaf& l) { return l.name == name; });
@@ -195,6 +197,23 @@ TEST(Fp8Recipe, OneLayerSavesOneFp8CopyOfEachLinearInputPlusItsScales) {
   const auto L = layer_leaves(R"("fp8": true, "fp8_recipe": "mxfp8")", true);
   EXPECT_DOUBLE_EQ(leaf_named(L, "linear_qkv").cache / kMiB, 2 * 1.03125);
   EXPECT_DOUBLE_EQ(leaf_named(L, "linear_fc2").cache / kMiB, 8 * 1.03125);
+}
+
+// tp 2 with sequence parallelism, blockwise: the column-parallel QKV saves its local column-wise
+// shard, T/2 · h = 1 Mi elements (TE all-gathers it again for the wgrad GEMM): 1.03125 MiB; the
+// row-parallel fc2 its input T · 4h/2 = 4 Mi elements: 4.125 MiB. Delayed saves the row-wise shard
+// of QKV's input instead: 1 MiB.
+TEST(Fp8Recipe, SequenceParallelSavesTheLocalShardWithItsScales) {
+  auto tp2 = [](const char* recipe) {
+    return load_strategy(std::string(R"({"seq_len": 2048, "micro_batch_size": 1, "micro_batch_num": 1,
+        "world_size": 2, "tp_size": 2, "enable_sequence_parallel": true, "fp8": true, "fp8_recipe": ")") +
+                             recipe + R"("})",
+                         "s.json");
+  };
+  const auto L = layer_leaves(tp2("blockwise"), false);
+  EXPECT_DOUBLE_EQ(leaf_named(L, "linear_qkv").cache / kMiB, 1.03125);
+  EXPECT_DOUBLE_EQ(leaf_named(L, "linear_fc2").cache / kMiB, 4.125);
+  EXPECT_DOUBLE_EQ(leaf_named(layer_leaves(tp2("delayed"), false), "linear_qkv").cache / kMiB, 1);
 }
 
 // The cast before each fp8 GEMM reads the bf16 input and writes per element 1 byte (delayed,
