@@ -90,7 +90,7 @@ struct PhaseSums {
 };
 
 // Sum of the calls' times; each is also added to `by_group` (`repeat` times).
-double comm_sum(const Env& env, const std::vector<CommCall>& calls, std::array<double, kGroupCount>& by_group,
+double comm_sum(const Env& env, const CommList& calls, std::array<double, kGroupCount>& by_group,
                 int repeat = 1) {
   double t = 0;
   for (const auto& c : calls) {
@@ -379,7 +379,7 @@ PhaseSums chunk_sums(const Chunk& c, const ChunkOps& ops, std::vector<BackwardSe
 }
 
 // EP all-to-all time of one phase's collectives (the dispatch and combine).
-double ep_a2a_time(const Env& env, const std::vector<CommCall>& calls) {
+double ep_a2a_time(const Env& env, const CommList& calls) {
   double t = 0;
   for (const auto& c : calls)
     if (c.group == Group::EP && c.kind == Collective::AllToAll)
