@@ -52,6 +52,7 @@ struct Env {
   const NetworkChoice& nets;
   EfficiencyLog* log;
   Mode mode;
+  ClassTable* classes;  // sys's op and bandwidth classes, resolved as the kernels name them
 };
 
 // Per-micro-batch times of a set of leaves (seconds).
@@ -163,7 +164,7 @@ OpCost leaf_cost(const Env& env, const Leaf& l, bool recomputed, const char* lay
   bool keyed = false, all_measured = true;
   for (int ph = 0; ph < 3; ++ph)
     for (const auto& k : l.kernels[ph]) {
-      const KernelCost c = kernel_cost(env.sys, k, env.log);
+      const KernelCost c = kernel_cost(*env.classes, k, env.log);
       t[ph] += c.time_s;
       flops[ph] += k.flops;
       bytes[ph] += k.bytes;
@@ -827,7 +828,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
   const SystemConfig& sys = *plan.system;
   Estimate est;
   EfficiencyLog log;
-  Env env{m, s, sys, plan.nets, &log, plan.mode};
+  ClassTable classes(sys);
+  Env env{m, s, sys, plan.nets, &log, plan.mode, &classes};
   est.mode = plan.mode;
   est.schedule = schedule_name(plan.schedule);
   est.p2p = plan.p2p == P2PMode::Async ? "async" : "blocking";
