@@ -6,20 +6,20 @@
 
 namespace trainsim {
 
-bool EfficiencyLog::recorded(size_t hash, std::string_view op, std::string_view key) const {
+bool EfficiencyLog::recorded(size_t hash, std::string_view op, const std::string& key) const {
   for (size_t i = 0; i < seen_.size(); ++i)
-    if (seen_[i] == hash && misses[i].key == key && misses[i].op == op) return true;
+    if (seen_[i] == hash && misses[i].key == key && op == misses[i].op) return true;
   return false;
 }
 
-void EfficiencyLog::miss(std::string_view op, const std::string& key, double flops, double used) {
+void EfficiencyLog::miss(const char* op, const std::string& key, double flops, double used) {
   // A chunk misses a few distinct keys many times (every layer): compare hashes before strings,
-  // and build strings only for a new miss.
+  // and copy the key only for a new miss.
   const std::hash<std::string_view> hash;
   const size_t h = hash(key) * 31 + hash(op);
   if (recorded(h, op, key)) return;
   seen_.push_back(h);
-  misses.push_back({std::string(op), key, flops, used});
+  misses.push_back({op, key, flops, used});
 }
 
 void EfficiencyLog::merge(const EfficiencyLog& other) {
