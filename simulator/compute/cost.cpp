@@ -6,20 +6,20 @@
 
 namespace trainsim {
 
-bool EfficiencyLog::recorded(size_t hash, std::string_view op, std::string_view key) const {
+bool EfficiencyLog::recorded(size_t hash, std::string_view op, const std::string& key) const {
   for (size_t i = 0; i < seen_.size(); ++i)
-    if (seen_[i] == hash && misses[i].key == key && misses[i].op == op) return true;
+    if (seen_[i] == hash && misses[i].key == key && op == misses[i].op) return true;
   return false;
 }
 
-void EfficiencyLog::miss(std::string_view op, const std::string& key, double flops, double used) {
+void EfficiencyLog::miss(const char* op, const std::string& key, double flops, double used) {
   // A chunk misses a few distinct keys many times (every layer): compare hashes before strings,
-  // and build strings only for a new miss.
+  // and copy the key only for a new miss.
   const std::hash<std::string_view> hash;
   const size_t h = hash(key) * 31 + hash(op);
   if (recorded(h, op, key)) return;
   seen_.push_back(h);
-  misses.push_back({std::string(op), key, flops, used});
+  misses.push_back({op, key, flops, used});
 }
 
 void EfficiencyLog::merge(const EfficiencyLog& other) {
@@ -32,20 +32,49 @@ void EfficiencyLog::merge(const EfficiencyLog& other) {
   }
 }
 
-double memory_time(const SystemConfig& sys, double bytes, const char* bw_name) {
-  if (bytes == 0) return 0;
-  auto it = sys.bandwidths.find(bw_name);
-  const BandwidthConfig& bw = it != sys.bandwidths.end() ? it->second : sys.bandwidths.at("default");
+namespace {
+
+const BandwidthConfig& find_bandwidth(const SystemConfig& sys, const char* name) {
+  auto it = sys.bandwidths.find(name);
+  return it != sys.bandwidths.end() ? it->second : sys.bandwidths.at("default");
+}
+
+double stream_time(const BandwidthConfig& bw, double bytes) {
   return bytes / (bw.bytes_per_s * bw.efficient_factor) + bw.latency_s;
 }
 
-KernelCost kernel_cost(const SystemConfig& sys, const Kernel& k, EfficiencyLog* log) {
+}  // namespace
+
+const ComputeOpConfig* ClassTable::op(const char* name) {
+  for (const auto& [n, c] : ops_)
+    if (n == name) return c;
+  auto it = sys_.ops.find(name);
+  const ComputeOpConfig* c = it != sys_.ops.end() ? &it->second : nullptr;
+  ops_.push_back({name, c});
+  return c;
+}
+
+const BandwidthConfig& ClassTable::bandwidth(const char* name) {
+  for (const auto& [n, c] : bandwidths_)
+    if (n == name) return *c;
+  const BandwidthConfig& c = find_bandwidth(sys_, name);
+  bandwidths_.push_back({name, &c});
+  return c;
+}
+
+double memory_time(const SystemConfig& sys, double bytes, const char* bw_name) {
+  if (bytes == 0) return 0;
+  return stream_time(find_bandwidth(sys, bw_name), bytes);
+}
+
+KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log) {
+  const SystemConfig& sys = classes.system();
   KernelCost out;
   double compute = 0;
   if (k.flops != 0) {
-    auto it = sys.ops.find(k.op);
-    const bool known = it != sys.ops.end();
-    const ComputeOpConfig& op = known ? it->second : sys.ops.at("default");
+    const ComputeOpConfig* found = classes.op(k.op);
+    const bool known = found != nullptr;
+    const ComputeOpConfig& op = known ? *found : sys.ops.at("default");
     double eff = op.efficient_factor;
     bool hit = false;
     if (known && !k.key.empty()) {
@@ -66,13 +95,9 @@ KernelCost kernel_cost(const SystemConfig& sys, const Kernel& k, EfficiencyLog* 
     out.efficiency = eff;
     out.measured = hit;
   }
-  const double io = memory_time(sys, k.bytes, k.bw);
+  const double io = k.bytes == 0 ? 0 : stream_time(classes.bandwidth(k.bw), k.bytes);
   out.time_s = sys.mode == CostMode::OnlyCompute ? (compute != 0 ? compute : io) : std::max(compute, io);
   return out;
-}
-
-double kernel_time(const SystemConfig& sys, const Kernel& k, EfficiencyLog* log) {
-  return kernel_cost(sys, k, log).time_s;
 }
 
 }  // namespace trainsim

@@ -4,9 +4,11 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config/system_config.h"
+#include "core/small_vector.h"
 #include "model/graph.h"
 
 namespace trainsim {
@@ -14,17 +16,18 @@ namespace trainsim {
 /// Records efficiency-table hits and misses (deduplicated by op and key).
 struct EfficiencyLog {
   struct Miss {
-    std::string op, key;
+    const char* op;  // the kernel's op class, a static name
+    std::string key;
     double flops = 0, used = 0;
   };
   std::vector<Miss> misses;
   int64_t hits = 0;
-  void miss(std::string_view op, const std::string& key, double flops, double used);
+  void miss(const char* op, const std::string& key, double flops, double used);
   /// Adds `other`'s hits and the misses not recorded yet (a chunk's log into its estimate's).
   void merge(const EfficiencyLog& other);
 
  private:
-  [[nodiscard]] bool recorded(size_t hash, std::string_view op, std::string_view key) const;
+  [[nodiscard]] bool recorded(size_t hash, std::string_view op, const std::string& key) const;
   std::vector<size_t> seen_;  // hash of each recorded miss's op and key (misses[i]), for a cheap dedup
 };
 
@@ -35,10 +38,27 @@ struct KernelCost {
   bool measured = false;  // the efficiency came from the shape-keyed table, not the op default
 };
 
+/// The op and bandwidth classes that kernels name, resolved against one system as first met.
+/// Kernels name their classes by static strings, so an estimate searches the system's maps once
+/// per class and string address instead of once per kernel. The system must not change meanwhile.
+class ClassTable {
+ public:
+  explicit ClassTable(const SystemConfig& sys) : sys_(sys) {}
+  [[nodiscard]] const SystemConfig& system() const { return sys_; }
+  /// The op class `name`, or null when the system has none of that name.
+  [[nodiscard]] const ComputeOpConfig* op(const char* name);
+  /// The bandwidth class `name`, else `default`.
+  [[nodiscard]] const BandwidthConfig& bandwidth(const char* name);
+
+ private:
+  const SystemConfig& sys_;
+  SmallVector<std::pair<const char*, const ComputeOpConfig*>, 8> ops_;
+  SmallVector<std::pair<const char*, const BandwidthConfig*>, 8> bandwidths_;
+};
+
 /// Seconds for one kernel: max(flops/(peak·eff), bytes/(bw·eff) + latency) in roofline mode.
 /// `log` may be null.
-[[nodiscard]] KernelCost kernel_cost(const SystemConfig& sys, const Kernel& k, EfficiencyLog* log);
-[[nodiscard]] double kernel_time(const SystemConfig& sys, const Kernel& k, EfficiencyLog* log);
+[[nodiscard]] KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log);
 
 /// Seconds to stream `bytes` through the `default` bandwidth class (latency included; 0 for 0 bytes).
 [[nodiscard]] double memory_time(const SystemConfig& sys, double bytes, const char* bw = "default");

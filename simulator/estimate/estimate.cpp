@@ -52,6 +52,7 @@ struct Env {
   const NetworkChoice& nets;
   EfficiencyLog* log;
   Mode mode;
+  ClassTable* classes;  // sys's op and bandwidth classes, resolved as the kernels name them
 };
 
 // Per-micro-batch times of a set of leaves (seconds).
@@ -90,7 +91,7 @@ struct PhaseSums {
 };
 
 // Sum of the calls' times; each is also added to `by_group` (`repeat` times).
-double comm_sum(const Env& env, const std::vector<CommCall>& calls, std::array<double, kGroupCount>& by_group,
+double comm_sum(const Env& env, const CommList& calls, std::array<double, kGroupCount>& by_group,
                 int repeat = 1) {
   double t = 0;
   for (const auto& c : calls) {
@@ -163,7 +164,7 @@ OpCost leaf_cost(const Env& env, const Leaf& l, bool recomputed, const char* lay
   bool keyed = false, all_measured = true;
   for (int ph = 0; ph < 3; ++ph)
     for (const auto& k : l.kernels[ph]) {
-      const KernelCost c = kernel_cost(env.sys, k, env.log);
+      const KernelCost c = kernel_cost(*env.classes, k, env.log);
       t[ph] += c.time_s;
       flops[ph] += k.flops;
       bytes[ph] += k.bytes;
@@ -379,7 +380,7 @@ PhaseSums chunk_sums(const Chunk& c, const ChunkOps& ops, std::vector<BackwardSe
 }
 
 // EP all-to-all time of one phase's collectives (the dispatch and combine).
-double ep_a2a_time(const Env& env, const std::vector<CommCall>& calls) {
+double ep_a2a_time(const Env& env, const CommList& calls) {
   double t = 0;
   for (const auto& c : calls)
     if (c.group == Group::EP && c.kind == Collective::AllToAll)
@@ -827,7 +828,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
   const SystemConfig& sys = *plan.system;
   Estimate est;
   EfficiencyLog log;
-  Env env{m, s, sys, plan.nets, &log, plan.mode};
+  ClassTable classes(sys);
+  Env env{m, s, sys, plan.nets, &log, plan.mode, &classes};
   est.mode = plan.mode;
   est.schedule = schedule_name(plan.schedule);
   est.p2p = plan.p2p == P2PMode::Async ? "async" : "blocking";
@@ -1107,7 +1109,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
   est.tflops_per_gpu = theory / est.iteration_time_s / kTera;
   est.mfu = est.tflops_per_gpu * kTera / sys.ops.at("default").peak_flops;
   est.tokens_per_s_per_gpu = tokens / est.iteration_time_s / static_cast<double>(plan.world);
-  for (const auto& mm : log.misses) est.misses.push_back({mm.op, mm.key, mm.flops, mm.used});
+  est.misses.reserve(log.misses.size());
+  for (auto& mm : log.misses) est.misses.push_back({mm.op, std::move(mm.key), mm.flops, mm.used});
   est.efficiency_hits = log.hits;
   return est;
 }

@@ -10,6 +10,7 @@
 #include "config/mode.h"
 #include "config/model_config.h"
 #include "config/strategy_config.h"
+#include "core/small_vector.h"
 
 namespace trainsim {
 
@@ -43,13 +44,17 @@ struct Kernel {
   std::string key;                // efficiency shape key ("" = no lookup)
 };
 
+/// A phase's kernels and collectives: one or two (Permutation), more only for serial experts.
+using KernelList = SmallVector<Kernel, 2>;
+using CommList = SmallVector<CommCall, 2>;
+
 enum class RecomputeStatus : uint8_t { None, First, Middle, Last };
 
 /// A leaf op. Costs per phase are lists of kernels (Permutation runs two) plus collectives.
 struct Leaf {
   std::string name;
-  std::array<std::vector<Kernel>, 3> kernels;
-  std::array<std::vector<CommCall>, 3> comms;
+  std::array<KernelList, 3> kernels;
+  std::array<CommList, 3> comms;
   bool recompute_repeats_comm = false;  // Linear: recompute repeats the forward TP collective
   // Static memory.
   double params = 0;          // per-rank parameter count
