@@ -824,12 +824,13 @@ struct Replayed {
   int64_t ops = 0;
 };
 
-// Every total of a replay that the estimate reads, in a fixed order.
+// Every total of a replay that the estimate reads, and the streams' busy times, in a fixed order.
 std::vector<double*> totals_of(Replayed& r) {
   std::vector<double*> out;
   for (RankTotals& t : r.timeline.totals) {
     out.push_back(&t.end);
     for (double& e : t.stream_end) out.push_back(&e);
+    for (double& e : t.stream_busy) out.push_back(&e);
     out.push_back(&t.compute_busy);
     out.push_back(&t.p2p_blocking);
   }
@@ -841,8 +842,11 @@ std::vector<double*> totals_of(Replayed& r) {
 // The steady-state replay (PipelineReplay): programs of a, a + g and a + 2g micro-batches, with
 // g the micro-batches of one period (the interleaved group, whose last one may be partial: a has
 // mbc's remainder modulo g) and a past the warm-up (2·pp·v + 2g). Where every total grows by the
-// same step twice (relative 1e-12, the rounding of the replay's sums), it grows so for each
-// further period and the totals extrapolate to mbc; else nullopt.
+// same step twice (relative 1e-12, the rounding of the replay's sums), every rank's compute
+// grows by the same period and no stream gets more work per period than the period, the totals
+// extrapolate to mbc; else nullopt. The last two conditions rule out a rank or stream that falls
+// behind a little each period (a slower stage, DP collectives slower than the compute they hang
+// on): it uses up its slack and slows the pipeline only after more periods than the replays hold.
 template <class Replay>
 std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64_t once_ops, const Replay& replay) {
   const int64_t mbc = plan.micro_batch_num;
@@ -863,6 +867,20 @@ std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64
     std::optional<Replayed> one = replay(prog);
     if (!one) return std::nullopt;
     r[i] = std::move(*one);
+  }
+  double period = 0, span = 0;
+  for (size_t k = 0; k < r[2].timeline.totals.size(); ++k) {
+    period = std::max(period, r[2].timeline.totals[k].end - r[1].timeline.totals[k].end);
+    span = std::max(span, r[2].timeline.totals[k].end);
+  }
+  for (size_t k = 0; k < r[2].timeline.totals.size(); ++k) {
+    const RankTotals &t1 = r[1].timeline.totals[k], &t2 = r[2].timeline.totals[k];
+    const auto compute = static_cast<size_t>(Stream::Compute);
+    if (period - (t2.end - t1.end) > 1e-12 * span ||
+        period - (t2.stream_end[compute] - t1.stream_end[compute]) > 1e-12 * span)
+      return std::nullopt;
+    for (size_t st = 0; st < static_cast<size_t>(kStreamCount); ++st)
+      if (t2.stream_busy[st] - t1.stream_busy[st] > period + 1e-12 * span) return std::nullopt;
   }
   const auto x0 = totals_of(r[0]), x1 = totals_of(r[1]), x2 = totals_of(r[2]);
   const auto periods = static_cast<double>((mbc - last) / g);

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <optional>
 #include <string>
 
+#include "core/error.h"
 #include "estimate/estimate.h"
 #include "plan/plan.h"
 #include "test_presets.h"
@@ -29,8 +31,8 @@ class SteadyReplayTest : public ::testing::Test {
     sys_ = preset_system("h100-sxm-80g");
   }
   Plan plan(const std::string& extra, int64_t mbc, int64_t pp = 4, Mode mode = Mode::Default) {
-    return plan_of(m_, R"({"seq_len": 4096, "micro_batch_size": 1, "world_size": 8, "enable_recompute": false,
-        "pp_size": )" + std::to_string(pp) + R"(, "micro_batch_num": )" + std::to_string(mbc) + extra + "}",
+    return plan_of(m_, R"({"seq_len": 4096, "micro_batch_size": 1, "enable_recompute": false, "world_size": )" +
+                           std::to_string(2 * pp) + R"(, "pp_size": )" + std::to_string(pp) + R"(, "micro_batch_num": )" + std::to_string(mbc) + extra + "}",
                    mode);
   }
   // The plan points at its strategy: kept here.
@@ -47,17 +49,18 @@ void expect_near(double a, double b, const char* what, double scale = 0) {
   EXPECT_NEAR(a, b, 1e-9 * std::max({std::abs(a), std::abs(b), scale})) << what;
 }
 
-// Extrapolates (replays other programs than the plan's) and matches the full replay on every
-// reported time.
-void expect_same(const Plan& p) {
+// Matches the full replay on every reported time; true when it extrapolated (replayed other
+// programs than the plan's), which it must unless `may_fall_back`.
+bool expect_same(const Plan& p, bool may_fall_back = false) {
   const Estimate full = estimate(p, nullptr, false, PipelineReplay::Full);
   const Estimate fast = estimate(p, nullptr, false, PipelineReplay::Steady);
-  EXPECT_NE(fast.engine_ops, full.engine_ops);
+  const bool extrapolated = fast.engine_ops != full.engine_ops;
+  EXPECT_TRUE(extrapolated || may_fall_back);
   const double scale = full.pipeline_s;
   expect_near(fast.iteration_time_s, full.iteration_time_s, "step time");
   expect_near(fast.pipeline_s, full.pipeline_s, "pipeline");
-  ASSERT_EQ(fast.stage_times.size(), full.stage_times.size());
-  for (size_t i = 0; i < full.stage_times.size(); ++i) {
+  EXPECT_EQ(fast.stage_times.size(), full.stage_times.size());
+  for (size_t i = 0; i < std::min(fast.stage_times.size(), full.stage_times.size()); ++i) {
     const StageTime& a = fast.stage_times[i];
     const StageTime& b = full.stage_times[i];
     expect_near(a.bubble_s, b.bubble_s, "bubble", scale);
@@ -67,13 +70,15 @@ void expect_same(const Plan& p) {
     expect_near(a.dp_comm_s, b.dp_comm_s, "dp comm");
     for (size_t g = 0; g < a.comm_by_group_s.size(); ++g) expect_near(a.exposed_comm_s(g), b.exposed_comm_s(g), "exposed", scale);
   }
-  for (size_t r = 0; r < full.timeline.totals.size(); ++r) expect_near(fast.timeline.rank_end(static_cast<int32_t>(r)),
-                                                                       full.timeline.rank_end(static_cast<int32_t>(r)), "rank end");
-  ASSERT_EQ(fast.stages.size(), full.stages.size());
-  for (size_t i = 0; i < full.stages.size(); ++i) {
+  EXPECT_EQ(fast.timeline.totals.size(), full.timeline.totals.size());
+  for (size_t r = 0; r < std::min(fast.timeline.totals.size(), full.timeline.totals.size()); ++r)
+    expect_near(fast.timeline.totals[r].end, full.timeline.totals[r].end, "rank end");
+  EXPECT_EQ(fast.stages.size(), full.stages.size());
+  for (size_t i = 0; i < std::min(fast.stages.size(), full.stages.size()); ++i) {
     EXPECT_EQ(fast.stages[i].in_flight_micro_batches, full.stages[i].in_flight_micro_batches);
     EXPECT_EQ(fast.stages[i].peak_alloc_bytes, full.stages[i].peak_alloc_bytes);
   }
+  return extrapolated;
 }
 
 TEST_F(SteadyReplayTest, OneFOneB) {
@@ -111,6 +116,42 @@ TEST_F(SteadyReplayTest, CombinedOneFOneBWithEpAllToAllOverlap) {
   m.layer_num = 4;
   expect_same(plan_of(m, R"({"seq_len": 4096, "micro_batch_size": 1, "world_size": 8, "ep_size": 8,
       "enable_recompute": false, "micro_batch_num": 64, "overlap_moe_expert_parallel_comm": true})"));
+}
+
+// Every schedule family over pipeline depths, chunks, micro-batch counts (residues of the
+// interleaved group included), stage splits and DP settings. Zero bubble with ZeRO-3 falls
+// back: over pp 2 rank 1 (deferred weight gradients, per-micro-batch gathers) is a little slower
+// per micro-batch than rank 0 and holds rank 0 back only after about 13 micro-batches, so three
+// replays of 6–8 grow linearly yet miss it; the per-rank period check catches it. pp 8 with 2
+// chunks and 40 micro-batches has too few past the replays (48, 56, 64).
+TEST_F(SteadyReplayTest, Sweep) {
+  m_.layer_num = 48;
+  int cases = 0, extrapolated = 0;
+  for (int64_t pp : {2, 3, 4, 8})
+    for (int64_t v : {1, 2})
+      for (int64_t mbc : {40, 53, 67})
+        for (const char* dp : {"", R"(, "zero_state": 1, "overlap_grad_reduce": true)", R"(, "zero_state": 3)"})
+          for (const char* sched : {"", R"(, "pipeline_schedule": "zero_bubble_h1")", R"(, "num_layers_in_first_pipeline_stage": 2)"}) {
+            // ZeRO-3 under the interleaved schedule is left out: its program deadlocks in the
+            // engine whatever the replay.
+            if ((v > 1 && (std::string(sched).find("zero_bubble") != std::string::npos ||
+                           std::string(dp).find("zero_state\": 3") != std::string::npos)) ||
+                (std::string(sched).find("first") != std::string::npos && (v > 1 || (48 - 2) % (pp - 1) != 0)))
+              continue;
+            const std::string extra = std::string(dp) + sched + R"(, "pp_comm_async": true, "interleaving_size": )" +
+                                      std::to_string(v);
+            SCOPED_TRACE(extra + " pp " + std::to_string(pp) + " mbc " + std::to_string(mbc));
+            std::optional<Plan> p;
+            try {
+              p = plan(extra, mbc, pp);
+            } catch (const ConfigError&) {
+              continue;  // a partial last interleaved group that Megatron's order cannot run
+            }
+            extrapolated += expect_same(*p, true) ? 1 : 0;
+            ++cases;
+          }
+  EXPECT_EQ(cases, 110);
+  EXPECT_EQ(extrapolated, 96);
 }
 
 // Too few micro-batches past the three replays, or events to record: the full replay.
