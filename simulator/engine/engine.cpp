@@ -176,8 +176,9 @@ std::optional<Timeline> Engine::try_run(bool events) const {
     t.end = std::max(t.end, end[i]);
     auto& se = t.stream_end[static_cast<size_t>(op.stream)];
     se = std::max(se, end[i]);
-    if (op.stream != Stream::Compute) continue;
     const double d = end[i] - start[i];
+    t.stream_busy[static_cast<size_t>(op.stream)] += d;
+    if (op.stream != Stream::Compute) continue;
     if (op.label.kind == StepKind::P2P) {
       t.p2p_blocking += d;
     } else {

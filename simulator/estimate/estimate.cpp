@@ -643,6 +643,33 @@ struct RankDp {
   double param_gather_first_s = 0;  // the all-gather bucket the first forward waits for
 };
 
+// The data-parallel groups a rank reduces its gradients over: dense (dp·cp) and expert (edp).
+struct DpSide {
+  bool moe;
+  Group group;
+  const char* stage;
+  [[nodiscard]] int64_t n(const Plan& plan) const { return moe ? plan.edp : plan.dp * plan.cp; }
+};
+constexpr DpSide kDpSides[] = {{false, Group::DP, "dp_cp"}, {true, Group::EDP, "edp"}};
+
+// Gradient buckets of each chunk of a rank and side (dense, expert): the same for every replay
+// of the rank's program, filled once per estimate.
+using ChunkBuckets = std::vector<std::array<std::vector<GradBucket>, 2>>;
+ChunkBuckets chunk_buckets_of(const Plan& plan, bool split_backward, int64_t r, ChunkResults& results) {
+  const auto ri = static_cast<size_t>(r);
+  ChunkBuckets out(plan.chunks[ri].size());
+  for (size_t c = 0; c < out.size(); ++c)
+    for (size_t si = 0; si < 2; ++si) {
+      const int64_t n = kDpSides[si].n(plan);
+      if (n <= 1) continue;
+      std::vector<GradSegment> segs;
+      for (const auto& b : results.get(plan.chunks[ri][c]).backward)
+        segs.push_back({kDpSides[si].moe ? b.moe : b.dense, split_backward ? b.bwd_w_s : b.bwd_s});
+      out[c][si] = grad_buckets(segs, default_bucket_params(n));
+    }
+  return out;
+}
+
 // Megatron's DDP buckets on the dp stream: per model chunk, gradient buckets in backward order
 // whose reduce-scatter (distributed optimizer) or all-reduce starts where the last micro-batch's
 // backward has produced the bucket's gradients (overlap_grad_reduce) or after the rank's last
@@ -651,7 +678,7 @@ struct RankDp {
 // for its first bucket (Megatron's forward pre-hook; later buckets are taken to keep ahead of
 // the forward).
 RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const StepOps& ops, int64_t r,
-                  ChunkResults& results) {
+                  ChunkResults& results, const ChunkBuckets& chunk_buckets) {
   const StrategyConfig& s = *plan.strategy;
   const auto ri = static_cast<size_t>(r);
   const auto rr = static_cast<int32_t>(r);
@@ -669,24 +696,7 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
   }
   const double grad_bytes = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
   const bool sharded = s.zero_state >= 1;
-  struct Side {
-    bool moe;
-    int64_t n;
-    Group group;
-    const char* stage;
-  };
-  const Side sides[] = {{false, plan.dp * plan.cp, Group::DP, "dp_cp"}, {true, plan.edp, Group::EDP, "edp"}};
-  // Gradient buckets of each chunk and side (dense, expert).
-  std::vector<std::array<std::vector<GradBucket>, 2>> chunk_buckets(v);
-  for (size_t c = 0; c < v; ++c)
-    for (size_t si = 0; si < 2; ++si) {
-      const Side& side = sides[si];
-      if (side.n <= 1) continue;
-      std::vector<GradSegment> segs;
-      for (const auto& b : results.get(plan.chunks[ri][c]).backward)
-        segs.push_back({side.moe ? b.moe : b.dense, program.split_backward ? b.bwd_w_s : b.bwd_s});
-      chunk_buckets[c][si] = grad_buckets(segs, default_bucket_params(side.n));
-    }
+  const DpSide* sides = kDpSides;
   // Full buckets share one size: a side's collective is costed again only when its kind or size
   // changes (a 70B model on few ranks fills thousands of buckets).
   struct LastCall {
@@ -694,17 +704,17 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
     double bytes = -1, t = 0;
   };
   LastCall last[2];
-  auto time_of = [&](const Side& side, Collective kind, double bytes) {
+  auto time_of = [&](const DpSide& side, Collective kind, double bytes) {
     LastCall& l = last[side.moe ? 1 : 0];
     if (l.kind != kind || l.bytes != bytes)
-      l = {kind, bytes, collective_time(*plan.system, s, plan.nets.of(side.group), kind, bytes, side.n, side.stage)};
+      l = {kind, bytes, collective_time(*plan.system, s, plan.nets.of(side.group), kind, bytes, side.n(plan), side.stage)};
     return l.t;
   };
-  auto count = [&](const Side& side, double t) { (side.moe ? out.moe_s : out.dense_s) += t; };
+  auto count = [&](const DpSide& side, double t) { (side.moe ? out.moe_s : out.dense_s) += t; };
   // Parameter all-gather (distributed optimizer: bf16 parameters, fp8 with fp8_param_gather).
   for (size_t c = 0; c < v; ++c)
     for (size_t si = 0; si < 2; ++si) {
-      const Side& side = sides[si];
+      const DpSide& side = sides[si];
       const auto& bs = chunk_buckets[c][si];
       for (auto it = bs.rbegin(); sharded && s.zero_state < 3 && it != bs.rend(); ++it) {
         const double t = time_of(side, Collective::AllGather, it->params * param_gather_bytes(s));
@@ -732,8 +742,8 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
   for (size_t c = 0; c < gathers.size(); ++c) {
     const auto& segs = results.get(plan.chunks[ri][c]).backward;
     for (size_t si = 0; si < 2; ++si) {
-      const Side& side = sides[si];
-      if (side.n <= 1) continue;
+      const DpSide& side = sides[si];
+      if (side.n(plan) <= 1) continue;
       double total = 0;
       for (const auto& b : segs) total += side.moe ? b.moe : b.dense;
       if (total <= 0) continue;
@@ -773,7 +783,7 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
     const bool final_reduce = i == last_index[c];
     for (size_t si = 0; si < 2; ++si)
       for (const GradBucket& b : chunk_buckets[c][si]) {
-        const Side& side = sides[si];
+        const DpSide& side = sides[si];
         const double t = time_of(side, sharded ? Collective::ReduceScatter : Collective::AllReduce, b.params * grad_bytes);
         count(side, t);
         const Engine::OpId id =
@@ -808,6 +818,82 @@ int64_t max_in_flight(const std::vector<Step>& steps, bool split) {
   return best;
 }
 
+// What the estimate reads from one replay of the pipeline and its DP ops.
+struct Replayed {
+  Timeline timeline;
+  std::vector<RankDp> dp;
+  int64_t ops = 0;
+};
+
+// Every total of a replay that the estimate reads, and the streams' busy times, in a fixed order.
+std::vector<double*> totals_of(Replayed& r) {
+  std::vector<double*> out;
+  for (RankTotals& t : r.timeline.totals) {
+    out.push_back(&t.end);
+    for (double& e : t.stream_end) out.push_back(&e);
+    for (double& e : t.stream_busy) out.push_back(&e);
+    out.push_back(&t.compute_busy);
+    out.push_back(&t.p2p_blocking);
+  }
+  for (RankDp& d : r.dp)
+    for (double* x : {&d.dense_s, &d.moe_s, &d.after_optimizer_s, &d.param_gather_first_s}) out.push_back(x);
+  return out;
+}
+
+// The steady-state replay (PipelineReplay): programs of a, a + g and a + 2g micro-batches, with
+// g the micro-batches of one period (the interleaved group, whose last one may be partial: a has
+// mbc's remainder modulo g) and a past the warm-up (2·pp·v + 2g). Where every total grows by the
+// same step twice (relative 1e-12, the rounding of the replay's sums), every rank's compute
+// grows by the same period and no stream gets more work per period than the period, the totals
+// extrapolate to mbc; else nullopt. The last two conditions rule out a rank or stream that falls
+// behind a little each period (a slower stage, DP collectives slower than the compute they hang
+// on): it uses up its slack and slows the pipeline only after more periods than the replays hold.
+template <class Replay>
+std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64_t once_ops, const Replay& replay) {
+  const int64_t mbc = plan.micro_batch_num;
+  const int64_t g = plan.schedule == ScheduleKind::Interleaved ? plan.vp_group : 1;
+  const int64_t least = 2 * plan.pp * plan.vpp + 2 * g;
+  const int64_t a = least + ((mbc - least) % g + g) % g;
+  const int64_t last = a + 2 * g;
+  // Auto: only where the three replays hold fewer ops than the whole program (about 5 per
+  // micro-batch and virtual stage: passes and transfers; `once_ops` in each replay).
+  const int64_t per_mb = 5 * plan.pp * plan.vpp;
+  if (mbc <= last || (mode == PipelineReplay::Auto && 3 * once_ops + per_mb * 3 * (a + g) >= once_ops + per_mb * mbc))
+    return std::nullopt;
+  // The shorter programs must pair their blocking bundles and finish, as the plan's does.
+  Replayed r[3];
+  for (int64_t i = 0; i < 3; ++i) {
+    const Program prog = plan.program(a + i * g);
+    if (plan.p2p == P2PMode::Blocking && plan.pp > 1 && !blocking_problem(prog).empty()) return std::nullopt;
+    std::optional<Replayed> one = replay(prog);
+    if (!one) return std::nullopt;
+    r[i] = std::move(*one);
+  }
+  double period = 0, span = 0;
+  for (size_t k = 0; k < r[2].timeline.totals.size(); ++k) {
+    period = std::max(period, r[2].timeline.totals[k].end - r[1].timeline.totals[k].end);
+    span = std::max(span, r[2].timeline.totals[k].end);
+  }
+  for (size_t k = 0; k < r[2].timeline.totals.size(); ++k) {
+    const RankTotals &t1 = r[1].timeline.totals[k], &t2 = r[2].timeline.totals[k];
+    const auto compute = static_cast<size_t>(Stream::Compute);
+    if (period - (t2.end - t1.end) > 1e-12 * span ||
+        period - (t2.stream_end[compute] - t1.stream_end[compute]) > 1e-12 * span)
+      return std::nullopt;
+    for (size_t st = 0; st < static_cast<size_t>(kStreamCount); ++st)
+      if (t2.stream_busy[st] - t1.stream_busy[st] > period + 1e-12 * span) return std::nullopt;
+  }
+  const auto x0 = totals_of(r[0]), x1 = totals_of(r[1]), x2 = totals_of(r[2]);
+  const auto periods = static_cast<double>((mbc - last) / g);
+  for (size_t k = 0; k < x2.size(); ++k) {
+    const double step = *x2[k] - *x1[k];
+    if (std::abs(step - (*x1[k] - *x0[k])) > 1e-12 * std::max({std::abs(*x0[k]), std::abs(*x2[k])})) return std::nullopt;
+    *x2[k] += periods * step;
+  }
+  r[2].ops += r[0].ops + r[1].ops;
+  return std::move(r[2]);
+}
+
 // Ranks reported per stage: "stage" (pp 1), first / middle (rank 1, the most in flight) / last.
 std::vector<int64_t> reported_ranks(int64_t pp) {
   if (pp == 1) return {0};
@@ -822,7 +908,7 @@ Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemCon
   return estimate(resolve_plan(m, s, sys, mode), cache, events);
 }
 
-Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
+Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineReplay replay_mode) {
   const ModelConfig& m = *plan.model;
   const StrategyConfig& s = *plan.strategy;
   const SystemConfig& sys = *plan.system;
@@ -879,13 +965,39 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events) {
                 collective_time(sys, s, plan.nets.of(Group::TP), Collective::AllGather, p2p_bytes, plan.tp, "tp");
   }
 
-  StepOps step_ops;
-  Engine engine = lower(program, costs, plan.p2p, &step_ops);
   const bool scheduled_dp = plan.mode == Mode::Default;
-  std::vector<RankDp> dp_ops(static_cast<size_t>(pp));
+  std::vector<ChunkBuckets> buckets(static_cast<size_t>(pp));
+  // Ops of the DP buckets that the program holds once, whatever its micro-batches (the final
+  // reductions and the parameter all-gathers): every steady-state replay repeats them.
+  int64_t once_ops = 0;
   if (scheduled_dp)
-    for (int64_t r = 0; r < pp; ++r) dp_ops[static_cast<size_t>(r)] = add_dp_ops(engine, plan, program, step_ops, r, results);
-  est.timeline = engine.run(events);
+    for (int64_t r = 0; r < pp; ++r) {
+      buckets[static_cast<size_t>(r)] = chunk_buckets_of(plan, program.split_backward, r, results);
+      for (const auto& sides : buckets[static_cast<size_t>(r)])
+        for (const auto& bs : sides)
+          once_ops += static_cast<int64_t>(bs.size()) * (s.zero_state >= 2 ? 0 : s.overlap_param_gather ? 2 : 1);
+    }
+  auto replay = [&](const Program& prog) -> std::optional<Replayed> {
+    Replayed out;
+    StepOps step_ops;
+    Engine engine = lower(prog, costs, plan.p2p, &step_ops);
+    out.dp.resize(static_cast<size_t>(pp));
+    if (scheduled_dp)
+      for (int64_t r = 0; r < pp; ++r) out.dp[static_cast<size_t>(r)] = add_dp_ops(engine, plan, prog, step_ops, r, results,
+                                                     buckets[static_cast<size_t>(r)]);
+    out.ops = static_cast<int64_t>(engine.size());
+    std::optional<Timeline> tl = engine.try_run(events);
+    if (!tl) return std::nullopt;
+    out.timeline = std::move(*tl);
+    return out;
+  };
+  std::optional<Replayed> replayed;
+  if (!events && replay_mode != PipelineReplay::Full) replayed = extrapolate(plan, replay_mode, once_ops, replay);
+  if (!replayed) replayed = replay(program);
+  TRAINSIM_ASSERT(replayed.has_value(), "schedule program deadlocked in the engine");
+  est.timeline = std::move(replayed->timeline);
+  est.engine_ops = replayed->ops;
+  const std::vector<RankDp>& dp_ops = replayed->dp;
   // The pipeline ends with the last compute or p2p op; DP buckets may run past it.
   double pipe = 0;
   for (const RankTotals& t : est.timeline.totals)

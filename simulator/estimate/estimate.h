@@ -96,6 +96,13 @@ struct RankProfile {
   std::vector<double> chunk_peak_bytes;      // that chunk's single-micro-batch liveness peak
 };
 
+/// Every micro-batch runs the same passes, so past the warm-up the pipeline is periodic: each
+/// period adds the same time to every replayed total. Steady replays three shorter programs and,
+/// when their totals grow linearly, extrapolates them to the plan's micro-batches (else replays
+/// them all); Auto does so where it replays fewer ops than the whole program; Full never does.
+/// Events are always the full replay.
+enum class PipelineReplay { Auto, Full, Steady };
+
 struct Estimate {
   Mode mode = Mode::Default;
   std::string schedule;        // 1f1b, interleaved_1f1b, zero_bubble_h1
@@ -120,6 +127,7 @@ struct Estimate {
   /// Every pipeline rank's ops and memory (filled when events are recorded).
   std::vector<RankProfile> ranks;
   int64_t micro_batches = 0;
+  int64_t engine_ops = 0;  // ops the engine replayed for the pipeline (every replay summed)
   /// Network group chosen for tp, cp, dp, pp, ep, etp, edp (in that order).
   std::vector<std::pair<std::string, std::string>> networks;
 
@@ -151,7 +159,9 @@ class EstimateCache {
 /// earlier calls; its keys derive from the content of the model, system and strategy.
 /// `events`: keep every op in `Estimate::timeline.events` (views need them; the search does not,
 /// and skips their memory traffic). Every other field is the same either way.
-[[nodiscard]] Estimate estimate(const Plan& plan, EstimateCache* cache = nullptr, bool events = true);
+/// `replay`: how the pipeline is replayed when no events are recorded (see PipelineReplay).
+[[nodiscard]] Estimate estimate(const Plan& plan, EstimateCache* cache = nullptr, bool events = true,
+                                PipelineReplay replay = PipelineReplay::Auto);
 /// resolve_plan + estimate. Throws ConfigError when the plan is illegal.
 [[nodiscard]] Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
                                 EstimateCache* cache = nullptr, Mode mode = Mode::Default, bool events = true);

@@ -44,14 +44,14 @@ Straggler straggler_model(const StrategyConfig& s, const SystemConfig& sys) {
   return out;
 }
 
-Program Plan::program() const {
+Program Plan::program(int64_t mbc) const {
   switch (schedule) {
-    case ScheduleKind::Interleaved: return interleaved(pp, vpp, micro_batch_num, vp_group, a2a_overlap);
-    case ScheduleKind::ZeroBubbleH1: return zero_bubble_h1(pp, micro_batch_num);
+    case ScheduleKind::Interleaved: return interleaved(pp, vpp, mbc, vp_group, a2a_overlap);
+    case ScheduleKind::ZeroBubbleH1: return zero_bubble_h1(pp, mbc);
     case ScheduleKind::OneFOneB: break;
   }
-  if (a2a_overlap) return interleaved(pp, 1, micro_batch_num, 1, true);  // pp 1 (validated)
-  return one_f_one_b(pp, micro_batch_num);
+  if (a2a_overlap) return interleaved(pp, 1, mbc, 1, true);  // pp 1 (validated)
+  return one_f_one_b(pp, mbc);
 }
 
 const char* Plan::stage_kind(int64_t rank) const {

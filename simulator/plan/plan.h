@@ -57,7 +57,9 @@ struct Plan {
 
   [[nodiscard]] int64_t global_batch_size() const { return micro_batch_size * micro_batch_num * dp; }
   /// The schedule as a program of steps per rank.
-  [[nodiscard]] Program program() const;
+  [[nodiscard]] Program program() const { return program(micro_batch_num); }
+  /// The same schedule over `mbc` micro-batches (the pipeline replay's extrapolation points).
+  [[nodiscard]] Program program(int64_t mbc) const;
   /// Stage names used in reports: "stage" (pp 1), first/middle/last (1F1B), or one per rank.
   [[nodiscard]] const char* stage_kind(int64_t rank) const;
 };

@@ -40,6 +40,7 @@ struct TimelineEvent {
 struct RankTotals {
   double end = 0;           // latest end of the rank's ops
   std::array<double, kStreamCount> stream_end{};  // latest end per stream
+  std::array<double, kStreamCount> stream_busy{};  // summed op time per stream
   double compute_busy = 0;  // compute-stream time in forward / backward passes
   double p2p_blocking = 0;  // compute-stream time in blocking p2p (transfer and waiting)
 };
