@@ -798,12 +798,21 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
         }
       }
   };
-  // The dp stream runs them in step order.
+  // The dp stream runs them in step order, except that without overlap_grad_reduce a chunk's
+  // last reductions, which wait for the rank's last compute, go after everything else: queued in
+  // step order they would hold the gathers and per-micro-batch reductions that later steps of
+  // other chunks (interleaving) wait for, and the step could never finish.
+  std::vector<size_t> after_compute;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (s.zero_state >= 3 && steps[i].pass != Pass::BackwardWeight) gather(i);
-    if (steps[i].pass == grad_pass && (s.zero_state >= 2 || i == last_index[static_cast<size_t>(steps[i].chunk)]))
+    if (steps[i].pass != grad_pass) continue;
+    const bool final_reduce = i == last_index[static_cast<size_t>(steps[i].chunk)];
+    if (final_reduce && !s.overlap_grad_reduce)
+      after_compute.push_back(i);
+    else if (final_reduce || s.zero_state >= 2)
       reduce(i);
   }
+  for (size_t i : after_compute) reduce(i);
   return out;
 }
 
