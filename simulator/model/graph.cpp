@@ -158,6 +158,19 @@ double saved_input_bytes(const Ctx& c, bool fp8) {
   return c.megatron ? fp8_saved_input_bytes(c.s.fp8_recipe) : 1;
 }
 
+// Whether TE's forward cast of a Linear's fp8 input also writes the transpose the weight gradient
+// needs (per-tensor recipes on Hopper, whose fp8 GEMMs take only the TN layout): TE fuses cast and
+// transpose (1.x fp8_cast_transpose_fused, 2.x both usages of the quantizer) unless the input
+// is all-gathered in fp8 under sequence parallelism, which only the row-wise data can be: every
+// SP Linear in TE 1.x ("not sequence_parallel"; also taken when te_version is not given), the
+// column-parallel ones in TE 2.x (linear.py: Float8Quantizer set_usage(columnwise=False)); those
+// transpose in the backward. Blackwell needs no transpose; blockwise and mxfp8 always write both.
+bool fp8_cast_transpose(const Ctx& c, bool column_parallel, bool sequence_parallel) {
+  if (!c.megatron || c.env.blackwell) return false;
+  if (!sequence_parallel) return true;
+  return !column_parallel && version_at_least(c.s.te_version, "2.0.0");
+}
+
 // Column-parallel Linear (Megatron ColumnParallelLinear): SP all-gathers its input.
 Leaf linear_col(const Ctx& c, const char* name, double in, double out, bool allow_fp8 = true) {
   Leaf l;
@@ -182,6 +195,7 @@ Leaf linear_col(const Ctx& c, const char* name, double in, double out, bool allo
   l.fpk = c.B * c.S_l * in * a + c.B * c.S_l * out_l * 2 + (c.s.use_accm_weight ? 0 : W * (fp8 ? 1 : 2));
   l.bpk = l.fpk;
   l.input_bytes = c.B * c.S_sp * in * c.e;
+  l.fp8_cast_transpose = fp8_cast_transpose(c, true, c.sp);
   return l;
 }
 
@@ -207,6 +221,7 @@ Leaf linear_row(const Ctx& c, const char* name, double in, double out) {
   l.fpk = X_in * a + X_out * 2 + (c.s.use_accm_weight ? 0 : W * (fp8 ? 1 : 2));
   l.bpk = l.fpk;
   l.input_bytes = X_in * c.e;
+  l.fp8_cast_transpose = fp8_cast_transpose(c, false, c.sp);
   return l;
 }
 
@@ -225,6 +240,7 @@ Leaf linear_dup(const Ctx& c, const char* name, double in, double out) {
   l.fpk = X_in * a + X_out * 2 + (c.s.use_accm_weight ? 0 : W * (fp8 ? 1 : 2));
   l.bpk = l.fpk;
   l.input_bytes = X_in * c.e;
+  l.fp8_cast_transpose = fp8_cast_transpose(c, false, false);  // TE sees no TP group
   return l;
 }
 
@@ -700,6 +716,7 @@ Leaf grouped_linear(const Ctx& c, const MoeShape& sh, const char* name, double i
     l.dummy_cols = static_cast<int64_t>(in);
     l.dummy_wgrad_bytes = in * out * 2;
   }
+  l.fp8_cast_transpose = fp8_cast_transpose(c, col, false);  // dispatched tokens: no SP gather
   return l;
 }
 

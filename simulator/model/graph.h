@@ -75,6 +75,7 @@ struct Leaf {
   double dummy_wgrad_bytes = 0;
   int64_t dummy_rows = 0, dummy_cols = 0;
   bool grouped = false;
+  bool fp8_cast_transpose = false;  // TE's forward cast of the fp8 input also writes its transpose
   // Ring attention (cp_comm_type p2p, a2a+p2p): the forward and input-gradient kernels run in
   // `ring_steps` equal blocks, each overlapped with the P2P exchange (over CP) of one KV block of
   // `ring_block_bytes` (model/context_parallel.h). 0 = no ring.

@@ -14,7 +14,8 @@ void insert_quantizers(std::vector<Leaf>& L, const std::string& recipe) {
     if (k.empty() || (std::string(k[0].op) != "fp8_matmul" && std::string(k[0].op) != "fp8_group_matmul")) continue;
     Leaf q;
     q.name = L[i].name + ".quantizer";
-    const double in = L[i].input_bytes, out = L[i].input_bytes / 2 * fp8_cast_write_bytes(recipe);
+    const double in = L[i].input_bytes;
+    const double out = in / 2 * fp8_cast_write_bytes(recipe, L[i].fp8_cast_transpose);
     Kernel cast;
     cast.bytes = in + out;
     q.kernels[kFwd] = {cast};
@@ -42,17 +43,18 @@ void insert_quantizers(std::vector<Leaf>& L, const std::string& recipe) {
 // - mxfp8 (MXFP8Tensor): the column-wise copy and one E8M0 byte per 32 elements (make_empty;
 //   padding to 128 × 4 scale tiles ignored): 1 + 1/32.
 // The cast writes both orientations for blockwise and mxfp8 (row-wise for the forward GEMM,
-// column-wise to save). The per-tensor recipes are counted with one copy (SimuMax's cast); on
-// Hopper their cast-transpose also writes the transpose (not counted: docs/memory.md §4).
+// column-wise to save). The per-tensor recipes write one copy, and on Hopper also its transpose
+// where the leaf says so (model/graph.cpp fp8_cast_transpose; never in compat mode, the peer's
+// cast writes one copy).
 double fp8_saved_input_bytes(const std::string& recipe) {
   if (recipe == "blockwise") return 1 + 4.0 / 128;
   if (recipe == "mxfp8") return 1 + 1.0 / 32;
   return 1;
 }
 
-double fp8_cast_write_bytes(const std::string& recipe) {
+double fp8_cast_write_bytes(const std::string& recipe, bool transpose) {
   if (recipe == "blockwise" || recipe == "mxfp8") return 2 * fp8_saved_input_bytes(recipe);
-  return 1;
+  return transpose ? 2 : 1;
 }
 
 // Megatron keeps the bf16 parameter (the optimizer's fp32 main copy lives in the states) and TE

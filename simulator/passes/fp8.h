@@ -14,8 +14,8 @@ namespace trainsim {
 void insert_quantizers(std::vector<Leaf>& leaves, const std::string& recipe);
 
 /// Bytes the forward cast of a Linear input writes per element under `recipe`: the fp8 copies
-/// and their scales.
-[[nodiscard]] double fp8_cast_write_bytes(const std::string& recipe);
+/// and their scales; `transpose`: a per-tensor recipe's cast also writes the transpose (Hopper).
+[[nodiscard]] double fp8_cast_write_bytes(const std::string& recipe, bool transpose);
 
 /// Bytes a fp8 Linear saves for its weight-gradient GEMM per element of its input under
 /// `recipe`: one 1-byte copy plus its scales.

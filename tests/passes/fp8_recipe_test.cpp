@@ -142,17 +142,18 @@ TEST(Fp8Recipe, SettingsThatCannotWorkAreErrors) {
 
 // Per input element (passes/fp8.cpp): the forward saves one 1-byte copy (TE drops the row-wise
 // data after the forward GEMM) plus its scales: blockwise one fp32 per 1×128 → 4/128, mxfp8 one
-// E8M0 byte per 32 → 1/32. The cast writes one copy for the per-tensor recipes (SimuMax's), both
-// orientations with scales for blockwise and mxfp8: 2 × (1 + 1/32).
+// E8M0 byte per 32 → 1/32. The cast writes one copy for the per-tensor recipes (two with the
+// transpose on Hopper), both orientations with scales for blockwise and mxfp8: 2 × (1 + 1/32).
 TEST(Fp8Recipe, SavedInputAndCastBytesPerElement) {
   EXPECT_DOUBLE_EQ(fp8_saved_input_bytes("delayed"), 1);
   EXPECT_DOUBLE_EQ(fp8_saved_input_bytes("tensorwise"), 1);
   EXPECT_DOUBLE_EQ(fp8_saved_input_bytes("blockwise"), 1.03125);
   EXPECT_DOUBLE_EQ(fp8_saved_input_bytes("mxfp8"), 1.03125);
-  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("delayed"), 1);
-  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("tensorwise"), 1);
-  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("blockwise"), 2.0625);
-  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("mxfp8"), 2.0625);
+  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("delayed", false), 1);
+  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("delayed", true), 2);
+  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("tensorwise", true), 2);
+  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("blockwise", false), 2.0625);
+  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("mxfp8", true), 2.0625);
 }
 
 // The leaves of one layer of the 4-layer chunk (no embedding, no head).
@@ -216,19 +217,36 @@ TEST(Fp8Recipe, SequenceParallelSavesTheLocalShardWithItsScales) {
   EXPECT_DOUBLE_EQ(leaf_named(layer_leaves(tp2("delayed"), false), "linear_qkv").cache / kMiB, 1);
 }
 
-// The cast before each fp8 GEMM reads the bf16 input and writes per element 1 byte (delayed,
-// tensorwise) or 2 × (1 + 1/32) (blockwise, mxfp8). QKV's input, 2 Mi elements: 4 MiB read;
-// delayed 4 + 2 = 6 MiB, blockwise 4 + 4.125 = 8.125 MiB. fc2's, 8 Mi: 24 and 32.5 MiB.
+// The cast before each fp8 GEMM reads the bf16 input and writes per element: delayed and
+// tensorwise one byte, two on Hopper where the cast also writes the transpose (no sequence-parallel
+// fp8 gather); blockwise and mxfp8 2 × (1 + 1/32). tp 1: QKV's input, 2 Mi elements, 4 MiB read;
+// delayed on H100 4 + 4 = 8 MiB, on B200 4 + 2 = 6, blockwise 4 + 4.125 = 8.125. fc2's, 8 Mi:
+// tensorwise on H100 16 + 16 = 32 MiB, mxfp8 on B200 16 + 16.5 = 32.5.
+// tp 2 with SP, delayed on H100: QKV all-gathers its fp8 row-wise shard (T/2 · h = 1 Mi elements),
+// so its cast writes no transpose: 2 + 1 = 3 MiB. fc2 (row-parallel, T · 4h/2 = 4 Mi elements)
+// writes it under TE 2.x, 8 + 8 = 16 MiB, not under TE 1.x (any SP Linear; also when no
+// te_version is given), 8 + 4 = 12. The compat mode's cast writes one copy: QKV 6 MiB on H100.
 TEST(Fp8Recipe, CastKernelBytesPerRecipe) {
-  auto cast_mib = [](const std::string& extra, bool blackwell, const char* leaf) {
-    const auto leaves = layer_leaves(extra, blackwell);
+  auto cast_mib = [](const StrategyConfig& s, bool blackwell, const char* leaf, Mode mode = Mode::Default) {
+    const auto leaves = layer_leaves(s, blackwell, mode);
     const auto& k = leaf_named(leaves, leaf).kernels[kFwd];
     return k.size() == 1 ? k[0].bytes / kMiB : -1.0;  // one cast kernel, else no match
   };
-  EXPECT_DOUBLE_EQ(cast_mib(R"("fp8": true)", false, "linear_qkv.quantizer"), 6);
-  EXPECT_DOUBLE_EQ(cast_mib(R"("fp8": true, "fp8_recipe": "tensorwise")", false, "linear_fc2.quantizer"), 24);
-  EXPECT_DOUBLE_EQ(cast_mib(R"("fp8": true, "fp8_recipe": "blockwise")", false, "linear_qkv.quantizer"), 8.125);
-  EXPECT_DOUBLE_EQ(cast_mib(R"("fp8": true, "fp8_recipe": "mxfp8")", true, "linear_fc2.quantizer"), 32.5);
+  EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true)"), false, "linear_qkv.quantizer"), 8);
+  EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true)"), true, "linear_qkv.quantizer"), 6);
+  EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true, "fp8_recipe": "tensorwise")"), false, "linear_fc2.quantizer"), 32);
+  EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true, "fp8_recipe": "blockwise")"), false, "linear_qkv.quantizer"), 8.125);
+  EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true, "fp8_recipe": "mxfp8")"), true, "linear_fc2.quantizer"), 32.5);
+  EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true)"), false, "linear_qkv.quantizer", Mode::SimuMax12), 6);
+  auto tp2 = [](const char* te) {
+    return load_strategy(std::string(R"({"seq_len": 2048, "micro_batch_size": 1, "micro_batch_num": 1,
+        "world_size": 2, "tp_size": 2, "enable_sequence_parallel": true, "fp8": true)") + te + "}",
+                         "s.json");
+  };
+  EXPECT_DOUBLE_EQ(cast_mib(tp2(R"(, "te_version": "2.8.0")"), false, "linear_qkv.quantizer"), 3);
+  EXPECT_DOUBLE_EQ(cast_mib(tp2(R"(, "te_version": "2.8.0")"), false, "linear_fc2.quantizer"), 16);
+  EXPECT_DOUBLE_EQ(cast_mib(tp2(R"(, "te_version": "1.9.0")"), false, "linear_fc2.quantizer"), 12);
+  EXPECT_DOUBLE_EQ(cast_mib(tp2(""), false, "linear_fc2.quantizer"), 12);
 }
 
 // In a plan: the 4-layer model on pp 2 (2 layers a stage), 4 micro-batches. Blockwise against
