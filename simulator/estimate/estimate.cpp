@@ -561,8 +561,7 @@ class ChunkResults {
       : env_(env),
         plan_(plan),
         cache_(cache),
-        chunk_env_{env.sys.num_per_node, moe_load_imbalance(env.m, env.s, plan.mode), plan.mode,
-                   is_blackwell_system(env.sys.sys_name)} {
+        chunk_env_{plan.chunk_env} {
     if (!cache_) return;
     EstimateCache::Impl& c = cache_->impl();
     const uint64_t sh = content_hash(env.sys);

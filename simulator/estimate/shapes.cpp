@@ -4,8 +4,6 @@
 #include <algorithm>
 
 #include "model/graph.h"
-#include "model/moe_dispatch.h"
-#include "passes/fp8.h"
 #include "plan/plan.h"
 
 namespace trainsim {
@@ -17,8 +15,7 @@ std::vector<ShapeUse> list_shapes(const ModelConfig& m, const StrategyConfig& s,
     for (const auto& spec : rank)
       if (std::find(specs.begin(), specs.end(), spec) == specs.end()) specs.push_back(spec);
   std::vector<Chunk> chunks;
-  const ChunkEnv env{sys.num_per_node, moe_load_imbalance(m, s, plan.mode), plan.mode, is_blackwell_system(sys.sys_name)};
-  for (const auto& spec : specs) chunks.push_back(build_chunk(m, s, plan.padded_vocab, spec, env));
+  for (const auto& spec : specs) chunks.push_back(build_chunk(m, s, plan.padded_vocab, spec, plan.chunk_env));
   std::vector<ShapeUse> out;
   auto add_leaf = [&](const Leaf& l, int64_t count) {
     for (const auto& phase : l.kernels)

@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "config/pipeline_layout.h"
+#include "model/moe_dispatch.h"
+#include "passes/fp8.h"
 #include "core/error.h"
 #include "core/text.h"
 
@@ -99,6 +101,7 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
   p.edp = s.edp_size();
   p.nets = choose_networks(sys, s, mode);
   p.padded_vocab = padded_vocab_size(m.vocab_size, s.tp_size);
+  p.chunk_env = {sys.num_per_node, moe_load_imbalance(m, s, mode), mode, is_blackwell_system(sys.sys_name)};
   p.straggler = straggler_model(s, sys);
 
   if (s.pipeline_schedule == "zero_bubble_h1") {

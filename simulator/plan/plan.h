@@ -51,6 +51,8 @@ struct Plan {
   /// overlap_moe_expert_parallel_comm: Megatron's combined 1F1B, merged forward/backward steps.
   bool a2a_overlap = false;
   int64_t padded_vocab = 0;
+  /// What every chunk is built with: node size, MoE imbalance, mode, Blackwell GPU.
+  ChunkEnv chunk_env;
   /// chunks[rank][chunk]: what each virtual chunk of each pipeline rank holds.
   std::vector<std::vector<ChunkSpec>> chunks;
   Straggler straggler;
