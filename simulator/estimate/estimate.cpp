@@ -295,20 +295,132 @@ BackwardSegment backward_segment(const std::vector<Leaf>& leaves, const PhaseSum
   return b;
 }
 
-// A chunk's ops: embedding and head leaves, and one op list per layer template (layers sharing a
+// A layer template with its costs, built and costed once per estimate (or once per cache) and
+// shared by every chunk that uses it: its ops (with the exposed offload copy), the EP time
+// moe_shared_expert_overlap hid per leaf (forward, backward; empty without that overlap), its
+// phase sums, its backward segment and its efficiency lookups.
+struct CostedLayer {
+  std::shared_ptr<const LayerTemplate> layer;
+  std::vector<OpCost> ops;
+  std::vector<std::array<double, 2>> shared_hidden;
+  PhaseSums sums;
+  BackwardSegment backward;
+  EfficiencyLog log;
+};
+
+CostedLayer cost_layer(const Env& env, std::shared_ptr<const LayerTemplate> layer) {
+  CostedLayer out;
+  Env local = env;
+  local.log = &out.log;
+  const LayerTemplate& t = *layer;
+  std::vector<OpCost>& leaves = out.ops;
+  leaves.reserve(t.leaves.size() + 1);
+  const char* type = t.moe ? "moe_layer" : "dense_layer";
+  double offload = 0, fwd = 0, bwd = 0;
+  for (const auto& l : t.leaves) {
+    leaves.push_back(leaf_cost(local, l, true, type, 0));
+    offload += l.offload_bytes;
+  }
+  if (t.moe && env.s.moe_shared_expert_overlap) out.shared_hidden = overlap_shared_expert(env, t, leaves);
+  for (const auto& o : leaves) {
+    fwd += o.fwd_total_s();
+    bwd += o.bwd_total_s();
+  }
+  // Activation offloading: a layer's D2H copies run on a copy stream beside its forward and the
+  // H2D prefetches beside its backward; the part its compute does not cover is exposed (an op
+  // of its own, so every view sees it).
+  if (offload > 0) {
+    const double copy = offload / env.sys.host_link_bytes_per_s;
+    OpCost o;
+    o.name = "activation_offload_exposed";
+    o.layer_type = type;
+    o.layer = 0;
+    o.fwd_s = std::max(0.0, copy - fwd);
+    o.bwd_s = std::max(0.0, copy - bwd);
+    o.bytes = 2 * offload;
+    leaves.push_back(o);
+  }
+  for (const auto& o : leaves) out.sums.add(sums_of(o));
+  out.backward = backward_segment(t.leaves, out.sums);
+  out.layer = std::move(layer);
+  return out;
+}
+
+// The layer templates a cache keeps for its chunks, by the cache's chunk key without the spec and
+// the kind, with the number built.
+struct LayerMap {
+  std::unordered_map<std::string, std::shared_ptr<const CostedLayer>> layers;
+  int64_t builds = 0;
+};
+
+// Layer templates by kind: each built and costed once for all the chunks of an estimate, and for
+// all the estimates of a cache (`map`, null without one; `base_key`: the cache's chunk key
+// without the spec, filled before the first layer is asked for).
+class LayerStore {
+ public:
+  LayerStore(const Env& env, const ChunkEnv& chunk_env, LayerMap* map, const std::string& base_key)
+      : env_(env), chunk_env_(chunk_env), map_(map), base_key_(base_key) {
+    // SimuMax v1.2 does not model dropout; the copy is only made where the strategy asks for it.
+    if (env.mode == Mode::SimuMax12 && env.s.enable_dropout) {
+      compat_.emplace(env.s);
+      compat_->enable_dropout = false;
+    }
+  }
+  /// The strategy the leaves are built with.
+  [[nodiscard]] const StrategyConfig& strategy() const { return compat_ ? *compat_ : env_.s; }
+
+  [[nodiscard]] std::shared_ptr<const LayerTemplate> layer(LayerKind k) {
+    std::shared_ptr<const CostedLayer>& slot = local_[k.moe][k.recompute][k.continues];
+    if (slot) return slot->layer;
+    if (!map_) {
+      slot = build(k);
+      return slot->layer;
+    }
+    std::string key = base_key_;
+    key += {k.moe ? 'M' : 'D', k.recompute ? 'R' : '-', k.continues ? 'C' : '-'};
+    std::shared_ptr<const CostedLayer>& shared = map_->layers[key];
+    if (!shared) {
+      ++map_->builds;
+      shared = build(k);
+    }
+    slot = shared;
+    return slot->layer;
+  }
+
+  /// The costs of one of a chunk's templates: the store's, or costed here (MTP layers).
+  [[nodiscard]] std::shared_ptr<const CostedLayer> costed(const std::shared_ptr<const LayerTemplate>& t) const {
+    for (const auto& a : local_)
+      for (const auto& b : a)
+        for (const auto& c : b)
+          if (c && c->layer == t) return c;
+    return std::make_shared<const CostedLayer>(cost_layer(env_, t));
+  }
+
+ private:
+  [[nodiscard]] std::shared_ptr<const CostedLayer> build(LayerKind k) const {
+    auto t = std::make_shared<const LayerTemplate>(build_layer(env_.m, strategy(), k, chunk_env_));
+    return std::make_shared<const CostedLayer>(cost_layer(env_, std::move(t)));
+  }
+
+  const Env& env_;
+  const ChunkEnv& chunk_env_;
+  LayerMap* map_;
+  const std::string& base_key_;
+  std::optional<StrategyConfig> compat_;
+  std::shared_ptr<const CostedLayer> local_[2][2][2];  // [moe][recompute][continues]
+};
+
+// A chunk's ops: embedding and head leaves, and one costed layer per template (layers sharing a
 // template cost the same; a recomputed template's leaves carry their roles).
 struct ChunkOps {
   std::vector<OpCost> pre, post;
-  std::vector<std::vector<OpCost>> templates;
+  std::vector<std::shared_ptr<const CostedLayer>> templates;
   std::vector<int> layer_templates;  // template of each layer
-  /// Per template and leaf, the EP time moe_shared_expert_overlap hid (forward, backward); empty
-  /// without that overlap.
-  std::vector<std::vector<std::array<double, 2>>> shared_hidden;
-  /// Every op in call order, layers numbered within the chunk.
+  /// Every op in call order, layers numbered within the chunk (views).
   [[nodiscard]] std::vector<OpCost> expand() const {
     std::vector<OpCost> out = pre;
     for (size_t i = 0; i < layer_templates.size(); ++i)
-      for (OpCost o : templates[static_cast<size_t>(layer_templates[i])]) {
+      for (OpCost o : templates[static_cast<size_t>(layer_templates[i])]->ops) {
         o.layer = static_cast<int32_t>(i);
         out.push_back(std::move(o));
       }
@@ -317,39 +429,14 @@ struct ChunkOps {
   }
 };
 
-ChunkOps chunk_ops(const Env& env, const Chunk& c) {
+// The chunk's ops; the efficiency lookups go to `env.log`, the templates' in chunk order.
+ChunkOps chunk_ops(const Env& env, const Chunk& c, const LayerStore& store) {
   ChunkOps ops;
   for (const auto& l : c.pre) ops.pre.push_back(leaf_cost(env, l, false, "embedding", -1));
   for (const auto& l : c.post) ops.post.push_back(leaf_cost(env, l, false, "head", -1));
   for (const auto& t : c.templates) {
-    std::vector<OpCost> leaves;
-    const char* type = t.moe ? "moe_layer" : "dense_layer";
-    double offload = 0, fwd = 0, bwd = 0;
-    for (const auto& l : t.leaves) {
-      leaves.push_back(leaf_cost(env, l, true, type, 0));
-      offload += l.offload_bytes;
-    }
-    ops.shared_hidden.emplace_back();
-    if (t.moe && env.s.moe_shared_expert_overlap) ops.shared_hidden.back() = overlap_shared_expert(env, t, leaves);
-    for (const auto& o : leaves) {
-      fwd += o.fwd_total_s();
-      bwd += o.bwd_total_s();
-    }
-    // Activation offloading: a layer's D2H copies run on a copy stream beside its forward and the
-    // H2D prefetches beside its backward; the part its compute does not cover is exposed (an op
-    // of its own, so every view sees it).
-    if (offload > 0) {
-      const double copy = offload / env.sys.host_link_bytes_per_s;
-      OpCost o;
-      o.name = "activation_offload_exposed";
-      o.layer_type = type;
-      o.layer = 0;
-      o.fwd_s = std::max(0.0, copy - fwd);
-      o.bwd_s = std::max(0.0, copy - bwd);
-      o.bytes = 2 * offload;
-      leaves.push_back(o);
-    }
-    ops.templates.push_back(std::move(leaves));
+    ops.templates.push_back(store.costed(t));
+    env.log->merge(ops.templates.back()->log);
   }
   for (const auto& L : c.layers) ops.layer_templates.push_back(L.template_index);
   return ops;
@@ -364,17 +451,9 @@ PhaseSums chunk_sums(const Chunk& c, const ChunkOps& ops, std::vector<BackwardSe
   total.add(pre);
   total.add(post);
   segments.push_back(backward_segment(c.post, post));
-  std::vector<PhaseSums> per_template;
-  for (const auto& t : ops.templates) {
-    PhaseSums ps;
-    for (const auto& o : t) ps.add(sums_of(o));
-    per_template.push_back(ps);
-  }
-  for (int ti : ops.layer_templates) total.add(per_template[static_cast<size_t>(ti)]);
-  for (auto it = c.layers.rbegin(); it != c.layers.rend(); ++it) {
-    const auto ti = static_cast<size_t>(it->template_index);
-    segments.push_back(backward_segment(c.templates[ti].leaves, per_template[ti]));
-  }
+  for (int ti : ops.layer_templates) total.add(ops.templates[static_cast<size_t>(ti)]->sums);
+  for (auto it = ops.layer_templates.rbegin(); it != ops.layer_templates.rend(); ++it)
+    segments.push_back(ops.templates[static_cast<size_t>(*it)]->backward);
   segments.push_back(backward_segment(c.pre, pre));
   return total;
 }
@@ -403,12 +482,11 @@ void a2a_passes(const Env& env, const Chunk& c, const ChunkOps& ops, A2aPass& fw
   std::vector<Piece> pieces;  // forward order
   for (size_t i = 0; i < c.pre.size(); ++i) pieces.push_back({&ops.pre[i], &c.pre[i], nullptr});
   for (int ti : ops.layer_templates) {
-    const auto t = static_cast<size_t>(ti);
-    const auto& leaves = c.templates[t].leaves;
-    const auto& hidden = ops.shared_hidden[t];
-    for (size_t i = 0; i < ops.templates[t].size(); ++i)
-      pieces.push_back({&ops.templates[t][i], i < leaves.size() ? &leaves[i] : nullptr,
-                        i < hidden.size() ? &hidden[i] : nullptr});
+    const CostedLayer& t = *ops.templates[static_cast<size_t>(ti)];
+    const auto& leaves = t.layer->leaves;
+    const auto& hidden = t.shared_hidden;
+    for (size_t i = 0; i < t.ops.size(); ++i)
+      pieces.push_back({&t.ops[i], i < leaves.size() ? &leaves[i] : nullptr, i < hidden.size() ? &hidden[i] : nullptr});
   }
   for (size_t i = 0; i < c.post.size(); ++i) pieces.push_back({&ops.post[i], &c.post[i], nullptr});
   auto add = [&](A2aPass& pass, double total, const Piece& p, int phase, int k, const char* a2a_first_leaf) {
@@ -515,14 +593,14 @@ struct ChunkResult {
   A2aPass a2a_fwd, a2a_bwd;  // overlap_moe_expert_parallel_comm only
 };
 
-ChunkResult evaluate_chunk(const Env& env, const ChunkSpec& spec, int64_t padded_vocab, const ChunkEnv& chunk_env) {
-  StrategyConfig s = env.s;
-  if (env.mode == Mode::SimuMax12) s.enable_dropout = false;  // SimuMax v1.2 does not model dropout
-  const Chunk chunk = build_chunk(env.m, s, padded_vocab, spec, chunk_env);
+ChunkResult evaluate_chunk(const Env& env, LayerStore& store, const ChunkSpec& spec, int64_t padded_vocab,
+                           const ChunkEnv& chunk_env) {
+  const Chunk chunk = build_chunk(env.m, store.strategy(), padded_vocab, spec, chunk_env,
+                                  [&store](LayerKind k) { return store.layer(k); });
   ChunkResult r;
   Env local = env;
   local.log = &r.log;
-  r.ops = chunk_ops(local, chunk);
+  r.ops = chunk_ops(local, chunk, store);
   r.sums = chunk_sums(chunk, r.ops, r.backward);
   if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.ops, r.a2a_fwd, r.a2a_bwd);
   r.act = walk_activations(chunk, env.s);
@@ -539,6 +617,7 @@ struct EstimateCache::Impl {
   std::optional<ModelConfig> model;  // compared by content on every call
   uint64_t system_hash = 0;
   std::unordered_map<std::string, ChunkResult> chunks;
+  LayerMap layers;  // the templates the chunks refer to
   int64_t hits = 0, misses = 0;
 };
 
@@ -551,6 +630,7 @@ EstimateCache& EstimateCache::operator=(const EstimateCache&) {
 }
 int64_t EstimateCache::hits() const { return impl_->hits; }
 int64_t EstimateCache::misses() const { return impl_->misses; }
+int64_t EstimateCache::layer_builds() const { return impl_->layers.builds; }
 
 namespace {
 
@@ -561,12 +641,14 @@ class ChunkResults {
       : env_(env),
         plan_(plan),
         cache_(cache),
-        chunk_env_{plan.chunk_env} {
+        chunk_env_{plan.chunk_env},
+        store_(env, chunk_env_, cache ? &cache->impl().layers : nullptr, base_key_) {
     if (!cache_) return;
     EstimateCache::Impl& c = cache_->impl();
     const uint64_t sh = content_hash(env.sys);
     if (!c.model || !(*c.model == env.m) || c.system_hash != sh) {
       c.chunks.clear();
+      c.layers.layers.clear();
       c.model = env.m;
       c.system_hash = sh;
     }
@@ -585,7 +667,7 @@ class ChunkResults {
       if (sp == spec) return *r;
     const ChunkResult* r = nullptr;
     if (!cache_) {
-      local_.push_back(std::make_unique<ChunkResult>(evaluate_chunk(env_, spec, plan_.padded_vocab, chunk_env_)));
+      local_.push_back(std::make_unique<ChunkResult>(evaluate_chunk(env_, store_, spec, plan_.padded_vocab, chunk_env_)));
       r = local_.back().get();
     } else {
       EstimateCache::Impl& c = cache_->impl();
@@ -600,7 +682,8 @@ class ChunkResults {
         r = &it->second;
       } else {
         ++c.misses;
-        r = &c.chunks.emplace(std::move(key), evaluate_chunk(env_, spec, plan_.padded_vocab, chunk_env_)).first->second;
+        r = &c.chunks.emplace(std::move(key), evaluate_chunk(env_, store_, spec, plan_.padded_vocab, chunk_env_))
+                 .first->second;
       }
     }
     seen_.emplace_back(spec, r);
@@ -614,6 +697,7 @@ class ChunkResults {
   EstimateCache* cache_;
   ChunkEnv chunk_env_;
   std::string base_key_;
+  LayerStore store_;
   std::vector<std::pair<ChunkSpec, const ChunkResult*>> seen_;
   std::vector<std::unique_ptr<ChunkResult>> local_;
 };

@@ -150,6 +150,8 @@ class EstimateCache {
   /// Chunk results looked up / computed so far.
   [[nodiscard]] int64_t hits() const;
   [[nodiscard]] int64_t misses() const;
+  /// Layer templates built and costed for the chunks (each kind once, shared by the chunks).
+  [[nodiscard]] int64_t layer_builds() const;
 
  private:
   std::unique_ptr<Impl> impl_;

@@ -41,7 +41,7 @@ std::vector<ShapeUse> list_shapes(const ModelConfig& m, const StrategyConfig& s,
     for (size_t t = 0; t < c.templates.size(); ++t) {
       const int64_t n = std::count_if(c.layers.begin(), c.layers.end(),
                                       [&](const Chunk::Layer& L) { return L.template_index == static_cast<int>(t); });
-      for (const auto& l : c.templates[t].leaves) add_leaf(l, n);
+      for (const auto& l : c.templates[t]->leaves) add_leaf(l, n);
     }
     for (const auto& l : c.post) add_leaf(l, 1);
   }

@@ -17,7 +17,7 @@ std::vector<Item> flatten(const Chunk& chunk, const StrategyConfig& s) {
   std::vector<Item> items;
   for (const auto& l : chunk.pre) items.push_back({&l, false});
   for (const auto& layer : chunk.layers)
-    for (const auto& l : chunk.templates[static_cast<size_t>(layer.template_index)].leaves)
+    for (const auto& l : chunk.templates[static_cast<size_t>(layer.template_index)]->leaves)
       items.push_back({&l, layer.recompute && s.enable_recompute && l.recompute});
   for (const auto& l : chunk.post) items.push_back({&l, false});
   return items;
@@ -94,7 +94,7 @@ StaticMemory chunk_parameters(const Chunk& chunk) {
   for (const auto& l : chunk.pre) add(l);
   for (const auto& l : chunk.post) add(l);
   for (const auto& layer : chunk.layers)
-    for (const auto& l : chunk.templates[static_cast<size_t>(layer.template_index)].leaves) add(l);
+    for (const auto& l : chunk.templates[static_cast<size_t>(layer.template_index)]->leaves) add(l);
   return m;
 }
 
@@ -134,7 +134,7 @@ void collect_dummy_wgrad(const Chunk& chunk, std::vector<std::array<int64_t, 3>>
   };
   for (const auto& l : chunk.pre) add(l);
   for (const auto& t : chunk.templates)
-    for (const auto& l : t.leaves) add(l);
+    for (const auto& l : t->leaves) add(l);
   for (const auto& l : chunk.post) add(l);
 }
 

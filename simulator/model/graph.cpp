@@ -743,30 +743,139 @@ const char* group_name(Group g) {
   return kNames[static_cast<size_t>(g)];
 }
 
+namespace {
+
+Ctx make_ctx(const ModelConfig& m, const StrategyConfig& s, const ChunkEnv& env) {
+  const double e = s.dtype == "fp32" ? 4 : 2;
+  return Ctx{m,
+             s,
+             static_cast<double>(s.micro_batch_size),
+             static_cast<double>(s.seq_len),
+             static_cast<double>(s.seq_len / s.cp_size),
+             static_cast<double>(s.seq_len / s.cp_size / (s.sp() ? s.tp_size : 1)),
+             static_cast<double>(m.hidden_size),
+             s.tp_size,
+             s.cp_size,
+             e,
+             s.fp8 ? 1.0 : e,
+             s.fp8 ? 1.0 : 2.0,
+             s.sp(),
+             s.fp8,
+             s.grad_reduce_in_bf16 ? "bf16" : "fp32",
+             s.use_fused_grad_accumulation && version_at_least(s.te_version, "2.3.0"),
+             env.mode == Mode::Default,
+             env};
+}
+
+// `continues`: a recomputed layer inside a multi-layer checkpoint unit (not its first layer):
+// its first leaf continues the unit's segment, so the unit keeps one input and re-runs whole.
+LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
+  const ModelConfig& m = c.m;
+  const StrategyConfig& s = c.s;
+  const ChunkEnv& env = c.env;
+  const double H = c.H;
+  const bool moe = kind.moe, recompute = kind.recompute, continues = kind.continues;
+  LayerTemplate t;
+  t.moe = moe;
+  std::vector<Leaf>& L = t.leaves;
+  L.reserve(32);
+  const double h = static_cast<double>(m.head_num), kv = static_cast<double>(m.kv_head_num);
+  L.push_back(layer_norm(c, "input_layernorm"));
+  if (m.is_mla()) {
+    // DeepSeek MLA (Megatron MLASelfAttention): the q/kv down projections are replicated
+    // over TP, the up projections column-parallel (heads split; their input all-gather is the
+    // latent's, after the latent norms, which then see every local token), the output
+    // projection row-parallel. With tp 1 the down projections and the output projection keep
+    // the peer's column-parallel form (the same GEMMs).
+    const double dq = static_cast<double>(*m.qk_head_dim), dr = static_cast<double>(*m.qk_pos_emb_head_dim);
+    const double dv = static_cast<double>(*m.v_head_dim), kvl = static_cast<double>(*m.kv_lora_rank);
+    const bool split = s.tp_size > 1;
+    Ctx gathered = c;
+    gathered.S_sp = c.S_l;
+    auto down = [&](const char* name, double in, double out) {
+      return split ? linear_dup(c, name, in, out) : linear_col(c, name, in, out);
+    };
+    if (m.q_lora_rank) {
+      const double ql = static_cast<double>(*m.q_lora_rank);
+      L.push_back(down("q_down_proj", H, ql));
+      L.push_back(down("kv_down_proj", H, kvl + dr));
+      L.push_back(layer_norm(gathered, "q_layernorm", ql));
+      L.push_back(linear_col(c, "q_up_proj", ql, h * (dq + dr)));
+    } else {
+      L.push_back(linear_col(c, "q_proj", H, h * (dq + dr)));
+      L.push_back(down("kv_down_proj", H, kvl + dr));
+    }
+    L.push_back(layer_norm(gathered, "kv_layernorm", kvl));
+    L.push_back(linear_col(c, "kv_up_proj", kvl, h * (dq + dv)));
+    L.push_back(zero_leaf("rotary_emb"));
+    L.push_back(core_attention(c, dq + dr, dv, true));
+    L.push_back(split ? linear_row(c, "linear_proj", h * dv, H) : linear_col(c, "linear_proj", h * dv, H));
+  } else {
+    const double d = static_cast<double>(m.head_size.value_or(0));
+    L.push_back(linear_col(c, "linear_qkv", H, (h + 2 * kv) * d));
+    if (env.mode == Mode::Default && m.qk_layernorm) L.push_back(qk_layernorm(c, d));
+    L.push_back(zero_leaf("rotary_emb"));
+    L.push_back(core_attention(c, d, d, false));
+    L.push_back(linear_row(c, "linear_proj", h * d, H));
+  }
+  // Hidden dropout (enable_dropout, default mode): its bias-dropout-add kernels.
+  const bool bda = env.mode == Mode::Default && s.enable_dropout;
+  if (bda) L.push_back(bias_dropout_add(c, "self_attn_bda"));
+  L.push_back(layer_norm(c, "pre_mlp_layernorm"));
+  auto dense_mlp = [&](const std::string& prefix, double I) {
+    if (m.use_swiglu) {
+      L.push_back(linear_col(c, (prefix + "linear_fc1").c_str(), H, 2 * I));
+      L.push_back(swiglu(c, I / s.tp_size));
+    } else {
+      L.push_back(linear_col(c, (prefix + "linear_fc1").c_str(), H, I));
+      L.push_back(gelu(c, I / s.tp_size));
+    }
+    L.back().name = prefix + L.back().name;
+    L.push_back(linear_row(c, (prefix + "linear_fc2").c_str(), I, H));
+  };
+  // In MoE models the peer builds dense MLPs (leading dense layers and shared experts) with
+  // fc1 marked as reading a cached input: the router (or nothing) keeps the normed input.
+  auto shared_input = [&](const std::string& name) {
+    for (auto& l : L)
+      if (l.name == name) l.cache = 0;
+  };
+  if (!moe) {
+    dense_mlp("", static_cast<double>(m.intermediate_size.value_or(0)));
+    if (m.is_moe()) shared_input("linear_fc1");
+  } else {
+    if (m.moe_shared_expert_intermediate_size) {
+      dense_mlp("shared_expert.", static_cast<double>(*m.moe_shared_expert_intermediate_size));
+      shared_input("shared_expert.linear_fc1");
+    }
+    const MoeShape sh = moe_shape(c);
+    const double F = static_cast<double>(m.moe_ffn()) / static_cast<double>(s.etp_size);
+    L.push_back(router(c));
+    L.push_back(permutation(c, sh));
+    L.push_back(grouped_linear(c, sh, "experts.linear_fc1", H, m.use_swiglu ? 2 * F : F, true));
+    L.push_back(expert_swiglu(c, sh, F));
+    L.push_back(grouped_linear(c, sh, "experts.linear_fc2", F, H, false));
+    L.push_back(unpermutation(c, sh));
+  }
+  if (bda) L.push_back(bias_dropout_add(c, "mlp_bda"));
+  if (c.fp8) insert_quantizers(L, c.s.fp8_recipe);
+  if (recompute) apply_recompute(L, m, s, moe, env.mode);
+  if (continues && !L.empty() && L[0].recompute) L[0].status = RecomputeStatus::Middle;
+  apply_offload(L, s);
+  return t;
+}
+
+}  // namespace
+
+LayerTemplate build_layer(const ModelConfig& m, const StrategyConfig& s, LayerKind kind, const ChunkEnv& env) {
+  return make_layer(make_ctx(m, s, env), kind);
+}
+
 Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
-                  const ChunkSpec& spec, const ChunkEnv& env) {
+                  const ChunkSpec& spec, const ChunkEnv& env, const LayerSource& source) {
   const bool with_embedding = spec.embedding, with_head = spec.head;
   const int64_t layers = spec.layers, dense_layers = spec.dense_layers;
   const int64_t recompute_layers = spec.recompute_layers;
-  const double e = s.dtype == "fp32" ? 4 : 2;
-  Ctx c{m,
-        s,
-        static_cast<double>(s.micro_batch_size),
-        static_cast<double>(s.seq_len),
-        static_cast<double>(s.seq_len / s.cp_size),
-        static_cast<double>(s.seq_len / s.cp_size / (s.sp() ? s.tp_size : 1)),
-        static_cast<double>(m.hidden_size),
-        s.tp_size,
-        s.cp_size,
-        e,
-        s.fp8 ? 1.0 : e,
-        s.fp8 ? 1.0 : 2.0,
-        s.sp(),
-        s.fp8,
-        s.grad_reduce_in_bf16 ? "bf16" : "fp32",
-        s.use_fused_grad_accumulation && version_at_least(s.te_version, "2.3.0"),
-        env.mode == Mode::Default,
-        env};
+  const Ctx c = make_ctx(m, s, env);
   const double H = c.H, Vt = static_cast<double>(padded_vocab) / s.tp_size;
   Chunk chunk;
   if (with_embedding) chunk.pre.push_back(embedding(c, Vt));
@@ -781,98 +890,6 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
       fuse_linear_cross_entropy(c, chunk.post[chunk.post.size() - 2], chunk.post.back(), Vt);
   }
 
-  // `continues`: a recomputed layer inside a multi-layer checkpoint unit (not its first layer):
-  // its first leaf continues the unit's segment, so the unit keeps one input and re-runs whole.
-  auto make_layer = [&](bool recompute, bool moe, bool continues) {
-    LayerTemplate t;
-    t.moe = moe;
-    std::vector<Leaf>& L = t.leaves;
-    L.reserve(32);
-    const double h = static_cast<double>(m.head_num), kv = static_cast<double>(m.kv_head_num);
-    L.push_back(layer_norm(c, "input_layernorm"));
-    if (m.is_mla()) {
-      // DeepSeek MLA (Megatron MLASelfAttention): the q/kv down projections are replicated
-      // over TP, the up projections column-parallel (heads split; their input all-gather is the
-      // latent's, after the latent norms, which then see every local token), the output
-      // projection row-parallel. With tp 1 the down projections and the output projection keep
-      // the peer's column-parallel form (the same GEMMs).
-      const double dq = static_cast<double>(*m.qk_head_dim), dr = static_cast<double>(*m.qk_pos_emb_head_dim);
-      const double dv = static_cast<double>(*m.v_head_dim), kvl = static_cast<double>(*m.kv_lora_rank);
-      const bool split = s.tp_size > 1;
-      Ctx gathered = c;
-      gathered.S_sp = c.S_l;
-      auto down = [&](const char* name, double in, double out) {
-        return split ? linear_dup(c, name, in, out) : linear_col(c, name, in, out);
-      };
-      if (m.q_lora_rank) {
-        const double ql = static_cast<double>(*m.q_lora_rank);
-        L.push_back(down("q_down_proj", H, ql));
-        L.push_back(down("kv_down_proj", H, kvl + dr));
-        L.push_back(layer_norm(gathered, "q_layernorm", ql));
-        L.push_back(linear_col(c, "q_up_proj", ql, h * (dq + dr)));
-      } else {
-        L.push_back(linear_col(c, "q_proj", H, h * (dq + dr)));
-        L.push_back(down("kv_down_proj", H, kvl + dr));
-      }
-      L.push_back(layer_norm(gathered, "kv_layernorm", kvl));
-      L.push_back(linear_col(c, "kv_up_proj", kvl, h * (dq + dv)));
-      L.push_back(zero_leaf("rotary_emb"));
-      L.push_back(core_attention(c, dq + dr, dv, true));
-      L.push_back(split ? linear_row(c, "linear_proj", h * dv, H) : linear_col(c, "linear_proj", h * dv, H));
-    } else {
-      const double d = static_cast<double>(m.head_size.value_or(0));
-      L.push_back(linear_col(c, "linear_qkv", H, (h + 2 * kv) * d));
-      if (env.mode == Mode::Default && m.qk_layernorm) L.push_back(qk_layernorm(c, d));
-      L.push_back(zero_leaf("rotary_emb"));
-      L.push_back(core_attention(c, d, d, false));
-      L.push_back(linear_row(c, "linear_proj", h * d, H));
-    }
-    // Hidden dropout (enable_dropout, default mode): its bias-dropout-add kernels.
-    const bool bda = env.mode == Mode::Default && s.enable_dropout;
-    if (bda) L.push_back(bias_dropout_add(c, "self_attn_bda"));
-    L.push_back(layer_norm(c, "pre_mlp_layernorm"));
-    auto dense_mlp = [&](const std::string& prefix, double I) {
-      if (m.use_swiglu) {
-        L.push_back(linear_col(c, (prefix + "linear_fc1").c_str(), H, 2 * I));
-        L.push_back(swiglu(c, I / s.tp_size));
-      } else {
-        L.push_back(linear_col(c, (prefix + "linear_fc1").c_str(), H, I));
-        L.push_back(gelu(c, I / s.tp_size));
-      }
-      L.back().name = prefix + L.back().name;
-      L.push_back(linear_row(c, (prefix + "linear_fc2").c_str(), I, H));
-    };
-    // In MoE models the peer builds dense MLPs (leading dense layers and shared experts) with
-    // fc1 marked as reading a cached input: the router (or nothing) keeps the normed input.
-    auto shared_input = [&](const std::string& name) {
-      for (auto& l : L)
-        if (l.name == name) l.cache = 0;
-    };
-    if (!moe) {
-      dense_mlp("", static_cast<double>(m.intermediate_size.value_or(0)));
-      if (m.is_moe()) shared_input("linear_fc1");
-    } else {
-      if (m.moe_shared_expert_intermediate_size) {
-        dense_mlp("shared_expert.", static_cast<double>(*m.moe_shared_expert_intermediate_size));
-        shared_input("shared_expert.linear_fc1");
-      }
-      const MoeShape sh = moe_shape(c);
-      const double F = static_cast<double>(m.moe_ffn()) / static_cast<double>(s.etp_size);
-      L.push_back(router(c));
-      L.push_back(permutation(c, sh));
-      L.push_back(grouped_linear(c, sh, "experts.linear_fc1", H, m.use_swiglu ? 2 * F : F, true));
-      L.push_back(expert_swiglu(c, sh, F));
-      L.push_back(grouped_linear(c, sh, "experts.linear_fc2", F, H, false));
-      L.push_back(unpermutation(c, sh));
-    }
-    if (bda) L.push_back(bias_dropout_add(c, "mlp_bda"));
-    if (c.fp8) insert_quantizers(L, c.s.fp8_recipe);
-    if (recompute) apply_recompute(L, m, s, moe, env.mode);
-    if (continues && !L.empty() && L[0].recompute) L[0].status = RecomputeStatus::Middle;
-    apply_offload(L, s);
-    return t;
-  };
-
   const bool rc = s.is_recompute();
   const int64_t unit = s.recompute_granularity == std::optional<std::string>("full_block") ? s.recompute_unit_layers : 1;
   int idx[2][2][2] = {};  // [moe][recompute][continues a unit]: template index + 1
@@ -882,7 +899,8 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
     const bool continues = r && i % unit != 0;
     int& slot = idx[moe][r][continues];
     if (slot == 0) {
-      chunk.templates.push_back(make_layer(r, moe, continues));
+      const LayerKind kind{moe, r, continues};
+      chunk.templates.push_back(source ? source(kind) : std::make_shared<const LayerTemplate>(make_layer(c, kind)));
       slot = static_cast<int>(chunk.templates.size());
     }
     chunk.layers.push_back({slot - 1, r});
@@ -893,7 +911,7 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
     // concatenation 2H → H (eh_proj), runs one transformer layer (MoE in a MoE model) and the
     // output layer and loss, whose weights are the main head's. The stage keeps its own copy of
     // the embedding for the lookups (Megatron builds it wherever MTP runs) unless it has one.
-    LayerTemplate t = make_layer(false, m.is_moe(), false);
+    LayerTemplate t = make_layer(c, {m.is_moe(), false, false});
     std::vector<Leaf> pre_leaves = {layer_norm(c, "mtp.enorm"), layer_norm(c, "mtp.hnorm"),
                                     linear_col(c, "mtp.eh_proj", 2 * H, H)};
     Leaf lookup = embedding(c, Vt);
@@ -908,7 +926,7 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
     t.leaves.push_back(cross_entropy(c, Vt));
     t.leaves.back().name = "mtp.cross_entropy";
     const int slot = static_cast<int>(chunk.templates.size());
-    chunk.templates.push_back(std::move(t));
+    chunk.templates.push_back(std::make_shared<const LayerTemplate>(std::move(t)));
     for (int64_t i = 0; i < spec.mtp_layers; ++i) chunk.layers.push_back({slot, false});
     if (!with_embedding) {
       Leaf copy = embedding(c, Vt);

@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -89,11 +91,20 @@ struct LayerTemplate {
   bool moe = false;
 };
 
-/// One pipeline chunk: embedding (first), layers, and the head (last) in call order.
+/// What a layer template depends on beyond the model, the strategy and the chunk environment
+/// (never the layer's position): MoE or dense, recomputed, and whether it continues a
+/// multi-layer recompute unit (its first leaf continues the unit's segment).
+struct LayerKind {
+  bool moe = false, recompute = false, continues = false;
+  bool operator==(const LayerKind&) const = default;
+};
+
+/// One pipeline chunk: embedding (first), layers, and the head (last) in call order. Layer
+/// templates are shared: chunks of one estimate (and of a search's cache) refer to the same ones.
 struct Chunk {
   std::vector<Leaf> pre;             // embedding
   std::vector<Leaf> post;            // final norm, LM head, cross entropy
-  std::vector<LayerTemplate> templates;
+  std::vector<std::shared_ptr<const LayerTemplate>> templates;
   struct Layer {
     int template_index;
     bool recompute;
@@ -118,8 +129,16 @@ struct ChunkEnv {
   bool blackwell = false;     // the system's GPU is a Blackwell part (fp8 GEMMs in any layout)
 };
 
-/// Builds the leaves of a chunk. `env.mode` selects Megatron's saved tensors (default) or the peer's.
+/// Builds the leaves of one layer template.
+[[nodiscard]] LayerTemplate build_layer(const ModelConfig& m, const StrategyConfig& s, LayerKind kind,
+                                        const ChunkEnv& env = {});
+
+/// The template of a layer kind, built with the chunk's model, strategy and environment.
+using LayerSource = std::function<std::shared_ptr<const LayerTemplate>(LayerKind)>;
+
+/// Builds the leaves of a chunk. `env.mode` selects Megatron's saved tensors (default) or the
+/// peer's. Layer templates come from `layers` when given (shared), else are built for the chunk.
 [[nodiscard]] Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
-                                const ChunkSpec& spec, const ChunkEnv& env = {});
+                                const ChunkSpec& spec, const ChunkEnv& env = {}, const LayerSource& layers = {});
 
 }  // namespace trainsim

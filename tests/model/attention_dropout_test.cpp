@@ -24,7 +24,7 @@ Attention attention(bool dropout, bool flash) {
   s.use_math_sdp = !flash;
   s.enable_dropout = dropout;
   const Chunk c = build_chunk(m, s, padded_vocab_size(m.vocab_size, 1), ChunkSpec{false, false, 1, 0, 0});
-  for (const Leaf& l : c.templates[0].leaves)
+  for (const Leaf& l : c.templates[0]->leaves)
     if (l.name == "core_attention")
       return {l.kernels[kFwd][0].bytes, l.kernels[kBwdAct][0].bytes, walk_activations(c, s).cache_per_mb};
   return {0, 0, 0};
@@ -58,7 +58,7 @@ TEST(AttentionDropoutTest, HiddenDropoutBiasDropoutAdd) {
   StrategyConfig s = load_strategy(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 1})", "inline");
   auto leaves = [&](bool dropout) {
     s.enable_dropout = dropout;
-    return build_chunk(m, s, padded_vocab_size(m.vocab_size, 1), ChunkSpec{false, false, 1, 0, 0}).templates[0].leaves;
+    return build_chunk(m, s, padded_vocab_size(m.vocab_size, 1), ChunkSpec{false, false, 1, 0, 0}).templates[0]->leaves;
   };
   std::vector<std::string> names;
   for (const Leaf& l : leaves(true)) {

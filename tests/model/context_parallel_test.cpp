@@ -62,7 +62,7 @@ StrategyConfig llama405_tp8_cp2(const char* cp_comm_type) {
 }
 
 const Leaf& attention_of(const Chunk& c) {
-  for (const auto& l : c.templates.at(0).leaves)
+  for (const auto& l : c.templates.at(0)->leaves)
     if (l.name == "core_attention") return l;
   throw std::runtime_error("no core_attention");
 }

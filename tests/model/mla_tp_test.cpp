@@ -10,7 +10,7 @@ namespace trainsim {
 namespace {
 
 const Leaf& leaf(const Chunk& c, const std::string& name) {
-  for (const auto& l : c.templates.at(0).leaves)
+  for (const auto& l : c.templates.at(0)->leaves)
     if (l.name == name) return l;
   throw std::runtime_error("no leaf " + name);
 }

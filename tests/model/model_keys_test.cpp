@@ -61,7 +61,7 @@ TEST(ModelKeys, QkLayerNormIsAMemoryPass) {
   m.qk_layernorm = true;
   const Chunk c = build_chunk(m, tp1(), 151936, ChunkSpec{false, false, 1, 0, 0});
   const Leaf* qk = nullptr;
-  for (const auto& l : c.templates.at(0).leaves)
+  for (const auto& l : c.templates.at(0)->leaves)
     if (l.name == "qk_layernorm") qk = &l;
   ASSERT_NE(qk, nullptr);
   // q and k of (32 + 8) heads of 128 over 4096 tokens, 2 B: X = 41,943,040 B; read + write.
@@ -70,7 +70,7 @@ TEST(ModelKeys, QkLayerNormIsAMemoryPass) {
   EXPECT_DOUBLE_EQ(qk->params, 256.0);
   m.qk_layernorm = false;
   const Chunk plain = build_chunk(m, tp1(), 151936, ChunkSpec{false, false, 1, 0, 0});
-  for (const auto& l : plain.templates.at(0).leaves) EXPECT_NE(l.name, "qk_layernorm");
+  for (const auto& l : plain.templates.at(0)->leaves) EXPECT_NE(l.name, "qk_layernorm");
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ TEST(MultiTokenPrediction, LayerLeavesAndEmbeddingCopy) {
   const StrategyConfig s = pp2();
   const Chunk c = build_chunk(m, s, 129280, ChunkSpec{false, true, 1, 0, 0, 1});
   ASSERT_EQ(c.layers.size(), 2u);  // one decoder layer, one MTP layer
-  const auto& mtp = c.templates.at(static_cast<size_t>(c.layers[1].template_index)).leaves;
+  const auto& mtp = c.templates.at(static_cast<size_t>(c.layers[1].template_index))->leaves;
   EXPECT_EQ(mtp.front().name, "mtp.embedding");
   EXPECT_EQ(mtp.back().name, "mtp.cross_entropy");
   // eh_proj: 2H → H = 2·7168·7168 weights; the output layer shares the head's weight.

@@ -163,7 +163,7 @@ std::vector<Leaf> layer_leaves(const StrategyConfig& s, bool blackwell, Mode mod
   ChunkSpec spec = plan.chunks[0][0];
   spec.embedding = spec.head = false;
   const ChunkEnv env{.mode = mode, .blackwell = blackwell};
-  return build_chunk(m, s, plan.padded_vocab, spec, env).templates.at(0).leaves;
+  return build_chunk(m, s, plan.padded_vocab, spec, env).templates.at(0)->leaves;
 }
 std::vector<Leaf> layer_leaves(const std::string& extra, bool blackwell, Mode mode = Mode::Default) {
   return layer_leaves(strategy(extra), blackwell, mode);

@@ -109,7 +109,7 @@ TEST(ActivationOffload, TaggedMoeTensorsMoveToTheHost) {
   spec.embedding = spec.head = false;
   const Chunk chunk = build_chunk(m, s, plan.padded_vocab, spec, ChunkEnv{.mode = Mode::Default});
   double router = -1, fc1 = -1;
-  for (const auto& l : chunk.templates[0].leaves) {
+  for (const auto& l : chunk.templates[0]->leaves) {
     if (l.name == "router") router = l.offload_bytes;
     if (l.name == "experts.linear_fc1") fc1 = l.offload_bytes;
   }

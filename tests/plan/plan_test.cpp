@@ -162,7 +162,7 @@ TEST(ChunkGroupsTest, LeavesCommunicateOverChunkGroupsOnly) {
     for (const auto& l : c.pre) check(l);
     for (const auto& l : c.post) check(l);
     for (const auto& t : c.templates)
-      for (const auto& l : t.leaves) check(l);
+      for (const auto& l : t->leaves) check(l);
   }
 }
 
