@@ -429,15 +429,13 @@ struct ChunkOps {
   }
 };
 
-// The chunk's ops; the efficiency lookups go to `env.log`, the templates' in chunk order.
+// The chunk's ops; the embedding and head leaves' efficiency lookups go to `env.log`, the
+// templates' stay with them.
 ChunkOps chunk_ops(const Env& env, const Chunk& c, const LayerStore& store) {
   ChunkOps ops;
   for (const auto& l : c.pre) ops.pre.push_back(leaf_cost(env, l, false, "embedding", -1));
   for (const auto& l : c.post) ops.post.push_back(leaf_cost(env, l, false, "head", -1));
-  for (const auto& t : c.templates) {
-    ops.templates.push_back(store.costed(t));
-    env.log->merge(ops.templates.back()->log);
-  }
+  for (const auto& t : c.templates) ops.templates.push_back(store.costed(t));
   for (const auto& L : c.layers) ops.layer_templates.push_back(L.template_index);
   return ops;
 }
@@ -589,7 +587,7 @@ struct ChunkResult {
   ActivationResult act;
   StaticMemory params;
   double dummy_bytes = 0;
-  EfficiencyLog log;  // efficiency lookups of the chunk's kernels
+  EfficiencyLog log;  // efficiency lookups of the embedding and head kernels (the layers': ops.templates)
   A2aPass a2a_fwd, a2a_bwd;  // overlap_moe_expert_parallel_comm only
 };
 
@@ -687,7 +685,9 @@ class ChunkResults {
       }
     }
     seen_.emplace_back(spec, r);
+    // In the chunk's order: embedding and head, then its templates.
     env_.log->merge(r->log);
+    for (const auto& t : r->ops.templates) env_.log->merge(t->log);
     return *r;
   }
 

@@ -15,6 +15,9 @@ struct Item {
 
 std::vector<Item> flatten(const Chunk& chunk, const StrategyConfig& s) {
   std::vector<Item> items;
+  size_t n = chunk.pre.size() + chunk.post.size();
+  for (const auto& layer : chunk.layers) n += chunk.templates[static_cast<size_t>(layer.template_index)]->leaves.size();
+  items.reserve(n);
   for (const auto& l : chunk.pre) items.push_back({&l, false});
   for (const auto& layer : chunk.layers)
     for (const auto& l : chunk.templates[static_cast<size_t>(layer.template_index)]->leaves)
@@ -27,6 +30,21 @@ double cache_of(const Item& it) {
   return it.leaf->has_cached_inputs && it.rc ? it.leaf->cache_inputs_cached : it.leaf->cache;
 }
 
+// PeakPoint's bookkeeping with the leaf's name taken by address (the forward walk raises the
+// peak at almost every leaf); the name is copied once at the end.
+struct PeakTracker {
+  PeakPoint& pk;
+  const std::string* leaf = nullptr;
+  void update(double v, PeakPoint::Stage st, const std::string& name) {
+    if (v >= pk.peak) {
+      pk.peak = v;
+      pk.slot[st] = v;
+      pk.peak_stage = st;
+      leaf = &name;
+    }
+  }
+};
+
 }  // namespace
 
 ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
@@ -34,7 +52,8 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
   const size_t n = items.size();
   std::vector<double> keep(n, 0);
   ActivationResult r;
-  PeakPoint& pk = r.peak;
+  PeakTracker pk{r.peak};
+  static const std::string kForwardEnd = "forward_end";
   double G = 0;
   for (size_t i = 0; i < n; ++i) {
     const Leaf& l = *items[i].leaf;
@@ -50,7 +69,7 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
     }
     G += keep[i];
   }
-  pk.update(G, PeakPoint::kForward, "forward_end");
+  pk.update(G, PeakPoint::kForward, kForwardEnd);
   r.cache_per_mb = G;
   for (size_t ii = n; ii-- > 0;) {
     const Leaf& l = *items[ii].leaf;
@@ -76,6 +95,7 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
     }
     ii = j;
   }
+  if (pk.leaf) r.peak.peak_leaf = *pk.leaf;
   return r;
 }
 
