@@ -433,6 +433,10 @@ struct ChunkOps {
 // templates' stay with them.
 ChunkOps chunk_ops(const Env& env, const Chunk& c, const LayerStore& store) {
   ChunkOps ops;
+  ops.pre.reserve(c.pre.size());
+  ops.post.reserve(c.post.size());
+  ops.templates.reserve(c.templates.size());
+  ops.layer_templates.reserve(c.layers.size());
   for (const auto& l : c.pre) ops.pre.push_back(leaf_cost(env, l, false, "embedding", -1));
   for (const auto& l : c.post) ops.post.push_back(leaf_cost(env, l, false, "head", -1));
   for (const auto& t : c.templates) ops.templates.push_back(store.costed(t));

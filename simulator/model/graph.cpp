@@ -878,6 +878,7 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
   const Ctx c = make_ctx(m, s, env);
   const double H = c.H, Vt = static_cast<double>(padded_vocab) / s.tp_size;
   Chunk chunk;
+  chunk.post.reserve(4);  // final norm, LM head, loss, MTP's embedding copy
   if (with_embedding) chunk.pre.push_back(embedding(c, Vt));
   if (with_head) {
     chunk.post.push_back(layer_norm(c, "final_layernorm"));
