@@ -23,6 +23,7 @@
 #include "passes/fp8.h"
 #include "schedule/lower.h"
 #include "schedule/program.h"
+#include "schedule/steady_steps.h"
 
 namespace trainsim {
 
@@ -817,13 +818,15 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
 
 // Most micro-batches whose activations a rank holds at once under its program (freed by the
 // backward, or by the weight-gradient pass when the backward is split).
-int64_t max_in_flight(const std::vector<Step>& steps, bool split) {
-  int64_t live = 0, best = 0;
-  for (const Step& st : steps) {
-    if (st.pass == Pass::Forward) best = std::max(best, ++live);
-    if (st.pass == (split ? Pass::BackwardWeight : Pass::Backward)) --live;
-  }
-  return best;
+int64_t max_in_flight(const RankSteps& steps, bool split) {
+  struct State {
+    int64_t live = 0, best = 0;
+  };
+  const Pass frees = split ? Pass::BackwardWeight : Pass::Backward;
+  return walk(steps, State{}, [frees](State& st, const Step& s) {
+           if (s.pass == Pass::Forward) st.best = std::max(st.best, ++st.live);
+           if (s.pass == frees) --st.live;
+         }).best;
 }
 
 // What the estimate reads from one replay of the pipeline and its DP ops.
@@ -853,11 +856,13 @@ std::vector<double*> totals_of(Replayed& r) {
 // mbc's remainder modulo g) and a past the warm-up (2·pp·v + 2g). Where every total grows by the
 // same step twice (relative 1e-12, the rounding of the replay's sums), every rank's compute
 // grows by the same period and no stream gets more work per period than the period, the totals
-// extrapolate to mbc; else nullopt. The last two conditions rule out a rank or stream that falls
+// extrapolate to mbc; else nullopt. `shorts` receives the programs of a and a + g when they are
+// built (the memory walks read the steady state from them). The last two conditions rule out a rank or stream that falls
 // behind a little each period (a slower stage, DP collectives slower than the compute they hang
 // on): it uses up its slack and slows the pipeline only after more periods than the replays hold.
 template <class Replay>
-std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64_t once_ops, const Replay& replay) {
+std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64_t once_ops, const Replay& replay,
+                                    Program (&shorts)[2]) {
   const int64_t mbc = plan.micro_batch_num;
   const int64_t g = plan.schedule == ScheduleKind::Interleaved ? plan.vp_group : 1;
   const int64_t least = 2 * plan.pp * plan.vpp + 2 * g;
@@ -871,11 +876,12 @@ std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64
   // The shorter programs must pair their blocking bundles and finish, as the plan's does.
   Replayed r[3];
   for (int64_t i = 0; i < 3; ++i) {
-    const Program prog = plan.program(a + i * g);
+    Program prog = plan.program(a + i * g);
     if (plan.p2p == P2PMode::Blocking && plan.pp > 1 && !blocking_problem(prog).empty()) return std::nullopt;
     std::optional<Replayed> one = replay(prog);
     if (!one) return std::nullopt;
     r[i] = std::move(*one);
+    if (i < 2) shorts[i] = std::move(prog);
   }
   double period = 0, span = 0;
   for (size_t k = 0; k < r[2].timeline.totals.size(); ++k) {
@@ -939,7 +945,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   const int64_t pp = plan.pp, v = plan.vpp;
   const double mbc = static_cast<double>(plan.micro_batch_num);
   ChunkResults results(env, plan, cache);
-  const Program program = plan.program();
+  const bool split = plan.split_backward();
 
   // Per-micro-batch pass times of every virtual chunk, and the pipeline transfer.
   PipelineCosts costs;
@@ -950,7 +956,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     for (const auto& spec : plan.chunks[static_cast<size_t>(r)]) {
       const ChunkResult& cr = results.get(spec);
       const PhaseSums& ps = cr.sums;
-      costs.chunks[static_cast<size_t>(r)].push_back(ps.times(program.split_backward));
+      costs.chunks[static_cast<size_t>(r)].push_back(ps.times(split));
       if (plan.a2a_overlap) costs.a2a[static_cast<size_t>(r)].push_back({cr.a2a_fwd, cr.a2a_bwd});
       rank_sums[static_cast<size_t>(r)].add(ps);
     }
@@ -980,7 +986,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   int64_t once_ops = 0;
   if (scheduled_dp)
     for (int64_t r = 0; r < pp; ++r) {
-      buckets[static_cast<size_t>(r)] = chunk_buckets_of(plan, program.split_backward, r, results);
+      buckets[static_cast<size_t>(r)] = chunk_buckets_of(plan, split, r, results);
       for (const auto& sides : buckets[static_cast<size_t>(r)])
         for (const auto& bs : sides)
           once_ops += static_cast<int64_t>(bs.size()) * (s.zero_state >= 2 ? 0 : s.overlap_param_gather ? 2 : 1);
@@ -1000,7 +1006,27 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     return out;
   };
   std::optional<Replayed> replayed;
-  if (!events && replay_mode != PipelineReplay::Full) replayed = extrapolate(plan, replay_mode, once_ops, replay);
+  Program shorts[2];
+  if (!events && replay_mode != PipelineReplay::Full) replayed = extrapolate(plan, replay_mode, once_ops, replay, shorts);
+  // The walks below (memory, merged steps) read each rank's steps: from the short programs when
+  // the replay extrapolated and the plan's program is theirs with the steady block repeated,
+  // else from the whole program.
+  std::vector<RankSteps> rank_steps(static_cast<size_t>(pp));
+  bool periodic = replayed.has_value();
+  if (periodic) {
+    const int64_t g = shorts[1].mbc - shorts[0].mbc;
+    for (int64_t r = 0; r < pp && periodic; ++r) {
+      const auto ri = static_cast<size_t>(r);
+      const auto rs = periodic_steps(shorts[0].ranks[ri], shorts[1].ranks[ri], (plan.micro_batch_num - shorts[0].mbc) / g);
+      periodic = rs.has_value();
+      if (rs) rank_steps[ri] = *rs;
+    }
+  }
+  Program program;
+  if (!periodic) {
+    program = plan.program();
+    for (int64_t r = 0; r < pp; ++r) rank_steps[static_cast<size_t>(r)] = whole_steps(program.ranks[static_cast<size_t>(r)]);
+  }
   if (!replayed) replayed = replay(program);
   TRAINSIM_ASSERT(replayed.has_value(), "schedule program deadlocked in the engine");
   est.timeline = std::move(replayed->timeline);
@@ -1105,15 +1131,23 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     }
     if (plan.a2a_overlap) {
       // What the merged steps save over running their passes one after the other.
-      const auto& steps = program.ranks[ri];
+      // Per (forward chunk, backward chunk): computed once, added per merged step in step order.
       const auto& a2a = costs.a2a[ri];
-      double hidden = 0;
-      for (size_t i = 0; i + 1 < steps.size(); ++i)
-        if (steps[i].merged) {
-          const A2aPass& f = a2a[static_cast<size_t>(steps[i].chunk)].fwd;
-          const A2aPass& b = a2a[static_cast<size_t>(steps[i + 1].chunk)].bwd;
-          hidden += std::max(0.0, f.total() + b.total() - merged_step_time(f, b, costs.a2a_slowdown));
-        }
+      std::vector<double> saved(static_cast<size_t>(v * v));
+      for (size_t f = 0; f < a2a.size(); ++f)
+        for (size_t b = 0; b < a2a.size(); ++b)
+          saved[f * a2a.size() + b] = std::max(0.0, a2a[f].fwd.total() + a2a[b].bwd.total() -
+                                                        merged_step_time(a2a[f].fwd, a2a[b].bwd, costs.a2a_slowdown));
+      struct State {
+        double hidden = 0;
+        int64_t merged_chunk = -1;  // the merged forward just run
+      };
+      const double hidden = walk(rank_steps[ri], State{}, [&](State& w, const Step& step) {
+                              if (w.merged_chunk >= 0)
+                                w.hidden += saved[static_cast<size_t>(w.merged_chunk) * a2a.size() +
+                                                  static_cast<size_t>(step.chunk)];
+                              w.merged_chunk = step.merged ? step.chunk : -1;
+                            }).hidden;
       const auto ep = static_cast<size_t>(Group::EP);
       st.hidden_comm_by_group_s[ep] = std::min(hidden, st.comm_by_group_s[ep]);
     }
@@ -1157,7 +1191,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       // most the micro-batches the program has started and not finished.
       mem.in_flight_micro_batches = plan.mode == Mode::SimuMax12
                                         ? pp - r
-                                        : max_in_flight(program.ranks[static_cast<size_t>(r)], program.split_backward);
+                                        : max_in_flight(rank_steps[static_cast<size_t>(r)], split);
       mem.activation_cache_per_mb_bytes = act.cache_per_mb;
       mem.peak_activation_bytes = act.peak.peak;
       static const char* kStageNames[] = {"forward", "backward", "recompute_forward", "recompute_backward"};
@@ -1177,30 +1211,34 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       StageMemory mem = static_part(r);
       mem.name = r == 0 ? "first_stage" : (r == pp - 1 ? "last_stage" : "pp_stage_" + std::to_string(r));
       mem.activation_cache_per_mb_bytes = whole[ri]->act.cache_per_mb;
-      double live = 0, best = 0, host = 0, host_max = 0;
-      int64_t live_n = 0, max_n = 0;
-      for (const Step& st : program.ranks[ri]) {
-        const ActivationResult& a = results.get(plan.chunks[ri][static_cast<size_t>(st.chunk)]).act;
-        if (st.pass == Pass::Forward) {
-          best = std::max(best, live + a.peak.slot[PeakPoint::kForward]);
-          live += a.cache_per_mb;
-          host += a.offloaded_per_mb;
-          host_max = std::max(host_max, host);
-          max_n = std::max(max_n, ++live_n);
+      std::vector<const ActivationResult*> acts;
+      for (const ChunkSpec& spec : plan.chunks[ri]) acts.push_back(&results.get(spec).act);
+      struct State {
+        double live = 0, best = 0, host = 0, host_max = 0;
+        int64_t live_n = 0, max_n = 0;
+      };
+      const State w = walk(rank_steps[ri], State{}, [&](State& x, const Step& step) {
+        const ActivationResult& a = *acts[static_cast<size_t>(step.chunk)];
+        if (step.pass == Pass::Forward) {
+          x.best = std::max(x.best, x.live + a.peak.slot[PeakPoint::kForward]);
+          x.live += a.cache_per_mb;
+          x.host += a.offloaded_per_mb;
+          x.host_max = std::max(x.host_max, x.host);
+          x.max_n = std::max(x.max_n, ++x.live_n);
         } else {
           const double bwd = std::max({a.peak.slot[PeakPoint::kBackward], a.peak.slot[PeakPoint::kRecomputeForward],
                                        a.peak.slot[PeakPoint::kRecomputeBackward]}) - a.cache_per_mb;
-          best = std::max(best, live + bwd);
-          live -= a.cache_per_mb;
-          host -= a.offloaded_per_mb;
-          --live_n;
+          x.best = std::max(x.best, x.live + bwd);
+          x.live -= a.cache_per_mb;
+          x.host -= a.offloaded_per_mb;
+          --x.live_n;
         }
-      }
-      mem.in_flight_micro_batches = max_n;
-      mem.peak_activation_bytes = best;
+      });
+      mem.in_flight_micro_batches = w.max_n;
+      mem.peak_activation_bytes = w.best;
       mem.peak_phase = "interleaved schedule replay";
-      mem.peak_alloc_bytes = mem.model_bytes + best;
-      mem.host_bytes += host_max;
+      mem.peak_alloc_bytes = mem.model_bytes + w.best;
+      mem.host_bytes += w.host_max;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
       est.stages.push_back(mem);
     }

@@ -62,6 +62,8 @@ struct Plan {
   [[nodiscard]] Program program() const { return program(micro_batch_num); }
   /// The same schedule over `mbc` micro-batches (the pipeline replay's extrapolation points).
   [[nodiscard]] Program program(int64_t mbc) const;
+  /// Whether the program splits the backward (Program::split_backward), without building it.
+  [[nodiscard]] bool split_backward() const { return schedule == ScheduleKind::ZeroBubbleH1; }
   /// Stage names used in reports: "stage" (pp 1), first/middle/last (1F1B), or one per rank.
   [[nodiscard]] const char* stage_kind(int64_t rank) const;
 };
