@@ -909,10 +909,16 @@ std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64
 }
 
 // Ranks reported per stage: "stage" (pp 1), first / middle (rank 1, the most in flight) / last.
-std::vector<int64_t> reported_ranks(int64_t pp) {
-  if (pp == 1) return {0};
-  if (pp == 2) return {0, 1};
-  return {0, 1, pp - 1};
+struct ReportedRanks {
+  int64_t r[3];
+  size_t n;
+  [[nodiscard]] const int64_t* begin() const { return r; }
+  [[nodiscard]] const int64_t* end() const { return r + n; }
+};
+ReportedRanks reported_ranks(int64_t pp) {
+  if (pp == 1) return {{0, 0, 0}, 1};
+  if (pp == 2) return {{0, 1, 0}, 2};
+  return {{0, 1, pp - 1}, 3};
 }
 
 }  // namespace
@@ -940,6 +946,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.straggler_ratio = plan.straggler.ratio;
   est.straggler = plan.straggler;
   const char* group_names[] = {"tp", "cp", "dp", "pp", "ep", "etp", "edp"};
+  est.networks.reserve(7);
   for (size_t g = 0; g < 7; ++g) est.networks.emplace_back(group_names[g], plan.nets.name[g]);
 
   const int64_t pp = plan.pp, v = plan.vpp;
@@ -1046,18 +1053,23 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   for (int64_t r = 0; r < pp; ++r) {
     const auto ri = static_cast<size_t>(r);
     whole[ri] = &results.get(rank_spec(plan, r));
+    // Ranks holding the same layers (the middle ones) have the same DP and optimizer costs.
+    const bool same = r > 0 && whole[ri] == whole[ri - 1];
     const StaticMemory sm = shard_static_memory(whole[ri]->params, s);
     const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
     if (scheduled_dp) {
       rank_edp[ri] = dp_ops[ri].moe_s;
       rank_dense_dp[ri] = dp_ops[ri].dense_s;
+    } else if (same) {
+      rank_edp[ri] = rank_edp[ri - 1];
+      rank_dense_dp[ri] = rank_dense_dp[ri - 1];
     } else {
       rank_edp[ri] = dp_time(env, sm.moe_params * mg, sm.moe_params * 2, plan.nets.of(Group::EDP), plan.edp, "edp");
       rank_dense_dp[ri] = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, plan.nets.of(Group::DP),
                                   plan.dp * plan.cp, "dp_cp");
     }
     rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
-    rank_optim[ri] = optimizer_step_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
+    rank_optim[ri] = same ? rank_optim[ri - 1] : optimizer_step_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
   }
   // Megatron's embedding group: with pp > 1 the first stage's embedding and the last stage's copy
   // (a tied output layer, or the MTP lookups) all-reduce their gradients after the backward
@@ -1098,6 +1110,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.iteration_time_s = est.timeline.span();
 
   // Per-stage time breakdown, read from the chunk sums and the timeline.
+  est.stage_times.reserve(reported_ranks(pp).n);
   for (int64_t r : reported_ranks(pp)) {
     const auto ri = static_cast<size_t>(r);
     const PhaseSums& ps = rank_sums[ri];
@@ -1182,6 +1195,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     mem.host_bytes = offloaded * 16 / 12;
     return mem;
   };
+  est.stages.reserve(v == 1 ? reported_ranks(pp).n : static_cast<size_t>(pp));
   if (v == 1) {
     for (int64_t r : reported_ranks(pp)) {
       const ActivationResult& act = whole[static_cast<size_t>(r)]->act;
@@ -1194,8 +1208,10 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
                                         : max_in_flight(rank_steps[static_cast<size_t>(r)], split);
       mem.activation_cache_per_mb_bytes = act.cache_per_mb;
       mem.peak_activation_bytes = act.peak.peak;
-      static const char* kStageNames[] = {"forward", "backward", "recompute_forward", "recompute_backward"};
-      mem.peak_phase = std::string(kStageNames[act.peak.peak_stage]) + " at " + act.peak.peak_leaf;
+      static const std::string_view kStageNames[] = {"forward", "backward", "recompute_forward", "recompute_backward"};
+      const std::string_view stage = kStageNames[act.peak.peak_stage];
+      mem.peak_phase.reserve(stage.size() + 4 + act.peak.peak_leaf.size());
+      mem.peak_phase.append(stage).append(" at ").append(act.peak.peak_leaf);
       mem.peak_alloc_bytes = mem.model_bytes +
                              static_cast<double>(mem.in_flight_micro_batches - 1) * act.cache_per_mb + act.peak.peak;
       // Offloaded activations of every micro-batch in flight wait in host memory.
