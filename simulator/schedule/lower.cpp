@@ -194,6 +194,7 @@ Engine lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Step
   std::vector<std::vector<Engine::OpId>> ids(items.size());
   for (size_t r = 0; r < items.size(); ++r) {
     const auto& steps = p.ranks[r];
+    ids[r].reserve(items[r].size());
     for (const Item& it : items[r]) {
       if (it.step >= 0) {
         const Step& s = steps[static_cast<size_t>(it.step)];
@@ -315,7 +316,11 @@ Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode, StepOps
   TRAINSIM_ASSERT(costs.chunks.size() == p.ranks.size(), "pipeline costs do not match the program");
   StepOps local;
   StepOps& out = steps ? *steps : local;
-  out.assign(p.ranks.size(), {});
+  out.resize(p.ranks.size());
+  for (size_t r = 0; r < out.size(); ++r) {
+    out[r].clear();
+    out[r].reserve(p.ranks[r].size());
+  }
   if (mode == P2PMode::Async || p.pp == 1) return lower_async(p, costs, out);
   // What blocking_problem checks (the plan has): the interleaved lowering asserts the pairing
   // itself rather than building the bundles twice.
