@@ -864,9 +864,7 @@ template <class Replay>
 std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64_t once_ops, const Replay& replay,
                                     Program (&shorts)[2]) {
   const int64_t mbc = plan.micro_batch_num;
-  const int64_t g = plan.schedule == ScheduleKind::Interleaved ? plan.vp_group : 1;
-  const int64_t least = 2 * plan.pp * plan.vpp + 2 * g;
-  const int64_t a = least + ((mbc - least) % g + g) % g;
+  const int64_t g = plan.steady_period(), a = plan.steady_base();
   const int64_t last = a + 2 * g;
   // Auto: only where the three replays hold fewer ops than the whole program (about 5 per
   // micro-batch and virtual stage: passes and transfers; `once_ops` in each replay).

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "estimate/estimate.h"
 #include "plan/plan.h"
+#include "schedule/lower.h"
 #include "test_presets.h"
 
 namespace trainsim {
@@ -115,6 +116,42 @@ TEST(SteadyStepsTest, WalkSkipsOnlyRepeatsThatChangeNothing) {
       EXPECT_LT(visits, 40);
     }
   }
+}
+
+// Whether Megatron's interleaved order, with unit costs, can never finish.
+bool deadlocks(const Program& p, P2PMode mode) {
+  PipelineCosts unit;
+  unit.chunks.assign(static_cast<size_t>(p.pp), std::vector<ChunkTimes>(static_cast<size_t>(p.v), {1, 1, 0}));
+  return !lower(p, unit, mode).try_run(false);
+}
+
+// resolve_plan checks the program of the steady base in place of a longer one: whether blocking
+// bundles pair, and whether the order deadlocks (partial last groups), agree with the longer
+// program's verdicts, both ways (the grid holds programs with and without problems).
+TEST(SteadyStepsTest, PlanChecksOfTheShortProgramHoldForTheLongOne) {
+  int cases = 0, unpaired = 0, stuck = 0;
+  for (int64_t pp = 2; pp <= 8; ++pp)
+    for (int64_t v = 2; v <= 4; ++v)
+      for (int64_t g : {pp, pp + 1})
+        for (int64_t rest = 0; rest < g; ++rest)
+          for (bool combined : {false, true}) {
+            const int64_t a = first_point(pp, v, g, rest);
+            const Program base = interleaved(pp, v, a, g, combined), longer = interleaved(pp, v, a + 3 * g, g, combined);
+            SCOPED_TRACE("pp " + std::to_string(pp) + " v " + std::to_string(v) + " g " + std::to_string(g) + " a " +
+                         std::to_string(a));
+            const bool pairs = blocking_problem(longer).empty();
+            EXPECT_EQ(blocking_problem(base).empty(), pairs);
+            EXPECT_EQ(deadlocks(base, P2PMode::Async), deadlocks(longer, P2PMode::Async));
+            if (pairs) {
+              EXPECT_EQ(deadlocks(base, P2PMode::Blocking), deadlocks(longer, P2PMode::Blocking));
+            }
+            unpaired += pairs ? 0 : 1;
+            stuck += deadlocks(longer, P2PMode::Async) ? 1 : 0;
+            ++cases;
+          }
+  EXPECT_EQ(cases, 462);
+  EXPECT_EQ(unpaired, 378);
+  EXPECT_EQ(stuck, 132);
 }
 
 const PlanSources kSrc{"m.json", "s.json", "y.json"};
