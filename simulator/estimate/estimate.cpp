@@ -856,10 +856,10 @@ std::vector<double*> totals_of(Replayed& r) {
 // mbc's remainder modulo g) and a past the warm-up (2·pp·v + 2g). Where every total grows by the
 // same step twice (relative 1e-12, the rounding of the replay's sums), every rank's compute
 // grows by the same period and no stream gets more work per period than the period, the totals
-// extrapolate to mbc; else nullopt. `shorts` receives the programs of a and a + g when they are
-// built (the memory walks read the steady state from them). The last two conditions rule out a rank or stream that falls
+// extrapolate to mbc; else nullopt. The last two conditions rule out a rank or stream that falls
 // behind a little each period (a slower stage, DP collectives slower than the compute they hang
 // on): it uses up its slack and slows the pipeline only after more periods than the replays hold.
+// `shorts` receives the programs of a and a + g (the walks over a rank's steps read them).
 template <class Replay>
 std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64_t once_ops, const Replay& replay,
                                     Program (&shorts)[2]) {
@@ -1019,10 +1019,10 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   std::vector<RankSteps> rank_steps(static_cast<size_t>(pp));
   bool periodic = replayed.has_value();
   if (periodic) {
-    const int64_t g = shorts[1].mbc - shorts[0].mbc;
+    const int64_t repeats = (plan.micro_batch_num - plan.steady_base()) / plan.steady_period();
     for (int64_t r = 0; r < pp && periodic; ++r) {
       const auto ri = static_cast<size_t>(r);
-      const auto rs = periodic_steps(shorts[0].ranks[ri], shorts[1].ranks[ri], (plan.micro_batch_num - shorts[0].mbc) / g);
+      const auto rs = periodic_steps(shorts[0].ranks[ri], shorts[1].ranks[ri], repeats);
       periodic = rs.has_value();
       if (rs) rank_steps[ri] = *rs;
     }
