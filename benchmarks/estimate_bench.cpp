@@ -3,12 +3,15 @@
 //   build/bin/estimate_bench [--golden DIR] [google-benchmark flags]
 //   build/bin/estimate_bench --calls N: N cold estimates of every case, no timing (a fixed amount
 //   of work, for instruction counts under valgrind --tool=callgrind)
+// Also the scaling benchmarks: one pipeline plan (llama3-70b, tp8-pp8-dp4-zero1 on h100-sxm-80g,
+// default mode) over 64, 1,024 and 16,384 micro-batches, whose time per estimate stays flat.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -31,9 +34,11 @@ struct Case {
 class MedianReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& r : runs)
-      if (r.run_type == Run::RT_Iteration)
-        (r.benchmark_name().rfind("cached/", 0) == 0 ? cached_us : cpu_us).push_back(r.GetAdjustedCPUTime());
+    for (const auto& r : runs) {
+      const std::string name = r.benchmark_name();
+      if (r.run_type == Run::RT_Iteration && name.rfind("scaling/", 0) != 0)
+        (name.rfind("cached/", 0) == 0 ? cached_us : cpu_us).push_back(r.GetAdjustedCPUTime());
+    }
     ConsoleReporter::ReportRuns(runs);
   }
   std::vector<double> cpu_us, cached_us;
@@ -68,6 +73,7 @@ int main(int argc, char** argv) {
   try {
     std::map<std::string, trainsim::SystemConfig> systems;
     std::vector<Case> cases;
+    std::deque<Case> scaling;  // registered benchmarks keep pointers into it
     std::ifstream csv(dir + "/expected.csv");
     if (!csv) throw trainsim::Error("cannot read " + dir + "/expected.csv");
     std::string line;
@@ -107,6 +113,31 @@ int main(int argc, char** argv) {
         for (auto _ : st)
           benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::SimuMax12, false));
       })->Unit(benchmark::kMicrosecond);
+    // Pipeline cost against micro-batches: cold (chunks evaluated) and with warm chunk results.
+    static const trainsim::SystemConfig h100 = [] {
+      const trainsim::ConfigText t = trainsim::resolve_config("system", "h100-sxm-80g");
+      return trainsim::load_system(t.text, t.source);
+    }();
+    for (int64_t mbc : {64, 1024, 16384}) {
+      const trainsim::ConfigText mt = trainsim::resolve_config("model", "llama3-70b");
+      const trainsim::ConfigText st = trainsim::resolve_config("strategy", "tp8-pp8-dp4-zero1");
+      Case& c = scaling.emplace_back(Case{"llama3-70b/tp8-pp8-dp4-zero1/mbc:" + std::to_string(mbc),
+                                          trainsim::load_model(mt.text, mt.source),
+                                          trainsim::load_strategy(st.text, st.source), &h100});
+      c.s.micro_batch_num = mbc;
+    }
+    for (const Case& c : scaling) {
+      benchmark::RegisterBenchmark(("scaling/" + c.name).c_str(), [&c](benchmark::State& st) {
+        for (auto _ : st)
+          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::Default, false));
+      })->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("scaling/cached/" + c.name).c_str(), [&c](benchmark::State& st) {
+        trainsim::EstimateCache cache;
+        (void)trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::Default, false);
+        for (auto _ : st)
+          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::Default, false));
+      })->Unit(benchmark::kMicrosecond);
+    }
     MedianReporter reporter;
     benchmark::RunSpecifiedBenchmarks(&reporter);
     print_median("estimate", reporter.cpu_us);

@@ -2,6 +2,7 @@
 #include "config/validate.h"
 
 #include <algorithm>
+#include <span>
 
 #include "config/pipeline_layout.h"
 #include "core/text.h"
@@ -85,6 +86,7 @@ bool split_layers(int64_t layers, const StrategyConfig& s, StageLayers& out, std
 std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
                                  const SystemConfig& sys, const PlanSources& src, Mode mode) {
   std::vector<Issue> issues;
+  static const StrategyConfig defaults;  // built once: the reader's defaults of unset keys
   auto add = [&](const std::string& path, const std::string& msg) {
     issues.push_back({src.strategy, path, msg});
   };
@@ -166,7 +168,7 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
                       "or the default mode"});
   // MoE dispatch (Megatron): default mode only, and only where it changes something.
   const struct { const char* key; bool set; } moe_keys[] = {
-      {"moe_token_dispatcher_type", s.moe_token_dispatcher_type.value_or("alltoall") != "alltoall"},
+      {"moe_token_dispatcher_type", s.moe_token_dispatcher_type && *s.moe_token_dispatcher_type != "alltoall"},
       {"moe_enable_deepep", s.moe_enable_deepep},
       {"moe_deepep_num_sms", s.moe_deepep_num_sms.has_value()},
       {"moe_permute_fusion", s.moe_permute_fusion},
@@ -181,9 +183,9 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       add(std::string("/") + k.key, "changes nothing with a dense model; remove it");
   }
   if (mode == Mode::Default && m.is_moe()) {
-    if (s.moe_enable_deepep && s.moe_token_dispatcher_type != std::optional<std::string>("flex"))
+    if (s.moe_enable_deepep && s.moe_token_dispatcher_type != "flex")
       add("/moe_enable_deepep", "DeepEP is a backend of the flex dispatcher; set moe_token_dispatcher_type to 'flex'");
-    if (s.moe_token_dispatcher_type == std::optional<std::string>("flex") && !s.moe_enable_deepep)
+    if (s.moe_token_dispatcher_type == "flex" && !s.moe_enable_deepep)
       add("/moe_token_dispatcher_type", "the flex dispatcher needs a backend; set moe_enable_deepep to true");
     // DeepEP's SMs (Buffer.set_num_sms) slow only the compute its kernels run beside.
     if (s.moe_deepep_num_sms) {
@@ -206,7 +208,7 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
                         "the accelerator's SMs; give its SM count (datasheet: A100 108, H100 SXM 132, B200 148)"});
     if (s.moe_shared_expert_overlap && !m.moe_shared_expert_intermediate_size)
       add("/moe_shared_expert_overlap", "changes nothing: model " + src.model + " has no shared expert");
-    else if (s.moe_shared_expert_overlap && s.moe_token_dispatcher_type == std::optional<std::string>("allgather"))
+    else if (s.moe_shared_expert_overlap && s.moe_token_dispatcher_type == "allgather")
       add("/moe_shared_expert_overlap", "Megatron overlaps the shared expert with the alltoall or flex dispatcher "
                                         "only; set moe_token_dispatcher_type to 'alltoall'");
     if (m.moe_pad_expert_input_to_capacity) {
@@ -323,7 +325,7 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       else if (pp == 1 && s.micro_batch_num < 2)
         add(key, "changes nothing with one micro-batch and no pipeline: no forward runs beside a backward; set "
                  "micro_batch_num ≥ 2 or remove it");
-      if (s.is_recompute() && s.recompute_granularity == std::optional<std::string>("full_block"))
+      if (s.is_recompute() && s.recompute_granularity == "full_block")
         add(key, "Megatron does not support it with full recompute; use selective recompute or none");
     }
   }
@@ -339,7 +341,7 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
     if (s.cross_entropy_fusion_impl != "native")
       add("/cross_entropy_fusion_impl", "'" + s.cross_entropy_fusion_impl + "' is not part of SimuMax v1.2; use "
                                         "'native' or the default mode");
-    if (s.lce_vocab_split_size != StrategyConfig{}.lce_vocab_split_size)
+    if (s.lce_vocab_split_size != defaults.lce_vocab_split_size)
       add("/lce_vocab_split_size", "is not part of SimuMax v1.2; remove it or use the default mode");
     if (s.optimizer_cpu_offload)
       add("/optimizer_cpu_offload", "is not part of SimuMax v1.2; remove it or use the default mode");
@@ -347,13 +349,13 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       add("/fine_grained_activation_offloading", "is not part of SimuMax v1.2; remove it or use the default mode");
     if (s.recompute_unit_layers != 1 && s.megatron_recompute_keys.empty())
       add("/recompute_unit_layers", "is not part of SimuMax v1.2; remove it or use the default mode");
-    if (s.fp8_recipe != StrategyConfig{}.fp8_recipe)
+    if (s.fp8_recipe != defaults.fp8_recipe)
       add("/fp8_recipe", "is not part of SimuMax v1.2 (its fp8 is the delayed recipe); remove it or use the default mode");
     if (s.fp8_param_gather)
       add("/fp8_param_gather", "is not part of SimuMax v1.2; remove it or use the default mode");
   }
   if (!s.fp8) {
-    if (s.fp8_recipe != StrategyConfig{}.fp8_recipe)
+    if (s.fp8_recipe != defaults.fp8_recipe)
       add("/fp8_recipe", "changes nothing without fp8; set fp8 to true or remove it");
     if (s.fp8_param_gather)
       add("/fp8_param_gather", "changes nothing without fp8; set fp8 to true or remove it");
@@ -365,14 +367,14 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
     add("/fp8_recipe", "'mxfp8' needs a Blackwell GPU (its MX block-scaled fp8 GEMMs); system '" + sys.sys_name +
                            "' is not one (b200, gb200, b300); use 'blockwise', 'tensorwise' or 'delayed'");
   }
-  if (s.recompute_unit_layers != 1 && s.recompute_granularity != std::optional<std::string>("full_block"))
+  if (s.recompute_unit_layers != 1 && s.recompute_granularity != "full_block")
     add("/recompute_unit_layers", "only applies to recompute_granularity 'full_block' (Megatron's full recompute)");
   if (!s.fine_grained_activation_offloading) {
     if (!s.offload_modules.empty())
       add("/offload_modules", "changes nothing without fine_grained_activation_offloading; set it to true");
     if (!s.offload_tensors.empty())
       add("/offload_tensors", "changes nothing without fine_grained_activation_offloading; set it to true");
-    if (s.min_offloaded_tensor_size != StrategyConfig{}.min_offloaded_tensor_size)
+    if (s.min_offloaded_tensor_size != defaults.min_offloaded_tensor_size)
       add("/min_offloaded_tensor_size", "changes nothing without fine_grained_activation_offloading");
   } else {
     if (s.offload_modules.empty() && s.offload_tensors.empty())
@@ -403,7 +405,7 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   if (s.cross_entropy_fusion_impl != "native" && !s.cross_entropy_loss_fusion)
     add("/cross_entropy_fusion_impl", "'" + s.cross_entropy_fusion_impl + "' changes nothing without "
                                       "cross_entropy_loss_fusion; set cross_entropy_loss_fusion to true");
-  if (s.lce_vocab_split_size != StrategyConfig{}.lce_vocab_split_size && s.cross_entropy_fusion_impl != "linear")
+  if (s.lce_vocab_split_size != defaults.lce_vocab_split_size && s.cross_entropy_fusion_impl != "linear")
     add("/lce_vocab_split_size", "only applies to cross_entropy_fusion_impl 'linear'");
 
   // Recompute combinations.
@@ -428,13 +430,13 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
     if (s.megatron_recompute_modules.empty())
       add("/megatron_recompute_modules", "megatron_recompute needs at least one module");
   }
-  if (s.recompute_granularity == std::optional<std::string>("selective_recompute")) {
+  if (s.recompute_granularity == "selective_recompute") {
     if (s.mla_rms_recompute && !s.attn_recompute)
       add("/mla_rms_recompute", "needs attn_recompute");
     if (s.mlp_rms_recompute && !s.mlp_recompute)
       add("/mlp_rms_recompute", "needs mlp_recompute");
   }
-  if (s.offload_groupgemm_col_inputs && s.recompute_granularity == std::optional<std::string>("full_block"))
+  if (s.offload_groupgemm_col_inputs && s.recompute_granularity == "full_block")
     add("/offload_groupgemm_col_inputs", "cannot be combined with full_block recompute");
   if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
     add("/cache_groupgemm_col_fp8_inputs", "needs fp8");
@@ -465,16 +467,17 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   need_op("sdp_fwd");
   need_op("sdp_bwd");
   if (m.is_moe()) need_op(s.fp8 ? "fp8_group_matmul" : "group_matmul");
-  std::vector<std::string> groups = sys.intra_with_pcie
-      ? std::vector<std::string>{"intra_node_pcie_2x", "intra_node_pcie_4x", "intra_node_pcie_8x", "inter_node"}
-      : std::vector<std::string>{"high_intra_node", "inter_node"};
-  for (const auto& g : groups) {
-    if (!sys.networks.count(g)) {
+  static const std::string pcie_groups[] = {"intra_node_pcie_2x", "intra_node_pcie_4x", "intra_node_pcie_8x",
+                                            "inter_node"};
+  static const std::string nvlink_groups[] = {"high_intra_node", "inter_node"};
+  for (const auto& g : sys.intra_with_pcie ? std::span<const std::string>(pcie_groups) : std::span<const std::string>(nvlink_groups)) {
+    const auto net = sys.networks.find(g);
+    if (net == sys.networks.end()) {
       issues.push_back({src.system, "/networks/" + g, "required network group is missing"});
       continue;
     }
     for (const char* op : {"all_reduce", "all_gather", "reduce_scatter", "p2p", "all2all"})
-      if (!sys.networks.at(g).ops.count(op))
+      if (net->second.ops.find(op) == net->second.ops.end())
         issues.push_back({src.system, "/networks/" + g + "/op/" + op, "required collective is missing"});
   }
   return issues;

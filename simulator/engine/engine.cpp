@@ -9,22 +9,9 @@ namespace trainsim {
 
 Engine::Engine(int32_t ranks) : ranks_(ranks) { TRAINSIM_ASSERT(ranks > 0, "engine needs a rank"); }
 
-Engine::OpId Engine::add(int32_t rank, Stream stream, double duration, Label label) {
-  TRAINSIM_ASSERT(rank >= 0 && rank < ranks_, "op on an unknown rank");
-  ops_.push_back({rank, stream, duration, label});
-  return static_cast<OpId>(ops_.size() - 1);
-}
-
-void Engine::depends(OpId op, OpId on) { deps_.push_back({op, on, 1}); }
-
 void Engine::depends_at(OpId op, OpId on, double fraction) {
   TRAINSIM_ASSERT(fraction >= 0 && fraction <= 1, "dependency fraction outside [0, 1]");
   deps_.push_back({op, on, fraction});
-}
-
-void Engine::rendezvous(OpId a, OpId b, double duration) {
-  syncs_.push_back({a, b, duration});
-  syncs_.push_back({b, a, duration});
 }
 
 namespace {
@@ -55,8 +42,14 @@ void compress(size_t n, const LinkVec& links, Csr& c) {
 struct Scratch {
   Csr deps, syncs;
   std::vector<int32_t> qfirst, qops, fill, pos, active;
-  std::vector<int32_t> wait_start, wait_end, next_wait, ready;  // parked streams per awaited op
-  std::vector<double> start, end, tail;
+  std::vector<int32_t> next_wait, ready;
+  std::vector<double> tail;
+  // Per op, filled in one pass: its times, and the streams parked until it starts or ends.
+  struct OpState {
+    double start = -1, end = -1;
+    int32_t wait_start = -1, wait_end = -1;
+  };
+  std::vector<OpState> op;
 };
 
 }  // namespace
@@ -76,8 +69,11 @@ Timeline Engine::run(bool events) const {
 std::optional<Timeline> Engine::try_run(bool events) const {
   thread_local Scratch w;
   const size_t n = ops_.size();
-  compress(n, deps_, w.deps);
-  compress(n, syncs_, w.syncs);
+  // Blocking programs have no dependencies, asynchronous ones no rendezvous: an empty kind is
+  // neither compressed nor visited.
+  const bool has_deps = !deps_.empty(), has_syncs = !syncs_.empty();
+  if (has_deps) compress(n, deps_, w.deps);
+  if (has_syncs) compress(n, syncs_, w.syncs);
   const Csr& deps = w.deps;
   const Csr& syncs = w.syncs;
   // Per (rank, stream) queue in issue order; only non-empty queues are visited.
@@ -95,30 +91,26 @@ std::optional<Timeline> Engine::try_run(bool events) const {
   w.qops.resize(n);
   w.fill.assign(w.qfirst.begin(), w.qfirst.end() - 1);
   for (size_t i = 0; i < n; ++i) w.qops[static_cast<size_t>(w.fill[queue_of(ops_[i])]++)] = static_cast<int32_t>(i);
-  w.start.assign(n, -1);
-  w.end.assign(n, -1);
+  w.op.assign(n, {});
   w.pos.assign(w.qfirst.begin(), w.qfirst.end() - 1);
   w.tail.assign(nq, 0);
-  auto& start = w.start;
-  auto& end = w.end;
+  auto& st = w.op;
   // Event-driven: a stream runs until its head op waits for another op to start (rendezvous) or
   // to end (dependency); it is then parked on that op and woken when the op gets there, so every
   // op is visited a bounded number of times.
-  w.wait_start.assign(n, -1);
-  w.wait_end.assign(n, -1);
   w.next_wait.assign(nq, -1);
   w.ready.assign(w.active.begin(), w.active.end());
-  auto park = [&](std::vector<int32_t>& list, size_t op, size_t q) {
-    w.next_wait[q] = list[op];
-    list[op] = static_cast<int32_t>(q);
+  auto park = [&](int32_t& list, size_t q) {
+    w.next_wait[q] = list;
+    list = static_cast<int32_t>(q);
   };
-  auto wake = [&](std::vector<int32_t>& list, size_t op) {
-    for (int32_t q = list[op]; q >= 0;) {
+  auto wake = [&](int32_t& list) {
+    for (int32_t q = list; q >= 0;) {
       const int32_t next = w.next_wait[static_cast<size_t>(q)];
       w.ready.push_back(q);
       q = next;
     }
-    list[op] = -1;
+    list = -1;
   };
   size_t done = 0;
   while (!w.ready.empty()) {
@@ -126,41 +118,43 @@ std::optional<Timeline> Engine::try_run(bool events) const {
     w.ready.pop_back();
     while (w.pos[q] < w.qfirst[q + 1]) {
       const auto i = static_cast<size_t>(w.qops[static_cast<size_t>(w.pos[q])]);
-      if (start[i] < 0) {
+      if (st[i].start < 0) {
         double t = w.tail[q];
         int32_t blocked = -1;
-        for (int32_t k = deps.first[i]; k < deps.first[i + 1]; ++k) {
+        const int32_t k1 = has_deps ? deps.first[i + 1] : 0;
+        for (int32_t k = has_deps ? deps.first[i] : 0; k < k1; ++k) {
           const auto d = static_cast<size_t>(deps.other[static_cast<size_t>(k)]);
-          if (end[d] < 0) {
+          if (st[d].end < 0) {
             blocked = static_cast<int32_t>(d);
             break;
           }
           const double f = deps.duration[static_cast<size_t>(k)];
-          t = std::max(t, f >= 1 ? end[d] : start[d] + f * ops_[d].duration);
+          t = std::max(t, f >= 1 ? st[d].end : st[d].start + f * ops_[d].duration);
         }
         if (blocked >= 0) {
-          park(w.wait_end, static_cast<size_t>(blocked), q);
+          park(st[static_cast<size_t>(blocked)].wait_end, q);
           break;
         }
-        start[i] = t;
-        wake(w.wait_start, i);
+        st[i].start = t;
+        wake(st[i].wait_start);
       }
-      double e = start[i] + ops_[i].duration;
+      double e = st[i].start + ops_[i].duration;
       int32_t blocked = -1;
-      for (int32_t k = syncs.first[i]; k < syncs.first[i + 1]; ++k) {
+      const int32_t k1 = has_syncs ? syncs.first[i + 1] : 0;
+      for (int32_t k = has_syncs ? syncs.first[i] : 0; k < k1; ++k) {
         const auto peer = static_cast<size_t>(syncs.other[static_cast<size_t>(k)]);
-        if (start[peer] < 0) {
+        if (st[peer].start < 0) {
           blocked = static_cast<int32_t>(peer);
           break;
         }
-        e = std::max(e, std::max(start[i], start[peer]) + syncs.duration[static_cast<size_t>(k)]);
+        e = std::max(e, std::max(st[i].start, st[peer].start) + syncs.duration[static_cast<size_t>(k)]);
       }
       if (blocked >= 0) {
-        park(w.wait_start, static_cast<size_t>(blocked), q);
+        park(st[static_cast<size_t>(blocked)].wait_start, q);
         break;
       }
-      end[i] = e;
-      wake(w.wait_end, i);
+      st[i].end = e;
+      wake(st[i].wait_end);
       w.tail[q] = e;
       ++w.pos[q];
       ++done;
@@ -173,10 +167,10 @@ std::optional<Timeline> Engine::try_run(bool events) const {
   for (size_t i = 0; i < n; ++i) {
     const Op& op = ops_[i];
     RankTotals& t = tl.totals[static_cast<size_t>(op.rank)];
-    t.end = std::max(t.end, end[i]);
+    t.end = std::max(t.end, st[i].end);
     auto& se = t.stream_end[static_cast<size_t>(op.stream)];
-    se = std::max(se, end[i]);
-    const double d = end[i] - start[i];
+    se = std::max(se, st[i].end);
+    const double d = st[i].end - st[i].start;
     t.stream_busy[static_cast<size_t>(op.stream)] += d;
     if (op.stream != Stream::Compute) continue;
     if (op.label.kind == StepKind::P2P) {
@@ -189,7 +183,7 @@ std::optional<Timeline> Engine::try_run(bool events) const {
     tl.events.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       const Op& op = ops_[i];
-      tl.events.push_back({op.rank, op.stream, op.label.kind, op.label.chunk, op.label.mb, start[i], end[i]});
+      tl.events.push_back({op.rank, op.stream, op.label.kind, op.label.chunk, op.label.mb, st[i].start, st[i].end});
     }
   }
   return tl;

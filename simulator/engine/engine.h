@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/error.h"
 #include "timeline/timeline.h"
 
 namespace trainsim {
@@ -26,16 +27,24 @@ class Engine {
   /// Capacity hints: ops, dependencies and rendezvous pairs about to be added.
   void reserve(size_t ops, size_t deps, size_t syncs);
 
-  /// Appends an op to the end of `stream` of `rank`.
-  OpId add(int32_t rank, Stream stream, double duration, Label label);
+  /// Appends an op to the end of `stream` of `rank`. (Inline, as depends and rendezvous: the
+  /// lowering calls them once per op.)
+  OpId add(int32_t rank, Stream stream, double duration, Label label) {
+    TRAINSIM_ASSERT(rank >= 0 && rank < ranks_, "op on an unknown rank");
+    ops_.push_back({rank, stream, duration, label});
+    return static_cast<OpId>(ops_.size() - 1);
+  }
   /// `op` starts only after `on` has ended.
-  void depends(OpId op, OpId on);
+  void depends(OpId op, OpId on) { deps_.push_back({op, on, 1}); }
   /// `op` starts no earlier than `fraction` (0–1) of the way through `on`: the point where an
   /// op running on another stream has produced part of its output (e.g. the gradients of the
   /// last layers of a backward pass). `op` is still replayed after `on` has been placed.
   void depends_at(OpId op, OpId on, double fraction);
   /// `a` and `b` rendezvous: each ends no earlier than max(start a, start b) + `duration`.
-  void rendezvous(OpId a, OpId b, double duration);
+  void rendezvous(OpId a, OpId b, double duration) {
+    syncs_.push_back({a, b, duration});
+    syncs_.push_back({b, a, duration});
+  }
 
   /// Replays every op. Throws an internal error if the program can never finish (a schedule
   /// builder bug: programs are built by trainsim, never read from input).

@@ -23,6 +23,7 @@
 #include "passes/fp8.h"
 #include "schedule/lower.h"
 #include "schedule/program.h"
+#include "schedule/steady_steps.h"
 
 namespace trainsim {
 
@@ -905,13 +906,15 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
 
 // Most micro-batches whose activations a rank holds at once under its program (freed by the
 // backward, or by the weight-gradient pass when the backward is split).
-int64_t max_in_flight(const std::vector<Step>& steps, bool split) {
-  int64_t live = 0, best = 0;
-  for (const Step& st : steps) {
-    if (st.pass == Pass::Forward) best = std::max(best, ++live);
-    if (st.pass == (split ? Pass::BackwardWeight : Pass::Backward)) --live;
-  }
-  return best;
+int64_t max_in_flight(const RankSteps& steps, bool split) {
+  struct State {
+    int64_t live = 0, best = 0;
+  };
+  const Pass frees = split ? Pass::BackwardWeight : Pass::Backward;
+  return walk(steps, State{}, [frees](State& st, const Step& s) {
+           if (s.pass == Pass::Forward) st.best = std::max(st.best, ++st.live);
+           if (s.pass == frees) --st.live;
+         }).best;
 }
 
 // What the estimate reads from one replay of the pipeline and its DP ops.
@@ -944,12 +947,12 @@ std::vector<double*> totals_of(Replayed& r) {
 // extrapolate to mbc; else nullopt. The last two conditions rule out a rank or stream that falls
 // behind a little each period (a slower stage, DP collectives slower than the compute they hang
 // on): it uses up its slack and slows the pipeline only after more periods than the replays hold.
+// `shorts` receives the programs of a and a + g (the walks over a rank's steps read them).
 template <class Replay>
-std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64_t once_ops, const Replay& replay) {
+std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64_t once_ops, const Replay& replay,
+                                    Program (&shorts)[2]) {
   const int64_t mbc = plan.micro_batch_num;
-  const int64_t g = plan.schedule == ScheduleKind::Interleaved ? plan.vp_group : 1;
-  const int64_t least = 2 * plan.pp * plan.vpp + 2 * g;
-  const int64_t a = least + ((mbc - least) % g + g) % g;
+  const int64_t g = plan.steady_period(), a = plan.steady_base();
   const int64_t last = a + 2 * g;
   // Auto: only where the three replays hold fewer ops than the whole program (about 5 per
   // micro-batch and virtual stage: passes and transfers; `once_ops` in each replay).
@@ -959,11 +962,12 @@ std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64
   // The shorter programs must pair their blocking bundles and finish, as the plan's does.
   Replayed r[3];
   for (int64_t i = 0; i < 3; ++i) {
-    const Program prog = plan.program(a + i * g);
+    Program prog = plan.program(a + i * g);
     if (plan.p2p == P2PMode::Blocking && plan.pp > 1 && !blocking_problem(prog).empty()) return std::nullopt;
     std::optional<Replayed> one = replay(prog);
     if (!one) return std::nullopt;
     r[i] = std::move(*one);
+    if (i < 2) shorts[i] = std::move(prog);
   }
   double period = 0, span = 0;
   for (size_t k = 0; k < r[2].timeline.totals.size(); ++k) {
@@ -991,10 +995,16 @@ std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64
 }
 
 // Ranks reported per stage: "stage" (pp 1), first / middle (rank 1, the most in flight) / last.
-std::vector<int64_t> reported_ranks(int64_t pp) {
-  if (pp == 1) return {0};
-  if (pp == 2) return {0, 1};
-  return {0, 1, pp - 1};
+struct ReportedRanks {
+  int64_t r[3];
+  size_t n;
+  [[nodiscard]] const int64_t* begin() const { return r; }
+  [[nodiscard]] const int64_t* end() const { return r + n; }
+};
+ReportedRanks reported_ranks(int64_t pp) {
+  if (pp == 1) return {{0, 0, 0}, 1};
+  if (pp == 2) return {{0, 1, 0}, 2};
+  return {{0, 1, pp - 1}, 3};
 }
 
 }  // namespace
@@ -1022,12 +1032,13 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.straggler_ratio = plan.straggler.ratio;
   est.straggler = plan.straggler;
   const char* group_names[] = {"tp", "cp", "dp", "pp", "ep", "etp", "edp"};
+  est.networks.reserve(7);
   for (size_t g = 0; g < 7; ++g) est.networks.emplace_back(group_names[g], plan.nets.name[g]);
 
   const int64_t pp = plan.pp, v = plan.vpp;
   const double mbc = static_cast<double>(plan.micro_batch_num);
   ChunkResults results(env, plan, cache);
-  const Program program = plan.program();
+  const bool split = plan.split_backward();
 
   // Per-micro-batch pass times of every virtual chunk, and the pipeline transfer.
   PipelineCosts costs;
@@ -1038,7 +1049,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     for (const auto& spec : plan.chunks[static_cast<size_t>(r)]) {
       const ChunkResult& cr = results.get(spec);
       const PhaseSums& ps = cr.sums;
-      costs.chunks[static_cast<size_t>(r)].push_back(ps.times(program.split_backward));
+      costs.chunks[static_cast<size_t>(r)].push_back(ps.times(split));
       if (plan.a2a_overlap) costs.a2a[static_cast<size_t>(r)].push_back({cr.a2a_fwd, cr.a2a_bwd});
       rank_sums[static_cast<size_t>(r)].add(ps);
     }
@@ -1068,7 +1079,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   int64_t once_ops = 0;
   if (scheduled_dp)
     for (int64_t r = 0; r < pp; ++r) {
-      buckets[static_cast<size_t>(r)] = chunk_buckets_of(plan, program.split_backward, r, results);
+      buckets[static_cast<size_t>(r)] = chunk_buckets_of(plan, split, r, results);
       for (const auto& sides : buckets[static_cast<size_t>(r)])
         for (const auto& bs : sides)
           once_ops += static_cast<int64_t>(bs.size()) * (s.zero_state >= 2 ? 0 : s.overlap_param_gather ? 2 : 1);
@@ -1088,7 +1099,27 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     return out;
   };
   std::optional<Replayed> replayed;
-  if (!events && replay_mode != PipelineReplay::Full) replayed = extrapolate(plan, replay_mode, once_ops, replay);
+  Program shorts[2];
+  if (!events && replay_mode != PipelineReplay::Full) replayed = extrapolate(plan, replay_mode, once_ops, replay, shorts);
+  // The walks below (memory, merged steps) read each rank's steps: from the short programs when
+  // the replay extrapolated and the plan's program is theirs with the steady block repeated,
+  // else from the whole program.
+  std::vector<RankSteps> rank_steps(static_cast<size_t>(pp));
+  bool periodic = replayed.has_value();
+  if (periodic) {
+    const int64_t repeats = (plan.micro_batch_num - plan.steady_base()) / plan.steady_period();
+    for (int64_t r = 0; r < pp && periodic; ++r) {
+      const auto ri = static_cast<size_t>(r);
+      const auto rs = periodic_steps(shorts[0].ranks[ri], shorts[1].ranks[ri], repeats);
+      periodic = rs.has_value();
+      if (rs) rank_steps[ri] = *rs;
+    }
+  }
+  Program program;
+  if (!periodic) {
+    program = plan.program();
+    for (int64_t r = 0; r < pp; ++r) rank_steps[static_cast<size_t>(r)] = whole_steps(program.ranks[static_cast<size_t>(r)]);
+  }
   if (!replayed) replayed = replay(program);
   TRAINSIM_ASSERT(replayed.has_value(), "schedule program deadlocked in the engine");
   est.timeline = std::move(replayed->timeline);
@@ -1108,18 +1139,23 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   for (int64_t r = 0; r < pp; ++r) {
     const auto ri = static_cast<size_t>(r);
     whole[ri] = &results.get(rank_spec(plan, r));
+    // Ranks holding the same layers (the middle ones) have the same DP and optimizer costs.
+    const bool same = r > 0 && whole[ri] == whole[ri - 1];
     const StaticMemory sm = shard_static_memory(whole[ri]->params, s);
     const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
     if (scheduled_dp) {
       rank_edp[ri] = dp_ops[ri].moe_s;
       rank_dense_dp[ri] = dp_ops[ri].dense_s;
+    } else if (same) {
+      rank_edp[ri] = rank_edp[ri - 1];
+      rank_dense_dp[ri] = rank_dense_dp[ri - 1];
     } else {
       rank_edp[ri] = dp_time(env, sm.moe_params * mg, sm.moe_params * 2, plan.nets.of(Group::EDP), plan.edp, "edp");
       rank_dense_dp[ri] = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, plan.nets.of(Group::DP),
                                   plan.dp * plan.cp, "dp_cp");
     }
     rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
-    rank_optim[ri] = optimizer_step_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
+    rank_optim[ri] = same ? rank_optim[ri - 1] : optimizer_step_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
   }
   // Megatron's embedding group: with pp > 1 the first stage's embedding and the last stage's copy
   // (a tied output layer, or the MTP lookups) all-reduce their gradients after the backward
@@ -1160,6 +1196,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.iteration_time_s = est.timeline.span();
 
   // Per-stage time breakdown, read from the chunk sums and the timeline.
+  est.stage_times.reserve(reported_ranks(pp).n);
   for (int64_t r : reported_ranks(pp)) {
     const auto ri = static_cast<size_t>(r);
     const PhaseSums& ps = rank_sums[ri];
@@ -1193,15 +1230,23 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     }
     if (plan.a2a_overlap) {
       // What the merged steps save over running their passes one after the other.
-      const auto& steps = program.ranks[ri];
+      // Per (forward chunk, backward chunk): computed once, added per merged step in step order.
       const auto& a2a = costs.a2a[ri];
-      double hidden = 0;
-      for (size_t i = 0; i + 1 < steps.size(); ++i)
-        if (steps[i].merged) {
-          const A2aPass& f = a2a[static_cast<size_t>(steps[i].chunk)].fwd;
-          const A2aPass& b = a2a[static_cast<size_t>(steps[i + 1].chunk)].bwd;
-          hidden += std::max(0.0, f.total() + b.total() - merged_step_time(f, b, costs.a2a_slowdown));
-        }
+      std::vector<double> saved(static_cast<size_t>(v * v));
+      for (size_t f = 0; f < a2a.size(); ++f)
+        for (size_t b = 0; b < a2a.size(); ++b)
+          saved[f * a2a.size() + b] = std::max(0.0, a2a[f].fwd.total() + a2a[b].bwd.total() -
+                                                        merged_step_time(a2a[f].fwd, a2a[b].bwd, costs.a2a_slowdown));
+      struct State {
+        double hidden = 0;
+        int64_t merged_chunk = -1;  // the merged forward just run
+      };
+      const double hidden = walk(rank_steps[ri], State{}, [&](State& w, const Step& step) {
+                              if (w.merged_chunk >= 0)
+                                w.hidden += saved[static_cast<size_t>(w.merged_chunk) * a2a.size() +
+                                                  static_cast<size_t>(step.chunk)];
+                              w.merged_chunk = step.merged ? step.chunk : -1;
+                            }).hidden;
       const auto ep = static_cast<size_t>(Group::EP);
       st.hidden_comm_by_group_s[ep] = std::min(hidden, st.comm_by_group_s[ep]);
     }
@@ -1236,6 +1281,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     mem.host_bytes = offloaded * 16 / 12;
     return mem;
   };
+  est.stages.reserve(v == 1 ? reported_ranks(pp).n : static_cast<size_t>(pp));
   if (v == 1) {
     for (int64_t r : reported_ranks(pp)) {
       const ActivationResult& act = whole[static_cast<size_t>(r)]->act;
@@ -1245,11 +1291,13 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       // most the micro-batches the program has started and not finished.
       mem.in_flight_micro_batches = plan.mode == Mode::SimuMax12
                                         ? pp - r
-                                        : max_in_flight(program.ranks[static_cast<size_t>(r)], program.split_backward);
+                                        : max_in_flight(rank_steps[static_cast<size_t>(r)], split);
       mem.activation_cache_per_mb_bytes = act.cache_per_mb;
       mem.peak_activation_bytes = act.peak.peak;
-      static const char* kStageNames[] = {"forward", "backward", "recompute_forward", "recompute_backward"};
-      mem.peak_phase = std::string(kStageNames[act.peak.peak_stage]) + " at " + act.peak.peak_leaf;
+      static const std::string_view kStageNames[] = {"forward", "backward", "recompute_forward", "recompute_backward"};
+      const std::string_view stage = kStageNames[act.peak.peak_stage];
+      mem.peak_phase.reserve(stage.size() + 4 + act.peak.peak_leaf.size());
+      mem.peak_phase.append(stage).append(" at ").append(act.peak.peak_leaf);
       mem.peak_alloc_bytes = mem.model_bytes +
                              static_cast<double>(mem.in_flight_micro_batches - 1) * act.cache_per_mb + act.peak.peak;
       // Offloaded activations of every micro-batch in flight wait in host memory.
@@ -1265,30 +1313,34 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       StageMemory mem = static_part(r);
       mem.name = r == 0 ? "first_stage" : (r == pp - 1 ? "last_stage" : "pp_stage_" + std::to_string(r));
       mem.activation_cache_per_mb_bytes = whole[ri]->act.cache_per_mb;
-      double live = 0, best = 0, host = 0, host_max = 0;
-      int64_t live_n = 0, max_n = 0;
-      for (const Step& st : program.ranks[ri]) {
-        const ActivationResult& a = results.get(plan.chunks[ri][static_cast<size_t>(st.chunk)]).act;
-        if (st.pass == Pass::Forward) {
-          best = std::max(best, live + a.peak.slot[PeakPoint::kForward]);
-          live += a.cache_per_mb;
-          host += a.offloaded_per_mb;
-          host_max = std::max(host_max, host);
-          max_n = std::max(max_n, ++live_n);
+      std::vector<const ActivationResult*> acts;
+      for (const ChunkSpec& spec : plan.chunks[ri]) acts.push_back(&results.get(spec).act);
+      struct State {
+        double live = 0, best = 0, host = 0, host_max = 0;
+        int64_t live_n = 0, max_n = 0;
+      };
+      const State w = walk(rank_steps[ri], State{}, [&](State& x, const Step& step) {
+        const ActivationResult& a = *acts[static_cast<size_t>(step.chunk)];
+        if (step.pass == Pass::Forward) {
+          x.best = std::max(x.best, x.live + a.peak.slot[PeakPoint::kForward]);
+          x.live += a.cache_per_mb;
+          x.host += a.offloaded_per_mb;
+          x.host_max = std::max(x.host_max, x.host);
+          x.max_n = std::max(x.max_n, ++x.live_n);
         } else {
           const double bwd = std::max({a.peak.slot[PeakPoint::kBackward], a.peak.slot[PeakPoint::kRecomputeForward],
                                        a.peak.slot[PeakPoint::kRecomputeBackward]}) - a.cache_per_mb;
-          best = std::max(best, live + bwd);
-          live -= a.cache_per_mb;
-          host -= a.offloaded_per_mb;
-          --live_n;
+          x.best = std::max(x.best, x.live + bwd);
+          x.live -= a.cache_per_mb;
+          x.host -= a.offloaded_per_mb;
+          --x.live_n;
         }
-      }
-      mem.in_flight_micro_batches = max_n;
-      mem.peak_activation_bytes = best;
+      });
+      mem.in_flight_micro_batches = w.max_n;
+      mem.peak_activation_bytes = w.best;
       mem.peak_phase = "interleaved schedule replay";
-      mem.peak_alloc_bytes = mem.model_bytes + best;
-      mem.host_bytes += host_max;
+      mem.peak_alloc_bytes = mem.model_bytes + w.best;
+      mem.host_bytes += w.host_max;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
       est.stages.push_back(mem);
     }

@@ -120,23 +120,27 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
                       "overlap_moe_expert_parallel_comm is modelled with asynchronous p2p only (transfers that "
                       "wait for their data beside the merged steps); set pp_comm_async true (Megatron's "
                       "overlap_p2p_comm default)");
-  // 1F1B programs always pair (one chunk, no split backward): only build the others to check.
-  if (p.p2p == P2PMode::Blocking && p.schedule != ScheduleKind::OneFOneB) {
-    const std::string why = blocking_problem(p.program());
-    if (!why.empty())
-      throw ConfigError(src.strategy, "/pp_comm_async",
-                        why + "; set pp_comm_async true (Megatron's overlap_p2p_comm default) for the "
-                              "asynchronous schedule");
-  }
+  // The checks below read the program of steady_base() micro-batches where the plan has more:
+  // the plan's repeats its steady block, whose bundles pair and whose steps progress as in the
+  // shorter one (tests/schedule/steady_steps_test.cpp checks both verdicts agree). A problem is
+  // reported from the plan's own program.
+  // 1F1B programs always pair (one chunk, no split backward) and zero-bubble ones run
+  // asynchronously: only interleaved ones are built to check.
+  const bool blocking = p.p2p == P2PMode::Blocking && p.schedule == ScheduleKind::Interleaved;
+  const bool partial = p.schedule == ScheduleKind::Interleaved && p.micro_batch_num % p.vp_group != 0;
+  const Program check = blocking || partial ? p.program(std::min(p.micro_batch_num, p.steady_base())) : Program{};
+  if (blocking && !blocking_problem(check).empty())
+    throw ConfigError(src.strategy, "/pp_comm_async",
+                      blocking_problem(p.program()) + "; set pp_comm_async true (Megatron's overlap_p2p_comm "
+                                                      "default) for the asynchronous schedule");
 
-  if (p.schedule == ScheduleKind::Interleaved && p.micro_batch_num % p.vp_group != 0) {
+  if (partial) {
     // A partial last group can leave Megatron's interleaved order waiting on itself: rank 0's
     // warm-up then needs a forward that the last rank only runs after a backward that waits for
     // rank 0. Replay the order with unit costs to find out.
-    const Program prog = p.program();
     PipelineCosts unit;
     unit.chunks.assign(static_cast<size_t>(p.pp), std::vector<ChunkTimes>(static_cast<size_t>(p.vpp), {1, 1, 0}));
-    if (!lower(prog, unit, p.p2p).try_run())
+    if (!lower(check, unit, p.p2p).try_run())
       throw ConfigError(src.strategy, "/micro_batch_num",
                         strprintf("Megatron's interleaved order cannot make progress with pp_size %lld, "
                                   "interleaving_size %lld, micro_batch_num %lld in groups of %lld (the partial "

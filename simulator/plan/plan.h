@@ -62,6 +62,17 @@ struct Plan {
   [[nodiscard]] Program program() const { return program(micro_batch_num); }
   /// The same schedule over `mbc` micro-batches (the pipeline replay's extrapolation points).
   [[nodiscard]] Program program(int64_t mbc) const;
+  /// Whether the program splits the backward (Program::split_backward), without building it.
+  [[nodiscard]] bool split_backward() const { return schedule == ScheduleKind::ZeroBubbleH1; }
+  /// Micro-batches of one period of the program's steady state: the interleaved group, else 1.
+  [[nodiscard]] int64_t steady_period() const { return schedule == ScheduleKind::Interleaved ? vp_group : 1; }
+  /// The fewest micro-batches past the warm-up (2·pp·vpp + 2 periods) with micro_batch_num's
+  /// remainder modulo the period: the plan's program is that program with its steady block
+  /// repeated (when micro_batch_num is larger).
+  [[nodiscard]] int64_t steady_base() const {
+    const int64_t g = steady_period(), least = 2 * pp * vpp + 2 * g;
+    return least + ((micro_batch_num - least) % g + g) % g;
+  }
   /// Stage names used in reports: "stage" (pp 1), first/middle/last (1F1B), or one per rank.
   [[nodiscard]] const char* stage_kind(int64_t rank) const;
 };

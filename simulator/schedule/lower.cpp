@@ -1,6 +1,7 @@
 #include "schedule/lower.h"
 
 #include <algorithm>
+#include <array>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -96,7 +97,8 @@ struct Sub {
 };
 struct Item {
   int64_t step = -1;  // compute step index, or -1 for a bundle
-  std::vector<Sub> subs;
+  std::array<Sub, 4> subs{};  // a bundle's first `n` (at most one of each kind)
+  uint8_t n = 0;
 };
 
 std::vector<std::vector<Item>> interleaved_items(const Program& p) {
@@ -109,19 +111,20 @@ std::vector<std::vector<Item>> interleaved_items(const Program& p) {
   std::vector<std::vector<Item>> items(static_cast<size_t>(pp));
   for (int64_t r = 0; r < pp; ++r) {
     auto& out = items[static_cast<size_t>(r)];
+    out.reserve(static_cast<size_t>(4 * total + 2));  // the compute steps and at most as many bundles
     const bool first_rank = r == 0, last_rank = r == pp - 1;
     const int64_t next = (r + 1) % pp, prev = (r - 1 + pp) % pp;
     int64_t step = 0;
     // Megatron's batched order: send_prev, recv_prev, send_next, recv_next.
     auto comm = [&](bool send_prev, bool recv_prev, bool send_next, bool recv_next) {
       Item it;
-      if (send_prev) it.subs.push_back({true, false, prev});
-      if (recv_prev) it.subs.push_back({false, true, prev});
-      if (send_next) it.subs.push_back({true, true, next});
-      if (recv_next) it.subs.push_back({false, false, next});
-      if (!it.subs.empty()) out.push_back(std::move(it));
+      if (send_prev) it.subs[it.n++] = {true, false, prev};
+      if (recv_prev) it.subs[it.n++] = {false, true, prev};
+      if (send_next) it.subs[it.n++] = {true, true, next};
+      if (recv_next) it.subs[it.n++] = {false, false, next};
+      if (it.n > 0) out.push_back(it);
     };
-    auto compute = [&] { out.push_back({step++, {}}); };
+    auto compute = [&] { out.push_back({step++}); };
     const int64_t warmup = std::min((pp - r - 1) * 2 + (v - 1) * p.group, total);
     const bool all_warmup = warmup == total;
     const int64_t remaining = total - warmup;
@@ -164,17 +167,22 @@ struct Channels {
   std::vector<std::vector<Ref>> sends, recvs;
 };
 
+// The channel of a sub-operation of rank r's bundle: (src·pp + dst)·2 + direction.
+size_t channel_of(size_t r, const Sub& sb, int64_t pp) {
+  const auto rank = static_cast<int64_t>(r);
+  const int64_t src = sb.send ? rank : sb.peer, dst = sb.send ? sb.peer : rank;
+  return static_cast<size_t>((src * pp + dst) * 2 + (sb.to_next ? 1 : 0));
+}
+
 Channels channels(const std::vector<std::vector<Item>>& items, int64_t pp) {
   Channels ch;
   ch.sends.resize(static_cast<size_t>(pp * pp * 2));
   ch.recvs.resize(ch.sends.size());
   for (size_t r = 0; r < items.size(); ++r)
     for (size_t i = 0; i < items[r].size(); ++i)
-      for (const Sub& sb : items[r][i].subs) {
-        const int64_t rank = static_cast<int64_t>(r);
-        const int64_t src = sb.send ? rank : sb.peer, dst = sb.send ? sb.peer : rank;
-        const auto k = static_cast<size_t>((src * pp + dst) * 2 + (sb.to_next ? 1 : 0));
-        (sb.send ? ch.sends : ch.recvs)[k].push_back({r, i});
+      for (size_t j = 0; j < items[r][i].n; ++j) {
+        const Sub& sb = items[r][i].subs[j];
+        (sb.send ? ch.sends : ch.recvs)[channel_of(r, sb, pp)].push_back({r, i});
       }
   return ch;
 }
@@ -186,6 +194,7 @@ Engine lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Step
   std::vector<std::vector<Engine::OpId>> ids(items.size());
   for (size_t r = 0; r < items.size(); ++r) {
     const auto& steps = p.ranks[r];
+    ids[r].reserve(items[r].size());
     for (const Item& it : items[r]) {
       if (it.step >= 0) {
         const Step& s = steps[static_cast<size_t>(it.step)];
@@ -285,14 +294,18 @@ Engine lower_async(const Program& p, const PipelineCosts& c, StepOps& out) {
 std::string blocking_problem(const Program& p) {
   if (p.split_backward) return "a split-backward (zero-bubble) schedule needs asynchronous p2p";
   if (p.v == 1) return "";
+  // Only the counts per channel matter here.
   const auto items = interleaved_items(p);
-  const Channels ch = channels(items, p.pp);
-  for (size_t k = 0; k < ch.sends.size(); ++k)
-    if (ch.sends[k].size() != ch.recvs[k].size()) {
+  std::vector<size_t> sends(static_cast<size_t>(p.pp * p.pp * 2)), recvs(sends.size());
+  for (size_t r = 0; r < items.size(); ++r)
+    for (const Item& it : items[r])
+      for (size_t j = 0; j < it.n; ++j) ++(it.subs[j].send ? sends : recvs)[channel_of(r, it.subs[j], p.pp)];
+  for (size_t k = 0; k < sends.size(); ++k)
+    if (sends[k] != recvs[k]) {
       const size_t src = k / 2 / static_cast<size_t>(p.pp), dst = k / 2 % static_cast<size_t>(p.pp);
       return strprintf("Megatron's synchronous interleaved schedule posts %zu sends but %zu receives from "
                        "rank %zu to rank %zu for pp %lld, %lld chunks, %lld micro-batches in groups of %lld",
-                       ch.sends[k].size(), ch.recvs[k].size(), src, dst, static_cast<long long>(p.pp),
+                       sends[k], recvs[k], src, dst, static_cast<long long>(p.pp),
                        static_cast<long long>(p.v), static_cast<long long>(p.mbc),
                        static_cast<long long>(p.group));
     }
@@ -303,7 +316,11 @@ Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode, StepOps
   TRAINSIM_ASSERT(costs.chunks.size() == p.ranks.size(), "pipeline costs do not match the program");
   StepOps local;
   StepOps& out = steps ? *steps : local;
-  out.assign(p.ranks.size(), {});
+  out.resize(p.ranks.size());
+  for (size_t r = 0; r < out.size(); ++r) {
+    out[r].clear();
+    out[r].reserve(p.ranks[r].size());
+  }
   if (mode == P2PMode::Async || p.pp == 1) return lower_async(p, costs, out);
   // What blocking_problem checks (the plan has): the interleaved lowering asserts the pairing
   // itself rather than building the bundles twice.
