@@ -9,6 +9,7 @@
 
 #include "config/mode.h"
 #include "config/model_config.h"
+#include "config/shape_key.h"
 #include "config/strategy_config.h"
 #include "core/small_vector.h"
 
@@ -41,7 +42,7 @@ struct Kernel {
   double bytes = 0;
   const char* op = "default";     // accelerator.op class
   const char* bw = "default";     // accelerator.bandwidth class
-  std::string key;                // efficiency shape key ("" = no lookup)
+  PackedKey key;                  // efficiency shape key (empty = no lookup)
 };
 
 /// A phase's kernels and collectives: one or two (Permutation), more only for serial experts.
