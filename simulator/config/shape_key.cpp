@@ -304,6 +304,7 @@ PackedKey sdpa_key(double batch, double seq_len, double head_num, double kv_head
 std::string format_packed_key(const PackedKey& key) {
   const auto [fields, count] = fields_of(key.kind);
   std::string out;
+  out.reserve(192);  // the longest kind's text, one allocation
   size_t num = 0, choice = 0, flag = 0;
   for (size_t i = 0; i < count; ++i) {
     if (i > 0) out += ", ";
