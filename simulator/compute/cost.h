@@ -3,7 +3,6 @@
 #pragma once
 
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,8 +26,8 @@ struct EfficiencyLog {
   void merge(const EfficiencyLog& other);
 
  private:
-  [[nodiscard]] bool recorded(size_t hash, std::string_view op, const PackedKey& key) const;
-  std::vector<size_t> seen_;  // hash of each recorded miss's op and key (misses[i]), for a cheap dedup
+  [[nodiscard]] bool recorded(size_t hash, const char* op, const PackedKey& key) const;
+  std::vector<size_t> seen_;  // hash of each recorded miss's key (misses[i]), for a cheap dedup
 };
 
 /// One kernel's time and the FLOP efficiency it used (0 for a kernel without FLOPs).

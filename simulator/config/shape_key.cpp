@@ -235,8 +235,7 @@ std::pair<const char* const*, size_t> names_of(FieldType t) {
 // The value a key field prints, one double per text: integral values (the Python int the peer
 // prints, 0 without sign), else what `%.0f` prints (round half to even, "-0", inf, nan).
 double pack_value(double v) {
-  const double r = std::round(v);
-  if (r == v && std::fabs(v) < 9e15) return r == 0 ? 0.0 : r;
+  if (std::fabs(v) < 9e15 && static_cast<double>(static_cast<int64_t>(v)) == v) return v == 0 ? 0.0 : v;
   if (std::isnan(v)) return std::copysign(std::numeric_limits<double>::quiet_NaN(), v);
   return std::nearbyint(v);
 }
