@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "config/mode.h"
@@ -44,6 +45,7 @@ struct Kernel {
   const char* bw = "default";     // accelerator.bandwidth class
   PackedKey key;                  // efficiency shape key (empty = no lookup)
 };
+static_assert(std::is_trivially_copyable_v<Kernel>, "kernels are built and copied on every estimate");
 
 /// A phase's kernels and collectives: one or two (Permutation), more only for serial experts.
 using KernelList = SmallVector<Kernel, 2>;
