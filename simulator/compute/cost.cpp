@@ -3,20 +3,20 @@
 #include "compute/cost.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace trainsim {
 
-bool EfficiencyLog::recorded(size_t hash, std::string_view op, const std::string& key) const {
+bool EfficiencyLog::recorded(size_t hash, const char* op, const PackedKey& key) const {
   for (size_t i = 0; i < seen_.size(); ++i)
-    if (seen_[i] == hash && misses[i].key == key && op == misses[i].op) return true;
+    if (seen_[i] == hash && misses[i].key == key && std::strcmp(op, misses[i].op) == 0) return true;
   return false;
 }
 
-void EfficiencyLog::miss(const char* op, const std::string& key, double flops, double used) {
-  // A chunk misses a few distinct keys many times (every layer): compare hashes before strings,
-  // and copy the key only for a new miss.
-  const std::hash<std::string_view> hash;
-  const size_t h = hash(key) * 31 + hash(op);
+void EfficiencyLog::miss(const char* op, const PackedKey& key, double flops, double used) {
+  // A chunk misses a few distinct keys many times (every layer): compare key hashes first (the
+  // op classes of one key kind share them, e.g. matmul and fp8_matmul; their names tell apart).
+  const size_t h = PackedKeyHash{}(key);
   if (recorded(h, op, key)) return;
   seen_.push_back(h);
   misses.push_back({op, key, flops, used});
@@ -78,9 +78,8 @@ KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log)
     double eff = op.efficient_factor;
     bool hit = false;
     if (known && !k.key.empty()) {
-      auto e = op.accurate.find(k.key);
-      if (e != op.accurate.end()) {
-        eff = e->second;
+      if (const double* e = op.accurate.find(k.key)) {
+        eff = *e;
         hit = true;
       }
     }

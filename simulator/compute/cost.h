@@ -3,7 +3,6 @@
 #pragma once
 
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,18 +16,18 @@ namespace trainsim {
 struct EfficiencyLog {
   struct Miss {
     const char* op;  // the kernel's op class, a static name
-    std::string key;
+    PackedKey key;   // views print format_packed_key(key)
     double flops = 0, used = 0;
   };
   std::vector<Miss> misses;
   int64_t hits = 0;
-  void miss(const char* op, const std::string& key, double flops, double used);
+  void miss(const char* op, const PackedKey& key, double flops, double used);
   /// Adds `other`'s hits and the misses not recorded yet (a chunk's log into its estimate's).
   void merge(const EfficiencyLog& other);
 
  private:
-  [[nodiscard]] bool recorded(size_t hash, std::string_view op, const std::string& key) const;
-  std::vector<size_t> seen_;  // hash of each recorded miss's op and key (misses[i]), for a cheap dedup
+  [[nodiscard]] bool recorded(size_t hash, const char* op, const PackedKey& key) const;
+  std::vector<size_t> seen_;  // hash of each recorded miss's key (misses[i]), for a cheap dedup
 };
 
 /// One kernel's time and the FLOP efficiency it used (0 for a kernel without FLOPs).

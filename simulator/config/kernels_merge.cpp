@@ -53,7 +53,7 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
                         "op class '" + r.op + "' is not in the base system and the measurements carry no "
                         "peak to declare for it (peak_bf16_tflops/peak_fp8_tflops)");
     double eff = r.flops / (r.time.median * op.peak_flops);
-    op.accurate[r.key] = eff;
+    op.accurate.set(r.key, eff);
     op.has_accurate = true;
     measured[r.op].push_back(eff);
   }

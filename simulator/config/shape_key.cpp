@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -180,6 +183,181 @@ double shape_flops(const std::string& op, const ShapeKey& shape) {
   double base = d(a.batch) * d(a.seq_len) * d(a.seq_len) * d(std::max(a.head_num, a.kv_head_num)) *
                 d(a.qk_head_dim + a.v_head_dim);
   return op == "sdp_bwd" ? 5 * base : 2 * base;
+}
+
+namespace {
+
+// Packed keys: the fields of each kind in key order, read by one formatter and one parser.
+enum class FieldType : uint8_t { Num, Layout, Dtype, Stage, Bool };
+struct Field {
+  const char* name;
+  FieldType type;
+};
+using F = FieldType;
+constexpr Field kMatmulFields[] = {{"b", F::Num},      {"m", F::Num},          {"k", F::Num},
+                                   {"n", F::Num},      {"layout", F::Layout},  {"accumulate", F::Bool},
+                                   {"out_dtype", F::Dtype}};
+constexpr Field kGroupedFields[] = {{"ng", F::Num},
+                                    {"M", F::Num},
+                                    {"N", F::Num},
+                                    {"K", F::Num},
+                                    {"dtype", F::Dtype},
+                                    {"out_dtype", F::Dtype},
+                                    {"main_grad_dtype", F::Dtype},
+                                    {"stage", F::Stage},
+                                    {"grad", F::Bool},
+                                    {"accumulate", F::Bool},
+                                    {"use_split_accumulator", F::Bool},
+                                    {"single_output", F::Bool}};
+constexpr Field kSdpaFields[] = {{"batch", F::Num},       {"seq_len", F::Num},    {"head_num", F::Num},
+                                 {"kv_head_num", F::Num},  {"qk_head_dim", F::Num}, {"v_head_dim", F::Num},
+                                 {"qkv_contiguous", F::Bool}};
+constexpr const char* kLayoutNames[] = {"TN", "NN", "NT"};
+constexpr const char* kDtypeNames[] = {"bf16", "fp16", "fp32", "fp8"};
+constexpr const char* kStageNames[] = {"fwd", "bwd_grad_act", "bwd_grad_w"};
+
+std::pair<const Field*, size_t> fields_of(KeyKind kind) {
+  switch (kind) {
+    case KeyKind::Matmul: return {kMatmulFields, std::size(kMatmulFields)};
+    case KeyKind::Grouped: return {kGroupedFields, std::size(kGroupedFields)};
+    case KeyKind::Sdpa: return {kSdpaFields, std::size(kSdpaFields)};
+    case KeyKind::None: break;
+  }
+  return {nullptr, 0};
+}
+
+std::pair<const char* const*, size_t> names_of(FieldType t) {
+  if (t == F::Layout) return {kLayoutNames, std::size(kLayoutNames)};
+  if (t == F::Dtype) return {kDtypeNames, std::size(kDtypeNames)};
+  return {kStageNames, std::size(kStageNames)};
+}
+
+// The value a key field prints, one double per text: integral values (the Python int the peer
+// prints, 0 without sign), else what `%.0f` prints (round half to even, "-0", inf, nan).
+double pack_value(double v) {
+  if (std::fabs(v) < 9e15 && static_cast<double>(static_cast<int64_t>(v)) == v) return v == 0 ? 0.0 : v;
+  if (std::isnan(v)) return std::copysign(std::numeric_limits<double>::quiet_NaN(), v);
+  return std::nearbyint(v);
+}
+
+void put_value(std::string& out, double v) {
+  if (std::round(v) == v && std::fabs(v) < 9e15 && !(v == 0 && std::signbit(v))) {
+    char digits[24];
+    const auto res = std::to_chars(digits, digits + sizeof digits, static_cast<int64_t>(v));
+    out.append(digits, res.ptr);
+  } else {
+    out += strprintf("%.0f", v);
+  }
+}
+
+PackedKey make_key(KeyKind kind, std::initializer_list<double> nums, std::initializer_list<uint8_t> choices,
+                   std::initializer_list<bool> flags) {
+  PackedKey k;
+  k.kind = kind;
+  size_t i = 0;
+  for (double v : nums) k.num[i++] = pack_value(v);
+  i = 0;
+  for (uint8_t c : choices) k.choice[i++] = c;
+  i = 0;
+  for (bool b : flags) k.flags = static_cast<uint8_t>(k.flags | (b ? 1u << i : 0u)), ++i;
+  return k;
+}
+
+}  // namespace
+
+bool operator==(const PackedKey& a, const PackedKey& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+size_t PackedKeyHash::operator()(const PackedKey& k) const {
+  static_assert(sizeof(PackedKey) == 56, "no padding: keys compare and hash as raw bytes");
+  uint64_t words[sizeof(PackedKey) / 8];
+  std::memcpy(words, &k, sizeof k);
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (uint64_t w : words) {
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+  }
+  return static_cast<size_t>(h);
+}
+
+PackedKey matmul_key(double b, double m, double k, double n, KeyLayout layout, bool accumulate,
+                     KeyDtype out_dtype) {
+  return make_key(KeyKind::Matmul, {b, m, k, n},
+                  {static_cast<uint8_t>(layout), static_cast<uint8_t>(out_dtype)}, {accumulate});
+}
+
+PackedKey grouped_key(double ng, double m, double n, double k, KeyDtype dtype, KeyDtype out_dtype,
+                      KeyDtype main_grad_dtype, KeyStage stage, bool grad, bool accumulate,
+                      bool use_split_accumulator, bool single_output) {
+  return make_key(KeyKind::Grouped, {ng, m, n, k},
+                  {static_cast<uint8_t>(dtype), static_cast<uint8_t>(out_dtype),
+                   static_cast<uint8_t>(main_grad_dtype), static_cast<uint8_t>(stage)},
+                  {grad, accumulate, use_split_accumulator, single_output});
+}
+
+PackedKey sdpa_key(double batch, double seq_len, double head_num, double kv_head_num, double qk_head_dim,
+                   double v_head_dim, bool qkv_contiguous) {
+  return make_key(KeyKind::Sdpa, {batch, seq_len, head_num, kv_head_num, qk_head_dim, v_head_dim}, {},
+                  {qkv_contiguous});
+}
+
+std::string format_packed_key(const PackedKey& key) {
+  const auto [fields, count] = fields_of(key.kind);
+  std::string out;
+  out.reserve(192);  // the longest kind's text, one allocation
+  size_t num = 0, choice = 0, flag = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (i > 0) out += ", ";
+    out += fields[i].name;
+    out += '=';
+    switch (fields[i].type) {
+      case F::Num: put_value(out, key.num[num++]); break;
+      case F::Bool: out += (key.flags >> flag++) & 1 ? "True" : "False"; break;
+      default: out += names_of(fields[i].type).first[key.choice[choice++]]; break;
+    }
+  }
+  return out;
+}
+
+std::optional<PackedKey> pack_shape_key(std::string_view text) {
+  PackedKey key;
+  const std::string_view first = text.substr(0, text.find('='));
+  key.kind = first == "b" ? KeyKind::Matmul : first == "ng" ? KeyKind::Grouped
+             : first == "batch" ? KeyKind::Sdpa : KeyKind::None;
+  const auto [fields, count] = fields_of(key.kind);
+  if (count == 0) return std::nullopt;
+  size_t pos = 0, num = 0, choice = 0, flag = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (pos > text.size()) return std::nullopt;  // fewer fields than the kind has
+    const size_t end = std::min(text.find(", ", pos), text.size());
+    const std::string_view tok = text.substr(pos, end - pos);
+    const size_t name_len = std::strlen(fields[i].name);
+    if (tok.size() <= name_len || tok.substr(0, name_len) != fields[i].name || tok[name_len] != '=')
+      return std::nullopt;
+    const std::string_view v = tok.substr(name_len + 1);
+    switch (fields[i].type) {
+      case F::Num: {
+        double d = 0;
+        if (std::from_chars(v.data(), v.data() + v.size(), d).ec != std::errc()) return std::nullopt;
+        key.num[num++] = std::isnan(d) ? pack_value(d) : d;
+        break;
+      }
+      case F::Bool:
+        if (v != "True" && v != "False") return std::nullopt;
+        key.flags = static_cast<uint8_t>(key.flags | (v == "True" ? 1u << flag : 0u));
+        ++flag;
+        break;
+      default: {
+        const auto [names, n] = names_of(fields[i].type);
+        const auto* it = std::find(names, names + n, v);
+        if (it == names + n) return std::nullopt;
+        key.choice[choice++] = static_cast<uint8_t>(it - names);
+      }
+    }
+    pos = end + 2;
+  }
+  // Only a text the key prints back byte for byte is that key (e.g. not "m=04" or "m=4.5").
+  if (format_packed_key(key) != text) return std::nullopt;
+  return key;
 }
 
 }  // namespace trainsim

@@ -64,4 +64,50 @@ using ShapeKey = std::variant<MatmulShape, GroupedMatmulShape, SdpaShape>;
 /// No causal halving. `op` selects fwd/bwd for SDPA.
 [[nodiscard]] double shape_flops(const std::string& op, const ShapeKey& shape);
 
+/// Layout, dtype and stage fields of packed keys (the text values of the peer's keys).
+enum class KeyLayout : uint8_t { TN, NN, NT };
+enum class KeyDtype : uint8_t { bf16, fp16, fp32, fp8 };
+enum class KeyStage : uint8_t { fwd, bwd_grad_act, bwd_grad_w };
+enum class KeyKind : uint8_t { None, Matmul, Grouped, Sdpa };
+
+/// A shape key as plain data: what a kernel looks up on every estimate, hashed and compared by
+/// value instead of as text. Numeric fields hold the value the key prints (see pack_value), so
+/// two keys are equal exactly when their texts are; `format_packed_key` gives the text.
+struct PackedKey {
+  double num[6] = {};    // numeric fields in key order (matmul 4, grouped 4, SDPA 6)
+  KeyKind kind = KeyKind::None;
+  uint8_t choice[4] = {};  // layout / dtype / stage fields in key order, as their enum values
+  uint8_t flags = 0;       // boolean fields in key order, bit i = field i
+  uint8_t pad[2] = {};     // keeps every byte defined: keys compare and hash as raw words
+
+  [[nodiscard]] bool empty() const { return kind == KeyKind::None; }
+  friend bool operator==(const PackedKey& a, const PackedKey& b);
+};
+
+struct PackedKeyHash {
+  size_t operator()(const PackedKey& k) const;
+};
+
+/// Dense GEMM key (`b, m, k, n, layout, accumulate, out_dtype`).
+[[nodiscard]] PackedKey matmul_key(double b, double m, double k, double n, KeyLayout layout,
+                                   bool accumulate, KeyDtype out_dtype);
+/// Grouped GEMM key (`ng, M, N, K, dtype, out_dtype, main_grad_dtype, stage, grad, accumulate,
+/// use_split_accumulator, single_output`).
+[[nodiscard]] PackedKey grouped_key(double ng, double m, double n, double k, KeyDtype dtype,
+                                    KeyDtype out_dtype, KeyDtype main_grad_dtype, KeyStage stage,
+                                    bool grad, bool accumulate, bool use_split_accumulator,
+                                    bool single_output);
+/// Fused attention key (`batch, seq_len, head_num, kv_head_num, qk_head_dim, v_head_dim,
+/// qkv_contiguous`).
+[[nodiscard]] PackedKey sdpa_key(double batch, double seq_len, double head_num, double kv_head_num,
+                                 double qk_head_dim, double v_head_dim, bool qkv_contiguous);
+
+/// The key text: integral values as Python ints, others as printf `%.0f` (round half to even),
+/// booleans as True/False. "" for an empty key.
+[[nodiscard]] std::string format_packed_key(const PackedKey& key);
+
+/// The packed key whose text is exactly `text` (any kind, any values the text can print), or
+/// nullopt when no packed key prints it (such a table entry is never looked up by a kernel).
+[[nodiscard]] std::optional<PackedKey> pack_shape_key(std::string_view text);
+
 }  // namespace trainsim

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "config/json_reader.h"
 #include "core/text.h"
@@ -188,7 +189,7 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
           check_magnitude(issues, p + "/accurate_efficient_factor/" + key, eff, kMaxFactor, kMinPositive);
         for (const auto& [key, eff] : accurate)
           if (!(eff > 0)) issues.add(p + "/accurate_efficient_factor/" + key, "must be > 0");
-        op.accurate.insert(accurate.begin(), accurate.end());
+        for (const auto& [key, eff] : accurate) op.accurate.set(key, eff);
         op.peak_flops = tflops * kTera;
         sys.ops[it.key()] = std::move(op);
       }
@@ -241,6 +242,37 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
   issues.throw_if_any();
   refresh_fingerprint(sys);
   return sys;
+}
+
+void EfficiencyTable::set(const std::string& text, double efficiency) {
+  if (const auto key = pack_shape_key(text)) {
+    packed_[*key] = efficiency;
+  } else {
+    text_[text] = efficiency;
+  }
+}
+
+const double* EfficiencyTable::find(const PackedKey& key) const {
+  auto it = packed_.find(key);
+  return it != packed_.end() ? &it->second : nullptr;
+}
+
+const double* EfficiencyTable::find(const std::string& text) const {
+  if (const auto key = pack_shape_key(text)) return find(*key);
+  auto it = text_.find(text);
+  return it != text_.end() ? &it->second : nullptr;
+}
+
+double EfficiencyTable::at(const std::string& text) const {
+  if (const double* e = find(text)) return *e;
+  throw std::out_of_range("no efficiency for shape key '" + text + "'");
+}
+
+std::vector<std::pair<std::string, double>> EfficiencyTable::entries() const {
+  std::vector<std::pair<std::string, double>> out(text_.begin(), text_.end());
+  for (const auto& [key, eff] : packed_) out.emplace_back(format_packed_key(key), eff);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 void refresh_fingerprint(SystemConfig& sys) {
@@ -302,7 +334,7 @@ std::string system_to_json_text(const SystemConfig& sys, int indent) {
     o["efficient_factor"] = op.efficient_factor;
     if (op.has_accurate || !op.accurate.empty()) {
       json a = json::object();
-      for (const auto& [k, v] : op.accurate) a[k] = v;
+      for (const auto& [k, v] : op.accurate.entries()) a[k] = v;
       o["accurate_efficient_factor"] = a;
     }
     acc["op"][name] = o;

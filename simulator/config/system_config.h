@@ -6,18 +6,42 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
+#include "config/shape_key.h"
 #include "core/units.h"
 
 namespace trainsim {
+
+/// Shape key → measured efficiency of one op class. Every estimate looks up hundreds of keys, so
+/// keys are held packed (parsed once, when set); a text that no packed key prints (the loader
+/// accepts any text) is kept as text, which no kernel can look up. Each key lives in one place.
+class EfficiencyTable {
+ public:
+  /// Sets the efficiency of the key `text` (as written in the system JSON).
+  void set(const std::string& text, double efficiency);
+  [[nodiscard]] const double* find(const PackedKey& key) const;
+  [[nodiscard]] const double* find(const std::string& text) const;
+  [[nodiscard]] size_t count(const std::string& text) const { return find(text) ? 1 : 0; }
+  /// Throws std::out_of_range when `text` is not in the table.
+  [[nodiscard]] double at(const std::string& text) const;
+  [[nodiscard]] size_t size() const { return packed_.size() + text_.size(); }
+  [[nodiscard]] bool empty() const { return size() == 0; }
+  /// Every (key text, efficiency), ordered by key text.
+  [[nodiscard]] std::vector<std::pair<std::string, double>> entries() const;
+
+ private:
+  std::unordered_map<PackedKey, double, PackedKeyHash> packed_;
+  std::map<std::string, double> text_;
+};
 
 /// One compute op class of the accelerator (`accelerator.op.<name>`).
 struct ComputeOpConfig {
   double peak_flops = 0;         // FLOP/s (JSON `tflops` × 1e12)
   double efficient_factor = 0;   // fallback efficiency for shapes not in `accurate`
   bool has_accurate = false;     // the JSON had an `accurate_efficient_factor` member
-  // Shape key → measured efficiency: hashed, as every estimate looks up hundreds of long keys.
-  std::unordered_map<std::string, double> accurate;
+  EfficiencyTable accurate;      // shape key → measured efficiency
 };
 
 /// A bandwidth class (`accelerator.bandwidth.<name>` or `networks.<group>.bandwidth`).

@@ -1370,7 +1370,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.mfu = est.tflops_per_gpu * kTera / sys.ops.at("default").peak_flops;
   est.tokens_per_s_per_gpu = tokens / est.iteration_time_s / static_cast<double>(plan.world);
   est.misses.reserve(log.misses.size());
-  for (auto& mm : log.misses) est.misses.push_back({mm.op, std::move(mm.key), mm.flops, mm.used});
+  for (const auto& mm : log.misses) est.misses.push_back({mm.op, mm.key, mm.flops, mm.used});
   est.efficiency_hits = log.hits;
   return est;
 }

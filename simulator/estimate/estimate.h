@@ -61,8 +61,8 @@ struct StageTime {
 
 /// A shape key looked up without a measured efficiency.
 struct EfficiencyMiss {
-  std::string op;
-  std::string key;
+  const char* op = "";  // the kernel's op class, a static name
+  PackedKey key;        // views print format_packed_key(key)
   double flops = 0;
   double used_efficiency = 0;
 };

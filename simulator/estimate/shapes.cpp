@@ -2,6 +2,8 @@
 #include "estimate/shapes.h"
 
 #include <algorithm>
+#include <string_view>
+#include <utility>
 
 #include "model/graph.h"
 #include "plan/plan.h"
@@ -17,21 +19,23 @@ std::vector<ShapeUse> list_shapes(const ModelConfig& m, const StrategyConfig& s,
   std::vector<Chunk> chunks;
   for (const auto& spec : specs) chunks.push_back(build_chunk(m, s, plan.padded_vocab, spec, plan.chunk_env));
   std::vector<ShapeUse> out;
+  std::vector<std::pair<std::string_view, PackedKey>> keys;  // out[i]'s op and key
   auto add_leaf = [&](const Leaf& l, int64_t count) {
     for (const auto& phase : l.kernels)
       for (const auto& k : phase) {
         if (k.key.empty()) continue;
-        auto it = std::find_if(out.begin(), out.end(), [&](const ShapeUse& u) { return u.op == k.op && u.key == k.key; });
-        if (it != out.end()) {
-          it->count += count;
+        auto it = std::find_if(keys.begin(), keys.end(), [&](const auto& u) { return u.first == k.op && u.second == k.key; });
+        if (it != keys.end()) {
+          out[static_cast<size_t>(it - keys.begin())].count += count;
           continue;
         }
+        keys.emplace_back(k.op, k.key);
         ShapeUse u;
         u.op = k.op;
-        u.key = k.key;
+        u.key = format_packed_key(k.key);
         u.flops = k.flops;
         auto op = sys.ops.find(k.op);
-        u.in_system = op != sys.ops.end() && op->second.accurate.count(k.key) > 0;
+        u.in_system = op != sys.ops.end() && op->second.accurate.find(k.key) != nullptr;
         u.count = count;
         out.push_back(u);
       }

@@ -4,10 +4,8 @@
 #include "model/graph.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstring>
-#include <string_view>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -36,57 +34,8 @@ struct Ctx {
   const ChunkEnv& env;
 };
 
-// Builds "name=value, name=value, ..." keys, integral values as the peer prints them (Python
-// int). Keys are built on every evaluation: the text goes to a stack buffer (a heap string only
-// past it) and becomes a string once, without printf.
-class KeyBuilder {
- public:
-  KeyBuilder& num(const char* name, double v) {
-    field(name);
-    const double r = std::round(v);
-    if (r == v && std::fabs(v) < 9e15) {
-      char digits[24];
-      const auto res = std::to_chars(digits, digits + sizeof digits, static_cast<int64_t>(r));
-      put({digits, static_cast<size_t>(res.ptr - digits)});
-    } else {
-      put(strprintf("%.0f", v));
-    }
-    return *this;
-  }
-  KeyBuilder& str(const char* name, const char* v) {
-    field(name);
-    put(v);
-    return *this;
-  }
-  std::string take() { return heap_.empty() ? std::string(buf_, n_) : std::move(heap_); }
-
- private:
-  void field(const char* name) {
-    if (n_ > 0 || !heap_.empty()) put(", ");
-    put(name);
-    put("=");
-  }
-  void put(std::string_view text) {
-    if (heap_.empty() && n_ + text.size() <= sizeof buf_) {
-      std::memcpy(buf_ + n_, text.data(), text.size());
-      n_ += text.size();
-      return;
-    }
-    if (heap_.empty()) heap_.assign(buf_, n_);
-    heap_ += text;
-  }
-  char buf_[256];
-  size_t n_ = 0;
-  std::string heap_;
-};
-
-std::string gemm_key(double b, double m, double k, double n, const char* layout, bool acc,
-                     const char* out) {
-  KeyBuilder kb;
-  kb.num("b", b).num("m", m).num("k", k).num("n", n).str("layout", layout);
-  kb.str("accumulate", acc ? "True" : "False").str("out_dtype", out);
-  return kb.take();
-}
+// The wgrad output dtype (Ctx::wgrad_dtype: "bf16" or "fp32").
+KeyDtype dtype_of(const char* name) { return std::strcmp(name, "bf16") == 0 ? KeyDtype::bf16 : KeyDtype::fp32; }
 
 Kernel mem_kernel(double bytes, const char* bw = "default") {
   Kernel k;
@@ -138,9 +87,9 @@ void linear_common(const Ctx& c, Leaf& l, double m_rows, double in, double out, 
     l.kernels[p] = {k};
   }
   if (c.s.use_fused_grad_accumulation) l.kernels[kBwdW][0].bytes += wt * 4;
-  l.kernels[kFwd][0].key = gemm_key(c.B, m_rows, in, out, "TN", false, "bf16");
-  l.kernels[kBwdAct][0].key = gemm_key(c.B, m_rows, out, in, "NN", false, "bf16");
-  l.kernels[kBwdW][0].key = gemm_key(1, out, c.B * m_rows, in, "NT", true, c.wgrad_dtype);
+  l.kernels[kFwd][0].key = matmul_key(c.B, m_rows, in, out, KeyLayout::TN, false, KeyDtype::bf16);
+  l.kernels[kBwdAct][0].key = matmul_key(c.B, m_rows, out, in, KeyLayout::NN, false, KeyDtype::bf16);
+  l.kernels[kBwdW][0].key = matmul_key(1, out, c.B * m_rows, in, KeyLayout::NT, true, dtype_of(c.wgrad_dtype));
   l.params = wt;
   l.weight_elem_bytes = fp8 && c.megatron ? fp8_weight_bytes(c.s.fp8_recipe, c.s.fp8_param_gather, c.env.blackwell) : w;
   l.recompute_repeats_comm = true;
@@ -308,12 +257,8 @@ Leaf core_attention(const Ctx& c, double d_qk, double d_v, bool mla) {
   b.flops = 5 * base;
   b.op = "sdp_bwd";
   b.bytes = (2 * q_el + 2 * kv_reads * (q_el + v_el) + o_el + lse_el) * c.e;
-  KeyBuilder kb;
-  kb.num("batch", c.B).num("seq_len", Sq).num("head_num", hp).num("kv_head_num", kv / c.tp / a2a);
-  kb.num("qk_head_dim", d_qk).num("v_head_dim", d_v).str("qkv_contiguous", "True");
-  const std::string key = kb.take();
-  f.key = key;
-  b.key = key;
+  f.key = sdpa_key(c.B, Sq, hp, kv / c.tp / a2a, d_qk, d_v, true);
+  b.key = f.key;
   l.kernels[kFwd] = {f};
   l.kernels[kBwdAct] = {b};
   // Activation sizes per TP rank over the local sequence (the peer sizes lse in 2 bytes).
@@ -501,9 +446,9 @@ Leaf cross_entropy(const Ctx& c, double Vt) {
 void fuse_linear_cross_entropy(const Ctx& c, Leaf& out, Leaf& ce, double Vt) {
   const double tokens = c.B * c.S_l, split = std::min(Vt, static_cast<double>(c.s.lce_vocab_split_size));
   const double chunk = tokens * split, x = tokens * c.H * c.e;
-  out.kernels[kFwd][0].key = gemm_key(c.B, c.S_l, c.H, split, "TN", false, "bf16");
-  out.kernels[kBwdAct][0].key = gemm_key(c.B, c.S_l, split, c.H, "NN", false, "bf16");
-  out.kernels[kBwdW][0].key = gemm_key(1, split, tokens, c.H, "NT", true, c.wgrad_dtype);
+  out.kernels[kFwd][0].key = matmul_key(c.B, c.S_l, c.H, split, KeyLayout::TN, false, KeyDtype::bf16);
+  out.kernels[kBwdAct][0].key = matmul_key(c.B, c.S_l, split, c.H, KeyLayout::NN, false, KeyDtype::bf16);
+  out.kernels[kBwdW][0].key = matmul_key(1, split, tokens, c.H, KeyLayout::NT, true, dtype_of(c.wgrad_dtype));
   out.kernels[kBwdAct].push_back(out.kernels[kFwd][0]);
   const double weight = c.s.use_accm_weight ? 0 : out.params * 2;
   out.fpk = x + chunk * 2 + weight;
@@ -529,9 +474,9 @@ Leaf router(const Ctx& c) {
     k.bytes = lin + (p == kFwd ? 2 * Ls : (p == kBwdAct ? 3 * Ls : 0));
     l.kernels[p] = {k};
   }
-  l.kernels[kFwd][0].key = gemm_key(c.B, c.S_l, c.H, NE, "TN", false, "bf16");
-  l.kernels[kBwdAct][0].key = gemm_key(c.B, c.S_l, NE, c.H, "NN", false, "bf16");
-  l.kernels[kBwdW][0].key = gemm_key(1, NE, c.B * c.S_l, c.H, "NT", true, c.wgrad_dtype);
+  l.kernels[kFwd][0].key = matmul_key(c.B, c.S_l, c.H, NE, KeyLayout::TN, false, KeyDtype::bf16);
+  l.kernels[kBwdAct][0].key = matmul_key(c.B, c.S_l, NE, c.H, KeyLayout::NN, false, KeyDtype::bf16);
+  l.kernels[kBwdW][0].key = matmul_key(1, NE, c.B * c.S_l, c.H, KeyLayout::NT, true, dtype_of(c.wgrad_dtype));
   l.params = c.H * NE;
   l.cache = T * c.H * 2;
   l.fpk = T * c.H * 2 + T * NE * 2 + c.H * NE * 2;
@@ -671,11 +616,10 @@ Leaf grouped_linear(const Ctx& c, const MoeShape& sh, const char* name, double i
   const double Tl = sh.M * sh.El;
   const double flops = 2 * Tl * in * out;
   const double bytes = Tl * in * a + sh.El * in * out * w + Tl * out * 2;
-  const char* mg = c.s.grad_reduce_in_bf16 ? "bf16" : "fp32";
-  const char* stages[3] = {"fwd", "bwd_grad_act", "bwd_grad_w"};
-  const char* flags[3][4] = {{"False", "False", "False", "True"},
-                             {"True", "False", "True", "False"},
-                             {"True", "True", "True", "False"}};
+  const KeyDtype mg = c.s.grad_reduce_in_bf16 ? KeyDtype::bf16 : KeyDtype::fp32;
+  const KeyStage stages[3] = {KeyStage::fwd, KeyStage::bwd_grad_act, KeyStage::bwd_grad_w};
+  // grad, accumulate, use_split_accumulator, single_output per phase.
+  const bool flags[3][4] = {{false, false, false, true}, {true, false, true, false}, {true, true, true, false}};
   const bool serial = c.m.group_linear_mode == "serial";
   for (int p = 0; p < 3; ++p) {
     const double extra = (p == kBwdW && c.s.use_fused_grad_accumulation) ? in * out * 4 : 0;
@@ -685,9 +629,9 @@ Leaf grouped_linear(const Ctx& c, const MoeShape& sh, const char* name, double i
       k.flops = flops / sh.El;
       k.op = fp8 ? "fp8_matmul" : "matmul";
       k.bytes = (bytes + extra) / sh.El;
-      if (p == kFwd) k.key = gemm_key(1, sh.M, in, out, "TN", false, "bf16");
-      if (p == kBwdAct) k.key = gemm_key(1, sh.M, out, in, "NN", false, "bf16");
-      if (p == kBwdW) k.key = gemm_key(1, out, sh.M, in, "NT", true, c.wgrad_dtype);
+      if (p == kFwd) k.key = matmul_key(1, sh.M, in, out, KeyLayout::TN, false, KeyDtype::bf16);
+      if (p == kBwdAct) k.key = matmul_key(1, sh.M, out, in, KeyLayout::NN, false, KeyDtype::bf16);
+      if (p == kBwdW) k.key = matmul_key(1, out, sh.M, in, KeyLayout::NT, true, dtype_of(c.wgrad_dtype));
       l.kernels[p].assign(static_cast<size_t>(sh.El), k);
       continue;
     }
@@ -695,12 +639,8 @@ Leaf grouped_linear(const Ctx& c, const MoeShape& sh, const char* name, double i
     k.flops = flops;
     k.op = fp8 ? "fp8_group_matmul" : "group_matmul";
     k.bytes = bytes + extra;
-    KeyBuilder kb;
-    kb.num("ng", sh.El).num("M", sh.M).num("N", out).num("K", in).str("dtype", fp8 ? "fp8" : "bf16");
-    kb.str("out_dtype", "bf16").str("main_grad_dtype", mg).str("stage", stages[p]);
-    kb.str("grad", flags[p][0]).str("accumulate", flags[p][1]).str("use_split_accumulator", flags[p][2]);
-    kb.str("single_output", flags[p][3]);
-    k.key = kb.take();
+    k.key = grouped_key(sh.El, sh.M, out, in, fp8 ? KeyDtype::fp8 : KeyDtype::bf16, KeyDtype::bf16, mg,
+                        stages[p], flags[p][0], flags[p][1], flags[p][2], flags[p][3]);
     l.kernels[p] = {k};
   }
   l.params = sh.El * in * out;

@@ -7,10 +7,12 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "config/mode.h"
 #include "config/model_config.h"
+#include "config/shape_key.h"
 #include "config/strategy_config.h"
 #include "core/small_vector.h"
 
@@ -43,8 +45,9 @@ struct Kernel {
   double bytes = 0;
   const char* op = "default";     // accelerator.op class
   const char* bw = "default";     // accelerator.bandwidth class
-  std::string key;                // efficiency shape key ("" = no lookup)
+  PackedKey key;                  // efficiency shape key (empty = no lookup)
 };
+static_assert(std::is_trivially_copyable_v<Kernel>, "kernels are built and copied on every estimate");
 
 /// A phase's kernels and collectives: one or two (Permutation), more only for serial experts.
 using KernelList = SmallVector<Kernel, 2>;

@@ -229,7 +229,7 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   j["efficiency_hits"] = e.efficiency_hits;
   nlohmann::ordered_json misses = nlohmann::ordered_json::array();
   for (const auto& mm : e.misses)
-    misses.push_back({{"op", mm.op}, {"key", mm.key}, {"flops", mm.flops}, {"used_efficiency", mm.used_efficiency}});
+    misses.push_back({{"op", mm.op}, {"key", format_packed_key(mm.key)}, {"flops", mm.flops}, {"used_efficiency", mm.used_efficiency}});
   j["efficiency_misses"] = misses;
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

@@ -204,7 +204,7 @@ TEST_P(PresetTest, CarriesItsFacts) {
     EXPECT_EQ(prov["comm_bench"]["import"]["source"]["package"], "aiconfigurator-core");
     for (const char* op : {"matmul", "fp8_matmul", "sdp_fwd", "sdp_bwd"}) {
       EXPECT_GE(sys.ops.at(op).accurate.size(), 20u) << op;
-      for (const auto& [key, eff] : sys.ops.at(op).accurate) {
+      for (const auto& [key, eff] : sys.ops.at(op).accurate.entries()) {
         EXPECT_GT(eff, 0.05) << op << " " << key;
         EXPECT_LT(eff, 1.0) << op << " " << key;
       }

@@ -80,7 +80,7 @@ TEST(ContextParallel, AttentionLeafPerFlavour) {
   // FLOPs 2·b·(h/t)·(S/c)·S·(d+d) = 2·16·4096·8192·256 = 274,877,906,944, as with all-to-all
   // (the same work, split by sequence instead of heads); the key is one step's shape.
   EXPECT_DOUBLE_EQ(ring.kernels[kFwd][0].flops, 274877906944.0);
-  EXPECT_NE(ring.kernels[kFwd][0].key.find("seq_len=4096, head_num=16, kv_head_num=1"), std::string::npos);
+  EXPECT_NE(format_packed_key(ring.kernels[kFwd][0].key).find("seq_len=4096, head_num=16, kv_head_num=1"), std::string::npos);
 
   const Chunk ag = build_chunk(m, llama405_tp8_cp2("all_gather"), 128256, spec);
   const Leaf& gather = attention_of(ag);
