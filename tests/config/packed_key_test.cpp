@@ -86,7 +86,7 @@ TEST(PackedKeyTest, TableFromJsonIsHitByAGraphBuiltKey) {
   ChunkSpec spec;
   spec.layers = 1;
   const Chunk chunk = build_chunk(m, s, 128256, spec);
-  const Leaf& qkv = chunk.templates[0].leaves[1];
+  const Leaf& qkv = chunk.templates[0]->leaves[1];
   ASSERT_EQ(qkv.name, "linear_qkv");
   const Kernel& k = qkv.kernels[kFwd][0];
   EXPECT_EQ(format_packed_key(k.key), kTn);
