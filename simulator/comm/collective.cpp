@@ -3,7 +3,9 @@
 #include "comm/collective.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <string_view>
 
 namespace trainsim {
 
@@ -17,6 +19,16 @@ const char* collective_name(Collective c) {
   }
   return "?";
 }
+
+namespace {
+
+// Case-insensitive substring test (the peer lowercases the stage tag before its `in` tests).
+bool contains_nocase(std::string_view hay, std::string_view needle) {
+  auto eq = [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; };
+  return std::search(hay.begin(), hay.end(), needle.begin(), needle.end(), eq) != hay.end();
+}
+
+}  // namespace
 
 NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s, Mode mode) {
   const int64_t npn = sys.num_per_node, tp = s.tp_size, cp = s.cp_size, dp = s.dp_size();
@@ -68,7 +80,7 @@ double collective_time(const SystemConfig& sys, const StrategyConfig& s, const s
   const NetworkConfig& nd = sys.networks.at(net);
   const NetOpConfig& op = nd.ops.at(collective_name(kind));
   const double eff = op.efficient_factor.value_or(nd.bandwidth.efficient_factor);
-  const std::string st = stage;
+  const std::string_view st = stage;
   const double dn = static_cast<double>(n);
   // Ring traffic: size·scale·(n+offset)/n (all-reduce 2(n−1)/n, gather/scatter/a2a (n−1)/n).
   double actual = bytes * op.scale;
@@ -85,10 +97,7 @@ double collective_time(const SystemConfig& sys, const StrategyConfig& s, const s
   if (net == "inter_node") {
     // NIC sharing: the node's GPUs share its NICs (bandwidth is per GPU).
     if (kind == Collective::P2P) bw /= static_cast<double>(npn);
-    std::string lower = st;
-    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-    if (kind == Collective::AllToAll &&
-        (lower.find("ep") != std::string::npos || lower.find("cp") != std::string::npos)) {
+    if (kind == Collective::AllToAll && (contains_nocase(st, "ep") || contains_nocase(st, "cp"))) {
       const double kk = std::max(1.0, std::ceil(dn / static_cast<double>(npn)));
       actual *= (kk - 1) / kk;
       bw /= static_cast<double>(npn);
@@ -103,19 +112,22 @@ double collective_time(const SystemConfig& sys, const StrategyConfig& s, const s
     }
   }
   const double base_lat = op.latency_s.value_or(nd.bandwidth.latency_s);
+  if (n == 1) return 0;
   double fixed;
-  const std::string key = std::to_string(n);
-  if (auto it = op.fixed_latency_s_by_comm_num.find(key); it != op.fixed_latency_s_by_comm_num.end()) {
+  // The group-size key text is formatted only when some table could hold it.
+  const bool by_num = !op.fixed_latency_s_by_comm_num.empty() ||
+                      !nd.bandwidth.fixed_latency_s_by_comm_num.empty();
+  const std::string key = by_num ? std::to_string(n) : std::string();
+  if (auto it = op.fixed_latency_s_by_comm_num.find(key); by_num && it != op.fixed_latency_s_by_comm_num.end()) {
     fixed = it->second;
   } else if (op.fixed_latency_s) {
     fixed = *op.fixed_latency_s;
   } else if (auto it2 = nd.bandwidth.fixed_latency_s_by_comm_num.find(key);
-             it2 != nd.bandwidth.fixed_latency_s_by_comm_num.end()) {
+             by_num && it2 != nd.bandwidth.fixed_latency_s_by_comm_num.end()) {
     fixed = it2->second;
   } else {
     fixed = nd.bandwidth.fixed_latency_s;
   }
-  if (n == 1) return 0;
   double lat = base_lat;
   // Ring steps pay the per-step latency only in the peer's 8-GPU-node model.
   if (npn == 8 && kind != Collective::P2P) lat = base_lat * (dn + op.offset) * op.scale;
