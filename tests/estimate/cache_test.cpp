@@ -4,27 +4,10 @@
 
 #include "estimate/estimate.h"
 #include "test_presets.h"
+#include "test_same_estimate.h"
 
 namespace trainsim {
 namespace {
-
-void expect_same(const Estimate& a, const Estimate& b) {
-  EXPECT_EQ(a.iteration_time_s, b.iteration_time_s);
-  EXPECT_EQ(a.mfu, b.mfu);
-  ASSERT_EQ(a.stages.size(), b.stages.size());
-  for (size_t i = 0; i < a.stages.size(); ++i) {
-    EXPECT_EQ(a.stages[i].peak_alloc_bytes, b.stages[i].peak_alloc_bytes);
-    EXPECT_EQ(a.stages[i].model_bytes, b.stages[i].model_bytes);
-    EXPECT_EQ(a.stages[i].peak_phase, b.stages[i].peak_phase);
-  }
-  ASSERT_EQ(a.stage_times.size(), b.stage_times.size());
-  for (size_t i = 0; i < a.stage_times.size(); ++i) {
-    EXPECT_EQ(a.stage_times[i].dp_comm_s, b.stage_times[i].dp_comm_s);
-    EXPECT_EQ(a.stage_times[i].tp_comm_s, b.stage_times[i].tp_comm_s);
-  }
-  EXPECT_EQ(a.misses.size(), b.misses.size());
-  EXPECT_EQ(a.efficiency_hits, b.efficiency_hits);
-}
 
 TEST(EstimateCacheTest, SameResultsWithAndWithoutCache) {
   for (const char* name : {"llama3-8b", "mixtral-8x7b", "deepseek-v2-lite"}) {
@@ -50,13 +33,13 @@ TEST(EstimateCacheTest, SameResultsWithAndWithoutCache) {
               s.ep_size = m.is_moe() ? 2 : 1;
               s.recompute_granularity = rc ? std::optional<std::string>("full_block") : std::nullopt;
               s.recompute_layer_num = rc ? 1 : 0;
-              expect_same(estimate(m, s, sys), estimate(m, s, sys, &cache));
+              test::expect_same(estimate(m, s, sys), estimate(m, s, sys, &cache));
               // A changed model is a different cache entry, never a stale one.
               ModelConfig wider = m;
               wider.hidden_size += 128;
               if (world == 8 && pp == 1 && mbc == 4 && zero == 0 && !rc) {
-                expect_same(estimate(wider, s, sys), estimate(wider, s, sys, &cache));
-                expect_same(estimate(m, s, sys), estimate(m, s, sys, &cache));
+                test::expect_same(estimate(wider, s, sys), estimate(wider, s, sys, &cache));
+                test::expect_same(estimate(m, s, sys), estimate(m, s, sys, &cache));
                 ++rebinds;
               }
               ++evaluated;
