@@ -13,10 +13,58 @@
 namespace trainsim {
 namespace {
 
-const std::vector<std::string> kLayouts = {"TN", "NN", "NT"};
+// The fields of each kind in key order: the one list the structured parser, the packed parser
+// and the formatter read.
+enum class FieldType : uint8_t { Num, Layout, Dtype, Stage, Bool };
+struct Field {
+  const char* name;
+  FieldType type;
+};
+using F = FieldType;
+constexpr Field kMatmulFields[] = {{"b", F::Num},      {"m", F::Num},          {"k", F::Num},
+                                   {"n", F::Num},      {"layout", F::Layout},  {"accumulate", F::Bool},
+                                   {"out_dtype", F::Dtype}};
+constexpr Field kGroupedFields[] = {{"ng", F::Num},
+                                    {"M", F::Num},
+                                    {"N", F::Num},
+                                    {"K", F::Num},
+                                    {"dtype", F::Dtype},
+                                    {"out_dtype", F::Dtype},
+                                    {"main_grad_dtype", F::Dtype},
+                                    {"stage", F::Stage},
+                                    {"grad", F::Bool},
+                                    {"accumulate", F::Bool},
+                                    {"use_split_accumulator", F::Bool},
+                                    {"single_output", F::Bool}};
+constexpr Field kSdpaFields[] = {{"batch", F::Num},       {"seq_len", F::Num},    {"head_num", F::Num},
+                                 {"kv_head_num", F::Num},  {"qk_head_dim", F::Num}, {"v_head_dim", F::Num},
+                                 {"qkv_contiguous", F::Bool}};
+constexpr const char* kLayoutNames[] = {"TN", "NN", "NT"};
+constexpr const char* kDtypeNames[] = {"bf16", "fp16", "fp32", "fp8"};
+constexpr const char* kStageNames[] = {"fwd", "bwd_grad_act", "bwd_grad_w"};
+
+std::pair<const Field*, size_t> fields_of(KeyKind kind) {
+  switch (kind) {
+    case KeyKind::Matmul: return {kMatmulFields, std::size(kMatmulFields)};
+    case KeyKind::Grouped: return {kGroupedFields, std::size(kGroupedFields)};
+    case KeyKind::Sdpa: return {kSdpaFields, std::size(kSdpaFields)};
+    case KeyKind::None: break;
+  }
+  return {nullptr, 0};
+}
+
+// The field names of a kind, in key order.
+std::vector<std::string> field_names(KeyKind kind) {
+  const auto [fields, count] = fields_of(kind);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < count; ++i) out.emplace_back(fields[i].name);
+  return out;
+}
+
+const std::vector<std::string> kLayouts(std::begin(kLayoutNames), std::end(kLayoutNames));
 const std::vector<std::string> kOutDtypes = {"bf16", "fp16", "fp32"};
 const std::vector<std::string> kInDtypes = {"bf16", "fp16", "fp8"};
-const std::vector<std::string> kStages = {"fwd", "bwd_grad_act", "bwd_grad_w"};
+const std::vector<std::string> kStages(std::begin(kStageNames), std::end(kStageNames));
 const std::vector<std::string> kBools = {"True", "False"};
 
 const char* py_bool(bool v) { return v ? "True" : "False"; }
@@ -93,16 +141,13 @@ bool is_fp8_op(std::string_view op) { return op.substr(0, 4) == "fp8_"; }
 ShapeKey parse_shape_key(const std::string& op, const std::string& key, const std::string& source,
                          const std::string& path) {
   if (op == "matmul" || op == "fp8_matmul") {
-    FieldReader f(key, {"b", "m", "k", "n", "layout", "accumulate", "out_dtype"}, source, path);
+    FieldReader f(key, field_names(KeyKind::Matmul), source, path);
     return MatmulShape{f.integer(0),        f.integer(1), f.integer(2),
                        f.integer(3),        f.choice(4, kLayouts), f.boolean(5),
                        f.choice(6, kOutDtypes)};
   }
   if (op == "group_matmul" || op == "fp8_group_matmul") {
-    FieldReader f(key,
-                  {"ng", "M", "N", "K", "dtype", "out_dtype", "main_grad_dtype", "stage", "grad",
-                   "accumulate", "use_split_accumulator", "single_output"},
-                  source, path);
+    FieldReader f(key, field_names(KeyKind::Grouped), source, path);
     GroupedMatmulShape g;
     g.ng = f.integer(0);
     g.m = f.integer(1);
@@ -119,10 +164,7 @@ ShapeKey parse_shape_key(const std::string& op, const std::string& key, const st
     return g;
   }
   if (op == "sdp_fwd" || op == "sdp_bwd") {
-    FieldReader f(key,
-                  {"batch", "seq_len", "head_num", "kv_head_num", "qk_head_dim", "v_head_dim",
-                   "qkv_contiguous"},
-                  source, path);
+    FieldReader f(key, field_names(KeyKind::Sdpa), source, path);
     return SdpaShape{f.integer(0), f.integer(1), f.integer(2), f.integer(3),
                      f.integer(4), f.integer(5), f.boolean(6)};
   }
@@ -186,45 +228,6 @@ double shape_flops(const std::string& op, const ShapeKey& shape) {
 }
 
 namespace {
-
-// Packed keys: the fields of each kind in key order, read by one formatter and one parser.
-enum class FieldType : uint8_t { Num, Layout, Dtype, Stage, Bool };
-struct Field {
-  const char* name;
-  FieldType type;
-};
-using F = FieldType;
-constexpr Field kMatmulFields[] = {{"b", F::Num},      {"m", F::Num},          {"k", F::Num},
-                                   {"n", F::Num},      {"layout", F::Layout},  {"accumulate", F::Bool},
-                                   {"out_dtype", F::Dtype}};
-constexpr Field kGroupedFields[] = {{"ng", F::Num},
-                                    {"M", F::Num},
-                                    {"N", F::Num},
-                                    {"K", F::Num},
-                                    {"dtype", F::Dtype},
-                                    {"out_dtype", F::Dtype},
-                                    {"main_grad_dtype", F::Dtype},
-                                    {"stage", F::Stage},
-                                    {"grad", F::Bool},
-                                    {"accumulate", F::Bool},
-                                    {"use_split_accumulator", F::Bool},
-                                    {"single_output", F::Bool}};
-constexpr Field kSdpaFields[] = {{"batch", F::Num},       {"seq_len", F::Num},    {"head_num", F::Num},
-                                 {"kv_head_num", F::Num},  {"qk_head_dim", F::Num}, {"v_head_dim", F::Num},
-                                 {"qkv_contiguous", F::Bool}};
-constexpr const char* kLayoutNames[] = {"TN", "NN", "NT"};
-constexpr const char* kDtypeNames[] = {"bf16", "fp16", "fp32", "fp8"};
-constexpr const char* kStageNames[] = {"fwd", "bwd_grad_act", "bwd_grad_w"};
-
-std::pair<const Field*, size_t> fields_of(KeyKind kind) {
-  switch (kind) {
-    case KeyKind::Matmul: return {kMatmulFields, std::size(kMatmulFields)};
-    case KeyKind::Grouped: return {kGroupedFields, std::size(kGroupedFields)};
-    case KeyKind::Sdpa: return {kSdpaFields, std::size(kSdpaFields)};
-    case KeyKind::None: break;
-  }
-  return {nullptr, 0};
-}
 
 std::pair<const char* const*, size_t> names_of(FieldType t) {
   if (t == F::Layout) return {kLayoutNames, std::size(kLayoutNames)};
