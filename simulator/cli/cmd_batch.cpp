@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/cli_app.h"
 #include "cli/commands.h"
@@ -69,59 +71,87 @@ int cmd_batch(const Args& args) {
   double total_us = 0;
   const auto start = std::chrono::steady_clock::now();
   auto last_report = start;
-  for (size_t ci = 0; ci < cases.size(); ++ci) {
-    const std::string& name = cases[ci];
-    // Progress on long batches (mostly file reading), at most once a second.
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_report > std::chrono::seconds(1)) {
-      last_report = now;
-      std::fprintf(stderr, "batch: %zu/%zu cases, %.1f s\n", ci, cases.size(),
-                   std::chrono::duration<double>(now - start).count());
-    }
-    const std::string base = dir + "/" + name + "/";
-    ++ran;
-    std::string row, error;
-    try {
-      ModelConfig m;
-      StrategyConfig s;
-      std::error_code exists_ec;
-      if (std::filesystem::exists(base + "megatron_args.txt", exists_ec)) {
-        PlanRequest r;
-        r.mode = mode;
-        r.megatron = ConfigText{read_file(base + "megatron_args.txt"), base + "megatron_args.txt"};
-        if (std::filesystem::exists(base + "config.json", exists_ec))
-          r.hf_config = ConfigText{read_file(base + "config.json"), base + "config.json"};
-        const PlanConfigs pc = build_plan(r, "", "");
-        m = pc.model;
-        s = pc.strategy;
-      } else {
-        m = load_model(read_file(base + "model.json"), base + "model.json");
-        s = load_strategy(read_file(base + "strategy.json"), base + "strategy.json");
+  // Cases are read a block at a time and then estimated back to back: reading and parsing between
+  // two estimates would evict what the next estimate needs from the CPU caches. Blocks bound memory.
+  constexpr size_t kBlock = 32;
+  struct Loaded {
+    ModelConfig m;
+    StrategyConfig s;
+    std::string error;  // set when the case could not be read
+  };
+  std::vector<Loaded> block;
+  bool stop = false;
+  for (size_t first = 0; first < cases.size() && !stop; first += kBlock) {
+    const size_t last = std::min(cases.size(), first + kBlock);
+    block.assign(last - first, Loaded{});
+    for (size_t ci = first; ci < last; ++ci) {
+      // Progress on long batches (mostly file reading), at most once a second.
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_report > std::chrono::seconds(1)) {
+        last_report = now;
+        std::fprintf(stderr, "batch: %zu/%zu cases, %.1f s\n", ci, cases.size(),
+                     std::chrono::duration<double>(now - start).count());
       }
-      auto t0 = std::chrono::steady_clock::now();
-      Estimate e = estimate(m, s, sys, nullptr, mode, /*events=*/false);  // the row needs no timeline events
-      require_finite(e, {base + "model.json", base + "strategy.json", sys_text.source});
-      auto t1 = std::chrono::steady_clock::now();
-      const double us = std::chrono::duration<double, std::micro>(t1 - t0).count();
-      total_us += us;
-      row = strprintf("%s,%.4f,%.4f,%.4f,%.4f,%.5f,%.1f,\n", csv_escape(name).c_str(),
-                      e.iteration_time_s * 1e3, e.peak_alloc_bytes() / kGiB,
-                      e.stages.front().peak_alloc_bytes / kGiB,
-                      e.stages.back().peak_alloc_bytes / kGiB, e.mfu, us);
-    } catch (const Error& err) {
-      error = err.what();
-    } catch (const std::exception& err) {
-      // A bug in one case is recorded like any failure rather than losing the other rows.
-      error = std::string("internal error: ") + err.what();
+      const std::string base = dir + "/" + cases[ci] + "/";
+      Loaded& l = block[ci - first];
+      try {
+        std::error_code exists_ec;
+        if (std::filesystem::exists(base + "megatron_args.txt", exists_ec)) {
+          PlanRequest r;
+          r.mode = mode;
+          r.megatron = ConfigText{read_file(base + "megatron_args.txt"), base + "megatron_args.txt"};
+          if (std::filesystem::exists(base + "config.json", exists_ec))
+            r.hf_config = ConfigText{read_file(base + "config.json"), base + "config.json"};
+          PlanConfigs pc = build_plan(r, "", "");
+          l.m = std::move(pc.model);
+          l.s = std::move(pc.strategy);
+        } else {
+          l.m = load_model(read_file(base + "model.json"), base + "model.json");
+          l.s = load_strategy(read_file(base + "strategy.json"), base + "strategy.json");
+        }
+      } catch (const Error& err) {
+        l.error = err.what();
+      } catch (const std::exception& err) {
+        l.error = std::string("internal error: ") + err.what();
+      }
     }
-    // Written outside the try: an output error is not a case failure, it ends the command.
-    if (error.empty()) {
-      emit(row);
-      continue;
+    for (size_t ci = first; ci < last; ++ci) {
+      const std::string& name = cases[ci];
+      const std::string base = dir + "/" + name + "/";
+      Loaded& l = block[ci - first];
+      ++ran;
+      std::string row, error = l.error;
+      if (error.empty()) {
+        try {
+          auto t0 = std::chrono::steady_clock::now();
+          Estimate e = estimate(l.m, l.s, sys, nullptr, mode, /*events=*/false);  // the row needs no timeline events
+          require_finite(e, {base + "model.json", base + "strategy.json", sys_text.source});
+          auto t1 = std::chrono::steady_clock::now();
+          const double us = std::chrono::duration<double, std::micro>(t1 - t0).count();
+          total_us += us;
+          row = strprintf("%s,%.4f,%.4f,%.4f,%.4f,%.5f,%.1f,\n", csv_escape(name).c_str(),
+                          e.iteration_time_s * 1e3, e.peak_alloc_bytes() / kGiB,
+                          e.stages.front().peak_alloc_bytes / kGiB,
+                          e.stages.back().peak_alloc_bytes / kGiB, e.mfu, us);
+        } catch (const Error& err) {
+          error = err.what();
+        } catch (const std::exception& err) {
+          // A bug in one case is recorded like any failure rather than losing the other rows.
+          error = std::string("internal error: ") + err.what();
+        }
+      }
+      // Written outside the try: an output error is not a case failure, it ends the command.
+      if (error.empty()) {
+        emit(row);
+        continue;
+      }
+      ++failed;
+      emit(csv_escape(name) + ",,,,,,," + csv_escape(error) + "\n");
+      if (!keep_going) {
+        stop = true;
+        break;
+      }
     }
-    ++failed;
-    emit(csv_escape(name) + ",,,,,,," + csv_escape(error) + "\n");
-    if (!keep_going) break;
   }
   out.commit();
   const size_t ok = ran - static_cast<size_t>(failed);
