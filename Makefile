@@ -59,6 +59,7 @@ test: build
 # Estimate speed on the 128 golden cases (Google Benchmark; figures in docs/cost-model.md).
 bench: build
 	./$(BUILD_DIR)/bin/estimate_bench --benchmark_min_time=0.05
+	./$(BUILD_DIR)/bin/estimate_bench --rotate 20
 
 # Regenerates configs/system/*-measured.json from NVIDIA's published kernel and NCCL tables
 # (PyPI aiconfigurator-core, installed into $(VENV); needs the network the first time).

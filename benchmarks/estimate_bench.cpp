@@ -3,11 +3,15 @@
 //   build/bin/estimate_bench [--golden DIR] [google-benchmark flags]
 //   build/bin/estimate_bench --calls N: N cold estimates of every case, no timing (a fixed amount
 //   of work, for instruction counts under valgrind --tool=callgrind)
+//   build/bin/estimate_bench --rotate N: N rounds over the cases in turn, each estimate timed alone:
+//   every estimate follows a different case, so caches and branch predictors are as cold as in
+//   `trainsim batch` (the benchmarks above repeat one case, which warms them for it)
 // Also the scaling benchmarks: one pipeline plan (llama3-70b, tp8-pp8-dp4-zero1 on h100-sxm-80g,
 // default mode) over 64, 1,024 and 16,384 micro-batches, whose time per estimate stays flat.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -56,7 +60,7 @@ void print_median(const char* what, std::vector<double>& t) {
 int main(int argc, char** argv) {
   std::string dir = std::string(TRAINSIM_SOURCE_DIR) + "/tests/data/golden";
   std::vector<char*> rest;
-  int calls = 0;
+  int calls = 0, rotate = 0;
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--golden") == 0 && i + 1 < argc) {
       dir = argv[++i];
@@ -64,6 +68,10 @@ int main(int argc, char** argv) {
     }
     if (std::strcmp(argv[i], "--calls") == 0 && i + 1 < argc) {
       calls = std::atoi(argv[++i]);
+      continue;
+    }
+    if (std::strcmp(argv[i], "--rotate") == 0 && i + 1 < argc) {
+      rotate = std::atoi(argv[++i]);
       continue;
     }
     rest.push_back(argv[i]);
@@ -97,6 +105,21 @@ int main(int argc, char** argv) {
         for (const Case& c : cases)
           benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::SimuMax12, false));
       std::printf("%d cold estimates of %zu golden cases\n", calls, cases.size());
+      return 0;
+    }
+    if (rotate > 0) {
+      std::vector<double> us;
+      us.reserve(static_cast<size_t>(rotate) * cases.size());
+      for (int k = 0; k < rotate; ++k)
+        for (const Case& c : cases) {
+          const auto t0 = std::chrono::steady_clock::now();
+          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::SimuMax12, false));
+          us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        }
+      std::sort(us.begin(), us.end());
+      std::printf("estimate, cases in turn: %zu estimates (%d rounds of %zu golden cases), wall time per "
+                  "estimate: median %.1f us, quartiles %.1f / %.1f us\n", us.size(), rotate, cases.size(),
+                  us[us.size() / 2], us[us.size() / 4], us[us.size() * 3 / 4]);
       return 0;
     }
     for (const Case& c : cases)
