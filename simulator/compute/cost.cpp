@@ -62,9 +62,9 @@ const BandwidthConfig& ClassTable::bandwidth(const char* name) {
   return c;
 }
 
-double memory_time(const SystemConfig& sys, double bytes, const char* bw_name) {
+double memory_time(ClassTable& classes, double bytes, const char* bw_name) {
   if (bytes == 0) return 0;
-  return stream_time(find_bandwidth(sys, bw_name), bytes);
+  return stream_time(classes.bandwidth(bw_name), bytes);
 }
 
 KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log) {

@@ -59,7 +59,7 @@ class ClassTable {
 /// `log` may be null.
 [[nodiscard]] KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log);
 
-/// Seconds to stream `bytes` through the `default` bandwidth class (latency included; 0 for 0 bytes).
-[[nodiscard]] double memory_time(const SystemConfig& sys, double bytes, const char* bw = "default");
+/// Seconds to stream `bytes` through the bandwidth class `bw` (latency included; 0 for 0 bytes).
+[[nodiscard]] double memory_time(ClassTable& classes, double bytes, const char* bw = "default");
 
 }  // namespace trainsim
