@@ -10,15 +10,9 @@
 
 namespace trainsim {
 
-namespace {
+static_assert(std::size(kNetCollectives) == kCollectiveCount);
 
-// By Collective: the keys of `networks.<group>.op`.
-constexpr std::string_view kCollectiveNames[kCollectiveCount] = {"all_reduce", "all_gather", "reduce_scatter",
-                                                                 "p2p", "all2all"};
-
-}  // namespace
-
-const char* collective_name(Collective c) { return kCollectiveNames[static_cast<size_t>(c)].data(); }
+const char* collective_name(Collective c) { return kNetCollectives[static_cast<size_t>(c)].data(); }
 
 const std::string& network_name(Network n) {
   static const std::string names[kNetworkCount] = {"high_intra_node", "inter_node", "intra_node_pcie_2x",
@@ -34,8 +28,9 @@ NetworkRef resolve_network(const SystemConfig& sys, const std::string& name) {
   const auto it = sys.networks.find(name);
   if (it == sys.networks.end()) return r;
   r.config = &it->second;
-  for (size_t c = 0; c < kCollectiveCount; ++c)
-    if (const auto op = it->second.ops.find(kCollectiveNames[c]); op != it->second.ops.end()) r.ops[c] = &op->second;
+  // One pass over the group's few collectives instead of a search per collective.
+  for (const auto& [op_name, op] : it->second.ops)
+    if (const int c = net_collective_index(op_name); c >= 0) r.ops[static_cast<size_t>(c)] = &op;
   return r;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 namespace trainsim {
 
@@ -34,7 +35,8 @@ void EfficiencyLog::merge(const EfficiencyLog& other) {
 
 namespace {
 
-const BandwidthConfig& find_bandwidth(const SystemConfig& sys, const char* name) {
+// Names are searched as string_view: one strlen per search, not one per node compared.
+const BandwidthConfig& find_bandwidth(const SystemConfig& sys, std::string_view name) {
   auto it = sys.bandwidths.find(name);
   return it != sys.bandwidths.end() ? it->second : sys.bandwidths.at("default");
 }
@@ -48,7 +50,7 @@ double stream_time(const BandwidthConfig& bw, double bytes) {
 const ComputeOpConfig* ClassTable::op(const char* name) {
   for (const auto& [n, c] : ops_)
     if (n == name) return c;
-  auto it = sys_.ops.find(name);
+  auto it = sys_.ops.find(std::string_view(name));
   const ComputeOpConfig* c = it != sys_.ops.end() ? &it->second : nullptr;
   ops_.push_back({name, c});
   return c;
