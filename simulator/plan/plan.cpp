@@ -24,26 +24,27 @@ const char* schedule_name(ScheduleKind k) {
 Straggler straggler_model(const StrategyConfig& s, const SystemConfig& sys) {
   Straggler out;
   out.nodes = (s.world_size + sys.num_per_node - 1) / sys.num_per_node;
-  out.replicas = std::max<int64_t>(1, std::min({out.nodes, s.dp_size(), s.edp_size()}));
+  out.dp = s.dp_size();
+  out.edp = s.edp_size();
+  out.replicas = std::max<int64_t>(1, std::min({out.nodes, out.dp, out.edp}));
   out.jitter = sys.straggler_jitter.value_or(kDefaultStragglerJitter);
-  const auto n = static_cast<long long>(out.replicas);
-  if (!s.enable_straggler_model) {
-    out.basis = "off (strategy enable_straggler_model false)";
-    return out;
-  }
-  if (out.replicas <= 1) {
-    out.basis = "1: one replica (min of nodes, dp, edp) has no slower peer to wait for";
-    return out;
-  }
+  out.system_jitter = sys.straggler_jitter.has_value();
+  out.enabled = s.enable_straggler_model;
+  if (!out.enabled || out.replicas <= 1) return out;
   // The peer's empirical tail model: 1 + j·log2 n/(log2 n + 1)·sqrt(log2 n).
   const double l = std::log2(static_cast<double>(out.replicas));
   out.ratio = 1 + l / (l + 1) * out.jitter * std::sqrt(l);
-  out.basis = strprintf("1 + j·log2 n/(log2 n + 1)·sqrt(log2 n) with n = %lld replicas (min of %lld nodes, dp %lld, "
-                        "edp %lld), j = %g (%s)",
-                        n, static_cast<long long>(out.nodes), static_cast<long long>(s.dp_size()),
-                        static_cast<long long>(s.edp_size()), out.jitter,
-                        sys.straggler_jitter ? "system straggler_jitter" : "default, SimuMax v1.2's constant");
   return out;
+}
+
+std::string Straggler::basis() const {
+  if (!enabled) return "off (strategy enable_straggler_model false)";
+  if (replicas <= 1) return "1: one replica (min of nodes, dp, edp) has no slower peer to wait for";
+  return strprintf("1 + j·log2 n/(log2 n + 1)·sqrt(log2 n) with n = %lld replicas (min of %lld nodes, dp %lld, "
+                   "edp %lld), j = %g (%s)",
+                   static_cast<long long>(replicas), static_cast<long long>(nodes), static_cast<long long>(dp),
+                   static_cast<long long>(edp), jitter,
+                   system_jitter ? "system straggler_jitter" : "default, SimuMax v1.2's constant");
 }
 
 Program Plan::program(int64_t mbc) const {
