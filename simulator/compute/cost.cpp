@@ -50,6 +50,10 @@ double stream_time(const BandwidthConfig& bw, double bytes) {
 const ComputeOpConfig* ClassTable::op(const char* name) {
   for (const auto& [n, c] : ops_)
     if (n == name) return c;
+  return add_op(name);
+}
+
+const ComputeOpConfig* ClassTable::add_op(const char* name) {
   auto it = sys_.ops.find(std::string_view(name));
   const ComputeOpConfig* c = it != sys_.ops.end() ? &it->second : nullptr;
   ops_.push_back({name, c});
@@ -59,6 +63,10 @@ const ComputeOpConfig* ClassTable::op(const char* name) {
 const BandwidthConfig& ClassTable::bandwidth(const char* name) {
   for (const auto& [n, c] : bandwidths_)
     if (n == name) return *c;
+  return add_bandwidth(name);
+}
+
+const BandwidthConfig& ClassTable::add_bandwidth(const char* name) {
   const BandwidthConfig& c = find_bandwidth(sys_, name);
   bandwidths_.push_back({name, &c});
   return c;

@@ -50,6 +50,11 @@ class ClassTable {
   [[nodiscard]] const BandwidthConfig& bandwidth(const char* name);
 
  private:
+  // The first meeting of a name: searched in the system and recorded. Out of line, so that the
+  // lookups (every kernel) stay short leaf functions.
+  [[gnu::noinline]] const ComputeOpConfig* add_op(const char* name);
+  [[gnu::noinline]] const BandwidthConfig& add_bandwidth(const char* name);
+
   const SystemConfig& sys_;
   SmallVector<std::pair<const char*, const ComputeOpConfig*>, 8> ops_;
   SmallVector<std::pair<const char*, const BandwidthConfig*>, 8> bandwidths_;
