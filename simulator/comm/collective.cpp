@@ -5,19 +5,33 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <stdexcept>
 #include <string_view>
 
 namespace trainsim {
 
-const char* collective_name(Collective c) {
-  switch (c) {
-    case Collective::AllReduce: return "all_reduce";
-    case Collective::AllGather: return "all_gather";
-    case Collective::ReduceScatter: return "reduce_scatter";
-    case Collective::P2P: return "p2p";
-    case Collective::AllToAll: return "all2all";
-  }
-  return "?";
+static_assert(std::size(kNetCollectives) == kCollectiveCount);
+
+const char* collective_name(Collective c) { return kNetCollectives[static_cast<size_t>(c)].data(); }
+
+const std::string& network_name(Network n) {
+  static const std::string names[kNetworkCount] = {"high_intra_node", "inter_node", "intra_node_pcie_2x",
+                                                   "intra_node_pcie_4x", "intra_node_pcie_8x"};
+  return names[static_cast<size_t>(n)];
+}
+
+NetworkRef resolve_network(const SystemConfig& sys, const std::string& name) {
+  NetworkRef r;
+  r.pcie = name.find("pcie") != std::string::npos;
+  r.nvlink = name == "high_intra_node";
+  r.inter_node = name == "inter_node";
+  const auto it = sys.networks.find(name);
+  if (it == sys.networks.end()) return r;
+  r.config = &it->second;
+  // One pass over the group's few collectives instead of a search per collective.
+  for (const auto& [op_name, op] : it->second.ops)
+    if (const int c = net_collective_index(op_name); c >= 0) r.ops[static_cast<size_t>(c)] = &op;
+  return r;
 }
 
 namespace {
@@ -28,19 +42,18 @@ bool contains_nocase(std::string_view hay, std::string_view needle) {
   return std::search(hay.begin(), hay.end(), needle.begin(), needle.end(), eq) != hay.end();
 }
 
-}  // namespace
-
-NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s, Mode mode) {
+// The network of each group (choose_networks without the resolving).
+std::array<Network, kGroupCount> pick_networks(const SystemConfig& sys, const StrategyConfig& s, Mode mode) {
   const int64_t npn = sys.num_per_node, tp = s.tp_size, cp = s.cp_size, dp = s.dp_size();
   const int64_t ep = s.ep_size, etp = s.etp_size, edp = s.edp_size(), pp = s.pp_size;
-  NetworkChoice c;
-  auto set = [&](Group g, std::string n) { c.name[static_cast<int>(g)] = std::move(n); };
+  std::array<Network, kGroupCount> c{};
+  auto set = [&](Group g, Network n) { c[static_cast<size_t>(g)] = n; };
   if (sys.intra_with_pcie) {
-    auto pcie = [](int64_t x) -> std::string {
-      if (x <= 2) return "intra_node_pcie_2x";
-      if (x <= 4) return "intra_node_pcie_4x";
-      if (x <= 8) return "intra_node_pcie_8x";
-      return "inter_node";
+    auto pcie = [](int64_t x) {
+      if (x <= 2) return Network::IntraNodePcie2x;
+      if (x <= 4) return Network::IntraNodePcie4x;
+      if (x <= 8) return Network::IntraNodePcie8x;
+      return Network::InterNode;
     };
     set(Group::TP, pcie(tp));
     set(Group::CP, pcie(tp * cp));
@@ -51,7 +64,7 @@ NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s, 
     set(Group::EDP, pcie(etp * ep * edp));
     return c;
   }
-  auto nv = [](bool intra) -> std::string { return intra ? "high_intra_node" : "inter_node"; };
+  auto nv = [](bool intra) { return intra ? Network::HighIntraNode : Network::InterNode; };
   if (mode == Mode::Default) {
     const int64_t domain = nvlink_domain(sys);
     // Groups are blocks of `span` consecutive ranks, aligned at multiples of the span.
@@ -75,10 +88,30 @@ NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s, 
   return c;
 }
 
+}  // namespace
+
+NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s, Mode mode) {
+  NetworkChoice c;
+  c.kind = pick_networks(sys, s, mode);
+  std::array<bool, kNetworkCount> used{};
+  for (Network k : c.kind) used[static_cast<size_t>(k)] = true;
+  for (size_t k = 0; k < kNetworkCount; ++k)
+    if (used[k]) c.nets[k] = resolve_network(sys, network_name(static_cast<Network>(k)));
+  return c;
+}
+
 double collective_time(const SystemConfig& sys, const StrategyConfig& s, const std::string& net,
                        Collective kind, double bytes, int64_t n, const char* stage) {
-  const NetworkConfig& nd = sys.networks.at(net);
-  const NetOpConfig& op = nd.ops.at(collective_name(kind));
+  return collective_time(sys, s, resolve_network(sys, net), kind, bytes, n, stage);
+}
+
+double collective_time(const SystemConfig& sys, const StrategyConfig& s, const NetworkRef& net,
+                       Collective kind, double bytes, int64_t n, const char* stage) {
+  if (!net.config) throw std::out_of_range("collective_time: the system has no such network group");
+  const NetOpConfig* found = net.ops[static_cast<size_t>(kind)];
+  if (!found) throw std::out_of_range(std::string("collective_time: the network group has no ") + collective_name(kind));
+  const NetworkConfig& nd = *net.config;
+  const NetOpConfig& op = *found;
   const double eff = op.efficient_factor.value_or(nd.bandwidth.efficient_factor);
   const std::string_view st = stage;
   const double dn = static_cast<double>(n);
@@ -86,15 +119,15 @@ double collective_time(const SystemConfig& sys, const StrategyConfig& s, const s
   double actual = bytes * op.scale;
   actual += actual / dn * op.offset;
   const bool dp_stage = st == "dp" || st == "dp_cp";
-  if (net.find("pcie") != std::string::npos && dp_stage && !op.dp_fixed_bw.empty()) {
+  if (net.pcie && dp_stage && !op.dp_fixed_bw.empty()) {
     // Measured DP bandwidth of the PCIe node for small groups: no efficiency, no latency.
     auto it = op.dp_fixed_bw.find(std::to_string(n));
     if (it != op.dp_fixed_bw.end() && it->second != 0) return actual / it->second;
   }
   double bw = nd.bandwidth.bytes_per_s;
   const int64_t npn = sys.num_per_node;
-  if (sys.fc8 && net == "high_intra_node") bw *= (dn - 1) / 7;
-  if (net == "inter_node") {
+  if (sys.fc8 && net.nvlink) bw *= (dn - 1) / 7;
+  if (net.inter_node) {
     // NIC sharing: the node's GPUs share its NICs (bandwidth is per GPU).
     if (kind == Collective::P2P) bw /= static_cast<double>(npn);
     if (kind == Collective::AllToAll && (contains_nocase(st, "ep") || contains_nocase(st, "cp"))) {

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "config/mode.h"
@@ -12,10 +14,34 @@
 
 namespace trainsim {
 
-/// Network group name per parallel dimension, indexed by Group.
+/// The network groups choose_networks picks from (system JSON `networks.<name>`).
+enum class Network : uint8_t { HighIntraNode, InterNode, IntraNodePcie2x, IntraNodePcie4x, IntraNodePcie8x };
+inline constexpr size_t kNetworkCount = 5;
+inline constexpr size_t kCollectiveCount = 5;
+[[nodiscard]] const std::string& network_name(Network n);
+
+/// A network group of one system with its collectives, found once so that collective_time
+/// searches no map. Points into the system, which must outlive it and keep its entries (their
+/// values may change).
+struct NetworkRef {
+  const NetworkConfig* config = nullptr;                   // null: the system has no such group
+  std::array<const NetOpConfig*, kCollectiveCount> ops{};  // by Collective; null: not in the group
+  bool pcie = false;        // a PCIe group: measured DP bandwidths (dp_fixed_bw) apply
+  bool nvlink = false;      // high_intra_node: fc8 scales its bandwidth with the group size
+  bool inter_node = false;  // the node's GPUs share its NICs
+};
+
+/// The group `name` of `sys` (what the name says of it: the peer's tests on the name).
+[[nodiscard]] NetworkRef resolve_network(const SystemConfig& sys, const std::string& name);
+
+/// Network group per parallel dimension, with the groups it uses resolved against the system.
 struct NetworkChoice {
-  std::array<std::string, 7> name;
-  [[nodiscard]] const std::string& of(Group g) const { return name[static_cast<int>(g)]; }
+  std::array<Network, kGroupCount> kind{};
+  std::array<NetworkRef, kNetworkCount> nets;  // by Network; resolved where some group uses it
+  [[nodiscard]] const std::string& of(Group g) const { return network_name(kind[static_cast<size_t>(g)]); }
+  [[nodiscard]] const NetworkRef& net(Group g) const {
+    return nets[static_cast<size_t>(kind[static_cast<size_t>(g)])];
+  }
 };
 
 /// Picks the network of each group from the ranks it spans in Megatron's order tp-cp-ep-dp-pp
@@ -23,11 +49,15 @@ struct NetworkChoice {
 /// Default: a group is on high_intra_node only when every instance of it lies inside one NVLink
 /// domain (nvlink_domain(sys) GPUs): span ≤ domain and the domain a multiple of the span; the
 /// pipeline group only when the whole world fits one domain (its slowest p2p pair sets the pace).
-/// User `*_net` values are ignored, as the peer.
+/// User `*_net` values are ignored, as the peer. The chosen groups are resolved against `sys`.
 [[nodiscard]] NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s, Mode mode);
 
 /// Seconds for one collective over `n` ranks on `net` of `bytes` (the full tensor).
-/// `stage` is the peer's comm_stage tag ("dp_cp", "edp", "tp", "cp", "ep", ...).
+/// `stage` is the peer's comm_stage tag ("dp_cp", "edp", "tp", "cp", "ep", ...). Throws
+/// std::out_of_range when the system lacks the network or its collective.
+[[nodiscard]] double collective_time(const SystemConfig& sys, const StrategyConfig& s, const NetworkRef& net,
+                                     Collective kind, double bytes, int64_t n, const char* stage);
+/// The same on the network group named `net`, resolved for this call.
 [[nodiscard]] double collective_time(const SystemConfig& sys, const StrategyConfig& s,
                                      const std::string& net, Collective kind, double bytes,
                                      int64_t n, const char* stage);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 namespace trainsim {
 
@@ -34,7 +35,8 @@ void EfficiencyLog::merge(const EfficiencyLog& other) {
 
 namespace {
 
-const BandwidthConfig& find_bandwidth(const SystemConfig& sys, const char* name) {
+// Names are searched as string_view: one strlen per search, not one per node compared.
+const BandwidthConfig& find_bandwidth(const SystemConfig& sys, std::string_view name) {
   auto it = sys.bandwidths.find(name);
   return it != sys.bandwidths.end() ? it->second : sys.bandwidths.at("default");
 }
@@ -48,7 +50,11 @@ double stream_time(const BandwidthConfig& bw, double bytes) {
 const ComputeOpConfig* ClassTable::op(const char* name) {
   for (const auto& [n, c] : ops_)
     if (n == name) return c;
-  auto it = sys_.ops.find(name);
+  return add_op(name);
+}
+
+const ComputeOpConfig* ClassTable::add_op(const char* name) {
+  auto it = sys_.ops.find(std::string_view(name));
   const ComputeOpConfig* c = it != sys_.ops.end() ? &it->second : nullptr;
   ops_.push_back({name, c});
   return c;
@@ -57,14 +63,18 @@ const ComputeOpConfig* ClassTable::op(const char* name) {
 const BandwidthConfig& ClassTable::bandwidth(const char* name) {
   for (const auto& [n, c] : bandwidths_)
     if (n == name) return *c;
+  return add_bandwidth(name);
+}
+
+const BandwidthConfig& ClassTable::add_bandwidth(const char* name) {
   const BandwidthConfig& c = find_bandwidth(sys_, name);
   bandwidths_.push_back({name, &c});
   return c;
 }
 
-double memory_time(const SystemConfig& sys, double bytes, const char* bw_name) {
+double memory_time(ClassTable& classes, double bytes, const char* bw_name) {
   if (bytes == 0) return 0;
-  return stream_time(find_bandwidth(sys, bw_name), bytes);
+  return stream_time(classes.bandwidth(bw_name), bytes);
 }
 
 KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log) {

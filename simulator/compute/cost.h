@@ -50,6 +50,11 @@ class ClassTable {
   [[nodiscard]] const BandwidthConfig& bandwidth(const char* name);
 
  private:
+  // The first meeting of a name: searched in the system and recorded. Out of line, so that the
+  // lookups (every kernel) stay short leaf functions.
+  [[gnu::noinline]] const ComputeOpConfig* add_op(const char* name);
+  [[gnu::noinline]] const BandwidthConfig& add_bandwidth(const char* name);
+
   const SystemConfig& sys_;
   SmallVector<std::pair<const char*, const ComputeOpConfig*>, 8> ops_;
   SmallVector<std::pair<const char*, const BandwidthConfig*>, 8> bandwidths_;
@@ -59,7 +64,7 @@ class ClassTable {
 /// `log` may be null.
 [[nodiscard]] KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log);
 
-/// Seconds to stream `bytes` through the `default` bandwidth class (latency included; 0 for 0 bytes).
-[[nodiscard]] double memory_time(const SystemConfig& sys, double bytes, const char* bw = "default");
+/// Seconds to stream `bytes` through the bandwidth class `bw` (latency included; 0 for 0 bytes).
+[[nodiscard]] double memory_time(ClassTable& classes, double bytes, const char* bw = "default");
 
 }  // namespace trainsim

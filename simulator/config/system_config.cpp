@@ -96,9 +96,14 @@ void read_net_op(const json& j, const std::string& path, IssueList& issues, NetO
   for (const auto& [k, v] : dp_bw) check_magnitude(issues, path + "/dp_fixed_bw/" + k, v, kMaxRate, kMinPositive);
 }
 
-const char* const kCollectives[] = {"all_reduce", "all_gather", "reduce_scatter", "p2p", "all2all"};
-
 }  // namespace
+
+int net_collective_index(std::string_view name) {
+  // Equality tests the length first: few names get a byte compare.
+  for (size_t i = 0; i < std::size(kNetCollectives); ++i)
+    if (name == kNetCollectives[i]) return static_cast<int>(i);
+  return -1;
+}
 
 SystemConfig load_system(const std::string& text, const std::string& source) {
   json doc = parse_json(text, source);
@@ -225,7 +230,8 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
         read_bandwidth(*bw, p + "/bandwidth", issues, net.bandwidth, true);
       if (const json* ops = r.object("op", true)) {
         ObjectReader ro(*ops, p + "/op", issues);
-        for (const char* c : kCollectives) {
+        for (const std::string_view name : kNetCollectives) {
+          const char* c = name.data();  // a literal: NUL-terminated
           if (const json* oj = ro.object(c, false)) {
             NetOpConfig op;
             read_net_op(*oj, p + "/op/" + c, issues, op);

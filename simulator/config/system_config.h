@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -65,6 +66,13 @@ struct NetOpConfig {
   std::map<std::string, double> dp_fixed_bw;                  // group size → bytes/s (GiB/s in JSON)
   bool has_fixed_by_comm_num = false;
 };
+
+/// The collectives of a network group (`networks.<group>.op.<name>`), in model/graph.h's
+/// Collective order.
+inline constexpr std::string_view kNetCollectives[] = {"all_reduce", "all_gather", "reduce_scatter", "p2p",
+                                                       "all2all"};
+/// Index of `name` in kNetCollectives, or -1.
+[[nodiscard]] int net_collective_index(std::string_view name);
 
 /// A network group (`networks.<group>`), e.g. high_intra_node or intra_node_pcie_4x.
 struct NetworkConfig {

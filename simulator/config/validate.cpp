@@ -454,13 +454,13 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
 
   // System entries the plan will use.
   auto need_op = [&](const char* name) {
-    auto it = sys.ops.find(name);
+    auto it = sys.ops.find(std::string_view(name));  // one strlen, not one per node compared
     if (it == sys.ops.end()) return;  // falls back to `default`
     if (it->second.efficient_factor <= 0)
       issues.push_back({src.system, std::string("/accelerator/op/") + name + "/efficient_factor",
                         "is 0 but the plan uses this op; measure it or set a fallback efficiency"});
   };
-  if (auto it = sys.ops.find("default"); it != sys.ops.end() && !(it->second.efficient_factor > 0))
+  if (auto it = sys.ops.find(std::string_view("default")); it != sys.ops.end() && !(it->second.efficient_factor > 0))
     issues.push_back({src.system, "/accelerator/op/default/efficient_factor",
                       "must be > 0 (every op without its own class falls back to it)"});
   need_op(s.fp8 ? "fp8_matmul" : "matmul");
@@ -476,9 +476,13 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       issues.push_back({src.system, "/networks/" + g, "required network group is missing"});
       continue;
     }
-    for (const char* op : {"all_reduce", "all_gather", "reduce_scatter", "p2p", "all2all"})
-      if (net->second.ops.find(op) == net->second.ops.end())
-        issues.push_back({src.system, "/networks/" + g + "/op/" + op, "required collective is missing"});
+    unsigned present = 0;
+    for (const auto& op : net->second.ops)
+      if (const int c = net_collective_index(op.first); c >= 0) present |= 1u << c;
+    for (size_t c = 0; c < std::size(kNetCollectives); ++c)
+      if (!(present & 1u << c))
+        issues.push_back({src.system, "/networks/" + g + "/op/" + std::string(kNetCollectives[c]),
+                          "required collective is missing"});
   }
   return issues;
 }

@@ -96,7 +96,7 @@ double comm_sum(const Env& env, const CommList& calls, std::array<double, kGroup
                 int repeat = 1) {
   double t = 0;
   for (const auto& c : calls) {
-    const double x = collective_time(env.sys, env.s, env.nets.of(c.group), c.kind, c.bytes, c.n, c.stage);
+    const double x = collective_time(env.sys, env.s, env.nets.net(c.group), c.kind, c.bytes, c.n, c.stage);
     t += x;
     by_group[static_cast<size_t>(c.group)] += repeat * x;
   }
@@ -113,8 +113,8 @@ const CommCall* tp_collective(const Leaf& l, int phase) {
 // Compute slow-down while a collective on `net` runs beside it: the collective occupies the
 // network's `processor_usage` share of the SMs, the GEMM runs on the rest (1/(1−u) − 1).
 double contention(const Env& env, Group g) {
-  const auto it = env.sys.networks.find(env.nets.of(g));
-  const double u = it == env.sys.networks.end() ? 0 : it->second.processor_usage;
+  const NetworkConfig* net = env.nets.net(g).config;
+  const double u = net ? net->processor_usage : 0;
   return u > 0 && u < 1 ? u / (1 - u) : 0;
 }
 
@@ -134,7 +134,7 @@ bool tp_overlapped_phases(const Env& env, const Leaf& l, const double (&t)[3], d
   if (!ba || (column && !bw) || (!column && !l.comms[kBwdW].empty())) return false;
   const CommCall* calls[3] = {f, ba, bw};
   for (int ph = 0; ph < 3; ++ph)
-    comm[ph] = calls[ph] ? collective_time(env.sys, env.s, env.nets.of(Group::TP), calls[ph]->kind, calls[ph]->bytes,
+    comm[ph] = calls[ph] ? collective_time(env.sys, env.s, env.nets.net(Group::TP), calls[ph]->kind, calls[ph]->bytes,
                                            calls[ph]->n, calls[ph]->stage)
                          : 0;
   // TE's defaults (initialize_ub): the all-gathers run as ring exchanges driven by copy engines
@@ -213,7 +213,7 @@ OpCost leaf_cost(const Env& env, const Leaf& l, bool recomputed, const char* lay
     // attention; only what sticks out is added. The backward circulates dK, dV with K, V and
     // returns the last dK, dV to its owner (TE AttnFuncWithCPAndKVP2P). The rest of the n − 1
     // exchanges per pass counts as CP time hidden under the attention.
-    const std::string& net = env.nets.of(Group::CP);
+    const NetworkRef& net = env.nets.net(Group::CP);
     const auto exchange = [&](double b) {
       return collective_time(env.sys, env.s, net, Collective::P2P, b, l.ring_steps, "cp");
     };
@@ -466,7 +466,7 @@ double ep_a2a_time(const Env& env, const CommList& calls) {
   double t = 0;
   for (const auto& c : calls)
     if (c.group == Group::EP && c.kind == Collective::AllToAll)
-      t += collective_time(env.sys, env.s, env.nets.of(c.group), c.kind, c.bytes, c.n, c.stage);
+      t += collective_time(env.sys, env.s, env.nets.net(c.group), c.kind, c.bytes, c.n, c.stage);
   return t;
 }
 
@@ -506,7 +506,7 @@ void a2a_passes(const Env& env, const Chunk& c, const ChunkOps& ops, A2aPass& fw
 
 // Megatron distributed-optimizer step: memory-bound passes over grads and states.
 double optimizer_time(const Env& env, double grad_bytes, double state_bytes) {
-  const auto io = [&](double b) { return memory_time(env.sys, b); };
+  const auto io = [&](double b) { return memory_time(*env.classes, b); };
   const double G = grad_bytes, Sst = state_bytes;
   double t = io(G) + io(G);                                   // zero grad buffer, l2 norm
   if (env.s.dp_size() * env.s.cp_size > 1) t += io(2 * G);    // scale before reduce
@@ -535,7 +535,7 @@ double optimizer_step_time(const Env& env, double grad_bytes, double state_bytes
 
 // Bucketed gradient reduce-scatter + parameter all-gather (all-reduce without ZeRO), 40M-element
 // fp32 buckets as Megatron's DDP.
-double dp_time(const Env& env, double rs_bytes, double ag_bytes, const std::string& net, int64_t n,
+double dp_time(const Env& env, double rs_bytes, double ag_bytes, const NetworkRef& net, int64_t n,
                const char* stage) {
   if (n <= 1) return 0;
   const double bucket = std::max(40e6, 1e6 * static_cast<double>(n)) * 4;
@@ -795,7 +795,7 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
   auto time_of = [&](const DpSide& side, Collective kind, double bytes) {
     LastCall& l = last[side.moe ? 1 : 0];
     if (l.kind != kind || l.bytes != bytes)
-      l = {kind, bytes, collective_time(*plan.system, s, plan.nets.of(side.group), kind, bytes, side.n(plan), side.stage)};
+      l = {kind, bytes, collective_time(*plan.system, s, plan.nets.net(side.group), kind, bytes, side.n(plan), side.stage)};
     return l.t;
   };
   auto count = [&](const DpSide& side, double t) { (side.moe ? out.moe_s : out.dense_s) += t; };
@@ -1033,7 +1033,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.straggler = plan.straggler;
   const char* group_names[] = {"tp", "cp", "dp", "pp", "ep", "etp", "edp"};
   est.networks.reserve(7);
-  for (size_t g = 0; g < 7; ++g) est.networks.emplace_back(group_names[g], plan.nets.name[g]);
+  for (size_t g = 0; g < 7; ++g) est.networks.emplace_back(group_names[g], plan.nets.of(static_cast<Group>(g)));
 
   const int64_t pp = plan.pp, v = plan.vpp;
   const double mbc = static_cast<double>(plan.micro_batch_num);
@@ -1062,14 +1062,14 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     costs.a2a_slowdown = s.moe_enable_deepep
                              ? deepep_slowdown(s.moe_deepep_num_sms.value_or(kDeepEpDefaultNumSms), *sys.sm_count)
                              : contention(env, Group::EP);
-  costs.p2p = pp > 1 ? collective_time(sys, s, plan.nets.of(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;
+  costs.p2p = pp > 1 ? collective_time(sys, s, plan.nets.net(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;
   if (plan.mode == Mode::Default && s.scatter_gather_tensors_in_pipeline) {
     // Narayanan et al. 2021, §4.1: the TP ranks of a stage hold the same activation; each sends
     // its 1/tp slice to its peer, and the next stage all-gathers the slices over its TP group
     // (2021 Megatron-LM p2p_communication.py: split_tensor_into_1d_equal_chunks, gather_split_1d_tensor).
     const auto tp = static_cast<double>(plan.tp);
-    costs.p2p = collective_time(sys, s, plan.nets.of(Group::PP), Collective::P2P, p2p_bytes / tp, 2, "pp") +
-                collective_time(sys, s, plan.nets.of(Group::TP), Collective::AllGather, p2p_bytes, plan.tp, "tp");
+    costs.p2p = collective_time(sys, s, plan.nets.net(Group::PP), Collective::P2P, p2p_bytes / tp, 2, "pp") +
+                collective_time(sys, s, plan.nets.net(Group::TP), Collective::AllGather, p2p_bytes, plan.tp, "tp");
   }
 
   const bool scheduled_dp = plan.mode == Mode::Default;
@@ -1150,8 +1150,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       rank_edp[ri] = rank_edp[ri - 1];
       rank_dense_dp[ri] = rank_dense_dp[ri - 1];
     } else {
-      rank_edp[ri] = dp_time(env, sm.moe_params * mg, sm.moe_params * 2, plan.nets.of(Group::EDP), plan.edp, "edp");
-      rank_dense_dp[ri] = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, plan.nets.of(Group::DP),
+      rank_edp[ri] = dp_time(env, sm.moe_params * mg, sm.moe_params * 2, plan.nets.net(Group::EDP), plan.edp, "edp");
+      rank_dense_dp[ri] = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, plan.nets.net(Group::DP),
                                   plan.dp * plan.cp, "dp_cp");
     }
     rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
@@ -1164,7 +1164,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
     const double grad = static_cast<double>(plan.padded_vocab) / static_cast<double>(plan.tp) *
                         static_cast<double>(m.hidden_size) * mg;
-    const double t = collective_time(sys, s, plan.nets.of(Group::PP), Collective::AllReduce, grad, 2, "pp");
+    const double t = collective_time(sys, s, plan.nets.net(Group::PP), Collective::AllReduce, grad, 2, "pp");
     for (size_t ri : {size_t{0}, static_cast<size_t>(pp - 1)}) {
       rank_dp[ri] += t;
       rank_dense_dp[ri] += t;

@@ -24,26 +24,27 @@ const char* schedule_name(ScheduleKind k) {
 Straggler straggler_model(const StrategyConfig& s, const SystemConfig& sys) {
   Straggler out;
   out.nodes = (s.world_size + sys.num_per_node - 1) / sys.num_per_node;
-  out.replicas = std::max<int64_t>(1, std::min({out.nodes, s.dp_size(), s.edp_size()}));
+  out.dp = s.dp_size();
+  out.edp = s.edp_size();
+  out.replicas = std::max<int64_t>(1, std::min({out.nodes, out.dp, out.edp}));
   out.jitter = sys.straggler_jitter.value_or(kDefaultStragglerJitter);
-  const auto n = static_cast<long long>(out.replicas);
-  if (!s.enable_straggler_model) {
-    out.basis = "off (strategy enable_straggler_model false)";
-    return out;
-  }
-  if (out.replicas <= 1) {
-    out.basis = "1: one replica (min of nodes, dp, edp) has no slower peer to wait for";
-    return out;
-  }
+  out.system_jitter = sys.straggler_jitter.has_value();
+  out.enabled = s.enable_straggler_model;
+  if (!out.enabled || out.replicas <= 1) return out;
   // The peer's empirical tail model: 1 + j·log2 n/(log2 n + 1)·sqrt(log2 n).
   const double l = std::log2(static_cast<double>(out.replicas));
   out.ratio = 1 + l / (l + 1) * out.jitter * std::sqrt(l);
-  out.basis = strprintf("1 + j·log2 n/(log2 n + 1)·sqrt(log2 n) with n = %lld replicas (min of %lld nodes, dp %lld, "
-                        "edp %lld), j = %g (%s)",
-                        n, static_cast<long long>(out.nodes), static_cast<long long>(s.dp_size()),
-                        static_cast<long long>(s.edp_size()), out.jitter,
-                        sys.straggler_jitter ? "system straggler_jitter" : "default, SimuMax v1.2's constant");
   return out;
+}
+
+std::string Straggler::basis() const {
+  if (!enabled) return "off (strategy enable_straggler_model false)";
+  if (replicas <= 1) return "1: one replica (min of nodes, dp, edp) has no slower peer to wait for";
+  return strprintf("1 + j·log2 n/(log2 n + 1)·sqrt(log2 n) with n = %lld replicas (min of %lld nodes, dp %lld, "
+                   "edp %lld), j = %g (%s)",
+                   static_cast<long long>(replicas), static_cast<long long>(nodes), static_cast<long long>(dp),
+                   static_cast<long long>(edp), jitter,
+                   system_jitter ? "system straggler_jitter" : "default, SimuMax v1.2's constant");
 }
 
 Program Plan::program(int64_t mbc) const {
@@ -62,18 +63,6 @@ const char* Plan::stage_kind(int64_t rank) const {
   if (rank == pp - 1) return "last_stage";
   return "middle_stage";
 }
-
-namespace {
-
-// Layers held by each pipeline rank (Megatron get_num_layers_to_build without a layout).
-std::vector<int64_t> rank_layers(const StageLayers& split, int64_t pp) {
-  std::vector<int64_t> out(static_cast<size_t>(pp), split.middle);
-  out.front() = split.first;
-  if (pp > 1) out.back() = split.last;
-  return out;
-}
-
-}  // namespace
 
 Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys, Mode mode,
                   const PlanSources& src) {
@@ -154,25 +143,32 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
   // model order; the dense layers of a MoE model are where its layer pattern puts them.
   // Recompute covers the first recompute_layer_num layers of every chunk (the peer's rule, per
   // Megatron virtual chunk).
-  std::vector<VirtualStage> stages;
+  std::vector<VirtualStage> stages;  // default mode: Megatron's split or the layout
+  StageLayers split;                 // SimuMax12: the peer's split, no list built
   if (mode == Mode::Default) {
     const bool ok = pipeline_stages(m, s, stages, nullptr, nullptr);
     TRAINSIM_ASSERT(ok, "validate_plan accepted an illegal pipeline split");
   } else {
-    // The peer's split: the embedding on (rank 0, chunk 0), the head on (last rank, last chunk).
-    StageLayers split;
     const bool split_ok = split_layers(m.layer_num, s, split, nullptr);
     TRAINSIM_ASSERT(split_ok, "validate_plan accepted an illegal layer split");
-    const auto per_rank = rank_layers(split, p.pp);
-    stages.resize(static_cast<size_t>(p.pp * p.vpp));
-    for (int64_t i = 0; i < p.pp * p.vpp; ++i) stages[static_cast<size_t>(i)].layers = per_rank[static_cast<size_t>(i % p.pp)] / p.vpp;
-    stages.front().embedding = true;
-    stages.back().loss = true;
   }
-  p.chunks.assign(static_cast<size_t>(p.pp), std::vector<ChunkSpec>(static_cast<size_t>(p.vpp)));
+  const int64_t virtual_stages = p.pp * p.vpp;
+  auto stage = [&](int64_t i) {
+    if (mode == Mode::Default) return stages[static_cast<size_t>(i)];
+    // The peer's split (Megatron get_num_layers_to_build without a layout) over the rank's
+    // chunks; the embedding on (rank 0, chunk 0), the head on (last rank, last chunk).
+    const int64_t r = i % p.pp;
+    VirtualStage st;
+    st.layers = (r == 0 ? split.first : r == p.pp - 1 ? split.last : split.middle) / p.vpp;
+    st.embedding = i == 0;
+    st.loss = i == virtual_stages - 1;
+    return st;
+  };
+  p.chunks.resize(static_cast<size_t>(p.pp));
+  for (auto& rank : p.chunks) rank.resize(static_cast<size_t>(p.vpp));
   int64_t offset = 0;
-  for (int64_t i = 0; i < p.pp * p.vpp; ++i) {
-    const VirtualStage& st = stages[static_cast<size_t>(i)];
+  for (int64_t i = 0; i < virtual_stages; ++i) {
+    const VirtualStage st = stage(i);
     ChunkSpec& cs = p.chunks[static_cast<size_t>(i % p.pp)][static_cast<size_t>(i / p.pp)];
     cs.embedding = st.embedding;
     cs.head = st.loss;

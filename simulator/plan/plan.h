@@ -26,8 +26,12 @@ struct Straggler {
   double ratio = 1;       // pipeline time × ratio before the DP/optimizer tail
   int64_t nodes = 1;      // ⌈world_size / num_per_node⌉
   int64_t replicas = 1;   // independent replicas that must all arrive: min(nodes, dp, edp)
+  int64_t dp = 1, edp = 1;
   double jitter = 0;      // coefficient: system straggler_jitter, or the peer's 0.09
-  std::string basis;      // one line: where the ratio comes from
+  bool enabled = true;         // strategy enable_straggler_model
+  bool system_jitter = false;  // jitter from the system's straggler_jitter
+  /// One line: where the ratio comes from (formed only where shown, not per estimate).
+  [[nodiscard]] std::string basis() const;
 };
 
 enum class ScheduleKind : uint8_t { OneFOneB, Interleaved, ZeroBubbleH1 };

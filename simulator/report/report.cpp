@@ -156,7 +156,7 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   j["straggler_added_ms"] = straggler_added_s(e) * 1e3;
   j["straggler"] = {{"ratio", e.straggler.ratio},       {"nodes", e.straggler.nodes},
                     {"replicas", e.straggler.replicas}, {"jitter", e.straggler.jitter},
-                    {"basis", e.straggler.basis}};
+                    {"basis", e.straggler.basis()}};
   j["notes"] = in.notes;
   j["not_modeled"] = in.not_modeled;
   j["ignored"] = in.ignored;
@@ -270,7 +270,7 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
   o += strprintf("TFLOPS/GPU     %10.1f    (%s: %.1f)\n", mfu.headline.tflops_per_gpu,
                  meg ? "simumax" : "megatron", other.tflops_per_gpu);
   o += strprintf("tokens/s/GPU   %10.1f\n", e.tokens_per_s_per_gpu);
-  o += strprintf("straggler      x%.3f: %s\n\n", e.straggler.ratio, e.straggler.basis.c_str());
+  o += strprintf("straggler      x%.3f: %s\n\n", e.straggler.ratio, e.straggler.basis().c_str());
   o += "time per stage (ms)   total  pipeline    bubble   fwd/mb   bwd/mb  tp/cp/ep     dp   optim\n";
   for (const auto& t : e.stage_times)
     o += strprintf("  %-16s %9.1f %9.1f %9.1f %8.2f %8.2f %9.1f %6.1f %7.1f\n", t.name.c_str(), t.total_s * 1e3,

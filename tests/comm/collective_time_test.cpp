@@ -1,6 +1,9 @@
 // collective_time on hand-computed cases: the inter-node all-to-all NIC sharing (stage tag
-// tested case-insensitively, as the peer lowercases it) and the group-size fixed latency.
+// tested case-insensitively, as the peer lowercases it), the group-size fixed latency, and the
+// network groups resolved once (resolve_network, choose_networks) giving the same times.
 #include <gtest/gtest.h>
+
+#include <stdexcept>
 
 #include "comm/collective.h"
 
@@ -44,6 +47,64 @@ TEST(CollectiveTimeTest, FixedLatencyByGroupSizeOverridesTheFlatOne) {
   EXPECT_DOUBLE_EQ(collective_time(sys, s, "inter_node", Collective::AllToAll, 1e9, 8, "tp"),
                    1e9 * 7 / 8 / 1e10 + 1e-3);
   EXPECT_EQ(collective_time(sys, s, "inter_node", Collective::AllToAll, 1e9, 1, "tp"), 0);
+}
+
+TEST(CollectiveTimeTest, ResolvedNetworkPointsIntoTheSystemAndSeesItsValues) {
+  SystemConfig sys = inter_node_system();
+  const StrategyConfig s;
+  const NetworkRef net = resolve_network(sys, "inter_node");
+  NetworkConfig& nd = sys.networks["inter_node"];
+  EXPECT_EQ(net.config, &nd);
+  EXPECT_EQ(net.ops[static_cast<size_t>(Collective::AllToAll)], &nd.ops["all2all"]);
+  EXPECT_EQ(net.ops[static_cast<size_t>(Collective::AllReduce)], nullptr);
+  EXPECT_TRUE(net.inter_node);
+  EXPECT_FALSE(net.pcie);
+  EXPECT_FALSE(net.nvlink);
+  EXPECT_DOUBLE_EQ(collective_time(sys, s, net, Collective::AllToAll, 1e9, 16, "ep"), 0.375);
+  // Values edited in place after resolving count.
+  nd.bandwidth.fixed_latency_s = 1e-3;
+  EXPECT_DOUBLE_EQ(collective_time(sys, s, net, Collective::AllToAll, 1e9, 16, "tp"), 0.09375 + 1e-3);
+  // A group or collective the system lacks throws, as the named lookup.
+  EXPECT_THROW((void)collective_time(sys, s, net, Collective::AllReduce, 1e9, 16, "tp"), std::out_of_range);
+  EXPECT_EQ(resolve_network(sys, "high_intra_node").config, nullptr);
+  EXPECT_THROW((void)collective_time(sys, s, "high_intra_node", Collective::AllToAll, 1e9, 16, "tp"),
+               std::out_of_range);
+}
+
+TEST(CollectiveTimeTest, ResolvedGroupsKeepThePeersNameTests) {
+  SystemConfig sys;
+  sys.num_per_node = 8;
+  sys.fc8 = true;
+  sys.intra_with_pcie = true;
+  NetworkConfig& pcie = sys.networks["intra_node_pcie_2x"];
+  pcie.bandwidth.bytes_per_s = 5e9;
+  NetOpConfig& ar = pcie.ops["all_reduce"];
+  ar.scale = 2;
+  ar.offset = -1;
+  ar.dp_fixed_bw["2"] = 1e10;
+  NetworkConfig& nvl = sys.networks["high_intra_node"];
+  nvl.bandwidth.bytes_per_s = 1e10;
+  nvl.ops["all_gather"].offset = -1;
+  sys.networks["inter_node"] = sys.networks["intra_node_pcie_2x"];
+  StrategyConfig s;
+  s.tp_size = 2;
+  s.world_size = 16;
+  // tp 2 on the 2x PCIe group, dp 8 spans 16 GPUs: inter-node. Only the groups used are resolved.
+  const NetworkChoice c = choose_networks(sys, s, Mode::SimuMax12);
+  EXPECT_EQ(c.of(Group::TP), "intra_node_pcie_2x");
+  EXPECT_EQ(c.net(Group::TP).config, &sys.networks["intra_node_pcie_2x"]);
+  EXPECT_TRUE(c.net(Group::TP).pcie);
+  EXPECT_EQ(c.of(Group::DP), "inter_node");
+  EXPECT_EQ(c.net(Group::DP).config, &sys.networks["inter_node"]);
+  EXPECT_EQ(c.nets[static_cast<size_t>(Network::HighIntraNode)].config, nullptr);
+  // 2 ranks: 1e9·2·(2−1)/2 bytes. A DP stage on PCIe takes the measured 1e10 B/s; others the
+  // group's 5e9 B/s.
+  EXPECT_DOUBLE_EQ(collective_time(sys, s, c.net(Group::TP), Collective::AllReduce, 1e9, 2, "dp"), 0.1);
+  EXPECT_DOUBLE_EQ(collective_time(sys, s, c.net(Group::TP), Collective::AllReduce, 1e9, 2, "tp"), 0.2);
+  // fc8 NVLink: 4 ranks get 3/7 of the bandwidth; 1e9·3/4 bytes over 1e10·3/7 B/s.
+  EXPECT_DOUBLE_EQ(collective_time(sys, s, resolve_network(sys, "high_intra_node"), Collective::AllGather, 1e9, 4,
+                                   "tp"),
+                   0.175);
 }
 
 }  // namespace

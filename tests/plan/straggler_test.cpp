@@ -23,16 +23,20 @@ TEST(Straggler, RatioAndBasisFromClusterSizeAndSystem) {
   EXPECT_EQ(st.nodes, 4);
   EXPECT_EQ(st.replicas, 4);
   EXPECT_NEAR(st.ratio, 1.0848528, 1e-7);
-  EXPECT_EQ(st.basis, "1 + j·log2 n/(log2 n + 1)·sqrt(log2 n) with n = 4 replicas (min of 4 nodes, dp 16, edp 32), "
+  EXPECT_EQ(st.basis(), "1 + j·log2 n/(log2 n + 1)·sqrt(log2 n) with n = 4 replicas (min of 4 nodes, dp 16, edp 32), "
                       "j = 0.09 (default, SimuMax v1.2's constant)");
   // A calmer cluster: j = 0.03 → 1 + 2/3 · 0.03 · √2 = 1.0282843.
   sys.straggler_jitter = 0.03;
   st = straggler_model(s, sys);
   EXPECT_NEAR(st.ratio, 1.0282843, 1e-7);
-  EXPECT_NE(st.basis.find("j = 0.03 (system straggler_jitter)"), std::string::npos);
+  EXPECT_NE(st.basis().find("j = 0.03 (system straggler_jitter)"), std::string::npos);
   s.world_size = 8;  // one node
   EXPECT_EQ(straggler_model(s, sys).ratio, 1);
-  EXPECT_EQ(straggler_model(s, sys).basis, "1: one replica (min of nodes, dp, edp) has no slower peer to wait for");
+  EXPECT_EQ(straggler_model(s, sys).basis(), "1: one replica (min of nodes, dp, edp) has no slower peer to wait for");
+  s.world_size = 32;
+  s.enable_straggler_model = false;
+  EXPECT_EQ(straggler_model(s, sys).ratio, 1);
+  EXPECT_EQ(straggler_model(s, sys).basis(), "off (strategy enable_straggler_model false)");
 }
 
 TEST(Straggler, ShownInSummaryAndJson) {
@@ -45,7 +49,7 @@ TEST(Straggler, ShownInSummaryAndJson) {
   const nlohmann::json j = nlohmann::json::parse(estimate_to_json(in, e));
   EXPECT_NEAR(j["straggler"]["ratio"].get<double>(), 1.0848528, 1e-7);
   EXPECT_EQ(j["straggler"]["replicas"], 4);
-  EXPECT_EQ(j["straggler"]["basis"], e.straggler.basis);
+  EXPECT_EQ(j["straggler"]["basis"], e.straggler.basis());
   EXPECT_NE(estimate_summary(in, e).find("straggler      x1.085: 1 + j·log2 n"), std::string::npos);
 }
 

@@ -1,0 +1,42 @@
+// The system entries a plan needs: every collective of the network groups it may pick, named
+// with its JSON path, in the order of the groups and of the collectives.
+#include <gtest/gtest.h>
+
+#include "config/validate.h"
+#include "test_presets.h"
+
+namespace trainsim {
+namespace {
+
+TEST(SystemEntriesTest, NetCollectiveIndexFollowsCollectiveOrder) {
+  EXPECT_EQ(net_collective_index("all_reduce"), 0);
+  EXPECT_EQ(net_collective_index("all_gather"), 1);
+  EXPECT_EQ(net_collective_index("reduce_scatter"), 2);
+  EXPECT_EQ(net_collective_index("p2p"), 3);
+  EXPECT_EQ(net_collective_index("all2all"), 4);
+  EXPECT_EQ(net_collective_index("all_reducE"), -1);
+  EXPECT_EQ(net_collective_index(""), -1);
+}
+
+TEST(SystemEntriesTest, MissingCollectivesAndGroupsAreNamed) {
+  const ModelConfig m = test::preset_model("llama3-8b");
+  StrategyConfig s;
+  s.seq_len = 4096;
+  s.micro_batch_size = 1;
+  s.micro_batch_num = 8;
+  s.world_size = 8;
+  SystemConfig sys = test::preset_system("h100-sxm-80g");
+  ASSERT_TRUE(validate_plan(m, s, sys, {}).empty());
+  sys.networks["high_intra_node"].ops.erase("p2p");
+  sys.networks["high_intra_node"].ops.erase("all_reduce");
+  sys.networks["high_intra_node"].ops["unknown"] = {};  // an extra entry stands for none of them
+  sys.networks.erase("inter_node");
+  const auto issues = validate_plan(m, s, sys, {"m", "s", "y.json"});
+  ASSERT_EQ(issues.size(), 3u);
+  EXPECT_EQ(issues[0].str(), "y.json: /networks/high_intra_node/op/all_reduce: required collective is missing");
+  EXPECT_EQ(issues[1].str(), "y.json: /networks/high_intra_node/op/p2p: required collective is missing");
+  EXPECT_EQ(issues[2].str(), "y.json: /networks/inter_node: required network group is missing");
+}
+
+}  // namespace
+}  // namespace trainsim
