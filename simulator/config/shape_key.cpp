@@ -237,7 +237,7 @@ std::pair<const char* const*, size_t> names_of(FieldType t) {
 
 // The value a key field prints, one double per text: integral values (the Python int the peer
 // prints, 0 without sign), else what `%.0f` prints (round half to even, "-0", inf, nan).
-double pack_value(double v) {
+inline double pack_value(double v) {
   if (std::fabs(v) < 9e15 && static_cast<double>(static_cast<int64_t>(v)) == v) return v == 0 ? 0.0 : v;
   if (std::isnan(v)) return std::copysign(std::numeric_limits<double>::quiet_NaN(), v);
   return std::nearbyint(v);
@@ -253,16 +253,11 @@ void put_value(std::string& out, double v) {
   }
 }
 
-PackedKey make_key(KeyKind kind, std::initializer_list<double> nums, std::initializer_list<uint8_t> choices,
-                   std::initializer_list<bool> flags) {
+// A key of `kind` with its numeric fields packed; choices and flags are set by the caller.
+inline PackedKey make_key(KeyKind kind, const double* nums, size_t count) {
   PackedKey k;
   k.kind = kind;
-  size_t i = 0;
-  for (double v : nums) k.num[i++] = pack_value(v);
-  i = 0;
-  for (uint8_t c : choices) k.choice[i++] = c;
-  i = 0;
-  for (bool b : flags) k.flags = static_cast<uint8_t>(k.flags | (b ? 1u << i : 0u)), ++i;
+  for (size_t i = 0; i < count; ++i) k.num[i] = pack_value(nums[i]);
   return k;
 }
 
@@ -284,23 +279,34 @@ size_t PackedKeyHash::operator()(const PackedKey& k) const {
 
 PackedKey matmul_key(double b, double m, double k, double n, KeyLayout layout, bool accumulate,
                      KeyDtype out_dtype) {
-  return make_key(KeyKind::Matmul, {b, m, k, n},
-                  {static_cast<uint8_t>(layout), static_cast<uint8_t>(out_dtype)}, {accumulate});
+  const double nums[] = {b, m, k, n};
+  PackedKey key = make_key(KeyKind::Matmul, nums, 4);
+  key.choice[0] = static_cast<uint8_t>(layout);
+  key.choice[1] = static_cast<uint8_t>(out_dtype);
+  key.flags = accumulate ? 1 : 0;
+  return key;
 }
 
 PackedKey grouped_key(double ng, double m, double n, double k, KeyDtype dtype, KeyDtype out_dtype,
                       KeyDtype main_grad_dtype, KeyStage stage, bool grad, bool accumulate,
                       bool use_split_accumulator, bool single_output) {
-  return make_key(KeyKind::Grouped, {ng, m, n, k},
-                  {static_cast<uint8_t>(dtype), static_cast<uint8_t>(out_dtype),
-                   static_cast<uint8_t>(main_grad_dtype), static_cast<uint8_t>(stage)},
-                  {grad, accumulate, use_split_accumulator, single_output});
+  const double nums[] = {ng, m, n, k};
+  PackedKey key = make_key(KeyKind::Grouped, nums, 4);
+  key.choice[0] = static_cast<uint8_t>(dtype);
+  key.choice[1] = static_cast<uint8_t>(out_dtype);
+  key.choice[2] = static_cast<uint8_t>(main_grad_dtype);
+  key.choice[3] = static_cast<uint8_t>(stage);
+  key.flags = static_cast<uint8_t>((grad ? 1 : 0) | (accumulate ? 2 : 0) | (use_split_accumulator ? 4 : 0) |
+                                   (single_output ? 8 : 0));
+  return key;
 }
 
 PackedKey sdpa_key(double batch, double seq_len, double head_num, double kv_head_num, double qk_head_dim,
                    double v_head_dim, bool qkv_contiguous) {
-  return make_key(KeyKind::Sdpa, {batch, seq_len, head_num, kv_head_num, qk_head_dim, v_head_dim}, {},
-                  {qkv_contiguous});
+  const double nums[] = {batch, seq_len, head_num, kv_head_num, qk_head_dim, v_head_dim};
+  PackedKey key = make_key(KeyKind::Sdpa, nums, 6);
+  key.flags = qkv_contiguous ? 1 : 0;
+  return key;
 }
 
 std::string format_packed_key(const PackedKey& key) {
