@@ -30,21 +30,6 @@ double cache_of(const Item& it) {
   return it.leaf->has_cached_inputs && it.rc ? it.leaf->cache_inputs_cached : it.leaf->cache;
 }
 
-// PeakPoint's bookkeeping with the leaf's name taken by address (the forward walk raises the
-// peak at almost every leaf); the name is copied once at the end.
-struct PeakTracker {
-  PeakPoint& pk;
-  const std::string* leaf = nullptr;
-  void update(double v, PeakPoint::Stage st, const std::string& name) {
-    if (v >= pk.peak) {
-      pk.peak = v;
-      pk.slot[st] = v;
-      pk.peak_stage = st;
-      leaf = &name;
-    }
-  }
-};
-
 }  // namespace
 
 ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
@@ -52,8 +37,8 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
   const size_t n = items.size();
   std::vector<double> keep(n, 0);
   ActivationResult r;
-  PeakTracker pk{r.peak};
-  static const std::string kForwardEnd = "forward_end";
+  PeakPoint& pk = r.peak;
+  constexpr std::string_view kForwardEnd = "forward_end";
   double G = 0;
   for (size_t i = 0; i < n; ++i) {
     const Leaf& l = *items[i].leaf;
@@ -95,7 +80,6 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
     }
     ii = j;
   }
-  if (pk.leaf) r.peak.peak_leaf = *pk.leaf;
   return r;
 }
 

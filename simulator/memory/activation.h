@@ -3,7 +3,7 @@
 #pragma once
 
 #include <array>
-#include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/strategy_config.h"
@@ -18,8 +18,8 @@ struct PeakPoint {
   double peak = 0;
   std::array<double, 4> slot{};
   int peak_stage = kForward;
-  std::string peak_leaf;
-  void update(double v, Stage st, const std::string& leaf) {
+  std::string_view peak_leaf;  // a leaf name (static text, see Leaf::name)
+  void update(double v, Stage st, std::string_view leaf) {
     if (v >= peak) {
       peak = v;
       slot[st] = v;

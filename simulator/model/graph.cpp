@@ -50,7 +50,7 @@ void add_comm(Leaf& l, Phase p, Collective c, Group g, double bytes, int64_t n, 
 }
 
 // Fused RMSNorm over [B, S_sp, H] (TE LayerNorm bytes: in + gamma + out; bwd adds rstd).
-Leaf layer_norm(const Ctx& c, const char* name, double width = 0) {
+Leaf layer_norm(const Ctx& c, std::string_view name, double width = 0) {
   Leaf l;
   l.name = name;
   const double Hn = width > 0 ? width : c.H;
@@ -121,7 +121,7 @@ bool fp8_cast_transpose(const Ctx& c, bool column_parallel, bool sequence_parall
 }
 
 // Column-parallel Linear (Megatron ColumnParallelLinear): SP all-gathers its input.
-Leaf linear_col(const Ctx& c, const char* name, double in, double out, bool allow_fp8 = true) {
+Leaf linear_col(const Ctx& c, std::string_view name, double in, double out, bool allow_fp8 = true) {
   Leaf l;
   l.name = name;
   const bool fp8 = c.fp8 && allow_fp8;
@@ -149,7 +149,7 @@ Leaf linear_col(const Ctx& c, const char* name, double in, double out, bool allo
 }
 
 // Row-parallel Linear (Megatron RowParallelLinear): SP reduce-scatters its output.
-Leaf linear_row(const Ctx& c, const char* name, double in, double out) {
+Leaf linear_row(const Ctx& c, std::string_view name, double in, double out) {
   Leaf l;
   l.name = name;
   const bool fp8 = c.fp8;
@@ -178,7 +178,7 @@ Leaf linear_row(const Ctx& c, const char* name, double in, double out) {
 // rank holds the whole weight and runs it on its own tokens (S/tp under sequence parallelism);
 // the up projection then all-gathers the small latent. Megatron all-reduces these weight
 // gradients over TP once per step (not modeled: latent weights are ~1 % of the layer).
-Leaf linear_dup(const Ctx& c, const char* name, double in, double out) {
+Leaf linear_dup(const Ctx& c, std::string_view name, double in, double out) {
   Leaf l;
   l.name = name;
   const bool fp8 = c.fp8;
@@ -210,7 +210,7 @@ Leaf qk_layernorm(const Ctx& c, double d) {
   return l;
 }
 
-Leaf zero_leaf(const char* name) {
+Leaf zero_leaf(std::string_view name) {
   Leaf l;
   l.name = name;
   return l;
@@ -222,7 +222,7 @@ Leaf zero_leaf(const char* name) {
 // the residual and writes the output and a 1-byte mask; backward reads the gradient and the mask
 // and writes the input gradient (the residual's gradient is the same tensor). The mask is saved:
 // the sbh dropout-mask terms of Korthikanti et al. 2022's 34·s·b·h per layer.
-Leaf bias_dropout_add(const Ctx& c, const char* name) {
+Leaf bias_dropout_add(const Ctx& c, std::string_view name) {
   Leaf l;
   l.name = name;
   const double X = c.B * c.S_sp * c.H;
@@ -607,7 +607,7 @@ Leaf unpermutation(const Ctx& c, const MoeShape& sh) {
 }
 
 // Expert GEMMs: grouped GEMM over the local experts (TE GroupedLinear), or one Linear per expert.
-Leaf grouped_linear(const Ctx& c, const MoeShape& sh, const char* name, double in, double out, bool col) {
+Leaf grouped_linear(const Ctx& c, const MoeShape& sh, std::string_view name, double in, double out, bool col) {
   Leaf l;
   l.name = name;
   l.grouped = true;
@@ -732,7 +732,7 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
     const bool split = s.tp_size > 1;
     Ctx gathered = c;
     gathered.S_sp = c.S_l;
-    auto down = [&](const char* name, double in, double out) {
+    auto down = [&](std::string_view name, double in, double out) {
       return split ? linear_dup(c, name, in, out) : linear_col(c, name, in, out);
     };
     if (m.q_lora_rank) {
@@ -762,30 +762,38 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
   const bool bda = env.mode == Mode::Default && s.enable_dropout;
   if (bda) L.push_back(bias_dropout_add(c, "self_attn_bda"));
   L.push_back(layer_norm(c, "pre_mlp_layernorm"));
-  auto dense_mlp = [&](const std::string& prefix, double I) {
+  // The dense MLP's leaf names: the layer's own, or the shared expert's.
+  struct MlpNames {
+    std::string_view fc1, swiglu, gelu, fc2;
+  };
+  static constexpr MlpNames kDense{"linear_fc1", "swiglu", "gelu", "linear_fc2"};
+  static constexpr MlpNames kShared{"shared_expert.linear_fc1", "shared_expert.swiglu", "shared_expert.gelu",
+                                    "shared_expert.linear_fc2"};
+  auto dense_mlp = [&](const MlpNames& n, double I) {
     if (m.use_swiglu) {
-      L.push_back(linear_col(c, (prefix + "linear_fc1").c_str(), H, 2 * I));
+      L.push_back(linear_col(c, n.fc1, H, 2 * I));
       L.push_back(swiglu(c, I / s.tp_size));
+      L.back().name = n.swiglu;
     } else {
-      L.push_back(linear_col(c, (prefix + "linear_fc1").c_str(), H, I));
+      L.push_back(linear_col(c, n.fc1, H, I));
       L.push_back(gelu(c, I / s.tp_size));
+      L.back().name = n.gelu;
     }
-    L.back().name = prefix + L.back().name;
-    L.push_back(linear_row(c, (prefix + "linear_fc2").c_str(), I, H));
+    L.push_back(linear_row(c, n.fc2, I, H));
   };
   // In MoE models the peer builds dense MLPs (leading dense layers and shared experts) with
   // fc1 marked as reading a cached input: the router (or nothing) keeps the normed input.
-  auto shared_input = [&](const std::string& name) {
+  auto shared_input = [&](std::string_view name) {
     for (auto& l : L)
       if (l.name == name) l.cache = 0;
   };
   if (!moe) {
-    dense_mlp("", static_cast<double>(m.intermediate_size.value_or(0)));
+    dense_mlp(kDense, static_cast<double>(m.intermediate_size.value_or(0)));
     if (m.is_moe()) shared_input("linear_fc1");
   } else {
     if (m.moe_shared_expert_intermediate_size) {
-      dense_mlp("shared_expert.", static_cast<double>(*m.moe_shared_expert_intermediate_size));
-      shared_input("shared_expert.linear_fc1");
+      dense_mlp(kShared, static_cast<double>(*m.moe_shared_expert_intermediate_size));
+      shared_input(kShared.fc1);
     }
     const MoeShape sh = moe_shape(c);
     const double F = static_cast<double>(m.moe_ffn()) / static_cast<double>(s.etp_size);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -57,7 +58,7 @@ enum class RecomputeStatus : uint8_t { None, First, Middle, Last };
 
 /// A leaf op. Costs per phase are lists of kernels (Permutation runs two) plus collectives.
 struct Leaf {
-  std::string name;
+  std::string_view name;  // static text (literals, or interned: core/intern.h); copies are free
   std::array<KernelList, 3> kernels;
   std::array<CommList, 3> comms;
   bool recompute_repeats_comm = false;  // Linear: recompute repeats the forward TP collective
