@@ -235,12 +235,21 @@ std::pair<const char* const*, size_t> names_of(FieldType t) {
   return {kStageNames, std::size(kStageNames)};
 }
 
-// The value a key field prints, one double per text: integral values (the Python int the peer
-// prints, 0 without sign), else what `%.0f` prints (round half to even, "-0", inf, nan).
-inline double pack_value(double v) {
-  if (std::fabs(v) < 9e15 && static_cast<double>(static_cast<int64_t>(v)) == v) return v == 0 ? 0.0 : v;
+// The value a non-integral key field prints: what `%.0f` prints (round half to even, "-0", inf,
+// nan with its sign).
+double pack_rounded(double v) {
   if (std::isnan(v)) return std::copysign(std::numeric_limits<double>::quiet_NaN(), v);
   return std::nearbyint(v);
+}
+
+// The value a key field prints, one double per text: integral values (the Python int the peer
+// prints, 0 without sign: the round trip through int64 drops it), else pack_rounded.
+inline double pack_value(double v) {
+  if (std::fabs(v) < 9e15) {
+    const double r = static_cast<double>(static_cast<int64_t>(v));
+    if (r == v) return r;
+  }
+  return pack_rounded(v);
 }
 
 void put_value(std::string& out, double v) {
@@ -251,14 +260,6 @@ void put_value(std::string& out, double v) {
   } else {
     out += strprintf("%.0f", v);
   }
-}
-
-// A key of `kind` with its numeric fields packed; choices and flags are set by the caller.
-inline PackedKey make_key(KeyKind kind, const double* nums, size_t count) {
-  PackedKey k;
-  k.kind = kind;
-  for (size_t i = 0; i < count; ++i) k.num[i] = pack_value(nums[i]);
-  return k;
 }
 
 }  // namespace
@@ -279,8 +280,12 @@ size_t PackedKeyHash::operator()(const PackedKey& k) const {
 
 PackedKey matmul_key(double b, double m, double k, double n, KeyLayout layout, bool accumulate,
                      KeyDtype out_dtype) {
-  const double nums[] = {b, m, k, n};
-  PackedKey key = make_key(KeyKind::Matmul, nums, 4);
+  PackedKey key;
+  key.kind = KeyKind::Matmul;
+  key.num[0] = pack_value(b);
+  key.num[1] = pack_value(m);
+  key.num[2] = pack_value(k);
+  key.num[3] = pack_value(n);
   key.choice[0] = static_cast<uint8_t>(layout);
   key.choice[1] = static_cast<uint8_t>(out_dtype);
   key.flags = accumulate ? 1 : 0;
@@ -290,8 +295,12 @@ PackedKey matmul_key(double b, double m, double k, double n, KeyLayout layout, b
 PackedKey grouped_key(double ng, double m, double n, double k, KeyDtype dtype, KeyDtype out_dtype,
                       KeyDtype main_grad_dtype, KeyStage stage, bool grad, bool accumulate,
                       bool use_split_accumulator, bool single_output) {
-  const double nums[] = {ng, m, n, k};
-  PackedKey key = make_key(KeyKind::Grouped, nums, 4);
+  PackedKey key;
+  key.kind = KeyKind::Grouped;
+  key.num[0] = pack_value(ng);
+  key.num[1] = pack_value(m);
+  key.num[2] = pack_value(n);
+  key.num[3] = pack_value(k);
   key.choice[0] = static_cast<uint8_t>(dtype);
   key.choice[1] = static_cast<uint8_t>(out_dtype);
   key.choice[2] = static_cast<uint8_t>(main_grad_dtype);
@@ -303,8 +312,14 @@ PackedKey grouped_key(double ng, double m, double n, double k, KeyDtype dtype, K
 
 PackedKey sdpa_key(double batch, double seq_len, double head_num, double kv_head_num, double qk_head_dim,
                    double v_head_dim, bool qkv_contiguous) {
-  const double nums[] = {batch, seq_len, head_num, kv_head_num, qk_head_dim, v_head_dim};
-  PackedKey key = make_key(KeyKind::Sdpa, nums, 6);
+  PackedKey key;
+  key.kind = KeyKind::Sdpa;
+  key.num[0] = pack_value(batch);
+  key.num[1] = pack_value(seq_len);
+  key.num[2] = pack_value(head_num);
+  key.num[3] = pack_value(kv_head_num);
+  key.num[4] = pack_value(qk_head_dim);
+  key.num[5] = pack_value(v_head_dim);
   key.flags = qkv_contiguous ? 1 : 0;
   return key;
 }
