@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <utility>
 
 namespace trainsim {
@@ -115,6 +117,13 @@ class SmallVector {
       size_ = o.size_;
       o.data_ = o.local();
       o.capacity_ = N;
+      o.size_ = 0;
+      return;
+    }
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      // One fixed-size copy of the inline block (kernels are moved with every leaf).
+      std::memcpy(inline_, o.inline_, sizeof inline_);
+      size_ = o.size_;
       o.size_ = 0;
       return;
     }

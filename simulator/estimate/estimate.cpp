@@ -608,9 +608,7 @@ ChunkResult evaluate_chunk(const Env& env, LayerStore& store, const ChunkSpec& s
   if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.ops, r.a2a_fwd, r.a2a_bwd);
   r.act = walk_activations(chunk, env.s);
   r.params = chunk_parameters(chunk);
-  std::vector<std::array<int64_t, 3>> shapes;
-  collect_dummy_wgrad(chunk, shapes);
-  for (const auto& sh : shapes) r.dummy_bytes += static_cast<double>(sh[0]) * static_cast<double>(sh[1]) * 2;
+  r.dummy_bytes = dummy_wgrad_bytes(chunk);
   return r;
 }
 

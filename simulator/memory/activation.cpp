@@ -4,13 +4,15 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/small_vector.h"
 
 namespace trainsim {
 namespace {
 
 struct Item {
   const Leaf* leaf;
-  bool rc;  // recomputed in this instance
+  bool rc;         // recomputed in this instance
+  double keep = 0;  // bytes it keeps for the backward
 };
 
 std::vector<Item> flatten(const Chunk& chunk, const StrategyConfig& s) {
@@ -35,7 +37,6 @@ double cache_of(const Item& it) {
 ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
   std::vector<Item> items = flatten(chunk, s);
   const size_t n = items.size();
-  std::vector<double> keep(n, 0);
   ActivationResult r;
   PeakPoint& pk = r.peak;
   constexpr std::string_view kForwardEnd = "forward_end";
@@ -45,14 +46,14 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
     pk.update(G + l.fpk, PeakPoint::kForward, l.name);
     if (items[i].rc) {
       // Checkpointed segment: only its input is kept (none if the input is offloaded).
-      keep[i] = l.status == RecomputeStatus::First && !(s.offload_groupgemm_col_inputs && l.grouped)
-                    ? l.input_bytes
-                    : 0;
+      items[i].keep = l.status == RecomputeStatus::First && !(s.offload_groupgemm_col_inputs && l.grouped)
+                          ? l.input_bytes
+                          : 0;
     } else {
-      keep[i] = cache_of(items[i]);
+      items[i].keep = cache_of(items[i]);
       r.offloaded_per_mb += l.offload_bytes;
     }
-    G += keep[i];
+    G += items[i].keep;
   }
   pk.update(G, PeakPoint::kForward, kForwardEnd);
   r.cache_per_mb = G;
@@ -60,7 +61,7 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
     const Leaf& l = *items[ii].leaf;
     if (!items[ii].rc) {
       pk.update(G + l.bpk, PeakPoint::kBackward, l.name);
-      G -= keep[ii];
+      G -= items[ii].keep;
       continue;
     }
     size_t j = ii;
@@ -69,14 +70,14 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
       const Leaf& lk = *items[k].leaf;
       pk.update(G + lk.fpk, PeakPoint::kRecomputeForward, lk.name);
       if (k != j) {
-        keep[k] = cache_of(items[k]);
-        G += keep[k];
+        items[k].keep = cache_of(items[k]);
+        G += items[k].keep;
       }
     }
     for (size_t k = ii + 1; k-- > j;) {
       const Leaf& lk = *items[k].leaf;
       pk.update(G + lk.bpk, PeakPoint::kRecomputeBackward, lk.name);
-      G -= keep[k];
+      G -= items[k].keep;
     }
     ii = j;
   }
@@ -130,16 +131,21 @@ StaticMemory static_memory(const Chunk& chunk, const StrategyConfig& s) {
   return shard_static_memory(chunk_parameters(chunk), s);
 }
 
-void collect_dummy_wgrad(const Chunk& chunk, std::vector<std::array<int64_t, 3>>& shapes) {
+double dummy_wgrad_bytes(const Chunk& chunk) {
+  SmallVector<std::array<int64_t, 3>, 8> shapes;  // (rows, cols, grouped) seen
+  double bytes = 0;
   auto add = [&](const Leaf& l) {
     if (l.dummy_wgrad_bytes == 0) return;
-    std::array<int64_t, 3> key{l.dummy_rows, l.dummy_cols, l.grouped ? 1 : 0};
-    if (std::find(shapes.begin(), shapes.end(), key) == shapes.end()) shapes.push_back(key);
+    const std::array<int64_t, 3> key{l.dummy_rows, l.dummy_cols, l.grouped ? 1 : 0};
+    if (std::find(shapes.begin(), shapes.end(), key) != shapes.end()) return;
+    shapes.push_back(key);
+    bytes += static_cast<double>(key[0]) * static_cast<double>(key[1]) * 2;
   };
   for (const auto& l : chunk.pre) add(l);
   for (const auto& t : chunk.templates)
     for (const auto& l : t->leaves) add(l);
   for (const auto& l : chunk.post) add(l);
+  return bytes;
 }
 
 }  // namespace trainsim

@@ -51,7 +51,8 @@ struct StaticMemory {
 /// Adds gradients and optimizer states to `params` and applies the ZeRO sharding of `s`.
 [[nodiscard]] StaticMemory shard_static_memory(StaticMemory params, const StrategyConfig& s);
 
-/// Adds the chunk's distinct TE dummy-wgrad shapes to `shapes` (rows, cols) for deduplication.
-void collect_dummy_wgrad(const Chunk& chunk, std::vector<std::array<int64_t, 3>>& shapes);
+/// Bytes of the chunk's TE dummy-wgrad buffers: one bf16 buffer per distinct (rows, cols, grouped)
+/// weight-gradient shape.
+[[nodiscard]] double dummy_wgrad_bytes(const Chunk& chunk);
 
 }  // namespace trainsim

@@ -827,6 +827,8 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
   const double H = c.H, Vt = static_cast<double>(padded_vocab) / s.tp_size;
   Chunk chunk;
   chunk.post.reserve(4);  // final norm, LM head, loss, MTP's embedding copy
+  chunk.templates.reserve(4);
+  chunk.layers.reserve(static_cast<size_t>(layers + spec.mtp_layers));
   if (with_embedding) chunk.pre.push_back(embedding(c, Vt));
   if (with_head) {
     chunk.post.push_back(layer_norm(c, "final_layernorm"));
