@@ -604,6 +604,7 @@ ChunkResult evaluate_chunk(const Env& env, LayerStore& store, const ChunkSpec& s
   Env local = env;
   local.log = &r.log;
   r.ops = chunk_ops(local, chunk, store);
+  r.backward.reserve(chunk.layers.size() + 2);  // head, layers, embedding
   r.sums = chunk_sums(chunk, r.ops, r.backward);
   if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.ops, r.a2a_fwd, r.a2a_bwd);
   r.act = walk_activations(chunk, env.s);
