@@ -15,8 +15,11 @@ struct Item {
   double keep = 0;  // bytes it keeps for the backward
 };
 
-std::vector<Item> flatten(const Chunk& chunk, const StrategyConfig& s) {
-  std::vector<Item> items;
+// The chunk's leaves in call order, into a per-thread buffer that every walk reuses (searches walk
+// chunks on several threads).
+std::vector<Item>& flatten(const Chunk& chunk, const StrategyConfig& s) {
+  thread_local std::vector<Item> items;
+  items.clear();
   size_t n = chunk.pre.size() + chunk.post.size();
   for (const auto& layer : chunk.layers) n += chunk.templates[static_cast<size_t>(layer.template_index)]->leaves.size();
   items.reserve(n);
@@ -35,7 +38,7 @@ double cache_of(const Item& it) {
 }  // namespace
 
 ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
-  std::vector<Item> items = flatten(chunk, s);
+  std::vector<Item>& items = flatten(chunk, s);
   const size_t n = items.size();
   ActivationResult r;
   PeakPoint& pk = r.peak;
