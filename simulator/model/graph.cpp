@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <iterator>
 
 #include "core/error.h"
@@ -29,14 +28,11 @@ struct Ctx {
   double w;          // Linear weight bytes in a GEMM (1 under fp8)
   bool sp;
   bool fp8;
-  const char* wgrad_dtype;
+  KeyDtype wgrad_dtype;  // the weight gradient's output dtype (bf16 or fp32)
   bool dummy_wgrad;  // TE ≥ 2.3 allocates a dummy wgrad per unique Linear weight shape
   bool megatron;     // default mode: the tensors Megatron/TE save (else the peer's bookkeeping)
   const ChunkEnv& env;
 };
-
-// The wgrad output dtype (Ctx::wgrad_dtype: "bf16" or "fp32").
-KeyDtype dtype_of(const char* name) { return std::strcmp(name, "bf16") == 0 ? KeyDtype::bf16 : KeyDtype::fp32; }
 
 Kernel mem_kernel(double bytes, const char* bw = "default") {
   Kernel k;
@@ -91,7 +87,7 @@ void linear_common(const Ctx& c, Leaf& l, double m_rows, double in, double out, 
   if (c.s.use_fused_grad_accumulation) l.kernels[kBwdW][0].bytes += wt * 4;
   l.kernels[kFwd][0].key = matmul_key(c.B, m_rows, in, out, KeyLayout::TN, false, KeyDtype::bf16);
   l.kernels[kBwdAct][0].key = matmul_key(c.B, m_rows, out, in, KeyLayout::NN, false, KeyDtype::bf16);
-  l.kernels[kBwdW][0].key = matmul_key(1, out, c.B * m_rows, in, KeyLayout::NT, true, dtype_of(c.wgrad_dtype));
+  l.kernels[kBwdW][0].key = matmul_key(1, out, c.B * m_rows, in, KeyLayout::NT, true, c.wgrad_dtype);
   l.params = wt;
   l.weight_elem_bytes = fp8 && c.megatron ? fp8_weight_bytes(c.s.fp8_recipe, c.s.fp8_param_gather, c.env.blackwell) : w;
   l.recompute_repeats_comm = true;
@@ -428,7 +424,7 @@ void fuse_linear_cross_entropy(const Ctx& c, Leaf& out, Leaf& ce, double Vt) {
   const double chunk = tokens * split, x = tokens * c.H * c.e;
   out.kernels[kFwd][0].key = matmul_key(c.B, c.S_l, c.H, split, KeyLayout::TN, false, KeyDtype::bf16);
   out.kernels[kBwdAct][0].key = matmul_key(c.B, c.S_l, split, c.H, KeyLayout::NN, false, KeyDtype::bf16);
-  out.kernels[kBwdW][0].key = matmul_key(1, split, tokens, c.H, KeyLayout::NT, true, dtype_of(c.wgrad_dtype));
+  out.kernels[kBwdW][0].key = matmul_key(1, split, tokens, c.H, KeyLayout::NT, true, c.wgrad_dtype);
   out.kernels[kBwdAct].push_back(out.kernels[kFwd][0]);
   const double weight = c.s.use_accm_weight ? 0 : out.params * 2;
   out.fpk = x + chunk * 2 + weight;
@@ -455,7 +451,7 @@ void router(Leaf& l, const Ctx& c) {
   }
   l.kernels[kFwd][0].key = matmul_key(c.B, c.S_l, c.H, NE, KeyLayout::TN, false, KeyDtype::bf16);
   l.kernels[kBwdAct][0].key = matmul_key(c.B, c.S_l, NE, c.H, KeyLayout::NN, false, KeyDtype::bf16);
-  l.kernels[kBwdW][0].key = matmul_key(1, NE, c.B * c.S_l, c.H, KeyLayout::NT, true, dtype_of(c.wgrad_dtype));
+  l.kernels[kBwdW][0].key = matmul_key(1, NE, c.B * c.S_l, c.H, KeyLayout::NT, true, c.wgrad_dtype);
   l.params = c.H * NE;
   l.cache = T * c.H * 2;
   l.fpk = T * c.H * 2 + T * NE * 2 + c.H * NE * 2;
@@ -604,7 +600,7 @@ void grouped_linear(Leaf& l, const Ctx& c, const MoeShape& sh, std::string_view 
       k.bytes = (bytes + extra) / sh.El;
       if (p == kFwd) k.key = matmul_key(1, sh.M, in, out, KeyLayout::TN, false, KeyDtype::bf16);
       if (p == kBwdAct) k.key = matmul_key(1, sh.M, out, in, KeyLayout::NN, false, KeyDtype::bf16);
-      if (p == kBwdW) k.key = matmul_key(1, out, sh.M, in, KeyLayout::NT, true, dtype_of(c.wgrad_dtype));
+      if (p == kBwdW) k.key = matmul_key(1, out, sh.M, in, KeyLayout::NT, true, c.wgrad_dtype);
       l.kernels[p].assign(static_cast<size_t>(sh.El), k);
       continue;
     }
@@ -671,7 +667,7 @@ Ctx make_ctx(const ModelConfig& m, const StrategyConfig& s, const ChunkEnv& env)
              s.fp8 ? 1.0 : 2.0,
              s.sp(),
              s.fp8,
-             s.grad_reduce_in_bf16 ? "bf16" : "fp32",
+             s.grad_reduce_in_bf16 ? KeyDtype::bf16 : KeyDtype::fp32,
              s.use_fused_grad_accumulation && version_at_least(s.te_version, "2.3.0"),
              env.mode == Mode::Default,
              env};
