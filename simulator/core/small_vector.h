@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
@@ -100,7 +101,7 @@ class SmallVector {
     std::destroy(begin(), end());
     if (on_heap()) ::operator delete(data_);
     data_ = fresh;
-    capacity_ = cap;
+    capacity_ = static_cast<uint32_t>(cap);
   }
   // Destroys the elements and frees the heap block, back to the empty inline state.
   void reset() {
@@ -134,8 +135,8 @@ class SmallVector {
 
   alignas(T) std::byte inline_[N * sizeof(T)];
   T* data_ = local();
-  size_t size_ = 0;
-  size_t capacity_ = N;
+  uint32_t size_ = 0;  // 32-bit sizes: a small vector holds far fewer elements, and is 8 bytes smaller
+  uint32_t capacity_ = N;
 };
 
 }  // namespace trainsim
