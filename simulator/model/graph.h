@@ -58,6 +58,10 @@ enum class RecomputeStatus : uint8_t { None, First, Middle, Last };
 
 /// A leaf op. Costs per phase are lists of kernels (Permutation runs two) plus collectives.
 struct Leaf {
+  // User-provided, not defaulted: a value-initialized leaf (emplace_back()) would otherwise be
+  // zeroed whole, inline kernel storage included, before its members are initialized.
+  Leaf() {}
+
   std::string_view name;  // static text (literals, or interned: core/intern.h); copies are free
   std::array<KernelList, 3> kernels;
   std::array<CommList, 3> comms;
