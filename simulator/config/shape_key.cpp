@@ -235,12 +235,21 @@ std::pair<const char* const*, size_t> names_of(FieldType t) {
   return {kStageNames, std::size(kStageNames)};
 }
 
-// The value a key field prints, one double per text: integral values (the Python int the peer
-// prints, 0 without sign), else what `%.0f` prints (round half to even, "-0", inf, nan).
-double pack_value(double v) {
-  if (std::fabs(v) < 9e15 && static_cast<double>(static_cast<int64_t>(v)) == v) return v == 0 ? 0.0 : v;
+// The value a non-integral key field prints: what `%.0f` prints (round half to even, "-0", inf,
+// nan with its sign).
+double pack_rounded(double v) {
   if (std::isnan(v)) return std::copysign(std::numeric_limits<double>::quiet_NaN(), v);
   return std::nearbyint(v);
+}
+
+// The value a key field prints, one double per text: integral values (the Python int the peer
+// prints, 0 without sign: the round trip through int64 drops it), else pack_rounded.
+inline double pack_value(double v) {
+  if (std::fabs(v) < 9e15) {
+    const double r = static_cast<double>(static_cast<int64_t>(v));
+    if (r == v) return r;
+  }
+  return pack_rounded(v);
 }
 
 void put_value(std::string& out, double v) {
@@ -251,19 +260,6 @@ void put_value(std::string& out, double v) {
   } else {
     out += strprintf("%.0f", v);
   }
-}
-
-PackedKey make_key(KeyKind kind, std::initializer_list<double> nums, std::initializer_list<uint8_t> choices,
-                   std::initializer_list<bool> flags) {
-  PackedKey k;
-  k.kind = kind;
-  size_t i = 0;
-  for (double v : nums) k.num[i++] = pack_value(v);
-  i = 0;
-  for (uint8_t c : choices) k.choice[i++] = c;
-  i = 0;
-  for (bool b : flags) k.flags = static_cast<uint8_t>(k.flags | (b ? 1u << i : 0u)), ++i;
-  return k;
 }
 
 }  // namespace
@@ -284,23 +280,48 @@ size_t PackedKeyHash::operator()(const PackedKey& k) const {
 
 PackedKey matmul_key(double b, double m, double k, double n, KeyLayout layout, bool accumulate,
                      KeyDtype out_dtype) {
-  return make_key(KeyKind::Matmul, {b, m, k, n},
-                  {static_cast<uint8_t>(layout), static_cast<uint8_t>(out_dtype)}, {accumulate});
+  PackedKey key;
+  key.kind = KeyKind::Matmul;
+  key.num[0] = pack_value(b);
+  key.num[1] = pack_value(m);
+  key.num[2] = pack_value(k);
+  key.num[3] = pack_value(n);
+  key.choice[0] = static_cast<uint8_t>(layout);
+  key.choice[1] = static_cast<uint8_t>(out_dtype);
+  key.flags = accumulate ? 1 : 0;
+  return key;
 }
 
 PackedKey grouped_key(double ng, double m, double n, double k, KeyDtype dtype, KeyDtype out_dtype,
                       KeyDtype main_grad_dtype, KeyStage stage, bool grad, bool accumulate,
                       bool use_split_accumulator, bool single_output) {
-  return make_key(KeyKind::Grouped, {ng, m, n, k},
-                  {static_cast<uint8_t>(dtype), static_cast<uint8_t>(out_dtype),
-                   static_cast<uint8_t>(main_grad_dtype), static_cast<uint8_t>(stage)},
-                  {grad, accumulate, use_split_accumulator, single_output});
+  PackedKey key;
+  key.kind = KeyKind::Grouped;
+  key.num[0] = pack_value(ng);
+  key.num[1] = pack_value(m);
+  key.num[2] = pack_value(n);
+  key.num[3] = pack_value(k);
+  key.choice[0] = static_cast<uint8_t>(dtype);
+  key.choice[1] = static_cast<uint8_t>(out_dtype);
+  key.choice[2] = static_cast<uint8_t>(main_grad_dtype);
+  key.choice[3] = static_cast<uint8_t>(stage);
+  key.flags = static_cast<uint8_t>((grad ? 1 : 0) | (accumulate ? 2 : 0) | (use_split_accumulator ? 4 : 0) |
+                                   (single_output ? 8 : 0));
+  return key;
 }
 
 PackedKey sdpa_key(double batch, double seq_len, double head_num, double kv_head_num, double qk_head_dim,
                    double v_head_dim, bool qkv_contiguous) {
-  return make_key(KeyKind::Sdpa, {batch, seq_len, head_num, kv_head_num, qk_head_dim, v_head_dim}, {},
-                  {qkv_contiguous});
+  PackedKey key;
+  key.kind = KeyKind::Sdpa;
+  key.num[0] = pack_value(batch);
+  key.num[1] = pack_value(seq_len);
+  key.num[2] = pack_value(head_num);
+  key.num[3] = pack_value(kv_head_num);
+  key.num[4] = pack_value(qk_head_dim);
+  key.num[5] = pack_value(v_head_dim);
+  key.flags = qkv_contiguous ? 1 : 0;
+  return key;
 }
 
 std::string format_packed_key(const PackedKey& key) {

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <utility>
 
 namespace trainsim {
@@ -98,7 +101,7 @@ class SmallVector {
     std::destroy(begin(), end());
     if (on_heap()) ::operator delete(data_);
     data_ = fresh;
-    capacity_ = cap;
+    capacity_ = static_cast<uint32_t>(cap);
   }
   // Destroys the elements and frees the heap block, back to the empty inline state.
   void reset() {
@@ -118,6 +121,13 @@ class SmallVector {
       o.size_ = 0;
       return;
     }
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      // One fixed-size copy of the inline block (kernels are moved with every leaf).
+      std::memcpy(inline_, o.inline_, sizeof inline_);
+      size_ = o.size_;
+      o.size_ = 0;
+      return;
+    }
     std::uninitialized_move(o.begin(), o.end(), data_);
     size_ = o.size_;
     o.clear();
@@ -125,8 +135,8 @@ class SmallVector {
 
   alignas(T) std::byte inline_[N * sizeof(T)];
   T* data_ = local();
-  size_t size_ = 0;
-  size_t capacity_ = N;
+  uint32_t size_ = 0;  // 32-bit sizes: a small vector holds far fewer elements, and is 8 bytes smaller
+  uint32_t capacity_ = N;
 };
 
 }  // namespace trainsim

@@ -154,9 +154,9 @@ bool tp_overlapped_phases(const Env& env, const Leaf& l, const double (&t)[3], d
   return true;
 }
 
-// One leaf's costs for one micro-batch; `recomputed`: the leaf sits in a recomputed layer.
-OpCost leaf_cost(const Env& env, const Leaf& l, bool recomputed, const char* layer_type, int32_t layer) {
-  OpCost o;
+// One leaf's costs for one micro-batch into `o` (a fresh op, built in place in its vector);
+// `recomputed`: the leaf sits in a recomputed layer.
+void leaf_cost(OpCost& o, const Env& env, const Leaf& l, bool recomputed, const char* layer_type, int32_t layer) {
   o.name = l.name;
   o.layer_type = layer_type;
   o.layer = layer;
@@ -228,7 +228,6 @@ OpCost leaf_cost(const Env& env, const Leaf& l, bool recomputed, const char* lay
     o.comm_by_group_s[static_cast<size_t>(Group::CP)] += passes * fwd_all + bwd_all;
     o.hidden_comm_by_group_s[static_cast<size_t>(Group::CP)] += passes * (fwd_all - fwd_x) + bwd_all - bwd_x;
   }
-  return o;
 }
 
 PhaseSums sums_of(const OpCost& o) {
@@ -319,7 +318,7 @@ CostedLayer cost_layer(const Env& env, std::shared_ptr<const LayerTemplate> laye
   const char* type = t.moe ? "moe_layer" : "dense_layer";
   double offload = 0, fwd = 0, bwd = 0;
   for (const auto& l : t.leaves) {
-    leaves.push_back(leaf_cost(local, l, true, type, 0));
+    leaf_cost(leaves.emplace_back(), local, l, true, type, 0);
     offload += l.offload_bytes;
   }
   if (t.moe && env.s.moe_shared_expert_overlap) out.shared_hidden = overlap_shared_expert(env, t, leaves);
@@ -438,8 +437,8 @@ ChunkOps chunk_ops(const Env& env, const Chunk& c, const LayerStore& store) {
   ops.post.reserve(c.post.size());
   ops.templates.reserve(c.templates.size());
   ops.layer_templates.reserve(c.layers.size());
-  for (const auto& l : c.pre) ops.pre.push_back(leaf_cost(env, l, false, "embedding", -1));
-  for (const auto& l : c.post) ops.post.push_back(leaf_cost(env, l, false, "head", -1));
+  for (const auto& l : c.pre) leaf_cost(ops.pre.emplace_back(), env, l, false, "embedding", -1);
+  for (const auto& l : c.post) leaf_cost(ops.post.emplace_back(), env, l, false, "head", -1);
   for (const auto& t : c.templates) ops.templates.push_back(store.costed(t));
   for (const auto& L : c.layers) ops.layer_templates.push_back(L.template_index);
   return ops;
@@ -604,13 +603,12 @@ ChunkResult evaluate_chunk(const Env& env, LayerStore& store, const ChunkSpec& s
   Env local = env;
   local.log = &r.log;
   r.ops = chunk_ops(local, chunk, store);
+  r.backward.reserve(chunk.layers.size() + 2);  // head, layers, embedding
   r.sums = chunk_sums(chunk, r.ops, r.backward);
   if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.ops, r.a2a_fwd, r.a2a_bwd);
   r.act = walk_activations(chunk, env.s);
   r.params = chunk_parameters(chunk);
-  std::vector<std::array<int64_t, 3>> shapes;
-  collect_dummy_wgrad(chunk, shapes);
-  for (const auto& sh : shapes) r.dummy_bytes += static_cast<double>(sh[0]) * static_cast<double>(sh[1]) * 2;
+  r.dummy_bytes = dummy_wgrad_bytes(chunk);
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/mode.h"
@@ -70,7 +71,7 @@ struct EfficiencyMiss {
 /// One leaf op of a chunk for one micro-batch (seconds, FLOPs, bytes): the costs the chunk's pass
 /// times are summed from, kept so views can show where the time goes.
 struct OpCost {
-  std::string name;         // leaf name, e.g. "attn_qkv"
+  std::string_view name;    // leaf name, e.g. "linear_qkv" (static text, see Leaf::name)
   const char* layer_type = "";  // "embedding", "dense_layer", "moe_layer" or "head"
   int32_t layer = -1;       // layer index within the chunk, -1 for embedding and head
   double fwd_s = 0, bwd_s = 0, recompute_s = 0;                // kernels (bwd: input + weight grads)

@@ -4,17 +4,22 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/small_vector.h"
 
 namespace trainsim {
 namespace {
 
 struct Item {
   const Leaf* leaf;
-  bool rc;  // recomputed in this instance
+  bool rc;         // recomputed in this instance
+  double keep = 0;  // bytes it keeps for the backward
 };
 
-std::vector<Item> flatten(const Chunk& chunk, const StrategyConfig& s) {
-  std::vector<Item> items;
+// The chunk's leaves in call order, into a per-thread buffer that every walk reuses (searches walk
+// chunks on several threads).
+std::vector<Item>& flatten(const Chunk& chunk, const StrategyConfig& s) {
+  thread_local std::vector<Item> items;
+  items.clear();
   size_t n = chunk.pre.size() + chunk.post.size();
   for (const auto& layer : chunk.layers) n += chunk.templates[static_cast<size_t>(layer.template_index)]->leaves.size();
   items.reserve(n);
@@ -30,44 +35,28 @@ double cache_of(const Item& it) {
   return it.leaf->has_cached_inputs && it.rc ? it.leaf->cache_inputs_cached : it.leaf->cache;
 }
 
-// PeakPoint's bookkeeping with the leaf's name taken by address (the forward walk raises the
-// peak at almost every leaf); the name is copied once at the end.
-struct PeakTracker {
-  PeakPoint& pk;
-  const std::string* leaf = nullptr;
-  void update(double v, PeakPoint::Stage st, const std::string& name) {
-    if (v >= pk.peak) {
-      pk.peak = v;
-      pk.slot[st] = v;
-      pk.peak_stage = st;
-      leaf = &name;
-    }
-  }
-};
-
 }  // namespace
 
 ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
-  std::vector<Item> items = flatten(chunk, s);
+  std::vector<Item>& items = flatten(chunk, s);
   const size_t n = items.size();
-  std::vector<double> keep(n, 0);
   ActivationResult r;
-  PeakTracker pk{r.peak};
-  static const std::string kForwardEnd = "forward_end";
+  PeakPoint& pk = r.peak;
+  constexpr std::string_view kForwardEnd = "forward_end";
   double G = 0;
   for (size_t i = 0; i < n; ++i) {
     const Leaf& l = *items[i].leaf;
     pk.update(G + l.fpk, PeakPoint::kForward, l.name);
     if (items[i].rc) {
       // Checkpointed segment: only its input is kept (none if the input is offloaded).
-      keep[i] = l.status == RecomputeStatus::First && !(s.offload_groupgemm_col_inputs && l.grouped)
-                    ? l.input_bytes
-                    : 0;
+      items[i].keep = l.status == RecomputeStatus::First && !(s.offload_groupgemm_col_inputs && l.grouped)
+                          ? l.input_bytes
+                          : 0;
     } else {
-      keep[i] = cache_of(items[i]);
+      items[i].keep = cache_of(items[i]);
       r.offloaded_per_mb += l.offload_bytes;
     }
-    G += keep[i];
+    G += items[i].keep;
   }
   pk.update(G, PeakPoint::kForward, kForwardEnd);
   r.cache_per_mb = G;
@@ -75,7 +64,7 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
     const Leaf& l = *items[ii].leaf;
     if (!items[ii].rc) {
       pk.update(G + l.bpk, PeakPoint::kBackward, l.name);
-      G -= keep[ii];
+      G -= items[ii].keep;
       continue;
     }
     size_t j = ii;
@@ -84,18 +73,17 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
       const Leaf& lk = *items[k].leaf;
       pk.update(G + lk.fpk, PeakPoint::kRecomputeForward, lk.name);
       if (k != j) {
-        keep[k] = cache_of(items[k]);
-        G += keep[k];
+        items[k].keep = cache_of(items[k]);
+        G += items[k].keep;
       }
     }
     for (size_t k = ii + 1; k-- > j;) {
       const Leaf& lk = *items[k].leaf;
       pk.update(G + lk.bpk, PeakPoint::kRecomputeBackward, lk.name);
-      G -= keep[k];
+      G -= items[k].keep;
     }
     ii = j;
   }
-  if (pk.leaf) r.peak.peak_leaf = *pk.leaf;
   return r;
 }
 
@@ -146,16 +134,21 @@ StaticMemory static_memory(const Chunk& chunk, const StrategyConfig& s) {
   return shard_static_memory(chunk_parameters(chunk), s);
 }
 
-void collect_dummy_wgrad(const Chunk& chunk, std::vector<std::array<int64_t, 3>>& shapes) {
+double dummy_wgrad_bytes(const Chunk& chunk) {
+  SmallVector<std::array<int64_t, 3>, 8> shapes;  // (rows, cols, grouped) seen
+  double bytes = 0;
   auto add = [&](const Leaf& l) {
     if (l.dummy_wgrad_bytes == 0) return;
-    std::array<int64_t, 3> key{l.dummy_rows, l.dummy_cols, l.grouped ? 1 : 0};
-    if (std::find(shapes.begin(), shapes.end(), key) == shapes.end()) shapes.push_back(key);
+    const std::array<int64_t, 3> key{l.dummy_rows, l.dummy_cols, l.grouped ? 1 : 0};
+    if (std::find(shapes.begin(), shapes.end(), key) != shapes.end()) return;
+    shapes.push_back(key);
+    bytes += static_cast<double>(key[0]) * static_cast<double>(key[1]) * 2;
   };
   for (const auto& l : chunk.pre) add(l);
   for (const auto& t : chunk.templates)
     for (const auto& l : t->leaves) add(l);
   for (const auto& l : chunk.post) add(l);
+  return bytes;
 }
 
 }  // namespace trainsim

@@ -3,7 +3,7 @@
 #pragma once
 
 #include <array>
-#include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/strategy_config.h"
@@ -18,8 +18,8 @@ struct PeakPoint {
   double peak = 0;
   std::array<double, 4> slot{};
   int peak_stage = kForward;
-  std::string peak_leaf;
-  void update(double v, Stage st, const std::string& leaf) {
+  std::string_view peak_leaf;  // a leaf name (static text, see Leaf::name)
+  void update(double v, Stage st, std::string_view leaf) {
     if (v >= peak) {
       peak = v;
       slot[st] = v;
@@ -51,7 +51,8 @@ struct StaticMemory {
 /// Adds gradients and optimizer states to `params` and applies the ZeRO sharding of `s`.
 [[nodiscard]] StaticMemory shard_static_memory(StaticMemory params, const StrategyConfig& s);
 
-/// Adds the chunk's distinct TE dummy-wgrad shapes to `shapes` (rows, cols) for deduplication.
-void collect_dummy_wgrad(const Chunk& chunk, std::vector<std::array<int64_t, 3>>& shapes);
+/// Bytes of the chunk's TE dummy-wgrad buffers: one bf16 buffer per distinct (rows, cols, grouped)
+/// weight-gradient shape.
+[[nodiscard]] double dummy_wgrad_bytes(const Chunk& chunk);
 
 }  // namespace trainsim

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <iterator>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -28,14 +28,11 @@ struct Ctx {
   double w;          // Linear weight bytes in a GEMM (1 under fp8)
   bool sp;
   bool fp8;
-  const char* wgrad_dtype;
+  KeyDtype wgrad_dtype;  // the weight gradient's output dtype (bf16 or fp32)
   bool dummy_wgrad;  // TE ≥ 2.3 allocates a dummy wgrad per unique Linear weight shape
   bool megatron;     // default mode: the tensors Megatron/TE save (else the peer's bookkeeping)
   const ChunkEnv& env;
 };
-
-// The wgrad output dtype (Ctx::wgrad_dtype: "bf16" or "fp32").
-KeyDtype dtype_of(const char* name) { return std::strcmp(name, "bf16") == 0 ? KeyDtype::bf16 : KeyDtype::fp32; }
 
 Kernel mem_kernel(double bytes, const char* bw = "default") {
   Kernel k;
@@ -49,9 +46,11 @@ void add_comm(Leaf& l, Phase p, Collective c, Group g, double bytes, int64_t n, 
   l.comms[p].push_back({c, g, bytes, n, stage});
 }
 
+// The leaf builders below fill a leaf that their caller constructed in place in its vector: a
+// leaf is about 1 KB, so building it elsewhere and moving it in costs as much as filling it.
+
 // Fused RMSNorm over [B, S_sp, H] (TE LayerNorm bytes: in + gamma + out; bwd adds rstd).
-Leaf layer_norm(const Ctx& c, const char* name, double width = 0) {
-  Leaf l;
+void layer_norm(Leaf& l, const Ctx& c, std::string_view name, double width = 0) {
   l.name = name;
   const double Hn = width > 0 ? width : c.H;
   const double X = c.B * c.S_sp * Hn, rstd = c.B * c.S_sp;
@@ -71,7 +70,6 @@ Leaf layer_norm(const Ctx& c, const char* name, double width = 0) {
     l.fpk = 3 * X * 4 + 2 * rstd4;
     l.bpk = l.fpk;
   }
-  return l;
 }
 
 void linear_common(const Ctx& c, Leaf& l, double m_rows, double in, double out, double flops,
@@ -89,7 +87,7 @@ void linear_common(const Ctx& c, Leaf& l, double m_rows, double in, double out, 
   if (c.s.use_fused_grad_accumulation) l.kernels[kBwdW][0].bytes += wt * 4;
   l.kernels[kFwd][0].key = matmul_key(c.B, m_rows, in, out, KeyLayout::TN, false, KeyDtype::bf16);
   l.kernels[kBwdAct][0].key = matmul_key(c.B, m_rows, out, in, KeyLayout::NN, false, KeyDtype::bf16);
-  l.kernels[kBwdW][0].key = matmul_key(1, out, c.B * m_rows, in, KeyLayout::NT, true, dtype_of(c.wgrad_dtype));
+  l.kernels[kBwdW][0].key = matmul_key(1, out, c.B * m_rows, in, KeyLayout::NT, true, c.wgrad_dtype);
   l.params = wt;
   l.weight_elem_bytes = fp8 && c.megatron ? fp8_weight_bytes(c.s.fp8_recipe, c.s.fp8_param_gather, c.env.blackwell) : w;
   l.recompute_repeats_comm = true;
@@ -121,8 +119,7 @@ bool fp8_cast_transpose(const Ctx& c, bool column_parallel, bool sequence_parall
 }
 
 // Column-parallel Linear (Megatron ColumnParallelLinear): SP all-gathers its input.
-Leaf linear_col(const Ctx& c, const char* name, double in, double out, bool allow_fp8 = true) {
-  Leaf l;
+void linear_col(Leaf& l, const Ctx& c, std::string_view name, double in, double out, bool allow_fp8 = true) {
   l.name = name;
   const bool fp8 = c.fp8 && allow_fp8;
   const double a = fp8 ? 1 : c.e;
@@ -145,12 +142,10 @@ Leaf linear_col(const Ctx& c, const char* name, double in, double out, bool allo
   l.bpk = l.fpk;
   l.input_bytes = c.B * c.S_sp * in * c.e;
   l.fp8_cast_transpose = fp8_cast_transpose(c, true, c.sp);
-  return l;
 }
 
 // Row-parallel Linear (Megatron RowParallelLinear): SP reduce-scatters its output.
-Leaf linear_row(const Ctx& c, const char* name, double in, double out) {
-  Leaf l;
+void linear_row(Leaf& l, const Ctx& c, std::string_view name, double in, double out) {
   l.name = name;
   const bool fp8 = c.fp8;
   const double a = fp8 ? 1 : c.e;
@@ -171,15 +166,13 @@ Leaf linear_row(const Ctx& c, const char* name, double in, double out) {
   l.bpk = l.fpk;
   l.input_bytes = X_in * c.e;
   l.fp8_cast_transpose = fp8_cast_transpose(c, false, c.sp);
-  return l;
 }
 
 // Replicated Linear (TE parallel_mode "duplicated", MLA's q/kv down projections): every TP
 // rank holds the whole weight and runs it on its own tokens (S/tp under sequence parallelism);
 // the up projection then all-gathers the small latent. Megatron all-reduces these weight
 // gradients over TP once per step (not modeled: latent weights are ~1 % of the layer).
-Leaf linear_dup(const Ctx& c, const char* name, double in, double out) {
-  Leaf l;
+void linear_dup(Leaf& l, const Ctx& c, std::string_view name, double in, double out) {
   l.name = name;
   const bool fp8 = c.fp8;
   const double a = fp8 ? 1 : c.e;
@@ -190,13 +183,11 @@ Leaf linear_dup(const Ctx& c, const char* name, double in, double out) {
   l.bpk = l.fpk;
   l.input_bytes = X_in * c.e;
   l.fp8_cast_transpose = fp8_cast_transpose(c, false, false);  // TE sees no TP group
-  return l;
 }
 
 // Per-head RMSNorm of q and k (Megatron --qk-layernorm, Qwen3): one memory pass over the local
 // q and k (read, write; backward also the gradient), inputs saved for backward, 2·d weights.
-Leaf qk_layernorm(const Ctx& c, double d) {
-  Leaf l;
+void qk_layernorm(Leaf& l, const Ctx& c, double d) {
   l.name = "qk_layernorm";
   const double heads = static_cast<double>(c.m.head_num + c.m.kv_head_num) / static_cast<double>(c.tp);
   const double X = c.B * c.S_l * heads * d * c.e;
@@ -207,13 +198,10 @@ Leaf qk_layernorm(const Ctx& c, double d) {
   l.fpk = 2 * X;
   l.bpk = 3 * X;
   l.input_bytes = X;
-  return l;
 }
 
-Leaf zero_leaf(const char* name) {
-  Leaf l;
+void zero_leaf(Leaf& l, std::string_view name) {
   l.name = name;
-  return l;
 }
 
 // Megatron's bias-dropout-add after the attention projection and after the MLP (self_attn_bda,
@@ -222,15 +210,13 @@ Leaf zero_leaf(const char* name) {
 // the residual and writes the output and a 1-byte mask; backward reads the gradient and the mask
 // and writes the input gradient (the residual's gradient is the same tensor). The mask is saved:
 // the sbh dropout-mask terms of Korthikanti et al. 2022's 34·s·b·h per layer.
-Leaf bias_dropout_add(const Ctx& c, const char* name) {
-  Leaf l;
+void bias_dropout_add(Leaf& l, const Ctx& c, std::string_view name) {
   l.name = name;
   const double X = c.B * c.S_sp * c.H;
   l.kernels[kFwd] = {mem_kernel(X * (3 * c.e + 1))};
   l.kernels[kBwdAct] = {mem_kernel(X * (2 * c.e + 1))};
   l.cache = X;
   l.input_bytes = X * c.e;
-  return l;
 }
 
 // Fused attention (flash / cuDNN SDPA). FLOPs: 2·base fwd, 5·base bwd with
@@ -239,8 +225,7 @@ Leaf bias_dropout_add(const Ctx& c, const char* name) {
 // p2p and all_gather) against all S keys. The key has the shape of one kernel call (one ring
 // step: S_q keys). `k_heads`/`k_dim` size K and V for memory: GQA uses kv heads of the head
 // size; MLA uses all heads with K like Q and V of v_head_dim.
-Leaf core_attention(const Ctx& c, double d_qk, double d_v, bool mla) {
-  Leaf l;
+void core_attention(Leaf& l, const Ctx& c, double d_qk, double d_v, bool mla) {
   l.name = "core_attention";
   const double h = static_cast<double>(c.m.head_num), kv = static_cast<double>(c.m.kv_head_num);
   const CpSplit split = c.cp > 1 ? cp_split(c.s) : CpSplit{};
@@ -359,11 +344,9 @@ Leaf core_attention(const Ctx& c, double d_qk, double d_v, bool mla) {
     l.fpk += (k + v) * c.cp;
     l.bpk += 2 * (k + v) * c.cp;
   }
-  return l;
 }
 
-Leaf swiglu(const Ctx& c, double out_l) {
-  Leaf l;
+void swiglu(Leaf& l, const Ctx& c, double out_l) {
   l.name = "swiglu";
   const double out = c.B * c.S_l * out_l * c.e, in = 2 * out;
   l.kernels[kFwd] = {mem_kernel(in + out)};
@@ -372,11 +355,9 @@ Leaf swiglu(const Ctx& c, double out_l) {
   l.fpk = in + out;
   l.bpk = in + out;
   l.input_bytes = in;
-  return l;
 }
 
-Leaf gelu(const Ctx& c, double width_l) {
-  Leaf l;
+void gelu(Leaf& l, const Ctx& c, double width_l) {
   l.name = "gelu";
   const double in = c.B * c.S_l * width_l * c.e;
   l.kernels[kFwd] = {mem_kernel(2 * in)};
@@ -387,13 +368,11 @@ Leaf gelu(const Ctx& c, double width_l) {
   l.fpk = 2 * in;
   l.bpk = 2 * in;
   l.input_bytes = in;
-  return l;
 }
 
 // Vocab-parallel embedding: reads the whole local table; the forward all-reduce is sized at the
 // SP-local sequence even with SP (the peer's "all reduce + slice").
-Leaf embedding(const Ctx& c, double Vt) {
-  Leaf l;
+void embedding(Leaf& l, const Ctx& c, double Vt) {
   l.name = "embedding";
   l.kernels[kFwd] = {mem_kernel(c.B * c.S_l * 4 + Vt * c.H * c.e + c.B * c.S_l * c.H * c.e)};
   l.kernels[kBwdW] = {mem_kernel(2 * Vt * c.H * 4)};
@@ -404,12 +383,10 @@ Leaf embedding(const Ctx& c, double Vt) {
   l.fpk = c.B * c.S_l * 4 + c.B * c.S_l * c.H * 2 + (c.s.use_accm_weight ? 0 : Vt * c.H * 2);
   l.bpk = Vt * c.H * 2;
   l.input_bytes = c.B * c.S_l * 4;
-  return l;
 }
 
 // Vocab-parallel cross entropy: fused (TE) or Megatron's fp32 pipeline.
-Leaf cross_entropy(const Ctx& c, double Vt) {
-  Leaf l;
+void cross_entropy(Leaf& l, const Ctx& c, double Vt) {
   l.name = "cross_entropy";
   const double tokens = c.B * c.S_l, logits = tokens * Vt;
   if (c.s.cross_entropy_loss_fusion) {
@@ -433,7 +410,6 @@ Leaf cross_entropy(const Ctx& c, double Vt) {
     l.bpk = 0;
   }
   l.input_bytes = logits * 2;
-  return l;
 }
 
 
@@ -448,7 +424,7 @@ void fuse_linear_cross_entropy(const Ctx& c, Leaf& out, Leaf& ce, double Vt) {
   const double chunk = tokens * split, x = tokens * c.H * c.e;
   out.kernels[kFwd][0].key = matmul_key(c.B, c.S_l, c.H, split, KeyLayout::TN, false, KeyDtype::bf16);
   out.kernels[kBwdAct][0].key = matmul_key(c.B, c.S_l, split, c.H, KeyLayout::NN, false, KeyDtype::bf16);
-  out.kernels[kBwdW][0].key = matmul_key(1, split, tokens, c.H, KeyLayout::NT, true, dtype_of(c.wgrad_dtype));
+  out.kernels[kBwdW][0].key = matmul_key(1, split, tokens, c.H, KeyLayout::NT, true, c.wgrad_dtype);
   out.kernels[kBwdAct].push_back(out.kernels[kFwd][0]);
   const double weight = c.s.use_accm_weight ? 0 : out.params * 2;
   out.fpk = x + chunk * 2 + weight;
@@ -461,8 +437,7 @@ void fuse_linear_cross_entropy(const Ctx& c, Leaf& out, Leaf& ce, double Vt) {
 
 // MoE router: a replicated Linear(H → N_E) with softmax/top-k over the local tokens. Its key uses
 // the SP-gathered sequence, its FLOPs the local one (the peer's Router).
-Leaf router(const Ctx& c) {
-  Leaf l;
+void router(Leaf& l, const Ctx& c) {
   l.name = "router";
   const double NE = static_cast<double>(c.m.expert_num), T = c.B * c.S_sp;
   const double Ls = T * NE * c.e * (c.sp ? static_cast<double>(c.tp) : 1.0);
@@ -476,13 +451,12 @@ Leaf router(const Ctx& c) {
   }
   l.kernels[kFwd][0].key = matmul_key(c.B, c.S_l, c.H, NE, KeyLayout::TN, false, KeyDtype::bf16);
   l.kernels[kBwdAct][0].key = matmul_key(c.B, c.S_l, NE, c.H, KeyLayout::NN, false, KeyDtype::bf16);
-  l.kernels[kBwdW][0].key = matmul_key(1, NE, c.B * c.S_l, c.H, KeyLayout::NT, true, dtype_of(c.wgrad_dtype));
+  l.kernels[kBwdW][0].key = matmul_key(1, NE, c.B * c.S_l, c.H, KeyLayout::NT, true, c.wgrad_dtype);
   l.params = c.H * NE;
   l.cache = T * c.H * 2;
   l.fpk = T * c.H * 2 + T * NE * 2 + c.H * NE * 2;
   l.bpk = l.fpk;
   l.input_bytes = T * c.H * c.e;
-  return l;
 }
 
 struct MoeShape {
@@ -546,8 +520,7 @@ DispatchComm dispatch_comm(const Ctx& c, const MoeShape& sh, bool combine) {
 
 // Token permutation around the dispatch: two kernels (the peer's Permutation), one pass with
 // TE's fused permute (`moe_permute_fusion`).
-Leaf permutation(const Ctx& c, const MoeShape& sh) {
-  Leaf l;
+void permutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   l.name = "permutation";
   const double NE = static_cast<double>(c.m.expert_num);
   const double k1 = (sh.T * c.H + sh.P * c.H) * c.e, k2 = 2 * sh.P * c.H * c.e;
@@ -570,11 +543,9 @@ Leaf permutation(const Ctx& c, const MoeShape& sh) {
   l.recompute_repeats_comm = true;
   l.cache = sh.T * NE * 8;  // routing probs and indices
   l.input_bytes = sh.T * c.H * c.e;
-  return l;
 }
 
-Leaf unpermutation(const Ctx& c, const MoeShape& sh) {
-  Leaf l;
+void unpermutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   l.name = "unpermutation";
   const double Pp = sh.P;
   const double k1 = 2 * Pp * c.H * c.e, k2 = (Pp * c.H + sh.T * c.H) * c.e;
@@ -603,12 +574,10 @@ Leaf unpermutation(const Ctx& c, const MoeShape& sh) {
     l.bpk = l.fpk;
   }
   l.input_bytes = Pp * c.H * c.e;
-  return l;
 }
 
 // Expert GEMMs: grouped GEMM over the local experts (TE GroupedLinear), or one Linear per expert.
-Leaf grouped_linear(const Ctx& c, const MoeShape& sh, const char* name, double in, double out, bool col) {
-  Leaf l;
+void grouped_linear(Leaf& l, const Ctx& c, const MoeShape& sh, std::string_view name, double in, double out, bool col) {
   l.name = name;
   l.grouped = true;
   const bool fp8 = c.fp8;
@@ -631,7 +600,7 @@ Leaf grouped_linear(const Ctx& c, const MoeShape& sh, const char* name, double i
       k.bytes = (bytes + extra) / sh.El;
       if (p == kFwd) k.key = matmul_key(1, sh.M, in, out, KeyLayout::TN, false, KeyDtype::bf16);
       if (p == kBwdAct) k.key = matmul_key(1, sh.M, out, in, KeyLayout::NN, false, KeyDtype::bf16);
-      if (p == kBwdW) k.key = matmul_key(1, out, sh.M, in, KeyLayout::NT, true, dtype_of(c.wgrad_dtype));
+      if (p == kBwdW) k.key = matmul_key(1, out, sh.M, in, KeyLayout::NT, true, c.wgrad_dtype);
       l.kernels[p].assign(static_cast<size_t>(sh.El), k);
       continue;
     }
@@ -657,12 +626,10 @@ Leaf grouped_linear(const Ctx& c, const MoeShape& sh, const char* name, double i
     l.dummy_wgrad_bytes = in * out * 2;
   }
   l.fp8_cast_transpose = fp8_cast_transpose(c, col, false);  // dispatched tokens: no SP gather
-  return l;
 }
 
 // Expert activation; with dispatch_probs the routing weights are applied inside (weighted SiLU).
-Leaf expert_swiglu(const Ctx& c, const MoeShape& sh, double width) {
-  Leaf l;
+void expert_swiglu(Leaf& l, const Ctx& c, const MoeShape& sh, double width) {
   l.name = "expert_swiglu";
   const double Tl = sh.M * sh.El;
   const double out = Tl * width * c.e, in = 2 * out;
@@ -673,7 +640,6 @@ Leaf expert_swiglu(const Ctx& c, const MoeShape& sh, double width) {
   l.fpk = in + out + probs * 8;
   l.bpk = in + out + probs * 8;
   l.input_bytes = in;
-  return l;
 }
 
 }  // namespace
@@ -701,7 +667,7 @@ Ctx make_ctx(const ModelConfig& m, const StrategyConfig& s, const ChunkEnv& env)
              s.fp8 ? 1.0 : 2.0,
              s.sp(),
              s.fp8,
-             s.grad_reduce_in_bf16 ? "bf16" : "fp32",
+             s.grad_reduce_in_bf16 ? KeyDtype::bf16 : KeyDtype::fp32,
              s.use_fused_grad_accumulation && version_at_least(s.te_version, "2.3.0"),
              env.mode == Mode::Default,
              env};
@@ -720,7 +686,7 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
   std::vector<Leaf>& L = t.leaves;
   L.reserve(32);
   const double h = static_cast<double>(m.head_num), kv = static_cast<double>(m.kv_head_num);
-  L.push_back(layer_norm(c, "input_layernorm"));
+  layer_norm(L.emplace_back(), c, "input_layernorm");
   if (m.is_mla()) {
     // DeepSeek MLA (Megatron MLASelfAttention): the q/kv down projections are replicated
     // over TP, the up projections column-parallel (heads split; their input all-gather is the
@@ -732,71 +698,87 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
     const bool split = s.tp_size > 1;
     Ctx gathered = c;
     gathered.S_sp = c.S_l;
-    auto down = [&](const char* name, double in, double out) {
-      return split ? linear_dup(c, name, in, out) : linear_col(c, name, in, out);
+    auto down = [&](std::string_view name, double in, double out) {
+      if (split) {
+        linear_dup(L.emplace_back(), c, name, in, out);
+      } else {
+        linear_col(L.emplace_back(), c, name, in, out);
+      }
     };
     if (m.q_lora_rank) {
       const double ql = static_cast<double>(*m.q_lora_rank);
-      L.push_back(down("q_down_proj", H, ql));
-      L.push_back(down("kv_down_proj", H, kvl + dr));
-      L.push_back(layer_norm(gathered, "q_layernorm", ql));
-      L.push_back(linear_col(c, "q_up_proj", ql, h * (dq + dr)));
+      down("q_down_proj", H, ql);
+      down("kv_down_proj", H, kvl + dr);
+      layer_norm(L.emplace_back(), gathered, "q_layernorm", ql);
+      linear_col(L.emplace_back(), c, "q_up_proj", ql, h * (dq + dr));
     } else {
-      L.push_back(linear_col(c, "q_proj", H, h * (dq + dr)));
-      L.push_back(down("kv_down_proj", H, kvl + dr));
+      linear_col(L.emplace_back(), c, "q_proj", H, h * (dq + dr));
+      down("kv_down_proj", H, kvl + dr);
     }
-    L.push_back(layer_norm(gathered, "kv_layernorm", kvl));
-    L.push_back(linear_col(c, "kv_up_proj", kvl, h * (dq + dv)));
-    L.push_back(zero_leaf("rotary_emb"));
-    L.push_back(core_attention(c, dq + dr, dv, true));
-    L.push_back(split ? linear_row(c, "linear_proj", h * dv, H) : linear_col(c, "linear_proj", h * dv, H));
+    layer_norm(L.emplace_back(), gathered, "kv_layernorm", kvl);
+    linear_col(L.emplace_back(), c, "kv_up_proj", kvl, h * (dq + dv));
+    zero_leaf(L.emplace_back(), "rotary_emb");
+    core_attention(L.emplace_back(), c, dq + dr, dv, true);
+    if (split) {
+      linear_row(L.emplace_back(), c, "linear_proj", h * dv, H);
+    } else {
+      linear_col(L.emplace_back(), c, "linear_proj", h * dv, H);
+    }
   } else {
     const double d = static_cast<double>(m.head_size.value_or(0));
-    L.push_back(linear_col(c, "linear_qkv", H, (h + 2 * kv) * d));
-    if (env.mode == Mode::Default && m.qk_layernorm) L.push_back(qk_layernorm(c, d));
-    L.push_back(zero_leaf("rotary_emb"));
-    L.push_back(core_attention(c, d, d, false));
-    L.push_back(linear_row(c, "linear_proj", h * d, H));
+    linear_col(L.emplace_back(), c, "linear_qkv", H, (h + 2 * kv) * d);
+    if (env.mode == Mode::Default && m.qk_layernorm) qk_layernorm(L.emplace_back(), c, d);
+    zero_leaf(L.emplace_back(), "rotary_emb");
+    core_attention(L.emplace_back(), c, d, d, false);
+    linear_row(L.emplace_back(), c, "linear_proj", h * d, H);
   }
   // Hidden dropout (enable_dropout, default mode): its bias-dropout-add kernels.
   const bool bda = env.mode == Mode::Default && s.enable_dropout;
-  if (bda) L.push_back(bias_dropout_add(c, "self_attn_bda"));
-  L.push_back(layer_norm(c, "pre_mlp_layernorm"));
-  auto dense_mlp = [&](const std::string& prefix, double I) {
+  if (bda) bias_dropout_add(L.emplace_back(), c, "self_attn_bda");
+  layer_norm(L.emplace_back(), c, "pre_mlp_layernorm");
+  // The dense MLP's leaf names: the layer's own, or the shared expert's.
+  struct MlpNames {
+    std::string_view fc1, swiglu, gelu, fc2;
+  };
+  static constexpr MlpNames kDense{"linear_fc1", "swiglu", "gelu", "linear_fc2"};
+  static constexpr MlpNames kShared{"shared_expert.linear_fc1", "shared_expert.swiglu", "shared_expert.gelu",
+                                    "shared_expert.linear_fc2"};
+  auto dense_mlp = [&](const MlpNames& n, double I) {
     if (m.use_swiglu) {
-      L.push_back(linear_col(c, (prefix + "linear_fc1").c_str(), H, 2 * I));
-      L.push_back(swiglu(c, I / s.tp_size));
+      linear_col(L.emplace_back(), c, n.fc1, H, 2 * I);
+      swiglu(L.emplace_back(), c, I / s.tp_size);
+      L.back().name = n.swiglu;
     } else {
-      L.push_back(linear_col(c, (prefix + "linear_fc1").c_str(), H, I));
-      L.push_back(gelu(c, I / s.tp_size));
+      linear_col(L.emplace_back(), c, n.fc1, H, I);
+      gelu(L.emplace_back(), c, I / s.tp_size);
+      L.back().name = n.gelu;
     }
-    L.back().name = prefix + L.back().name;
-    L.push_back(linear_row(c, (prefix + "linear_fc2").c_str(), I, H));
+    linear_row(L.emplace_back(), c, n.fc2, I, H);
   };
   // In MoE models the peer builds dense MLPs (leading dense layers and shared experts) with
   // fc1 marked as reading a cached input: the router (or nothing) keeps the normed input.
-  auto shared_input = [&](const std::string& name) {
+  auto shared_input = [&](std::string_view name) {
     for (auto& l : L)
       if (l.name == name) l.cache = 0;
   };
   if (!moe) {
-    dense_mlp("", static_cast<double>(m.intermediate_size.value_or(0)));
+    dense_mlp(kDense, static_cast<double>(m.intermediate_size.value_or(0)));
     if (m.is_moe()) shared_input("linear_fc1");
   } else {
     if (m.moe_shared_expert_intermediate_size) {
-      dense_mlp("shared_expert.", static_cast<double>(*m.moe_shared_expert_intermediate_size));
-      shared_input("shared_expert.linear_fc1");
+      dense_mlp(kShared, static_cast<double>(*m.moe_shared_expert_intermediate_size));
+      shared_input(kShared.fc1);
     }
     const MoeShape sh = moe_shape(c);
     const double F = static_cast<double>(m.moe_ffn()) / static_cast<double>(s.etp_size);
-    L.push_back(router(c));
-    L.push_back(permutation(c, sh));
-    L.push_back(grouped_linear(c, sh, "experts.linear_fc1", H, m.use_swiglu ? 2 * F : F, true));
-    L.push_back(expert_swiglu(c, sh, F));
-    L.push_back(grouped_linear(c, sh, "experts.linear_fc2", F, H, false));
-    L.push_back(unpermutation(c, sh));
+    router(L.emplace_back(), c);
+    permutation(L.emplace_back(), c, sh);
+    grouped_linear(L.emplace_back(), c, sh, "experts.linear_fc1", H, m.use_swiglu ? 2 * F : F, true);
+    expert_swiglu(L.emplace_back(), c, sh, F);
+    grouped_linear(L.emplace_back(), c, sh, "experts.linear_fc2", F, H, false);
+    unpermutation(L.emplace_back(), c, sh);
   }
-  if (bda) L.push_back(bias_dropout_add(c, "mlp_bda"));
+  if (bda) bias_dropout_add(L.emplace_back(), c, "mlp_bda");
   if (c.fp8) insert_quantizers(L, c.s.fp8_recipe);
   if (recompute) apply_recompute(L, m, s, moe, env.mode);
   if (continues && !L.empty() && L[0].recompute) L[0].status = RecomputeStatus::Middle;
@@ -819,14 +801,16 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
   const double H = c.H, Vt = static_cast<double>(padded_vocab) / s.tp_size;
   Chunk chunk;
   chunk.post.reserve(4);  // final norm, LM head, loss, MTP's embedding copy
-  if (with_embedding) chunk.pre.push_back(embedding(c, Vt));
+  chunk.templates.reserve(4);
+  chunk.layers.reserve(static_cast<size_t>(layers + spec.mtp_layers));
+  if (with_embedding) embedding(chunk.pre.emplace_back(), c, Vt);
   if (with_head) {
-    chunk.post.push_back(layer_norm(c, "final_layernorm"));
-    chunk.post.push_back(linear_col(c, "output_layer", H, static_cast<double>(padded_vocab), false));
+    layer_norm(chunk.post.emplace_back(), c, "final_layernorm");
+    linear_col(chunk.post.emplace_back(), c, "output_layer", H, static_cast<double>(padded_vocab), false);
     // Tied embeddings (Megatron without --untie-embeddings-and-output-weights): a stage holding
     // both uses one matrix; other stages keep a copy whose gradient is all-reduced.
     if (env.mode == Mode::Default && m.tie_word_embeddings && with_embedding) chunk.post.back().params = 0;
-    chunk.post.push_back(cross_entropy(c, Vt));
+    cross_entropy(chunk.post.emplace_back(), c, Vt);
     if (s.cross_entropy_loss_fusion && s.cross_entropy_fusion_impl == "linear")
       fuse_linear_cross_entropy(c, chunk.post[chunk.post.size() - 2], chunk.post.back(), Vt);
   }
@@ -853,29 +837,33 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
     // output layer and loss, whose weights are the main head's. The stage keeps its own copy of
     // the embedding for the lookups (Megatron builds it wherever MTP runs) unless it has one.
     LayerTemplate t = make_layer(c, {m.is_moe(), false, false});
-    std::vector<Leaf> pre_leaves = {layer_norm(c, "mtp.enorm"), layer_norm(c, "mtp.hnorm"),
-                                    linear_col(c, "mtp.eh_proj", 2 * H, H)};
-    Leaf lookup = embedding(c, Vt);
+    std::vector<Leaf> leaves;
+    leaves.reserve(t.leaves.size() + 7);
+    Leaf& lookup = leaves.emplace_back();
+    embedding(lookup, c, Vt);
     lookup.name = "mtp.embedding";
     lookup.kernels[kBwdW].clear();
     lookup.params = 0;
-    pre_leaves.insert(pre_leaves.begin(), lookup);
-    t.leaves.insert(t.leaves.begin(), pre_leaves.begin(), pre_leaves.end());
-    t.leaves.push_back(layer_norm(c, "mtp.final_layernorm"));
-    t.leaves.push_back(linear_col(c, "mtp.output_layer", H, static_cast<double>(padded_vocab), false));
+    layer_norm(leaves.emplace_back(), c, "mtp.enorm");
+    layer_norm(leaves.emplace_back(), c, "mtp.hnorm");
+    linear_col(leaves.emplace_back(), c, "mtp.eh_proj", 2 * H, H);
+    leaves.insert(leaves.end(), std::make_move_iterator(t.leaves.begin()), std::make_move_iterator(t.leaves.end()));
+    t.leaves = std::move(leaves);
+    layer_norm(t.leaves.emplace_back(), c, "mtp.final_layernorm");
+    linear_col(t.leaves.emplace_back(), c, "mtp.output_layer", H, static_cast<double>(padded_vocab), false);
     t.leaves.back().params = 0;  // the main head's weight
-    t.leaves.push_back(cross_entropy(c, Vt));
+    cross_entropy(t.leaves.emplace_back(), c, Vt);
     t.leaves.back().name = "mtp.cross_entropy";
     const int slot = static_cast<int>(chunk.templates.size());
     chunk.templates.push_back(std::make_shared<const LayerTemplate>(std::move(t)));
     for (int64_t i = 0; i < spec.mtp_layers; ++i) chunk.layers.push_back({slot, false});
     if (!with_embedding) {
-      Leaf copy = embedding(c, Vt);
+      Leaf& copy = chunk.post.emplace_back();
+      embedding(copy, c, Vt);
       copy.name = "mtp.embedding_weights";
       copy.kernels = {};
       copy.comms = {};
       copy.fpk = copy.bpk = copy.input_bytes = 0;
-      chunk.post.push_back(std::move(copy));
     }
   }
   return chunk;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -57,35 +58,40 @@ enum class RecomputeStatus : uint8_t { None, First, Middle, Last };
 
 /// A leaf op. Costs per phase are lists of kernels (Permutation runs two) plus collectives.
 struct Leaf {
-  std::string name;
+  // User-provided, not defaulted: a value-initialized leaf (emplace_back()) would otherwise be
+  // zeroed whole, inline kernel storage included, before its members are initialized.
+  Leaf() {}
+
+  std::string_view name;  // static text (literals, or interned: core/intern.h); copies are free
   std::array<KernelList, 3> kernels;
   std::array<CommList, 3> comms;
-  bool recompute_repeats_comm = false;  // Linear: recompute repeats the forward TP collective
   // Static memory.
   double params = 0;          // per-rank parameter count
-  bool moe_params = false;    // sharded over EDP instead of DP
   double weight_elem_bytes = 2;
   // Activations (bytes): saved for backward, forward transient, backward transient.
   double cache = 0, fpk = 0, bpk = 0;
   double offload_bytes = 0;        // saved bytes moved to host memory (activation offloading)
   double cache_inputs_cached = 0;  // cache when the input is kept by a neighbour (Megatron tails)
   double input_bytes = 0;          // checkpoint size when this leaf starts a recompute segment
+  // TE dummy-wgrad buffer shape (rows·cols·elem bytes), 0 when not applicable.
+  double dummy_wgrad_bytes = 0;
+  int64_t dummy_rows = 0, dummy_cols = 0;
+  // Ring attention (cp_comm_type p2p, a2a+p2p): the forward and input-gradient kernels run in
+  // `ring_steps` equal blocks, each overlapped with the P2P exchange (over CP) of one KV block of
+  // `ring_block_bytes` (model/context_parallel.h). 0 = no ring.
+  int64_t ring_steps = 0;
+  double ring_block_bytes = 0;
+  // The flags last, side by side (no padding between the numbers).
+  bool recompute_repeats_comm = false;  // Linear: recompute repeats the forward TP collective
+  bool moe_params = false;              // parameters sharded over EDP instead of DP
   bool breakpoint = false;         // ends a recompute segment (the next recomputed leaf starts one)
   // Recompute role (set per layer instance).
   bool recompute = false;
   bool variance = false;            // last leaf of a segment: not recomputed, no recompute cost
   bool has_cached_inputs = false;
   RecomputeStatus status = RecomputeStatus::None;
-  // TE dummy-wgrad buffer shape (rows·cols·elem bytes), 0 when not applicable.
-  double dummy_wgrad_bytes = 0;
-  int64_t dummy_rows = 0, dummy_cols = 0;
   bool grouped = false;
   bool fp8_cast_transpose = false;  // TE's forward cast of the fp8 input also writes its transpose
-  // Ring attention (cp_comm_type p2p, a2a+p2p): the forward and input-gradient kernels run in
-  // `ring_steps` equal blocks, each overlapped with the P2P exchange (over CP) of one KV block of
-  // `ring_block_bytes` (model/context_parallel.h). 0 = no ring.
-  int64_t ring_steps = 0;
-  double ring_block_bytes = 0;
 };
 
 /// One transformer layer's leaves; the recompute fields describe the layer when recomputed.

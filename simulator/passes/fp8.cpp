@@ -4,6 +4,8 @@
 #include <cctype>
 #include <string>
 
+#include "core/intern.h"
+
 namespace trainsim {
 
 // TE's quantizer casting a Linear's input to fp8 before each quantized GEMM: reads the bf16
@@ -11,9 +13,10 @@ namespace trainsim {
 void insert_quantizers(std::vector<Leaf>& L, const std::string& recipe) {
   for (size_t i = 0; i < L.size(); ++i) {
     const auto& k = L[i].kernels[kFwd];
-    if (k.empty() || (std::string(k[0].op) != "fp8_matmul" && std::string(k[0].op) != "fp8_group_matmul")) continue;
+    if (k.empty() || (std::string_view(k[0].op) != "fp8_matmul" && std::string_view(k[0].op) != "fp8_group_matmul"))
+      continue;
     Leaf q;
-    q.name = L[i].name + ".quantizer";
+    q.name = intern(std::string(L[i].name) + ".quantizer");
     const double in = L[i].input_bytes;
     const double out = in / 2 * fp8_cast_write_bytes(recipe, L[i].fp8_cast_transpose);
     Kernel cast;

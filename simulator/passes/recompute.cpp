@@ -7,7 +7,7 @@ namespace trainsim {
 namespace {
 
 // Recompute roles of a layer's leaves by name for the legacy granularities.
-bool legacy_recomputed(const StrategyConfig& s, const std::string& name, bool attn_part, bool mlp_part) {
+bool legacy_recomputed(const StrategyConfig& s, std::string_view name, bool attn_part, bool mlp_part) {
   const std::string& g = *s.recompute_granularity;
   if (g == "full_block") return true;
   if (g == "attn_only") return attn_part && name != "input_layernorm";
@@ -56,7 +56,7 @@ void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const StrategyC
           L[i].recompute = true;
           // The norm's consumers (QKV, or MLA's q/kv down projections; fc1 or the router).
           for (size_t j = i + 1; j < L.size(); ++j) {
-            const std::string& n = L[j].name;
+            const std::string_view n = L[j].name;
             const bool consumer = n == "linear_qkv" || n == "q_down_proj" || n == "q_proj" ||
                                   n == "kv_down_proj" || n == "linear_fc1" ||
                                   n == "shared_expert.linear_fc1" || n == "router";
@@ -99,7 +99,7 @@ void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const StrategyC
           if (L[i].name.rfind("shared_expert.", 0) == 0) L[i].recompute = true;
       } else if (mod == "mla_up_proj" && m.is_mla()) {
         for (size_t i = 0; i < attn_end; ++i) {
-          const std::string& n = L[i].name;
+          const std::string_view n = L[i].name;
           if (n == "q_layernorm" || n == "q_up_proj" || n == "kv_layernorm" || n == "kv_up_proj" ||
               n == "rotary_emb" || n == "q_proj")
             L[i].recompute = true;

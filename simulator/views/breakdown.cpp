@@ -28,7 +28,7 @@ void add(BreakdownRow& row, const OpCost& o, double n, bool instance) {
   row.fwd_bwd_flops += flops;
 }
 
-BreakdownRow& row_for(std::vector<BreakdownRow>& rows, const std::string& type, const std::string& op) {
+BreakdownRow& row_for(std::vector<BreakdownRow>& rows, std::string_view type, std::string_view op) {
   for (auto& r : rows)
     if (r.layer_type == type && r.op == op) return r;
   rows.push_back({});

@@ -152,7 +152,7 @@ MemoryTrack memory_track(const Estimate& e, int32_t rank, int64_t detail) {
       if (s.phase == OpPhase::Recompute) continue;
       const double b = s.op->cache_bytes * scale[c];
       live[key] += saves ? b : -std::min(b, live[key]);
-      record(s.end, s.op->name, ev->chunk, ev->mb);
+      record(s.end, std::string(s.op->name), ev->chunk, ev->mb);
     }
     // Rounding in the shares must not leave bytes behind once the pass has freed them.
     if (releases) live.erase(key);

@@ -104,14 +104,14 @@ void write_slice(Writer& w, int pid, const TimelineEvent& ev, const OpSlice& s) 
     nlohmann::ordered_json a = args;
     a["group"] = group_name(static_cast<Group>(g));
     a["exposed"] = exposed;
-    w.complete(pid, group_thread(g), o.name + " " + group_name(static_cast<Group>(g)), start, end, std::move(a));
+    w.complete(pid, group_thread(g), std::string(o.name) + " " + group_name(static_cast<Group>(g)), start, end, std::move(a));
   };
   if (s.split > s.start) {
     nlohmann::ordered_json a = args;
     a["flops"] = s.flops;
     a["efficiency"] = o.efficiency;
     a["efficiency_source"] = o.measured ? "measured" : "fallback";
-    w.complete(pid, kCompute, o.name, s.start, s.split, std::move(a));
+    w.complete(pid, kCompute, std::string(o.name), s.start, s.split, std::move(a));
     const double kernels = o.fwd_s + o.bwd_s + o.recompute_s;
     for (size_t g = 0; g < o.hidden_comm_by_group_s.size() && kernels > 0; ++g)
       if (o.hidden_comm_by_group_s[g] > 0)

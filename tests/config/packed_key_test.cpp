@@ -2,6 +2,11 @@
 // tables loaded from JSON hold them, and the estimate looks them up and reports its misses.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
 #include "compute/cost.h"
 #include "config/presets.h"
 #include "config/shape_key.h"
@@ -126,6 +131,42 @@ TEST(PackedKeyTest, EstimateReportsMissesAsKeyText) {
   EXPECT_STREQ(e.misses[7].op, "sdp_bwd");
   EXPECT_EQ(format_packed_key(e.misses[7].key), kSdpa);
   EXPECT_EQ(format_packed_key(e.misses[16].key), "b=1, m=4096, k=4096, n=14336, layout=NT, accumulate=True, out_dtype=fp32");
+}
+
+// The packed fields of each kind, byte for byte: numbers as the text prints them, the choices'
+// enum values and the flags' bits in key order, every other byte zero.
+TEST(PackedKeyTest, PacksFieldsInKeyOrder) {
+  auto bytes = [](const PackedKey& k) {
+    std::array<unsigned char, sizeof(PackedKey)> b{};
+    std::memcpy(b.data(), &k, sizeof k);
+    return b;
+  };
+  PackedKey m;
+  m.kind = KeyKind::Matmul;
+  m.num[0] = 1, m.num[1] = 2, m.num[2] = 4096, m.num[3] = 0;  // 2.5 rounds to even, -0 packs as 0
+  m.choice[0] = 2, m.choice[1] = 2;                            // NT, fp32
+  m.flags = 1;
+  const PackedKey got = matmul_key(1, 2.5, 4096, -0.0, KeyLayout::NT, true, KeyDtype::fp32);
+  EXPECT_EQ(bytes(got), bytes(m));
+  EXPECT_FALSE(std::signbit(got.num[3]));
+
+  PackedKey g;
+  g.kind = KeyKind::Grouped;
+  g.num[0] = 40, g.num[1] = 1638, g.num[2] = 2816, g.num[3] = 2048;
+  g.choice[0] = 3, g.choice[1] = 0, g.choice[2] = 2, g.choice[3] = 1;  // fp8, bf16, fp32, bwd_grad_act
+  g.flags = 0b1010;                                                    // accumulate, single_output
+  EXPECT_EQ(bytes(grouped_key(40, 1638.4, 2816, 2048, KeyDtype::fp8, KeyDtype::bf16, KeyDtype::fp32,
+                              KeyStage::bwd_grad_act, false, true, false, true)),
+            bytes(g));
+
+  PackedKey a;
+  a.kind = KeyKind::Sdpa;
+  a.num[0] = 1, a.num[1] = 4096, a.num[2] = 32, a.num[3] = 8, a.num[4] = 128, a.num[5] = -4;  // -3.5 to even
+  const PackedKey sd = sdpa_key(1, 4096, 32, 8, 128, -3.5, false);
+  EXPECT_EQ(bytes(sd), bytes(a));
+  const PackedKey nan = sdpa_key(1, 4096, 32, 8, 128, -std::numeric_limits<double>::quiet_NaN(), true);
+  EXPECT_TRUE(std::isnan(nan.num[5]) && std::signbit(nan.num[5]));
+  EXPECT_EQ(nan.flags, 1);
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ TEST(AttentionDropoutTest, HiddenDropoutBiasDropoutAdd) {
   std::vector<std::string> names;
   for (const Leaf& l : leaves(true)) {
     if (l.name != "self_attn_bda" && l.name != "mlp_bda") continue;
-    names.push_back(l.name);
+    names.emplace_back(l.name);
     EXPECT_DOUBLE_EQ(l.kernels[kFwd][0].bytes / kMiB, 112);
     EXPECT_DOUBLE_EQ(l.kernels[kBwdAct][0].bytes / kMiB, 80);
     EXPECT_DOUBLE_EQ(l.cache / kMiB, 16);

@@ -20,7 +20,7 @@ Leaf leaf(const char* name, const char* op = "default", double input_bytes = 0) 
 
 std::vector<std::string> names(const std::vector<Leaf>& L) {
   std::vector<std::string> out;
-  for (const auto& l : L) out.push_back(l.name);
+  for (const auto& l : L) out.emplace_back(l.name);
   return out;
 }
 
@@ -69,7 +69,7 @@ TEST(RecomputePassTest, SelectiveAttentionOnly) {
   apply_recompute(L, m, s, false, Mode::Default);
   std::vector<std::string> rc;
   for (const auto& l : L)
-    if (l.recompute) rc.push_back(l.name);
+    if (l.recompute) rc.emplace_back(l.name);
   EXPECT_EQ(rc, (std::vector<std::string>{"linear_qkv", "rotary_emb", "core_attention"}));
   EXPECT_EQ(L[1].status, RecomputeStatus::First);
   EXPECT_EQ(L[3].status, RecomputeStatus::Last);
