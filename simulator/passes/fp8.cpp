@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <string>
+#include <string_view>
 
 #include "core/intern.h"
 
@@ -89,10 +90,12 @@ double fp8_weight_bytes(const std::string& recipe, bool param_gather, bool black
 double param_gather_bytes(const StrategyConfig& s) { return s.fp8 && s.fp8_param_gather ? 1 : 2; }
 
 bool is_blackwell_system(const std::string& sys_name) {
-  std::string n = sys_name;
-  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  for (const char* tag : {"b200", "b300", "blackwell"})
-    if (n.find(tag) != std::string::npos) return true;
+  // Case-insensitive search in place: every plan asks, so no lowercase copy.
+  const auto same = [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+  };
+  for (std::string_view tag : {"b200", "b300", "blackwell"})
+    if (std::search(sys_name.begin(), sys_name.end(), tag.begin(), tag.end(), same) != sys_name.end()) return true;
   return false;
 }
 

@@ -86,6 +86,10 @@ TEST(Fp8Recipe, ParamGatherBytes) {
   EXPECT_TRUE(is_blackwell_system("gb200_nvl72"));
   EXPECT_TRUE(is_blackwell_system("B200-SXM"));
   EXPECT_FALSE(is_blackwell_system("h100_sxm_80g"));
+  EXPECT_TRUE(is_blackwell_system("NVIDIA-BlackWell"));
+  EXPECT_TRUE(is_blackwell_system("b300"));
+  EXPECT_FALSE(is_blackwell_system("b20"));
+  EXPECT_FALSE(is_blackwell_system(""));
 }
 
 // In a plan: Llama 3 8B cut to 8 layers with a 256-token vocabulary on 8 GPUs (dp 8, distributed
