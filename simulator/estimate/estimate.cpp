@@ -690,9 +690,17 @@ class ChunkResults {
       }
     }
     seen_.emplace_back(spec, r);
-    // In the chunk's order: embedding and head, then its templates.
+    // In the chunk's order: embedding and head, then its templates. Chunks share templates: a
+    // template's misses are recorded by the first chunk using it, its hits counted by each.
     env_.log->merge(r->log);
-    for (const auto& t : r->ops.templates) env_.log->merge(t->log);
+    for (const auto& t : r->ops.templates) {
+      if (std::find(merged_.begin(), merged_.end(), &t->log) != merged_.end()) {
+        env_.log->hits += t->log.hits;
+      } else {
+        env_.log->merge(t->log);
+        merged_.push_back(&t->log);
+      }
+    }
     return *r;
   }
 
@@ -705,6 +713,7 @@ class ChunkResults {
   LayerStore store_;
   std::vector<std::pair<ChunkSpec, const ChunkResult*>> seen_;
   std::vector<std::unique_ptr<ChunkResult>> local_;
+  SmallVector<const EfficiencyLog*, 8> merged_;  // template logs merged so far
 };
 
 // The whole of one pipeline rank as one chunk: its static memory, DP and optimizer.
@@ -1369,8 +1378,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.tflops_per_gpu = theory / est.iteration_time_s / kTera;
   est.mfu = est.tflops_per_gpu * kTera / sys.ops.at("default").peak_flops;
   est.tokens_per_s_per_gpu = tokens / est.iteration_time_s / static_cast<double>(plan.world);
-  est.misses.reserve(log.misses.size());
-  for (const auto& mm : log.misses) est.misses.push_back({mm.op, mm.key, mm.flops, mm.used});
+  est.misses = std::move(log.misses);
   est.efficiency_hits = log.hits;
   return est;
 }
