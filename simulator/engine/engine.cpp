@@ -9,6 +9,14 @@ namespace trainsim {
 
 Engine::Engine(int32_t ranks) : ranks_(ranks) { TRAINSIM_ASSERT(ranks > 0, "engine needs a rank"); }
 
+void Engine::reset(int32_t ranks) {
+  TRAINSIM_ASSERT(ranks > 0, "engine needs a rank");
+  ranks_ = ranks;
+  ops_.clear();
+  deps_.clear();
+  syncs_.clear();
+}
+
 void Engine::depends_at(OpId op, OpId on, double fraction) {
   TRAINSIM_ASSERT(fraction >= 0 && fraction <= 1, "dependency fraction outside [0, 1]");
   deps_.push_back({op, on, fraction});

@@ -26,6 +26,8 @@ class Engine {
   explicit Engine(int32_t ranks);
   /// Capacity hints: ops, dependencies and rendezvous pairs about to be added.
   void reserve(size_t ops, size_t deps, size_t syncs);
+  /// Drops every op and link (keeping their memory) for a program over `ranks` ranks.
+  void reset(int32_t ranks);
 
   /// Appends an op to the end of `stream` of `rank`. (Inline, as depends and rendezvous: the
   /// lowering calls them once per op.)

@@ -12,6 +12,7 @@
 #include "comm/collective.h"
 #include "compute/cost.h"
 #include "core/error.h"
+#include "core/small_vector.h"
 #include "core/units.h"
 #include "memory/activation.h"
 #include "model/context_parallel.h"
@@ -933,19 +934,24 @@ struct Replayed {
   int64_t ops = 0;
 };
 
-// Every total of a replay that the estimate reads, and the streams' busy times, in a fixed order.
-std::vector<double*> totals_of(Replayed& r) {
-  std::vector<double*> out;
-  for (RankTotals& t : r.timeline.totals) {
-    out.push_back(&t.end);
-    for (double& e : t.stream_end) out.push_back(&e);
-    for (double& e : t.stream_busy) out.push_back(&e);
-    out.push_back(&t.compute_busy);
-    out.push_back(&t.p2p_blocking);
+// Visits every total of three replays that the estimate reads, and the streams' busy times, in a
+// fixed order: `f(x0, x1, x2)` gets the same total of each; false stops the visit (and is returned).
+template <class F>
+bool each_total(Replayed (&r)[3], F f) {
+  for (size_t k = 0; k < r[2].timeline.totals.size(); ++k) {
+    RankTotals* t[3] = {&r[0].timeline.totals[k], &r[1].timeline.totals[k], &r[2].timeline.totals[k]};
+    auto field = [&](auto member) { return f(t[0]->*member, t[1]->*member, t[2]->*member); };
+    if (!field(&RankTotals::end)) return false;
+    for (size_t st = 0; st < static_cast<size_t>(kStreamCount); ++st)
+      if (!f(t[0]->stream_end[st], t[1]->stream_end[st], t[2]->stream_end[st])) return false;
+    for (size_t st = 0; st < static_cast<size_t>(kStreamCount); ++st)
+      if (!f(t[0]->stream_busy[st], t[1]->stream_busy[st], t[2]->stream_busy[st])) return false;
+    if (!field(&RankTotals::compute_busy) || !field(&RankTotals::p2p_blocking)) return false;
   }
-  for (RankDp& d : r.dp)
-    for (double* x : {&d.dense_s, &d.moe_s, &d.after_optimizer_s, &d.param_gather_first_s}) out.push_back(x);
-  return out;
+  for (size_t k = 0; k < r[2].dp.size(); ++k)
+    for (double RankDp::*x : {&RankDp::dense_s, &RankDp::moe_s, &RankDp::after_optimizer_s, &RankDp::param_gather_first_s})
+      if (!f(r[0].dp[k].*x, r[1].dp[k].*x, r[2].dp[k].*x)) return false;
+  return true;
 }
 
 // The steady-state replay (PipelineReplay): programs of a, a + g and a + 2g micro-batches, with
@@ -992,13 +998,14 @@ std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64
     for (size_t st = 0; st < static_cast<size_t>(kStreamCount); ++st)
       if (t2.stream_busy[st] - t1.stream_busy[st] > period + 1e-12 * span) return std::nullopt;
   }
-  const auto x0 = totals_of(r[0]), x1 = totals_of(r[1]), x2 = totals_of(r[2]);
   const auto periods = static_cast<double>((mbc - last) / g);
-  for (size_t k = 0; k < x2.size(); ++k) {
-    const double step = *x2[k] - *x1[k];
-    if (std::abs(step - (*x1[k] - *x0[k])) > 1e-12 * std::max({std::abs(*x0[k]), std::abs(*x2[k])})) return std::nullopt;
-    *x2[k] += periods * step;
-  }
+  const bool linear = each_total(r, [periods](double x0, double x1, double& x2) {
+    const double step = x2 - x1;
+    if (std::abs(step - (x1 - x0)) > 1e-12 * std::max({std::abs(x0), std::abs(x2)})) return false;
+    x2 += periods * step;
+    return true;
+  });
+  if (!linear) return std::nullopt;
   r[2].ops += r[0].ops + r[1].ops;
   return std::move(r[2]);
 }
@@ -1054,7 +1061,9 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   costs.chunks.resize(static_cast<size_t>(pp));
   if (plan.a2a_overlap) costs.a2a.resize(static_cast<size_t>(pp));
   std::vector<PhaseSums> rank_sums(static_cast<size_t>(pp));
-  for (int64_t r = 0; r < pp; ++r)
+  for (int64_t r = 0; r < pp; ++r) {
+    costs.chunks[static_cast<size_t>(r)].reserve(static_cast<size_t>(v));
+    if (plan.a2a_overlap) costs.a2a[static_cast<size_t>(r)].reserve(static_cast<size_t>(v));
     for (const auto& spec : plan.chunks[static_cast<size_t>(r)]) {
       const ChunkResult& cr = results.get(spec);
       const PhaseSums& ps = cr.sums;
@@ -1062,6 +1071,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       if (plan.a2a_overlap) costs.a2a[static_cast<size_t>(r)].push_back({cr.a2a_fwd, cr.a2a_bwd});
       rank_sums[static_cast<size_t>(r)].add(ps);
     }
+  }
   const double p2p_bytes = static_cast<double>(plan.micro_batch_size * plan.seq_len * m.hidden_size) *
                            (s.dtype == "fp32" ? 4 : 2) / static_cast<double>(plan.cp) /
                            (plan.sp ? static_cast<double>(plan.tp) : 1.0);
@@ -1093,10 +1103,12 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
         for (const auto& bs : sides)
           once_ops += static_cast<int64_t>(bs.size()) * (s.zero_state >= 2 ? 0 : s.overlap_param_gather ? 2 : 1);
     }
+  // The replays reuse one engine's and one step table's memory.
+  Engine engine(static_cast<int32_t>(pp));
+  StepOps step_ops;
   auto replay = [&](const Program& prog) -> std::optional<Replayed> {
     Replayed out;
-    StepOps step_ops;
-    Engine engine = lower(prog, costs, plan.p2p, &step_ops);
+    lower(prog, costs, plan.p2p, engine, &step_ops);
     out.dp.resize(static_cast<size_t>(pp));
     if (scheduled_dp)
       for (int64_t r = 0; r < pp; ++r) out.dp[static_cast<size_t>(r)] = add_dp_ops(engine, plan, prog, step_ops, r, results,
@@ -1142,9 +1154,15 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.pipeline_s = pipe;
 
   // DP communication, optimizer and the straggler allowance after the pipeline, per rank.
-  std::vector<double> rank_dp(static_cast<size_t>(pp)), rank_dense_dp(static_cast<size_t>(pp)),
-      rank_edp(static_cast<size_t>(pp)), rank_optim(static_cast<size_t>(pp));
-  std::vector<const ChunkResult*> whole(static_cast<size_t>(pp));
+  // Per rank, in one block: DP (dense + expert, dense, expert), optimizer and exposed DP times.
+  std::vector<double> per_rank(5 * static_cast<size_t>(pp));
+  double* const rank_dp = per_rank.data();
+  double* const rank_dense_dp = rank_dp + pp;
+  double* const rank_edp = rank_dense_dp + pp;
+  double* const rank_optim = rank_edp + pp;
+  double* const rank_exposed_dp = rank_optim + pp;
+  SmallVector<const ChunkResult*, 8> whole;
+  whole.assign(static_cast<size_t>(pp), nullptr);
   for (int64_t r = 0; r < pp; ++r) {
     const auto ri = static_cast<size_t>(r);
     whole[ri] = &results.get(rank_spec(plan, r));
@@ -1182,7 +1200,6 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   // After the pipeline (stretched by the straggler allowance): the DP traffic still running (all
   // of it in compat mode), the optimizer, and the parameter all-gather when it follows the step.
   const double tail_start = pipe * plan.straggler.ratio;
-  std::vector<double> rank_exposed_dp(static_cast<size_t>(pp));
   for (int64_t r = 0; r < pp; ++r) {
     const auto rr = static_cast<int32_t>(r);
     const auto ri = static_cast<size_t>(r);
@@ -1262,7 +1279,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     const RankTotals& tot = est.timeline.totals[ri];
     st.p2p_wait_s = tot.p2p_blocking;
     st.idle_s = pipe - tot.compute_busy - tot.p2p_blocking;
-    est.stage_times.push_back(st);
+    est.stage_times.push_back(std::move(st));
   }
 
   // Memory: static + cached micro-batches in flight + the single-micro-batch peak (1F1B), or a
@@ -1312,7 +1329,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       // Offloaded activations of every micro-batch in flight wait in host memory.
       mem.host_bytes += static_cast<double>(mem.in_flight_micro_batches) * act.offloaded_per_mb;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
-      est.stages.push_back(mem);
+      est.stages.push_back(std::move(mem));
     }
   } else {
     // Interleaved: a chunk's forward adds its transient forward peak on top of the live caches,
@@ -1351,7 +1368,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       mem.peak_alloc_bytes = mem.model_bytes + w.best;
       mem.host_bytes += w.host_max;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
-      est.stages.push_back(mem);
+      est.stages.push_back(std::move(mem));
     }
   }
 

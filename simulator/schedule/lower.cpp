@@ -24,9 +24,8 @@ double step_time(const PipelineCosts& c, int64_t rank, const Step& s) {
 // --- Blocking 1F1B: Megatron's send_forward / send_forward_recv_backward / ... calls. ---------
 enum P2PType { kSendNext = 0, kRecvPrev = 1, kSendPrev = 2, kRecvNext = 3 };
 
-Engine lower_blocking_1f1b(const Program& p, const PipelineCosts& c, StepOps& out) {
+void lower_blocking_1f1b(const Program& p, const PipelineCosts& c, Engine& e, StepOps& out) {
   const int64_t pp = p.pp, mbc = p.mbc;
-  Engine e(static_cast<int32_t>(pp));
   e.reserve(static_cast<size_t>(pp * 6 * mbc), 0, static_cast<size_t>(2 * pp * mbc));
   std::vector<Engine::OpId> ids(static_cast<size_t>(pp * 4 * mbc), -1);
   auto slot = [&](int64_t r, int type, int64_t mb) -> Engine::OpId& {
@@ -87,7 +86,6 @@ Engine lower_blocking_1f1b(const Program& p, const PipelineCosts& c, StepOps& ou
       e.rendezvous(slot(r, kSendNext, mb), slot(r + 1, kRecvPrev, mb), c.p2p);
       e.rendezvous(slot(r + 1, kSendPrev, mb), slot(r, kRecvNext, mb), c.p2p);
     }
-  return e;
 }
 
 // --- Blocking interleaved: batched isend/irecv bundles with Megatron's receive rules. ---------
@@ -187,9 +185,8 @@ Channels channels(const std::vector<std::vector<Item>>& items, int64_t pp) {
   return ch;
 }
 
-Engine lower_blocking_interleaved(const Program& p, const PipelineCosts& c, StepOps& out) {
+void lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Engine& e, StepOps& out) {
   const auto items = interleaved_items(p);
-  Engine e(static_cast<int32_t>(p.pp));
   e.reserve(static_cast<size_t>(4 * p.pp * p.v * p.mbc), 0, static_cast<size_t>(2 * p.pp * p.v * p.mbc));
   std::vector<std::vector<Engine::OpId>> ids(items.size());
   for (size_t r = 0; r < items.size(); ++r) {
@@ -213,13 +210,11 @@ Engine lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Step
       e.rendezvous(ids[ch.sends[k][j].rank][ch.sends[k][j].item], ids[ch.recvs[k][j].rank][ch.recvs[k][j].item],
                    c.p2p);
   }
-  return e;
 }
 
 // --- Asynchronous: data dependencies only. --------------------------------------------------
-Engine lower_async(const Program& p, const PipelineCosts& c, StepOps& out) {
+void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps& out) {
   const int64_t pp = p.pp, v = p.v, mbc = p.mbc, stages = pp * v;
-  Engine e(static_cast<int32_t>(pp));
   e.reserve(static_cast<size_t>(5 * stages * mbc), static_cast<size_t>(4 * stages * mbc), 0);
   // Op ids per (virtual stage, micro-batch): where a pass's incoming data dependency hangs (its
   // first op), and the transfer it sends downstream (forward activations) or upstream (input
@@ -286,7 +281,6 @@ Engine lower_async(const Program& p, const PipelineCosts& c, StepOps& out) {
       }
     }
   // A weight-gradient step follows its input-gradient step on the same stream: no link needed.
-  return e;
 }
 
 }  // namespace
@@ -312,8 +306,9 @@ std::string blocking_problem(const Program& p) {
   return "";
 }
 
-Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode, StepOps* steps) {
+void lower(const Program& p, const PipelineCosts& costs, P2PMode mode, Engine& e, StepOps* steps) {
   TRAINSIM_ASSERT(costs.chunks.size() == p.ranks.size(), "pipeline costs do not match the program");
+  e.reset(static_cast<int32_t>(p.pp));
   StepOps local;
   StepOps& out = steps ? *steps : local;
   out.resize(p.ranks.size());
@@ -321,11 +316,24 @@ Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode, StepOps
     out[r].clear();
     out[r].reserve(p.ranks[r].size());
   }
-  if (mode == P2PMode::Async || p.pp == 1) return lower_async(p, costs, out);
+  if (mode == P2PMode::Async || p.pp == 1) {
+    lower_async(p, costs, e, out);
+    return;
+  }
   // What blocking_problem checks (the plan has): the interleaved lowering asserts the pairing
   // itself rather than building the bundles twice.
   TRAINSIM_ASSERT(!p.split_backward, "blocking lowering of a split-backward program");
-  return p.v == 1 ? lower_blocking_1f1b(p, costs, out) : lower_blocking_interleaved(p, costs, out);
+  if (p.v == 1) {
+    lower_blocking_1f1b(p, costs, e, out);
+  } else {
+    lower_blocking_interleaved(p, costs, e, out);
+  }
+}
+
+Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode, StepOps* steps) {
+  Engine e(static_cast<int32_t>(p.pp));
+  lower(p, costs, mode, e, steps);
+  return e;
 }
 
 }  // namespace trainsim
