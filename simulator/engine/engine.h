@@ -33,7 +33,7 @@ class Engine {
   /// lowering calls them once per op.)
   OpId add(int32_t rank, Stream stream, double duration, Label label) {
     TRAINSIM_ASSERT(rank >= 0 && rank < ranks_, "op on an unknown rank");
-    ops_.push_back({rank, stream, duration, label});
+    ops_.push_back({duration, rank, label.chunk, label.mb, stream, label.kind});
     return static_cast<OpId>(ops_.size() - 1);
   }
   /// `op` starts only after `on` has ended.
@@ -59,11 +59,11 @@ class Engine {
   [[nodiscard]] size_t size() const { return ops_.size(); }
 
  private:
-  struct Op {
-    int32_t rank;
-    Stream stream;
+  struct Op {  // the label's fields unpacked: 24 bytes, not 32
     double duration;
-    Label label;
+    int32_t rank, chunk, mb;
+    Stream stream;
+    StepKind kind;
   };
   struct Link {
     OpId from, to;
