@@ -712,8 +712,8 @@ class ChunkResults {
   ChunkEnv chunk_env_;
   std::string base_key_;
   LayerStore store_;
-  std::vector<std::pair<ChunkSpec, const ChunkResult*>> seen_;
-  std::vector<std::unique_ptr<ChunkResult>> local_;
+  SmallVector<std::pair<ChunkSpec, const ChunkResult*>, 4> seen_;
+  SmallVector<std::unique_ptr<ChunkResult>, 4> local_;
   SmallVector<const EfficiencyLog*, 8> merged_;  // template logs merged so far
 };
 
@@ -975,8 +975,9 @@ std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64
   if (mbc <= last || (mode == PipelineReplay::Auto && 3 * once_ops + per_mb * 3 * (a + g) >= once_ops + per_mb * mbc))
     return std::nullopt;
   // The shorter programs must pair their blocking bundles and finish, as the plan's does.
+  // Longest first: the shorter replays then fit in the memory the first one took.
   Replayed r[3];
-  for (int64_t i = 0; i < 3; ++i) {
+  for (int64_t i = 2; i >= 0; --i) {
     Program prog = plan.program(a + i * g);
     if (plan.p2p == P2PMode::Blocking && plan.pp > 1 && !blocking_problem(prog).empty()) return std::nullopt;
     std::optional<Replayed> one = replay(prog);

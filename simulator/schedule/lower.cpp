@@ -220,7 +220,10 @@ void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps& o
   // first op), and the transfer it sends downstream (forward activations) or upstream (input
   // gradients) after its last op.
   const auto n = static_cast<size_t>(stages * mbc);
-  std::vector<Engine::OpId> fwd(n, -1), fwd_end(n, -1), bwd(n, -1), send_fwd(n, -1), send_bwd(n, -1);
+  struct Slot {
+    Engine::OpId fwd = -1, fwd_end = -1, bwd = -1, send_fwd = -1, send_bwd = -1;
+  };
+  std::vector<Slot> slots(n);
   auto at_of = [&](int64_t r, const Step& s) { return static_cast<size_t>((s.chunk * pp + r) * mbc + s.mb); };
   for (int64_t r = 0; r < pp; ++r) {
     const auto rr = static_cast<int32_t>(r);
@@ -231,17 +234,17 @@ void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps& o
       const size_t at = at_of(r, s);
       out[static_cast<size_t>(r)].push_back(last);
       if (s.pass == Pass::Forward) {
-        fwd[at] = first;
-        fwd_end[at] = last;
+        slots[at].fwd = first;
+        slots[at].fwd_end = last;
         if (vs + 1 < stages) {
-          send_fwd[at] = e.add(rr, Stream::PpForward, c.p2p, {StepKind::P2P, s.chunk, s.mb});
-          e.depends(send_fwd[at], last);
+          slots[at].send_fwd = e.add(rr, Stream::PpForward, c.p2p, {StepKind::P2P, s.chunk, s.mb});
+          e.depends(slots[at].send_fwd, last);
         }
       } else if (s.pass == Pass::Backward) {
-        bwd[at] = first;
+        slots[at].bwd = first;
         if (vs > 0) {
-          send_bwd[at] = e.add(rr, Stream::PpBackward, c.p2p, {StepKind::P2P, s.chunk, s.mb});
-          e.depends(send_bwd[at], last);
+          slots[at].send_bwd = e.add(rr, Stream::PpBackward, c.p2p, {StepKind::P2P, s.chunk, s.mb});
+          e.depends(slots[at].send_bwd, last);
         }
       }
     };
@@ -275,9 +278,9 @@ void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps& o
       const int64_t vs = s.chunk * pp + r;
       const size_t at = at_of(r, s);
       if (s.pass == Pass::Forward && vs > 0) {
-        e.depends(fwd[at], send_fwd[at - static_cast<size_t>(mbc)]);
+        e.depends(slots[at].fwd, slots[at - static_cast<size_t>(mbc)].send_fwd);
       } else if (s.pass == Pass::Backward) {
-        e.depends(bwd[at], vs + 1 < stages ? send_bwd[at + static_cast<size_t>(mbc)] : fwd_end[at]);
+        e.depends(slots[at].bwd, vs + 1 < stages ? slots[at + static_cast<size_t>(mbc)].send_bwd : slots[at].fwd_end);
       }
     }
   // A weight-gradient step follows its input-gradient step on the same stream: no link needed.
