@@ -33,19 +33,23 @@ class Engine {
   /// lowering calls them once per op.)
   OpId add(int32_t rank, Stream stream, double duration, Label label) {
     TRAINSIM_ASSERT(rank >= 0 && rank < ranks_, "op on an unknown rank");
+    const auto id = static_cast<OpId>(ops_.size());
     ops_.push_back({duration, rank, label.chunk, label.mb, stream, label.kind});
-    return static_cast<OpId>(ops_.size() - 1);
+    Queue& q = queues_[static_cast<size_t>(rank) * kStreamCount + static_cast<size_t>(stream)];
+    (q.last >= 0 ? ops_[static_cast<size_t>(q.last)].next : q.first) = id;
+    q.last = id;
+    return id;
   }
   /// `op` starts only after `on` has ended.
-  void depends(OpId op, OpId on) { deps_.push_back({op, on, 1}); }
+  void depends(OpId op, OpId on) { link(ops_[static_cast<size_t>(op)].deps, on, 1); }
   /// `op` starts no earlier than `fraction` (0–1) of the way through `on`: the point where an
   /// op running on another stream has produced part of its output (e.g. the gradients of the
   /// last layers of a backward pass). `op` is still replayed after `on` has been placed.
   void depends_at(OpId op, OpId on, double fraction);
   /// `a` and `b` rendezvous: each ends no earlier than max(start a, start b) + `duration`.
   void rendezvous(OpId a, OpId b, double duration) {
-    syncs_.push_back({a, b, duration});
-    syncs_.push_back({b, a, duration});
+    link(ops_[static_cast<size_t>(a)].syncs, b, duration);
+    link(ops_[static_cast<size_t>(b)].syncs, a, duration);
   }
 
   /// Replays every op. Throws an internal error if the program can never finish (a schedule
@@ -59,19 +63,33 @@ class Engine {
   [[nodiscard]] size_t size() const { return ops_.size(); }
 
  private:
-  struct Op {  // the label's fields unpacked: 24 bytes, not 32
+  // The replay walks each stream's ops and each op's links as lists threaded through the ops as
+  // they are added, so it sorts nothing. An op's links run from the latest added to the first:
+  // the replay takes maxima over them, which do not depend on the order.
+  struct Op {
     double duration;
-    int32_t rank, chunk, mb;
+    int32_t rank, chunk, mb;  // the label's fields unpacked
     Stream stream;
     StepKind kind;
+    OpId next = -1;             // the next op of its stream
+    int32_t deps = -1, syncs = -1;  // its latest dependency and rendezvous (index in links_)
   };
   struct Link {
-    OpId from, to;
-    double duration;  // rendezvous: the transfer time; dependency: the fraction of `to`
+    OpId other;
+    int32_t next;     // the op's link added before this one, or -1
+    double duration;  // rendezvous: the transfer time; dependency: the fraction of `other`
   };
-  int32_t ranks_;
+  struct Queue {
+    OpId first = -1, last = -1;
+  };
+  void link(int32_t& head, OpId other, double duration) {
+    links_.push_back({other, head, duration});
+    head = static_cast<int32_t>(links_.size() - 1);
+  }
+  int32_t ranks_ = 0;
   std::vector<Op> ops_;
-  std::vector<Link> deps_, syncs_;
+  std::vector<Link> links_;
+  std::vector<Queue> queues_;  // per (rank, stream)
 };
 
 }  // namespace trainsim

@@ -450,6 +450,7 @@ ChunkOps chunk_ops(const Env& env, const Chunk& c, const LayerStore& store) {
 // layer, embedding).
 PhaseSums chunk_sums(const Chunk& c, const ChunkOps& ops, std::vector<BackwardSegment>& segments) {
   PhaseSums total, pre, post;
+  segments.reserve(ops.layer_templates.size() + 2);
   for (const auto& o : ops.pre) pre.add(sums_of(o));
   for (const auto& o : ops.post) post.add(sums_of(o));
   total.add(pre);
@@ -760,8 +761,10 @@ ChunkBuckets chunk_buckets_of(const Plan& plan, bool split_backward, int64_t r, 
     for (size_t si = 0; si < 2; ++si) {
       const int64_t n = kDpSides[si].n(plan);
       if (n <= 1) continue;
+      const auto& backward = results.get(plan.chunks[ri][c]).backward;
       std::vector<GradSegment> segs;
-      for (const auto& b : results.get(plan.chunks[ri][c]).backward)
+      segs.reserve(backward.size());
+      for (const auto& b : backward)
         segs.push_back({kDpSides[si].moe ? b.moe : b.dense, split_backward ? b.bwd_w_s : b.bwd_s});
       out[c][si] = grad_buckets(segs, default_bucket_params(n));
     }
