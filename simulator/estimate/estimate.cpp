@@ -1107,9 +1107,10 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
         for (const auto& bs : sides)
           once_ops += static_cast<int64_t>(bs.size()) * (s.zero_state >= 2 ? 0 : s.overlap_param_gather ? 2 : 1);
     }
-  // The replays reuse one engine's and one step table's memory.
-  Engine engine(static_cast<int32_t>(pp));
-  StepOps step_ops;
+  // The replays reuse one engine's and one step table's memory, kept per thread across estimates
+  // (as the engine's replay keeps its working arrays): lowering empties them first.
+  thread_local Engine engine(1);
+  thread_local StepOps step_ops;
   auto replay = [&](const Program& prog) -> std::optional<Replayed> {
     Replayed out;
     lower(prog, costs, plan.p2p, engine, &step_ops);
