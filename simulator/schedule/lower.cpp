@@ -99,17 +99,27 @@ struct Item {
   uint8_t n = 0;
 };
 
-std::vector<std::vector<Item>> interleaved_items(const Program& p) {
+// Every rank's compute steps and bundles in order, rank after rank: rank r's are
+// all[first[r], first[r + 1]).
+struct Items {
+  std::vector<Item> all;
+  std::vector<size_t> first;
+};
+
+Items interleaved_items(const Program& p) {
   const int64_t pp = p.pp, v = p.v, mbc = p.mbc, total = mbc * v;
   const auto table = interleaved_table(v, mbc, p.group);
   auto chunk_id = [&](int64_t k, bool forward) {
     const int64_t c = table[static_cast<size_t>(((k % total) + total) % total)].chunk;
     return forward ? c : v - 1 - c;
   };
-  std::vector<std::vector<Item>> items(static_cast<size_t>(pp));
+  Items items;
+  items.first.reserve(static_cast<size_t>(pp + 1));
+  // Per rank the compute steps and at most as many bundles.
+  items.all.reserve(static_cast<size_t>(pp * (4 * total + 2)));
+  auto& out = items.all;
   for (int64_t r = 0; r < pp; ++r) {
-    auto& out = items[static_cast<size_t>(r)];
-    out.reserve(static_cast<size_t>(4 * total + 2));  // the compute steps and at most as many bundles
+    items.first.push_back(out.size());
     const bool first_rank = r == 0, last_rank = r == pp - 1;
     const int64_t next = (r + 1) % pp, prev = (r - 1 + pp) % pp;
     int64_t step = 0;
@@ -154,16 +164,9 @@ std::vector<std::vector<Item>> interleaved_items(const Program& p) {
       comm(send_prev, false, false, recv_next);
     }
   }
+  items.first.push_back(out.size());
   return items;
 }
-
-// Per channel (src, dst, direction), the bundles posting sends and receives in order.
-struct Channels {
-  struct Ref {
-    size_t rank, item;
-  };
-  std::vector<std::vector<Ref>> sends, recvs;
-};
 
 // The channel of a sub-operation of rank r's bundle: (src·pp + dst)·2 + direction.
 size_t channel_of(size_t r, const Sub& sb, int64_t pp) {
@@ -172,44 +175,48 @@ size_t channel_of(size_t r, const Sub& sb, int64_t pp) {
   return static_cast<size_t>((src * pp + dst) * 2 + (sb.to_next ? 1 : 0));
 }
 
-Channels channels(const std::vector<std::vector<Item>>& items, int64_t pp) {
-  Channels ch;
-  ch.sends.resize(static_cast<size_t>(pp * pp * 2));
-  ch.recvs.resize(ch.sends.size());
-  for (size_t r = 0; r < items.size(); ++r)
-    for (size_t i = 0; i < items[r].size(); ++i)
-      for (size_t j = 0; j < items[r][i].n; ++j) {
-        const Sub& sb = items[r][i].subs[j];
-        (sb.send ? ch.sends : ch.recvs)[channel_of(r, sb, pp)].push_back({r, i});
-      }
-  return ch;
-}
-
 void lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Engine& e, StepOps& out) {
-  const auto items = interleaved_items(p);
+  const Items items = interleaved_items(p);
   e.reserve(static_cast<size_t>(4 * p.pp * p.v * p.mbc), 0, static_cast<size_t>(2 * p.pp * p.v * p.mbc));
-  std::vector<std::vector<Engine::OpId>> ids(items.size());
-  for (size_t r = 0; r < items.size(); ++r) {
+  // One op per item, in the items' order: item k is op base + k.
+  const auto base = static_cast<Engine::OpId>(e.size());
+  for (size_t r = 0; r + 1 < items.first.size(); ++r) {
     const auto& steps = p.ranks[r];
-    ids[r].reserve(items[r].size());
-    for (const Item& it : items[r]) {
+    const auto rr = static_cast<int32_t>(r);
+    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k) {
+      const Item& it = items.all[k];
       if (it.step >= 0) {
         const Step& s = steps[static_cast<size_t>(it.step)];
-        ids[r].push_back(e.add(static_cast<int32_t>(r), Stream::Compute, step_time(c, static_cast<int64_t>(r), s),
-                               compute_label(s)));
-        out[r].push_back(ids[r].back());
+        out[r].push_back(e.add(rr, Stream::Compute, step_time(c, static_cast<int64_t>(r), s), compute_label(s)));
       } else {
-        ids[r].push_back(e.add(static_cast<int32_t>(r), Stream::Compute, 0, {StepKind::P2P, -1, -1}));
+        e.add(rr, Stream::Compute, 0, {StepKind::P2P, -1, -1});
       }
     }
   }
-  const Channels ch = channels(items, p.pp);
-  for (size_t k = 0; k < ch.sends.size(); ++k) {
-    TRAINSIM_ASSERT(ch.sends[k].size() == ch.recvs[k].size(), "blocking interleaved bundles do not pair");
-    for (size_t j = 0; j < ch.sends[k].size(); ++j)
-      e.rendezvous(ids[ch.sends[k][j].rank][ch.sends[k][j].item], ids[ch.recvs[k][j].rank][ch.recvs[k][j].item],
-                   c.p2p);
+  // On each channel (src, dst, direction) the j-th send pairs with the j-th receive: both are
+  // listed by channel, in order (a counting sort of the bundles' sub-operations).
+  const auto nch = static_cast<size_t>(p.pp * p.pp * 2);
+  std::vector<int32_t> next(2 * nch);  // per channel: sends, then receives
+  auto slot = [&](size_t r, const Sub& sb) -> int32_t& { return next[(sb.send ? 0 : nch) + channel_of(r, sb, p.pp)]; };
+  for (size_t r = 0; r + 1 < items.first.size(); ++r)
+    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k)
+      for (size_t j = 0; j < items.all[k].n; ++j) ++slot(r, items.all[k].subs[j]);
+  int32_t pairs = 0;
+  for (size_t ch = 0; ch < nch; ++ch) {
+    TRAINSIM_ASSERT(next[ch] == next[nch + ch], "blocking interleaved bundles do not pair");
+    const int32_t n = next[ch];
+    next[ch] = next[nch + ch] = pairs;
+    pairs += n;
   }
+  std::vector<Engine::OpId> ends(2 * static_cast<size_t>(pairs));  // sends, then receives
+  for (size_t r = 0; r + 1 < items.first.size(); ++r)
+    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k)
+      for (size_t j = 0; j < items.all[k].n; ++j) {
+        const Sub& sb = items.all[k].subs[j];
+        ends[(sb.send ? 0 : static_cast<size_t>(pairs)) + static_cast<size_t>(slot(r, sb)++)] =
+            base + static_cast<Engine::OpId>(k);
+      }
+  for (size_t j = 0; j < static_cast<size_t>(pairs); ++j) e.rendezvous(ends[j], ends[static_cast<size_t>(pairs) + j], c.p2p);
 }
 
 // --- Asynchronous: data dependencies only. --------------------------------------------------
@@ -292,11 +299,13 @@ std::string blocking_problem(const Program& p) {
   if (p.split_backward) return "a split-backward (zero-bubble) schedule needs asynchronous p2p";
   if (p.v == 1) return "";
   // Only the counts per channel matter here.
-  const auto items = interleaved_items(p);
+  const Items items = interleaved_items(p);
   std::vector<size_t> sends(static_cast<size_t>(p.pp * p.pp * 2)), recvs(sends.size());
-  for (size_t r = 0; r < items.size(); ++r)
-    for (const Item& it : items[r])
+  for (size_t r = 0; r + 1 < items.first.size(); ++r)
+    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k) {
+      const Item& it = items.all[k];
       for (size_t j = 0; j < it.n; ++j) ++(it.subs[j].send ? sends : recvs)[channel_of(r, it.subs[j], p.pp)];
+    }
   for (size_t k = 0; k < sends.size(); ++k)
     if (sends[k] != recvs[k]) {
       const size_t src = k / 2 / static_cast<size_t>(p.pp), dst = k / 2 % static_cast<size_t>(p.pp);
