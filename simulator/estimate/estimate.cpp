@@ -933,7 +933,7 @@ int64_t max_in_flight(const RankSteps& steps, bool split) {
 // What the estimate reads from one replay of the pipeline and its DP ops.
 struct Replayed {
   Timeline timeline;
-  std::vector<RankDp> dp;
+  SmallVector<RankDp, 8> dp;
   int64_t ops = 0;
 };
 
@@ -1064,7 +1064,9 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   PipelineCosts costs;
   costs.chunks.resize(static_cast<size_t>(pp));
   if (plan.a2a_overlap) costs.a2a.resize(static_cast<size_t>(pp));
-  std::vector<PhaseSums> rank_sums(static_cast<size_t>(pp));
+  // Per-rank arrays of the estimate: inline for pipelines up to 8 stages.
+  SmallVector<PhaseSums, 8> rank_sums;
+  rank_sums.assign(static_cast<size_t>(pp), {});
   for (int64_t r = 0; r < pp; ++r) {
     costs.chunks[static_cast<size_t>(r)].reserve(static_cast<size_t>(v));
     if (plan.a2a_overlap) costs.a2a[static_cast<size_t>(r)].reserve(static_cast<size_t>(v));
@@ -1096,7 +1098,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   }
 
   const bool scheduled_dp = plan.mode == Mode::Default;
-  std::vector<ChunkBuckets> buckets(static_cast<size_t>(pp));
+  SmallVector<ChunkBuckets, 8> buckets;
+  buckets.assign(static_cast<size_t>(pp), {});
   // Ops of the DP buckets that the program holds once, whatever its micro-batches (the final
   // reductions and the parameter all-gathers): every steady-state replay repeats them.
   int64_t once_ops = 0;
@@ -1114,7 +1117,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   auto replay = [&](const Program& prog) -> std::optional<Replayed> {
     Replayed out;
     lower(prog, costs, plan.p2p, engine, &step_ops);
-    out.dp.resize(static_cast<size_t>(pp));
+    out.dp.assign(static_cast<size_t>(pp), {});
     if (scheduled_dp)
       for (int64_t r = 0; r < pp; ++r) out.dp[static_cast<size_t>(r)] = add_dp_ops(engine, plan, prog, step_ops, r, results,
                                                      buckets[static_cast<size_t>(r)]);
@@ -1130,7 +1133,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   // The walks below (memory, merged steps) read each rank's steps: from the short programs when
   // the replay extrapolated and the plan's program is theirs with the steady block repeated,
   // else from the whole program.
-  std::vector<RankSteps> rank_steps(static_cast<size_t>(pp));
+  SmallVector<RankSteps, 8> rank_steps;
+  rank_steps.assign(static_cast<size_t>(pp), {});
   bool periodic = replayed.has_value();
   if (periodic) {
     const int64_t repeats = (plan.micro_batch_num - plan.steady_base()) / plan.steady_period();
@@ -1150,7 +1154,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   TRAINSIM_ASSERT(replayed.has_value(), "schedule program deadlocked in the engine");
   est.timeline = std::move(replayed->timeline);
   est.engine_ops = replayed->ops;
-  const std::vector<RankDp>& dp_ops = replayed->dp;
+  const auto& dp_ops = replayed->dp;
   // The pipeline ends with the last compute or p2p op; DP buckets may run past it.
   double pipe = 0;
   for (const RankTotals& t : est.timeline.totals)
@@ -1160,8 +1164,9 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
 
   // DP communication, optimizer and the straggler allowance after the pipeline, per rank.
   // Per rank, in one block: DP (dense + expert, dense, expert), optimizer and exposed DP times.
-  std::vector<double> per_rank(5 * static_cast<size_t>(pp));
-  double* const rank_dp = per_rank.data();
+  SmallVector<double, 5 * 8> per_rank;
+  per_rank.assign(5 * static_cast<size_t>(pp), 0);
+  double* const rank_dp = per_rank.begin();
   double* const rank_dense_dp = rank_dp + pp;
   double* const rank_edp = rank_dense_dp + pp;
   double* const rank_optim = rank_edp + pp;
