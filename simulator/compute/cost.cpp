@@ -45,6 +45,14 @@ void EfficiencyLog::miss(const char* op, const PackedKey& key, double flops, dou
 
 void EfficiencyLog::merge(const EfficiencyLog& other) {
   hits += other.hits;
+  if (misses.empty() && index_.empty()) {
+    // Into an empty log (an estimate's first chunk): the other's misses and index as they are.
+    if (other.misses.empty()) return;
+    misses.reserve(std::max<size_t>(16, other.misses.size()));
+    misses = other.misses;
+    index_ = other.index_;
+    return;
+  }
   for (const EfficiencyMiss& m : other.misses) record(PackedKeyHash{}(m.key), m.op, m.key, m.flops, m.used_efficiency);
 }
 

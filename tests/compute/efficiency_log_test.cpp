@@ -65,6 +65,11 @@ TEST(EfficiencyLogTest, KeepsOrderAndDedupPastItsIndexGrowth) {
   copy.merge(log);
   EXPECT_EQ(copy.misses.size(), 100u);
   EXPECT_EQ(copy.misses[57].key, key(57));
+  copy.miss("matmul", key(57), -1, 0.5);
+  copy.miss("matmul", key(100), 100, 0.5);
+  ASSERT_EQ(copy.misses.size(), 101u);
+  EXPECT_EQ(copy.misses[100].key, key(100));
+  EXPECT_EQ(copy.misses[57].flops, 57);
 }
 
 }  // namespace
