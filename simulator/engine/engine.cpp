@@ -19,7 +19,7 @@ void Engine::reset(int32_t ranks) {
 
 void Engine::depends_at(OpId op, OpId on, double fraction) {
   TRAINSIM_ASSERT(fraction >= 0 && fraction <= 1, "dependency fraction outside [0, 1]");
-  link(ops_[static_cast<size_t>(op)].deps, on, fraction);
+  link(op, false, on, fraction);
 }
 
 void Engine::reserve(size_t ops, size_t deps, size_t syncs) {

@@ -41,15 +41,15 @@ class Engine {
     return id;
   }
   /// `op` starts only after `on` has ended.
-  void depends(OpId op, OpId on) { link(ops_[static_cast<size_t>(op)].deps, on, 1); }
+  void depends(OpId op, OpId on) { link(op, false, on, 1); }
   /// `op` starts no earlier than `fraction` (0–1) of the way through `on`: the point where an
   /// op running on another stream has produced part of its output (e.g. the gradients of the
   /// last layers of a backward pass). `op` is still replayed after `on` has been placed.
   void depends_at(OpId op, OpId on, double fraction);
   /// `a` and `b` rendezvous: each ends no earlier than max(start a, start b) + `duration`.
   void rendezvous(OpId a, OpId b, double duration) {
-    link(ops_[static_cast<size_t>(a)].syncs, b, duration);
-    link(ops_[static_cast<size_t>(b)].syncs, a, duration);
+    link(a, true, b, duration);
+    link(b, true, a, duration);
   }
 
   /// Replays every op. Throws an internal error if the program can never finish (a schedule
@@ -82,7 +82,12 @@ class Engine {
   struct Queue {
     OpId first = -1, last = -1;
   };
-  void link(int32_t& head, OpId other, double duration) {
+  // Links `op` (a dependency, or a rendezvous when `sync`) to `other`; both already added.
+  void link(OpId op, bool sync, OpId other, double duration) {
+    TRAINSIM_ASSERT(op >= 0 && other >= 0 && static_cast<size_t>(op) < ops_.size() &&
+                        static_cast<size_t>(other) < ops_.size(),
+                    "link between ops not added to the engine");
+    int32_t& head = sync ? ops_[static_cast<size_t>(op)].syncs : ops_[static_cast<size_t>(op)].deps;
     links_.push_back({other, head, duration});
     head = static_cast<int32_t>(links_.size() - 1);
   }

@@ -89,5 +89,13 @@ TEST(EngineTest, SeveralLinksOnOneOp) {
   EXPECT_DOUBLE_EQ(totals.totals[0].stream_busy[static_cast<size_t>(Stream::Dp)], 4);
 }
 
+TEST(EngineTest, LinkToAnOpNotAddedIsAnInternalError) {
+  Engine e(1);
+  const auto a = e.add(0, Stream::Compute, 1, kF);
+  EXPECT_THROW(e.depends(a, a + 1), std::exception);
+  EXPECT_THROW(e.rendezvous(-1, a, 0), std::exception);
+  EXPECT_THROW(e.depends_at(a + 1, a, 0.5), std::exception);
+}
+
 }  // namespace
 }  // namespace trainsim
