@@ -8,29 +8,53 @@
 
 namespace trainsim {
 
-bool EfficiencyLog::recorded(size_t hash, const char* op, const PackedKey& key) const {
-  for (size_t i = 0; i < seen_.size(); ++i)
-    if (seen_[i] == hash && misses[i].key == key && std::strcmp(op, misses[i].op) == 0) return true;
-  return false;
+void EfficiencyLog::record(size_t hash, const char* op, const PackedKey& key, double flops, double used) {
+  const auto h = static_cast<uint32_t>(hash >> 32);
+  if (index_.empty()) {
+    // Sized for the misses of a whole estimate (a golden case has about twenty).
+    misses.reserve(16);
+    index_.resize(32);
+  }
+  size_t mask = index_.size() - 1;
+  size_t i = h & mask;
+  for (; index_[i].at != 0; i = (i + 1) & mask) {
+    const Slot& s = index_[i];
+    if (s.hash != h) continue;
+    const EfficiencyMiss& m = misses[s.at - 1];
+    if (m.key == key && (m.op == op || std::strcmp(op, m.op) == 0)) return;
+  }
+  misses.push_back({op, key, flops, used});
+  index_[i] = {h, static_cast<uint32_t>(misses.size())};
+  if (2 * misses.size() <= index_.size()) return;
+  // Rehash from the slots themselves: each keeps the hash bits that place it.
+  std::vector<Slot> old(2 * index_.size());
+  old.swap(index_);
+  mask = index_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.at == 0) continue;
+    size_t j = s.hash & mask;
+    while (index_[j].at != 0) j = (j + 1) & mask;
+    index_[j] = s;
+  }
 }
 
 void EfficiencyLog::miss(const char* op, const PackedKey& key, double flops, double used) {
   // A chunk misses a few distinct keys many times (every layer): compare key hashes first (the
   // op classes of one key kind share them, e.g. matmul and fp8_matmul; their names tell apart).
-  const size_t h = PackedKeyHash{}(key);
-  if (recorded(h, op, key)) return;
-  seen_.push_back(h);
-  misses.push_back({op, key, flops, used});
+  record(PackedKeyHash{}(key), op, key, flops, used);
 }
 
 void EfficiencyLog::merge(const EfficiencyLog& other) {
   hits += other.hits;
-  for (size_t j = 0; j < other.misses.size(); ++j) {
-    const Miss& m = other.misses[j];
-    if (recorded(other.seen_[j], m.op, m.key)) continue;
-    seen_.push_back(other.seen_[j]);
-    misses.push_back(m);
+  if (misses.empty() && index_.empty()) {
+    // Into an empty log (an estimate's first chunk): the other's misses and index as they are.
+    if (other.misses.empty()) return;
+    misses.reserve(std::max<size_t>(16, other.misses.size()));
+    misses = other.misses;
+    index_ = other.index_;
+    return;
   }
+  for (const EfficiencyMiss& m : other.misses) record(PackedKeyHash{}(m.key), m.op, m.key, m.flops, m.used_efficiency);
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // measured efficiency, else the op's fallback) and its bandwidth class (the peer's SystemConfig).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,22 +13,31 @@
 
 namespace trainsim {
 
-/// Records efficiency-table hits and misses (deduplicated by op and key).
+/// A shape key looked up without a measured efficiency.
+struct EfficiencyMiss {
+  const char* op = "";  // the kernel's op class, a static name
+  PackedKey key;        // views print format_packed_key(key)
+  double flops = 0;
+  double used_efficiency = 0;
+};
+
+/// Records efficiency-table hits and misses (deduplicated by op and key, in the order first met).
 struct EfficiencyLog {
-  struct Miss {
-    const char* op;  // the kernel's op class, a static name
-    PackedKey key;   // views print format_packed_key(key)
-    double flops = 0, used = 0;
-  };
-  std::vector<Miss> misses;
+  std::vector<EfficiencyMiss> misses;
   int64_t hits = 0;
   void miss(const char* op, const PackedKey& key, double flops, double used);
   /// Adds `other`'s hits and the misses not recorded yet (a chunk's log into its estimate's).
   void merge(const EfficiencyLog& other);
 
  private:
-  [[nodiscard]] bool recorded(size_t hash, const char* op, const PackedKey& key) const;
-  std::vector<size_t> seen_;  // hash of each recorded miss's key (misses[i]), for a cheap dedup
+  // Open addressing over `misses`: a slot holds the upper half of a key's hash and 1 + the index
+  // of its miss (0: empty). A power of two, at least twice the misses, so that a lookup probes a
+  // slot or two instead of scanning every miss.
+  struct Slot {
+    uint32_t hash = 0, at = 0;
+  };
+  void record(size_t hash, const char* op, const PackedKey& key, double flops, double used);
+  std::vector<Slot> index_;
 };
 
 /// One kernel's time and the FLOP efficiency it used (0 for a kernel without FLOPs).

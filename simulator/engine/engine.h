@@ -26,24 +26,30 @@ class Engine {
   explicit Engine(int32_t ranks);
   /// Capacity hints: ops, dependencies and rendezvous pairs about to be added.
   void reserve(size_t ops, size_t deps, size_t syncs);
+  /// Drops every op and link (keeping their memory) for a program over `ranks` ranks.
+  void reset(int32_t ranks);
 
   /// Appends an op to the end of `stream` of `rank`. (Inline, as depends and rendezvous: the
   /// lowering calls them once per op.)
   OpId add(int32_t rank, Stream stream, double duration, Label label) {
     TRAINSIM_ASSERT(rank >= 0 && rank < ranks_, "op on an unknown rank");
-    ops_.push_back({rank, stream, duration, label});
-    return static_cast<OpId>(ops_.size() - 1);
+    const auto id = static_cast<OpId>(ops_.size());
+    ops_.push_back({duration, rank, label.chunk, label.mb, stream, label.kind});
+    Queue& q = queues_[static_cast<size_t>(rank) * kStreamCount + static_cast<size_t>(stream)];
+    (q.last >= 0 ? ops_[static_cast<size_t>(q.last)].next : q.first) = id;
+    q.last = id;
+    return id;
   }
   /// `op` starts only after `on` has ended.
-  void depends(OpId op, OpId on) { deps_.push_back({op, on, 1}); }
+  void depends(OpId op, OpId on) { link(op, false, on, 1); }
   /// `op` starts no earlier than `fraction` (0–1) of the way through `on`: the point where an
   /// op running on another stream has produced part of its output (e.g. the gradients of the
   /// last layers of a backward pass). `op` is still replayed after `on` has been placed.
   void depends_at(OpId op, OpId on, double fraction);
   /// `a` and `b` rendezvous: each ends no earlier than max(start a, start b) + `duration`.
   void rendezvous(OpId a, OpId b, double duration) {
-    syncs_.push_back({a, b, duration});
-    syncs_.push_back({b, a, duration});
+    link(a, true, b, duration);
+    link(b, true, a, duration);
   }
 
   /// Replays every op. Throws an internal error if the program can never finish (a schedule
@@ -57,19 +63,38 @@ class Engine {
   [[nodiscard]] size_t size() const { return ops_.size(); }
 
  private:
+  // The replay walks each stream's ops and each op's links as lists threaded through the ops as
+  // they are added, so it sorts nothing. An op's links run from the latest added to the first:
+  // the replay takes maxima over them, which do not depend on the order.
   struct Op {
-    int32_t rank;
-    Stream stream;
     double duration;
-    Label label;
+    int32_t rank, chunk, mb;  // the label's fields unpacked
+    Stream stream;
+    StepKind kind;
+    OpId next = -1;             // the next op of its stream
+    int32_t deps = -1, syncs = -1;  // its latest dependency and rendezvous (index in links_)
   };
   struct Link {
-    OpId from, to;
-    double duration;  // rendezvous: the transfer time; dependency: the fraction of `to`
+    OpId other;
+    int32_t next;     // the op's link added before this one, or -1
+    double duration;  // rendezvous: the transfer time; dependency: the fraction of `other`
   };
-  int32_t ranks_;
+  struct Queue {
+    OpId first = -1, last = -1;
+  };
+  // Links `op` (a dependency, or a rendezvous when `sync`) to `other`; both already added.
+  void link(OpId op, bool sync, OpId other, double duration) {
+    TRAINSIM_ASSERT(op >= 0 && other >= 0 && static_cast<size_t>(op) < ops_.size() &&
+                        static_cast<size_t>(other) < ops_.size(),
+                    "link between ops not added to the engine");
+    int32_t& head = sync ? ops_[static_cast<size_t>(op)].syncs : ops_[static_cast<size_t>(op)].deps;
+    links_.push_back({other, head, duration});
+    head = static_cast<int32_t>(links_.size() - 1);
+  }
+  int32_t ranks_ = 0;
   std::vector<Op> ops_;
-  std::vector<Link> deps_, syncs_;
+  std::vector<Link> links_;
+  std::vector<Queue> queues_;  // per (rank, stream)
 };
 
 }  // namespace trainsim

@@ -12,6 +12,7 @@
 #include "comm/collective.h"
 #include "compute/cost.h"
 #include "core/error.h"
+#include "core/small_vector.h"
 #include "core/units.h"
 #include "memory/activation.h"
 #include "model/context_parallel.h"
@@ -448,6 +449,7 @@ ChunkOps chunk_ops(const Env& env, const Chunk& c, const LayerStore& store) {
 // layer, embedding).
 PhaseSums chunk_sums(const Chunk& c, const ChunkOps& ops, std::vector<BackwardSegment>& segments) {
   PhaseSums total, pre, post;
+  segments.reserve(ops.layer_templates.size() + 2);
   for (const auto& o : ops.pre) pre.add(sums_of(o));
   for (const auto& o : ops.post) post.add(sums_of(o));
   total.add(pre);
@@ -688,9 +690,17 @@ class ChunkResults {
       }
     }
     seen_.emplace_back(spec, r);
-    // In the chunk's order: embedding and head, then its templates.
+    // In the chunk's order: embedding and head, then its templates. Chunks share templates: a
+    // template's misses are recorded by the first chunk using it, its hits counted by each.
     env_.log->merge(r->log);
-    for (const auto& t : r->ops.templates) env_.log->merge(t->log);
+    for (const auto& t : r->ops.templates) {
+      if (std::find(merged_.begin(), merged_.end(), &t->log) != merged_.end()) {
+        env_.log->hits += t->log.hits;
+      } else {
+        env_.log->merge(t->log);
+        merged_.push_back(&t->log);
+      }
+    }
     return *r;
   }
 
@@ -701,8 +711,9 @@ class ChunkResults {
   ChunkEnv chunk_env_;
   std::string base_key_;
   LayerStore store_;
-  std::vector<std::pair<ChunkSpec, const ChunkResult*>> seen_;
-  std::vector<std::unique_ptr<ChunkResult>> local_;
+  SmallVector<std::pair<ChunkSpec, const ChunkResult*>, 4> seen_;
+  SmallVector<std::unique_ptr<ChunkResult>, 4> local_;
+  SmallVector<const EfficiencyLog*, 8> merged_;  // template logs merged so far
 };
 
 // The whole of one pipeline rank as one chunk: its static memory, DP and optimizer.
@@ -748,8 +759,10 @@ ChunkBuckets chunk_buckets_of(const Plan& plan, bool split_backward, int64_t r, 
     for (size_t si = 0; si < 2; ++si) {
       const int64_t n = kDpSides[si].n(plan);
       if (n <= 1) continue;
+      const auto& backward = results.get(plan.chunks[ri][c]).backward;
       std::vector<GradSegment> segs;
-      for (const auto& b : results.get(plan.chunks[ri][c]).backward)
+      segs.reserve(backward.size());
+      for (const auto& b : backward)
         segs.push_back({kDpSides[si].moe ? b.moe : b.dense, split_backward ? b.bwd_w_s : b.bwd_s});
       out[c][si] = grad_buckets(segs, default_bucket_params(n));
     }
@@ -918,23 +931,28 @@ int64_t max_in_flight(const RankSteps& steps, bool split) {
 // What the estimate reads from one replay of the pipeline and its DP ops.
 struct Replayed {
   Timeline timeline;
-  std::vector<RankDp> dp;
+  SmallVector<RankDp, 8> dp;
   int64_t ops = 0;
 };
 
-// Every total of a replay that the estimate reads, and the streams' busy times, in a fixed order.
-std::vector<double*> totals_of(Replayed& r) {
-  std::vector<double*> out;
-  for (RankTotals& t : r.timeline.totals) {
-    out.push_back(&t.end);
-    for (double& e : t.stream_end) out.push_back(&e);
-    for (double& e : t.stream_busy) out.push_back(&e);
-    out.push_back(&t.compute_busy);
-    out.push_back(&t.p2p_blocking);
+// Visits every total of three replays that the estimate reads, and the streams' busy times, in a
+// fixed order: `f(x0, x1, x2)` gets the same total of each; false stops the visit (and is returned).
+template <class F>
+bool each_total(Replayed (&r)[3], F f) {
+  for (size_t k = 0; k < r[2].timeline.totals.size(); ++k) {
+    RankTotals* t[3] = {&r[0].timeline.totals[k], &r[1].timeline.totals[k], &r[2].timeline.totals[k]};
+    auto field = [&](auto member) { return f(t[0]->*member, t[1]->*member, t[2]->*member); };
+    if (!field(&RankTotals::end)) return false;
+    for (size_t st = 0; st < static_cast<size_t>(kStreamCount); ++st)
+      if (!f(t[0]->stream_end[st], t[1]->stream_end[st], t[2]->stream_end[st])) return false;
+    for (size_t st = 0; st < static_cast<size_t>(kStreamCount); ++st)
+      if (!f(t[0]->stream_busy[st], t[1]->stream_busy[st], t[2]->stream_busy[st])) return false;
+    if (!field(&RankTotals::compute_busy) || !field(&RankTotals::p2p_blocking)) return false;
   }
-  for (RankDp& d : r.dp)
-    for (double* x : {&d.dense_s, &d.moe_s, &d.after_optimizer_s, &d.param_gather_first_s}) out.push_back(x);
-  return out;
+  for (size_t k = 0; k < r[2].dp.size(); ++k)
+    for (double RankDp::*x : {&RankDp::dense_s, &RankDp::moe_s, &RankDp::after_optimizer_s, &RankDp::param_gather_first_s})
+      if (!f(r[0].dp[k].*x, r[1].dp[k].*x, r[2].dp[k].*x)) return false;
+  return true;
 }
 
 // The steady-state replay (PipelineReplay): programs of a, a + g and a + 2g micro-batches, with
@@ -958,8 +976,9 @@ std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64
   if (mbc <= last || (mode == PipelineReplay::Auto && 3 * once_ops + per_mb * 3 * (a + g) >= once_ops + per_mb * mbc))
     return std::nullopt;
   // The shorter programs must pair their blocking bundles and finish, as the plan's does.
+  // Longest first: the shorter replays then fit in the memory the first one took.
   Replayed r[3];
-  for (int64_t i = 0; i < 3; ++i) {
+  for (int64_t i = 2; i >= 0; --i) {
     Program prog = plan.program(a + i * g);
     if (plan.p2p == P2PMode::Blocking && plan.pp > 1 && !blocking_problem(prog).empty()) return std::nullopt;
     std::optional<Replayed> one = replay(prog);
@@ -981,13 +1000,14 @@ std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64
     for (size_t st = 0; st < static_cast<size_t>(kStreamCount); ++st)
       if (t2.stream_busy[st] - t1.stream_busy[st] > period + 1e-12 * span) return std::nullopt;
   }
-  const auto x0 = totals_of(r[0]), x1 = totals_of(r[1]), x2 = totals_of(r[2]);
   const auto periods = static_cast<double>((mbc - last) / g);
-  for (size_t k = 0; k < x2.size(); ++k) {
-    const double step = *x2[k] - *x1[k];
-    if (std::abs(step - (*x1[k] - *x0[k])) > 1e-12 * std::max({std::abs(*x0[k]), std::abs(*x2[k])})) return std::nullopt;
-    *x2[k] += periods * step;
-  }
+  const bool linear = each_total(r, [periods](double x0, double x1, double& x2) {
+    const double step = x2 - x1;
+    if (std::abs(step - (x1 - x0)) > 1e-12 * std::max({std::abs(x0), std::abs(x2)})) return false;
+    x2 += periods * step;
+    return true;
+  });
+  if (!linear) return std::nullopt;
   r[2].ops += r[0].ops + r[1].ops;
   return std::move(r[2]);
 }
@@ -1042,8 +1062,12 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   PipelineCosts costs;
   costs.chunks.resize(static_cast<size_t>(pp));
   if (plan.a2a_overlap) costs.a2a.resize(static_cast<size_t>(pp));
-  std::vector<PhaseSums> rank_sums(static_cast<size_t>(pp));
-  for (int64_t r = 0; r < pp; ++r)
+  // Per-rank arrays of the estimate: inline for pipelines up to 8 stages.
+  SmallVector<PhaseSums, 8> rank_sums;
+  rank_sums.assign(static_cast<size_t>(pp), {});
+  for (int64_t r = 0; r < pp; ++r) {
+    costs.chunks[static_cast<size_t>(r)].reserve(static_cast<size_t>(v));
+    if (plan.a2a_overlap) costs.a2a[static_cast<size_t>(r)].reserve(static_cast<size_t>(v));
     for (const auto& spec : plan.chunks[static_cast<size_t>(r)]) {
       const ChunkResult& cr = results.get(spec);
       const PhaseSums& ps = cr.sums;
@@ -1051,6 +1075,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       if (plan.a2a_overlap) costs.a2a[static_cast<size_t>(r)].push_back({cr.a2a_fwd, cr.a2a_bwd});
       rank_sums[static_cast<size_t>(r)].add(ps);
     }
+  }
   const double p2p_bytes = static_cast<double>(plan.micro_batch_size * plan.seq_len * m.hidden_size) *
                            (s.dtype == "fp32" ? 4 : 2) / static_cast<double>(plan.cp) /
                            (plan.sp ? static_cast<double>(plan.tp) : 1.0);
@@ -1071,7 +1096,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   }
 
   const bool scheduled_dp = plan.mode == Mode::Default;
-  std::vector<ChunkBuckets> buckets(static_cast<size_t>(pp));
+  SmallVector<ChunkBuckets, 8> buckets;
+  buckets.assign(static_cast<size_t>(pp), {});
   // Ops of the DP buckets that the program holds once, whatever its micro-batches (the final
   // reductions and the parameter all-gathers): every steady-state replay repeats them.
   int64_t once_ops = 0;
@@ -1082,11 +1108,14 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
         for (const auto& bs : sides)
           once_ops += static_cast<int64_t>(bs.size()) * (s.zero_state >= 2 ? 0 : s.overlap_param_gather ? 2 : 1);
     }
+  // The replays reuse one engine's and one step table's memory, kept per thread across estimates
+  // (as the engine's replay keeps its working arrays): lowering empties them first.
+  thread_local Engine engine(1);
+  thread_local StepOps step_ops;
   auto replay = [&](const Program& prog) -> std::optional<Replayed> {
     Replayed out;
-    StepOps step_ops;
-    Engine engine = lower(prog, costs, plan.p2p, &step_ops);
-    out.dp.resize(static_cast<size_t>(pp));
+    lower(prog, costs, plan.p2p, engine, &step_ops);
+    out.dp.assign(static_cast<size_t>(pp), {});
     if (scheduled_dp)
       for (int64_t r = 0; r < pp; ++r) out.dp[static_cast<size_t>(r)] = add_dp_ops(engine, plan, prog, step_ops, r, results,
                                                      buckets[static_cast<size_t>(r)]);
@@ -1102,7 +1131,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   // The walks below (memory, merged steps) read each rank's steps: from the short programs when
   // the replay extrapolated and the plan's program is theirs with the steady block repeated,
   // else from the whole program.
-  std::vector<RankSteps> rank_steps(static_cast<size_t>(pp));
+  SmallVector<RankSteps, 8> rank_steps;
+  rank_steps.assign(static_cast<size_t>(pp), {});
   bool periodic = replayed.has_value();
   if (periodic) {
     const int64_t repeats = (plan.micro_batch_num - plan.steady_base()) / plan.steady_period();
@@ -1122,7 +1152,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   TRAINSIM_ASSERT(replayed.has_value(), "schedule program deadlocked in the engine");
   est.timeline = std::move(replayed->timeline);
   est.engine_ops = replayed->ops;
-  const std::vector<RankDp>& dp_ops = replayed->dp;
+  const auto& dp_ops = replayed->dp;
   // The pipeline ends with the last compute or p2p op; DP buckets may run past it.
   double pipe = 0;
   for (const RankTotals& t : est.timeline.totals)
@@ -1131,9 +1161,16 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.pipeline_s = pipe;
 
   // DP communication, optimizer and the straggler allowance after the pipeline, per rank.
-  std::vector<double> rank_dp(static_cast<size_t>(pp)), rank_dense_dp(static_cast<size_t>(pp)),
-      rank_edp(static_cast<size_t>(pp)), rank_optim(static_cast<size_t>(pp));
-  std::vector<const ChunkResult*> whole(static_cast<size_t>(pp));
+  // Per rank, in one block: DP (dense + expert, dense, expert), optimizer and exposed DP times.
+  SmallVector<double, 5 * 8> per_rank;
+  per_rank.assign(5 * static_cast<size_t>(pp), 0);
+  double* const rank_dp = per_rank.begin();
+  double* const rank_dense_dp = rank_dp + pp;
+  double* const rank_edp = rank_dense_dp + pp;
+  double* const rank_optim = rank_edp + pp;
+  double* const rank_exposed_dp = rank_optim + pp;
+  SmallVector<const ChunkResult*, 8> whole;
+  whole.assign(static_cast<size_t>(pp), nullptr);
   for (int64_t r = 0; r < pp; ++r) {
     const auto ri = static_cast<size_t>(r);
     whole[ri] = &results.get(rank_spec(plan, r));
@@ -1171,7 +1208,6 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   // After the pipeline (stretched by the straggler allowance): the DP traffic still running (all
   // of it in compat mode), the optimizer, and the parameter all-gather when it follows the step.
   const double tail_start = pipe * plan.straggler.ratio;
-  std::vector<double> rank_exposed_dp(static_cast<size_t>(pp));
   for (int64_t r = 0; r < pp; ++r) {
     const auto rr = static_cast<int32_t>(r);
     const auto ri = static_cast<size_t>(r);
@@ -1251,7 +1287,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     const RankTotals& tot = est.timeline.totals[ri];
     st.p2p_wait_s = tot.p2p_blocking;
     st.idle_s = pipe - tot.compute_busy - tot.p2p_blocking;
-    est.stage_times.push_back(st);
+    est.stage_times.push_back(std::move(st));
   }
 
   // Memory: static + cached micro-batches in flight + the single-micro-batch peak (1F1B), or a
@@ -1301,7 +1337,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       // Offloaded activations of every micro-batch in flight wait in host memory.
       mem.host_bytes += static_cast<double>(mem.in_flight_micro_batches) * act.offloaded_per_mb;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
-      est.stages.push_back(mem);
+      est.stages.push_back(std::move(mem));
     }
   } else {
     // Interleaved: a chunk's forward adds its transient forward peak on top of the live caches,
@@ -1340,7 +1376,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       mem.peak_alloc_bytes = mem.model_bytes + w.best;
       mem.host_bytes += w.host_max;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
-      est.stages.push_back(mem);
+      est.stages.push_back(std::move(mem));
     }
   }
 
@@ -1367,8 +1403,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.tflops_per_gpu = theory / est.iteration_time_s / kTera;
   est.mfu = est.tflops_per_gpu * kTera / sys.ops.at("default").peak_flops;
   est.tokens_per_s_per_gpu = tokens / est.iteration_time_s / static_cast<double>(plan.world);
-  est.misses.reserve(log.misses.size());
-  for (const auto& mm : log.misses) est.misses.push_back({mm.op, mm.key, mm.flops, mm.used});
+  est.misses = std::move(log.misses);
   est.efficiency_hits = log.hits;
   return est;
 }

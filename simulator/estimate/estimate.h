@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compute/cost.h"
 #include "config/mode.h"
 #include "config/model_config.h"
 #include "config/strategy_config.h"
@@ -58,14 +59,6 @@ struct StageTime {
   /// default mode). PP: blocking p2p is exposed up to its transfer time; asynchronous p2p is
   /// hidden (a consumer waiting for data shows as idle time).
   [[nodiscard]] double exposed_comm_s(size_t group) const;
-};
-
-/// A shape key looked up without a measured efficiency.
-struct EfficiencyMiss {
-  const char* op = "";  // the kernel's op class, a static name
-  PackedKey key;        // views print format_packed_key(key)
-  double flops = 0;
-  double used_efficiency = 0;
 };
 
 /// One leaf op of a chunk for one micro-batch (seconds, FLOPs, bytes): the costs the chunk's pass

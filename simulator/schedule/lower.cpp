@@ -24,9 +24,8 @@ double step_time(const PipelineCosts& c, int64_t rank, const Step& s) {
 // --- Blocking 1F1B: Megatron's send_forward / send_forward_recv_backward / ... calls. ---------
 enum P2PType { kSendNext = 0, kRecvPrev = 1, kSendPrev = 2, kRecvNext = 3 };
 
-Engine lower_blocking_1f1b(const Program& p, const PipelineCosts& c, StepOps& out) {
+void lower_blocking_1f1b(const Program& p, const PipelineCosts& c, Engine& e, StepOps& out) {
   const int64_t pp = p.pp, mbc = p.mbc;
-  Engine e(static_cast<int32_t>(pp));
   e.reserve(static_cast<size_t>(pp * 6 * mbc), 0, static_cast<size_t>(2 * pp * mbc));
   std::vector<Engine::OpId> ids(static_cast<size_t>(pp * 4 * mbc), -1);
   auto slot = [&](int64_t r, int type, int64_t mb) -> Engine::OpId& {
@@ -87,7 +86,6 @@ Engine lower_blocking_1f1b(const Program& p, const PipelineCosts& c, StepOps& ou
       e.rendezvous(slot(r, kSendNext, mb), slot(r + 1, kRecvPrev, mb), c.p2p);
       e.rendezvous(slot(r + 1, kSendPrev, mb), slot(r, kRecvNext, mb), c.p2p);
     }
-  return e;
 }
 
 // --- Blocking interleaved: batched isend/irecv bundles with Megatron's receive rules. ---------
@@ -101,17 +99,27 @@ struct Item {
   uint8_t n = 0;
 };
 
-std::vector<std::vector<Item>> interleaved_items(const Program& p) {
+// Every rank's compute steps and bundles in order, rank after rank: rank r's are
+// all[first[r], first[r + 1]).
+struct Items {
+  std::vector<Item> all;
+  std::vector<size_t> first;
+};
+
+Items interleaved_items(const Program& p) {
   const int64_t pp = p.pp, v = p.v, mbc = p.mbc, total = mbc * v;
   const auto table = interleaved_table(v, mbc, p.group);
   auto chunk_id = [&](int64_t k, bool forward) {
     const int64_t c = table[static_cast<size_t>(((k % total) + total) % total)].chunk;
     return forward ? c : v - 1 - c;
   };
-  std::vector<std::vector<Item>> items(static_cast<size_t>(pp));
+  Items items;
+  items.first.reserve(static_cast<size_t>(pp + 1));
+  // Per rank the compute steps and at most as many bundles.
+  items.all.reserve(static_cast<size_t>(pp * (4 * total + 2)));
+  auto& out = items.all;
   for (int64_t r = 0; r < pp; ++r) {
-    auto& out = items[static_cast<size_t>(r)];
-    out.reserve(static_cast<size_t>(4 * total + 2));  // the compute steps and at most as many bundles
+    items.first.push_back(out.size());
     const bool first_rank = r == 0, last_rank = r == pp - 1;
     const int64_t next = (r + 1) % pp, prev = (r - 1 + pp) % pp;
     int64_t step = 0;
@@ -156,16 +164,9 @@ std::vector<std::vector<Item>> interleaved_items(const Program& p) {
       comm(send_prev, false, false, recv_next);
     }
   }
+  items.first.push_back(out.size());
   return items;
 }
-
-// Per channel (src, dst, direction), the bundles posting sends and receives in order.
-struct Channels {
-  struct Ref {
-    size_t rank, item;
-  };
-  std::vector<std::vector<Ref>> sends, recvs;
-};
 
 // The channel of a sub-operation of rank r's bundle: (src·pp + dst)·2 + direction.
 size_t channel_of(size_t r, const Sub& sb, int64_t pp) {
@@ -174,58 +175,62 @@ size_t channel_of(size_t r, const Sub& sb, int64_t pp) {
   return static_cast<size_t>((src * pp + dst) * 2 + (sb.to_next ? 1 : 0));
 }
 
-Channels channels(const std::vector<std::vector<Item>>& items, int64_t pp) {
-  Channels ch;
-  ch.sends.resize(static_cast<size_t>(pp * pp * 2));
-  ch.recvs.resize(ch.sends.size());
-  for (size_t r = 0; r < items.size(); ++r)
-    for (size_t i = 0; i < items[r].size(); ++i)
-      for (size_t j = 0; j < items[r][i].n; ++j) {
-        const Sub& sb = items[r][i].subs[j];
-        (sb.send ? ch.sends : ch.recvs)[channel_of(r, sb, pp)].push_back({r, i});
-      }
-  return ch;
-}
-
-Engine lower_blocking_interleaved(const Program& p, const PipelineCosts& c, StepOps& out) {
-  const auto items = interleaved_items(p);
-  Engine e(static_cast<int32_t>(p.pp));
+void lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Engine& e, StepOps& out) {
+  const Items items = interleaved_items(p);
   e.reserve(static_cast<size_t>(4 * p.pp * p.v * p.mbc), 0, static_cast<size_t>(2 * p.pp * p.v * p.mbc));
-  std::vector<std::vector<Engine::OpId>> ids(items.size());
-  for (size_t r = 0; r < items.size(); ++r) {
+  // One op per item, in the items' order: item k is op base + k.
+  const auto base = static_cast<Engine::OpId>(e.size());
+  for (size_t r = 0; r + 1 < items.first.size(); ++r) {
     const auto& steps = p.ranks[r];
-    ids[r].reserve(items[r].size());
-    for (const Item& it : items[r]) {
+    const auto rr = static_cast<int32_t>(r);
+    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k) {
+      const Item& it = items.all[k];
       if (it.step >= 0) {
         const Step& s = steps[static_cast<size_t>(it.step)];
-        ids[r].push_back(e.add(static_cast<int32_t>(r), Stream::Compute, step_time(c, static_cast<int64_t>(r), s),
-                               compute_label(s)));
-        out[r].push_back(ids[r].back());
+        out[r].push_back(e.add(rr, Stream::Compute, step_time(c, static_cast<int64_t>(r), s), compute_label(s)));
       } else {
-        ids[r].push_back(e.add(static_cast<int32_t>(r), Stream::Compute, 0, {StepKind::P2P, -1, -1}));
+        e.add(rr, Stream::Compute, 0, {StepKind::P2P, -1, -1});
       }
     }
   }
-  const Channels ch = channels(items, p.pp);
-  for (size_t k = 0; k < ch.sends.size(); ++k) {
-    TRAINSIM_ASSERT(ch.sends[k].size() == ch.recvs[k].size(), "blocking interleaved bundles do not pair");
-    for (size_t j = 0; j < ch.sends[k].size(); ++j)
-      e.rendezvous(ids[ch.sends[k][j].rank][ch.sends[k][j].item], ids[ch.recvs[k][j].rank][ch.recvs[k][j].item],
-                   c.p2p);
+  // On each channel (src, dst, direction) the j-th send pairs with the j-th receive: both are
+  // listed by channel, in order (a counting sort of the bundles' sub-operations).
+  const auto nch = static_cast<size_t>(p.pp * p.pp * 2);
+  std::vector<int32_t> next(2 * nch);  // per channel: sends, then receives
+  auto slot = [&](size_t r, const Sub& sb) -> int32_t& { return next[(sb.send ? 0 : nch) + channel_of(r, sb, p.pp)]; };
+  for (size_t r = 0; r + 1 < items.first.size(); ++r)
+    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k)
+      for (size_t j = 0; j < items.all[k].n; ++j) ++slot(r, items.all[k].subs[j]);
+  int32_t pairs = 0;
+  for (size_t ch = 0; ch < nch; ++ch) {
+    TRAINSIM_ASSERT(next[ch] == next[nch + ch], "blocking interleaved bundles do not pair");
+    const int32_t n = next[ch];
+    next[ch] = next[nch + ch] = pairs;
+    pairs += n;
   }
-  return e;
+  std::vector<Engine::OpId> ends(2 * static_cast<size_t>(pairs));  // sends, then receives
+  for (size_t r = 0; r + 1 < items.first.size(); ++r)
+    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k)
+      for (size_t j = 0; j < items.all[k].n; ++j) {
+        const Sub& sb = items.all[k].subs[j];
+        ends[(sb.send ? 0 : static_cast<size_t>(pairs)) + static_cast<size_t>(slot(r, sb)++)] =
+            base + static_cast<Engine::OpId>(k);
+      }
+  for (size_t j = 0; j < static_cast<size_t>(pairs); ++j) e.rendezvous(ends[j], ends[static_cast<size_t>(pairs) + j], c.p2p);
 }
 
 // --- Asynchronous: data dependencies only. --------------------------------------------------
-Engine lower_async(const Program& p, const PipelineCosts& c, StepOps& out) {
+void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps& out) {
   const int64_t pp = p.pp, v = p.v, mbc = p.mbc, stages = pp * v;
-  Engine e(static_cast<int32_t>(pp));
   e.reserve(static_cast<size_t>(5 * stages * mbc), static_cast<size_t>(4 * stages * mbc), 0);
   // Op ids per (virtual stage, micro-batch): where a pass's incoming data dependency hangs (its
   // first op), and the transfer it sends downstream (forward activations) or upstream (input
   // gradients) after its last op.
   const auto n = static_cast<size_t>(stages * mbc);
-  std::vector<Engine::OpId> fwd(n, -1), fwd_end(n, -1), bwd(n, -1), send_fwd(n, -1), send_bwd(n, -1);
+  struct Slot {
+    Engine::OpId fwd = -1, fwd_end = -1, bwd = -1, send_fwd = -1, send_bwd = -1;
+  };
+  std::vector<Slot> slots(n);
   auto at_of = [&](int64_t r, const Step& s) { return static_cast<size_t>((s.chunk * pp + r) * mbc + s.mb); };
   for (int64_t r = 0; r < pp; ++r) {
     const auto rr = static_cast<int32_t>(r);
@@ -236,17 +241,17 @@ Engine lower_async(const Program& p, const PipelineCosts& c, StepOps& out) {
       const size_t at = at_of(r, s);
       out[static_cast<size_t>(r)].push_back(last);
       if (s.pass == Pass::Forward) {
-        fwd[at] = first;
-        fwd_end[at] = last;
+        slots[at].fwd = first;
+        slots[at].fwd_end = last;
         if (vs + 1 < stages) {
-          send_fwd[at] = e.add(rr, Stream::PpForward, c.p2p, {StepKind::P2P, s.chunk, s.mb});
-          e.depends(send_fwd[at], last);
+          slots[at].send_fwd = e.add(rr, Stream::PpForward, c.p2p, {StepKind::P2P, s.chunk, s.mb});
+          e.depends(slots[at].send_fwd, last);
         }
       } else if (s.pass == Pass::Backward) {
-        bwd[at] = first;
+        slots[at].bwd = first;
         if (vs > 0) {
-          send_bwd[at] = e.add(rr, Stream::PpBackward, c.p2p, {StepKind::P2P, s.chunk, s.mb});
-          e.depends(send_bwd[at], last);
+          slots[at].send_bwd = e.add(rr, Stream::PpBackward, c.p2p, {StepKind::P2P, s.chunk, s.mb});
+          e.depends(slots[at].send_bwd, last);
         }
       }
     };
@@ -280,13 +285,12 @@ Engine lower_async(const Program& p, const PipelineCosts& c, StepOps& out) {
       const int64_t vs = s.chunk * pp + r;
       const size_t at = at_of(r, s);
       if (s.pass == Pass::Forward && vs > 0) {
-        e.depends(fwd[at], send_fwd[at - static_cast<size_t>(mbc)]);
+        e.depends(slots[at].fwd, slots[at - static_cast<size_t>(mbc)].send_fwd);
       } else if (s.pass == Pass::Backward) {
-        e.depends(bwd[at], vs + 1 < stages ? send_bwd[at + static_cast<size_t>(mbc)] : fwd_end[at]);
+        e.depends(slots[at].bwd, vs + 1 < stages ? slots[at + static_cast<size_t>(mbc)].send_bwd : slots[at].fwd_end);
       }
     }
   // A weight-gradient step follows its input-gradient step on the same stream: no link needed.
-  return e;
 }
 
 }  // namespace
@@ -295,11 +299,13 @@ std::string blocking_problem(const Program& p) {
   if (p.split_backward) return "a split-backward (zero-bubble) schedule needs asynchronous p2p";
   if (p.v == 1) return "";
   // Only the counts per channel matter here.
-  const auto items = interleaved_items(p);
+  const Items items = interleaved_items(p);
   std::vector<size_t> sends(static_cast<size_t>(p.pp * p.pp * 2)), recvs(sends.size());
-  for (size_t r = 0; r < items.size(); ++r)
-    for (const Item& it : items[r])
+  for (size_t r = 0; r + 1 < items.first.size(); ++r)
+    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k) {
+      const Item& it = items.all[k];
       for (size_t j = 0; j < it.n; ++j) ++(it.subs[j].send ? sends : recvs)[channel_of(r, it.subs[j], p.pp)];
+    }
   for (size_t k = 0; k < sends.size(); ++k)
     if (sends[k] != recvs[k]) {
       const size_t src = k / 2 / static_cast<size_t>(p.pp), dst = k / 2 % static_cast<size_t>(p.pp);
@@ -312,8 +318,9 @@ std::string blocking_problem(const Program& p) {
   return "";
 }
 
-Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode, StepOps* steps) {
+void lower(const Program& p, const PipelineCosts& costs, P2PMode mode, Engine& e, StepOps* steps) {
   TRAINSIM_ASSERT(costs.chunks.size() == p.ranks.size(), "pipeline costs do not match the program");
+  e.reset(static_cast<int32_t>(p.pp));
   StepOps local;
   StepOps& out = steps ? *steps : local;
   out.resize(p.ranks.size());
@@ -321,11 +328,24 @@ Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode, StepOps
     out[r].clear();
     out[r].reserve(p.ranks[r].size());
   }
-  if (mode == P2PMode::Async || p.pp == 1) return lower_async(p, costs, out);
+  if (mode == P2PMode::Async || p.pp == 1) {
+    lower_async(p, costs, e, out);
+    return;
+  }
   // What blocking_problem checks (the plan has): the interleaved lowering asserts the pairing
   // itself rather than building the bundles twice.
   TRAINSIM_ASSERT(!p.split_backward, "blocking lowering of a split-backward program");
-  return p.v == 1 ? lower_blocking_1f1b(p, costs, out) : lower_blocking_interleaved(p, costs, out);
+  if (p.v == 1) {
+    lower_blocking_1f1b(p, costs, e, out);
+  } else {
+    lower_blocking_interleaved(p, costs, e, out);
+  }
+}
+
+Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode, StepOps* steps) {
+  Engine e(static_cast<int32_t>(p.pp));
+  lower(p, costs, mode, e, steps);
+  return e;
 }
 
 }  // namespace trainsim

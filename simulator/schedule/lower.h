@@ -45,5 +45,7 @@ using StepOps = std::vector<std::vector<Engine::OpId>>;
 /// when given, receives the op of each compute step (to hang other streams' ops on them); a
 /// merged forward/backward pair (asynchronous lowering only) gives each pass's last op.
 [[nodiscard]] Engine lower(const Program& p, const PipelineCosts& costs, P2PMode mode, StepOps* steps = nullptr);
+/// The same into `e`, emptied first: replays of several programs reuse its memory.
+void lower(const Program& p, const PipelineCosts& costs, P2PMode mode, Engine& e, StepOps* steps);
 
 }  // namespace trainsim

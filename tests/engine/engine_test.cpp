@@ -59,5 +59,43 @@ TEST(EngineTest, DeadlockIsAnInternalErrorNotAHang) {
   EXPECT_THROW((void)e.run(), std::exception);
 }
 
+// An op with several dependencies and rendezvous waits for all of them, whichever it meets
+// first. Rank 0: A [0,2] on compute, C [0,4] on dp. Rank 1: D waits for A's end (2) and for C
+// halfway (2), and for E's start on rank 2 (E [0,5]): D ends at max(2 + 1, 5 + 0.5, 2 + 0.25) = 5.5.
+// Totals: rank 1's compute stream is busy 3.5 (1 op), its p2p none; rank 0 ends at 4.
+TEST(EngineTest, SeveralLinksOnOneOp) {
+  Engine e(3);
+  const auto a = e.add(0, Stream::Compute, 2, kF);
+  const auto c = e.add(0, Stream::Dp, 4, {StepKind::DpComm, -1, -1});
+  const auto d = e.add(1, Stream::Compute, 1, kF);
+  const auto w = e.add(2, Stream::Compute, 5, kF);
+  const auto x = e.add(2, Stream::Compute, 0, {StepKind::P2P, 0, 0});
+  e.depends(d, a);
+  e.depends_at(d, c, 0.5);
+  e.rendezvous(d, x, 0.5);
+  e.rendezvous(d, w, 0.25);
+  const Timeline tl = e.run();
+  EXPECT_DOUBLE_EQ(tl.events[static_cast<size_t>(d)].start, 2);
+  EXPECT_DOUBLE_EQ(tl.events[static_cast<size_t>(d)].end, 5.5);
+  EXPECT_DOUBLE_EQ(tl.events[static_cast<size_t>(x)].start, 5);
+  EXPECT_DOUBLE_EQ(tl.events[static_cast<size_t>(x)].end, 5.5);
+  const Timeline totals = e.run(false);
+  EXPECT_TRUE(totals.events.empty());
+  EXPECT_DOUBLE_EQ(totals.totals[1].compute_busy, 3.5);
+  EXPECT_DOUBLE_EQ(totals.totals[1].p2p_blocking, 0);
+  EXPECT_DOUBLE_EQ(totals.totals[2].p2p_blocking, 0.5);
+  EXPECT_DOUBLE_EQ(totals.totals[2].stream_end[static_cast<size_t>(Stream::Compute)], 5.5);
+  EXPECT_DOUBLE_EQ(totals.totals[0].end, 4);
+  EXPECT_DOUBLE_EQ(totals.totals[0].stream_busy[static_cast<size_t>(Stream::Dp)], 4);
+}
+
+TEST(EngineTest, LinkToAnOpNotAddedIsAnInternalError) {
+  Engine e(1);
+  const auto a = e.add(0, Stream::Compute, 1, kF);
+  EXPECT_THROW(e.depends(a, a + 1), std::exception);
+  EXPECT_THROW(e.rendezvous(-1, a, 0), std::exception);
+  EXPECT_THROW(e.depends_at(a + 1, a, 0.5), std::exception);
+}
+
 }  // namespace
 }  // namespace trainsim

@@ -127,5 +127,27 @@ TEST(LowerTest, BlockingInterleavedPairing) {
   EXPECT_GT(span(interleaved(4, 2, 5, 4), uniform(4, 2, 1, 2, 0, 0.1), P2PMode::Async), 0);
 }
 
+// One engine lowered into again and again (as the estimate's replays do) holds only the last
+// program: the same spans as fresh engines, 15 (blocking 1F1B) and 20 (the interleaved case above).
+TEST(LowerTest, LoweringIntoAnEngineReplacesItsProgram) {
+  Engine e(3);
+  StepOps steps;
+  PipelineCosts c = uniform(2, 2, 0, 0, 0, 0);
+  c.chunks[0][0] = {1, 1, 0};
+  c.chunks[1][0] = {2, 4, 0};
+  c.chunks[0][1] = {2, 4, 0};
+  c.chunks[1][1] = {1, 1, 0};
+  lower(interleaved(2, 2, 2, 2), c, P2PMode::Async, e, &steps);
+  EXPECT_DOUBLE_EQ(e.run().span(), 20);
+  lower(one_f_one_b(2, 4), uniform(2, 1, 1, 2, 0, 0), P2PMode::Blocking, e, &steps);
+  EXPECT_EQ(e.ranks(), 2);
+  EXPECT_EQ(e.size(), 2u * 8 + 2u * 8);  // 8 passes and 8 transfers per rank
+  EXPECT_DOUBLE_EQ(e.run().span(), 15);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].size(), 8u);
+  lower(interleaved(2, 2, 2, 2), c, P2PMode::Async, e, &steps);
+  EXPECT_DOUBLE_EQ(e.run().span(), 20);
+}
+
 }  // namespace
 }  // namespace trainsim
