@@ -1264,23 +1264,21 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     }
     if (plan.a2a_overlap) {
       // What the merged steps save over running their passes one after the other.
-      // Per (forward chunk, backward chunk): computed once, added per merged step in step order.
+      // Per (forward chunk, backward chunk): computed once, summed over the merged steps.
       const auto& a2a = costs.a2a[ri];
       std::vector<double> saved(static_cast<size_t>(v * v));
       for (size_t f = 0; f < a2a.size(); ++f)
         for (size_t b = 0; b < a2a.size(); ++b)
           saved[f * a2a.size() + b] = std::max(0.0, a2a[f].fwd.total() + a2a[b].bwd.total() -
                                                         merged_step_time(a2a[f].fwd, a2a[b].bwd, costs.a2a_slowdown));
-      struct State {
-        double hidden = 0;
-        int64_t merged_chunk = -1;  // the merged forward just run
-      };
-      const double hidden = walk(rank_steps[ri], State{}, [&](State& w, const Step& step) {
-                              if (w.merged_chunk >= 0)
-                                w.hidden += saved[static_cast<size_t>(w.merged_chunk) * a2a.size() +
-                                                  static_cast<size_t>(step.chunk)];
-                              w.merged_chunk = step.merged ? step.chunk : -1;
-                            }).hidden;
+      // The key: the chunk of the merged forward just run, else -1.
+      const double hidden = sum_steps(rank_steps[ri], int64_t{-1}, [&](int64_t& merged_chunk, const Step& step) {
+        const double term = merged_chunk >= 0
+                                ? saved[static_cast<size_t>(merged_chunk) * a2a.size() + static_cast<size_t>(step.chunk)]
+                                : 0.0;
+        merged_chunk = step.merged ? step.chunk : -1;
+        return term;
+      });
       const auto ep = static_cast<size_t>(Group::EP);
       st.hidden_comm_by_group_s[ep] = std::min(hidden, st.comm_by_group_s[ep]);
     }

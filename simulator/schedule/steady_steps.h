@@ -1,6 +1,7 @@
 // A rank's program over many micro-batches read from a shorter program of the same schedule: the
 // steady state is one block of steps repeated, so the walks over a rank's steps (activation
-// memory, merged steps) cost O(pp·v) whatever the micro-batch count.
+// memory) and sums over them (EP time hidden by merged steps) cost O(pp·v) whatever the
+// micro-batch count.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +45,29 @@ template <class State, class Visit>
   }
   for (size_t i = rs.at; i < s.size(); ++i) visit(st, s[i]);
   return st;
+}
+
+/// The sum of `term(key, step)` over the rank's steps in order; `term` may update `key` (8-byte
+/// fields only), the state carried from step to step. A repeated block that leaves the key as it
+/// found it adds the same amount every time, so the remaining repeats are multiplied out: equal to
+/// the sum over every step up to rounding, at the cost of the short program.
+template <class Key, class Term>
+[[nodiscard]] double sum_steps(const RankSteps& rs, Key key, Term term) {
+  const std::vector<Step>& s = *rs.steps;
+  double total = 0;
+  for (size_t i = 0; i < rs.at; ++i) total += term(key, s[i]);
+  for (int64_t k = 0; k < rs.repeats; ++k) {
+    const Key before = key;
+    double block = 0;
+    for (size_t i = rs.at - rs.period; i < rs.at; ++i) block += term(key, s[i]);
+    total += block;
+    if (std::memcmp(&before, &key, sizeof key) == 0) {
+      total += block * static_cast<double>(rs.repeats - k - 1);
+      break;
+    }
+  }
+  for (size_t i = rs.at; i < s.size(); ++i) total += term(key, s[i]);
+  return total;
 }
 
 }  // namespace trainsim
