@@ -25,7 +25,8 @@ struct EfficiencyMiss {
 struct EfficiencyLog {
   std::vector<EfficiencyMiss> misses;
   int64_t hits = 0;
-  void miss(const char* op, const PackedKey& key, double flops, double used);
+  /// `hash` is PackedKeyHash{}(key), computed once per kernel for the table lookup and the log.
+  void miss(const char* op, const PackedKey& key, size_t hash, double flops, double used);
   /// Adds `other`'s hits and the misses not recorded yet (a chunk's log into its estimate's).
   void merge(const EfficiencyLog& other);
 
@@ -36,7 +37,6 @@ struct EfficiencyLog {
   struct Slot {
     uint32_t hash = 0, at = 0;
   };
-  void record(size_t hash, const char* op, const PackedKey& key, double flops, double used);
   std::vector<Slot> index_;
 };
 
