@@ -13,9 +13,8 @@ namespace trainsim {
 void EfficiencyLog::miss(const char* op, const PackedKey& key, size_t hash, double flops, double used) {
   const auto h = static_cast<uint32_t>(hash >> 32);
   if (index_.empty()) {
-    // Sized for the misses of a whole estimate (a golden case has about twenty).
     misses.reserve(16);
-    index_.resize(32);
+    index_.assign(32, Slot{});
   }
   size_t mask = index_.size() - 1;
   size_t i = h & mask;
@@ -27,10 +26,10 @@ void EfficiencyLog::miss(const char* op, const PackedKey& key, size_t hash, doub
   }
   misses.push_back({op, key, flops, used});
   index_[i] = {h, static_cast<uint32_t>(misses.size())};
-  if (2 * misses.size() <= index_.size()) return;
+  if (4 * misses.size() <= 3 * index_.size()) return;
   // Rehash from the slots themselves: each keeps the hash bits that place it.
-  std::vector<Slot> old(2 * index_.size());
-  old.swap(index_);
+  const SmallVector<Slot, 32> old(std::move(index_));
+  index_.assign(2 * old.size(), Slot{});
   mask = index_.size() - 1;
   for (const Slot& s : old) {
     if (s.at == 0) continue;
@@ -45,7 +44,8 @@ void EfficiencyLog::merge(const EfficiencyLog& other) {
   if (misses.empty() && index_.empty()) {
     // Into an empty log (an estimate's first chunk): the other's misses and index as they are.
     if (other.misses.empty()) return;
-    misses.reserve(std::max<size_t>(16, other.misses.size()));
+    // Room for the templates' misses merged next (a golden estimate has about twenty).
+    misses.reserve(std::max<size_t>(32, other.misses.size()));
     misses = other.misses;
     index_ = other.index_;
     return;

@@ -32,12 +32,14 @@ struct EfficiencyLog {
 
  private:
   // Open addressing over `misses`: a slot holds the upper half of a key's hash and 1 + the index
-  // of its miss (0: empty). A power of two, at least twice the misses, so that a lookup probes a
-  // slot or two instead of scanning every miss.
+  // of its miss (0: empty). A power of two, at most three quarters full, so that a lookup probes
+  // a few slots instead of scanning every miss. Inline up to the misses of a whole estimate (a
+  // golden case has about twenty): no allocation for the index of a layer's, chunk's or
+  // estimate's log.
   struct Slot {
     uint32_t hash = 0, at = 0;
   };
-  std::vector<Slot> index_;
+  SmallVector<Slot, 32> index_;
 };
 
 /// One kernel's time and the FLOP efficiency it used (0 for a kernel without FLOPs).
