@@ -8,12 +8,13 @@
 
 namespace trainsim {
 
-void EfficiencyLog::record(size_t hash, const char* op, const PackedKey& key, double flops, double used) {
+// A chunk misses a few distinct keys many times (every layer): compare key hashes first (the op
+// classes of one key kind share them, e.g. matmul and fp8_matmul; their names tell apart).
+void EfficiencyLog::miss(const char* op, const PackedKey& key, size_t hash, double flops, double used) {
   const auto h = static_cast<uint32_t>(hash >> 32);
   if (index_.empty()) {
-    // Sized for the misses of a whole estimate (a golden case has about twenty).
     misses.reserve(16);
-    index_.resize(32);
+    index_.assign(32, Slot{});
   }
   size_t mask = index_.size() - 1;
   size_t i = h & mask;
@@ -25,10 +26,10 @@ void EfficiencyLog::record(size_t hash, const char* op, const PackedKey& key, do
   }
   misses.push_back({op, key, flops, used});
   index_[i] = {h, static_cast<uint32_t>(misses.size())};
-  if (2 * misses.size() <= index_.size()) return;
+  if (4 * misses.size() <= 3 * index_.size()) return;
   // Rehash from the slots themselves: each keeps the hash bits that place it.
-  std::vector<Slot> old(2 * index_.size());
-  old.swap(index_);
+  const SmallVector<Slot, 32> old(std::move(index_));
+  index_.assign(2 * old.size(), Slot{});
   mask = index_.size() - 1;
   for (const Slot& s : old) {
     if (s.at == 0) continue;
@@ -38,23 +39,18 @@ void EfficiencyLog::record(size_t hash, const char* op, const PackedKey& key, do
   }
 }
 
-void EfficiencyLog::miss(const char* op, const PackedKey& key, double flops, double used) {
-  // A chunk misses a few distinct keys many times (every layer): compare key hashes first (the
-  // op classes of one key kind share them, e.g. matmul and fp8_matmul; their names tell apart).
-  record(PackedKeyHash{}(key), op, key, flops, used);
-}
-
 void EfficiencyLog::merge(const EfficiencyLog& other) {
   hits += other.hits;
   if (misses.empty() && index_.empty()) {
     // Into an empty log (an estimate's first chunk): the other's misses and index as they are.
     if (other.misses.empty()) return;
-    misses.reserve(std::max<size_t>(16, other.misses.size()));
+    // Room for the templates' misses merged next (a golden estimate has about twenty).
+    misses.reserve(std::max<size_t>(32, other.misses.size()));
     misses = other.misses;
     index_ = other.index_;
     return;
   }
-  for (const EfficiencyMiss& m : other.misses) record(PackedKeyHash{}(m.key), m.op, m.key, m.flops, m.used_efficiency);
+  for (const EfficiencyMiss& m : other.misses) miss(m.op, m.key, PackedKeyHash{}(m.key), m.flops, m.used_efficiency);
 }
 
 namespace {
@@ -111,17 +107,20 @@ KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log)
     const ComputeOpConfig& op = known ? *found : sys.ops.at("default");
     double eff = op.efficient_factor;
     bool hit = false;
-    if (known && !k.key.empty()) {
-      if (const double* e = op.accurate.find(k.key)) {
-        eff = *e;
-        hit = true;
+    if (!k.key.empty() && (known || log)) {
+      const size_t hash = PackedKeyHash{}(k.key);
+      if (known) {
+        if (const double* e = op.accurate.find(k.key, hash)) {
+          eff = *e;
+          hit = true;
+        }
       }
-    }
-    if (log && !k.key.empty()) {
-      if (hit) {
-        ++log->hits;
-      } else {
-        log->miss(k.op, k.key, k.flops, eff);
+      if (log) {
+        if (hit) {
+          ++log->hits;
+        } else {
+          log->miss(k.op, k.key, hash, k.flops, eff);
+        }
       }
     }
     compute = k.flops / (op.peak_flops * eff);

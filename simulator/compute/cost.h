@@ -25,19 +25,21 @@ struct EfficiencyMiss {
 struct EfficiencyLog {
   std::vector<EfficiencyMiss> misses;
   int64_t hits = 0;
-  void miss(const char* op, const PackedKey& key, double flops, double used);
+  /// `hash` is PackedKeyHash{}(key), computed once per kernel for the table lookup and the log.
+  void miss(const char* op, const PackedKey& key, size_t hash, double flops, double used);
   /// Adds `other`'s hits and the misses not recorded yet (a chunk's log into its estimate's).
   void merge(const EfficiencyLog& other);
 
  private:
   // Open addressing over `misses`: a slot holds the upper half of a key's hash and 1 + the index
-  // of its miss (0: empty). A power of two, at least twice the misses, so that a lookup probes a
-  // slot or two instead of scanning every miss.
+  // of its miss (0: empty). A power of two, at most three quarters full, so that a lookup probes
+  // a few slots instead of scanning every miss. Inline up to the misses of a whole estimate (a
+  // golden case has about twenty): no allocation for the index of a layer's, chunk's or
+  // estimate's log.
   struct Slot {
     uint32_t hash = 0, at = 0;
   };
-  void record(size_t hash, const char* op, const PackedKey& key, double flops, double used);
-  std::vector<Slot> index_;
+  SmallVector<Slot, 32> index_;
 };
 
 /// One kernel's time and the FLOP efficiency it used (0 for a kernel without FLOPs).

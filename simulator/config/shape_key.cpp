@@ -264,20 +264,6 @@ void put_value(std::string& out, double v) {
 
 }  // namespace
 
-bool operator==(const PackedKey& a, const PackedKey& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-size_t PackedKeyHash::operator()(const PackedKey& k) const {
-  static_assert(sizeof(PackedKey) == 56, "no padding: keys compare and hash as raw bytes");
-  uint64_t words[sizeof(PackedKey) / 8];
-  std::memcpy(words, &k, sizeof k);
-  uint64_t h = 0x9E3779B97F4A7C15ull;
-  for (uint64_t w : words) {
-    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 31;
-  }
-  return static_cast<size_t>(h);
-}
-
 PackedKey matmul_key(double b, double m, double k, double n, KeyLayout layout, bool accumulate,
                      KeyDtype out_dtype) {
   PackedKey key;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,11 +82,29 @@ struct PackedKey {
   uint8_t pad[2] = {};     // keeps every byte defined: keys compare and hash as raw words
 
   [[nodiscard]] bool empty() const { return kind == KeyKind::None; }
-  friend bool operator==(const PackedKey& a, const PackedKey& b);
+  // Inline word compares and hashing: every kernel of an estimate looks its key up.
+  friend bool operator==(const PackedKey& a, const PackedKey& b) {
+    uint64_t x[7], y[7];
+    std::memcpy(x, &a, sizeof x);
+    std::memcpy(y, &b, sizeof y);
+    uint64_t diff = 0;
+    for (int i = 0; i < 7; ++i) diff |= x[i] ^ y[i];
+    return diff == 0;
+  }
 };
+static_assert(sizeof(PackedKey) == 56, "no padding: keys compare and hash as raw words");
 
 struct PackedKeyHash {
-  size_t operator()(const PackedKey& k) const;
+  size_t operator()(const PackedKey& k) const {
+    uint64_t words[sizeof(PackedKey) / 8];
+    std::memcpy(words, &k, sizeof k);
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (uint64_t w : words) {
+      h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+      h ^= h >> 31;
+    }
+    return static_cast<size_t>(h);
+  }
 };
 
 /// Dense GEMM key (`b, m, k, n, layout, accumulate, out_dtype`).

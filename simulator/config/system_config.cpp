@@ -251,16 +251,46 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
 }
 
 void EfficiencyTable::set(const std::string& text, double efficiency) {
-  if (const auto key = pack_shape_key(text)) {
-    packed_[*key] = efficiency;
-  } else {
+  const auto key = pack_shape_key(text);
+  if (!key) {
     text_[text] = efficiency;
+    return;
+  }
+  if (index_.empty()) index_.resize(16);
+  const size_t hash = PackedKeyHash{}(*key);
+  size_t i = slot_of(*key, hash);
+  if (index_[i].at != 0) {
+    entries_[index_[i].at - 1].efficiency = efficiency;
+    return;
+  }
+  entries_.push_back({*key, efficiency});
+  index_[i] = {static_cast<uint32_t>(hash >> 32), static_cast<uint32_t>(entries_.size())};
+  if (2 * entries_.size() < index_.size()) return;
+  // Rehash from the slots themselves: each keeps the hash bits that place it.
+  std::vector<Slot> old(2 * index_.size());
+  old.swap(index_);
+  const size_t mask = index_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.at == 0) continue;
+    size_t j = s.hash & mask;
+    while (index_[j].at != 0) j = (j + 1) & mask;
+    index_[j] = s;
   }
 }
 
-const double* EfficiencyTable::find(const PackedKey& key) const {
-  auto it = packed_.find(key);
-  return it != packed_.end() ? &it->second : nullptr;
+size_t EfficiencyTable::slot_of(const PackedKey& key, size_t hash) const {
+  const auto h = static_cast<uint32_t>(hash >> 32);
+  const size_t mask = index_.size() - 1;
+  size_t i = h & mask;
+  for (; index_[i].at != 0; i = (i + 1) & mask)
+    if (index_[i].hash == h && entries_[index_[i].at - 1].key == key) break;
+  return i;
+}
+
+const double* EfficiencyTable::find(const PackedKey& key, size_t hash) const {
+  if (index_.empty()) return nullptr;
+  const Slot& s = index_[slot_of(key, hash)];
+  return s.at != 0 ? &entries_[s.at - 1].efficiency : nullptr;
 }
 
 const double* EfficiencyTable::find(const std::string& text) const {
@@ -276,7 +306,7 @@ double EfficiencyTable::at(const std::string& text) const {
 
 std::vector<std::pair<std::string, double>> EfficiencyTable::entries() const {
   std::vector<std::pair<std::string, double>> out(text_.begin(), text_.end());
-  for (const auto& [key, eff] : packed_) out.emplace_back(format_packed_key(key), eff);
+  for (const auto& e : entries_) out.emplace_back(format_packed_key(e.key), e.efficiency);
   std::sort(out.begin(), out.end());
   return out;
 }

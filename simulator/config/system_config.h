@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -22,18 +21,32 @@ class EfficiencyTable {
  public:
   /// Sets the efficiency of the key `text` (as written in the system JSON).
   void set(const std::string& text, double efficiency);
-  [[nodiscard]] const double* find(const PackedKey& key) const;
+  [[nodiscard]] const double* find(const PackedKey& key) const { return find(key, PackedKeyHash{}(key)); }
+  /// `hash` is PackedKeyHash{}(key), computed once by a caller that also needs it.
+  [[nodiscard]] const double* find(const PackedKey& key, size_t hash) const;
   [[nodiscard]] const double* find(const std::string& text) const;
   [[nodiscard]] size_t count(const std::string& text) const { return find(text) ? 1 : 0; }
   /// Throws std::out_of_range when `text` is not in the table.
   [[nodiscard]] double at(const std::string& text) const;
-  [[nodiscard]] size_t size() const { return packed_.size() + text_.size(); }
+  [[nodiscard]] size_t size() const { return entries_.size() + text_.size(); }
   [[nodiscard]] bool empty() const { return size() == 0; }
   /// Every (key text, efficiency), ordered by key text.
   [[nodiscard]] std::vector<std::pair<std::string, double>> entries() const;
 
  private:
-  std::unordered_map<PackedKey, double, PackedKeyHash> packed_;
+  struct Entry {
+    PackedKey key;
+    double efficiency = 0;
+  };
+  // Open addressing over `entries_` (as EfficiencyLog): a slot holds the upper half of a key's
+  // hash and 1 + the index of its entry (0: empty); a power of two, more than twice the entries.
+  struct Slot {
+    uint32_t hash = 0, at = 0;
+  };
+  // The slot of `key`: its entry's, else the empty slot where it would go.
+  [[nodiscard]] size_t slot_of(const PackedKey& key, size_t hash) const;
+  std::vector<Entry> entries_;
+  std::vector<Slot> index_;
   std::map<std::string, double> text_;
 };
 
