@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -64,7 +66,7 @@ class SmallVector {
   T& emplace_back(A&&... args) {
     if (size_ == capacity_) {
       T tmp(std::forward<A>(args)...);  // the arguments may refer to an element
-      grow(2 * capacity_);
+      grow(2 * size_t{capacity_});  // in 64 bits: doubling 2^31 must not wrap to 0
       return *::new (data_ + size_++) T(std::move(tmp));
     }
     return *::new (data_ + size_++) T(std::forward<A>(args)...);
@@ -96,6 +98,8 @@ class SmallVector {
     for (; first != last; ++first) ::new (data_ + size_++) T(*first);
   }
   void grow(size_t cap) {
+    // The 32-bit size and capacity would wrap past this.
+    if (cap > std::numeric_limits<uint32_t>::max()) throw std::length_error("SmallVector: more than 2^32 - 1 elements");
     T* fresh = static_cast<T*>(::operator new(cap * sizeof(T)));
     std::uninitialized_move(begin(), end(), fresh);
     std::destroy(begin(), end());
