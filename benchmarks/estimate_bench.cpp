@@ -108,6 +108,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (rotate > 0) {
+      // The figure is a median of the timings: none without cases.
+      if (cases.empty()) throw trainsim::Error("--rotate: no cases in " + dir + "/expected.csv");
       std::vector<double> us;
       us.reserve(static_cast<size_t>(rotate) * cases.size());
       for (int k = 0; k < rotate; ++k)

@@ -90,14 +90,18 @@ std::array<Network, kGroupCount> pick_networks(const SystemConfig& sys, const St
 
 }  // namespace
 
-NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s, Mode mode) {
+NetworkChoice resolve_networks(const SystemConfig& sys, const std::array<Network, kGroupCount>& kind) {
   NetworkChoice c;
-  c.kind = pick_networks(sys, s, mode);
+  c.kind = kind;
   std::array<bool, kNetworkCount> used{};
   for (Network k : c.kind) used[static_cast<size_t>(k)] = true;
   for (size_t k = 0; k < kNetworkCount; ++k)
     if (used[k]) c.nets[k] = resolve_network(sys, network_name(static_cast<Network>(k)));
   return c;
+}
+
+NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s, Mode mode) {
+  return resolve_networks(sys, pick_networks(sys, s, mode));
 }
 
 double collective_time(const SystemConfig& sys, const StrategyConfig& s, const std::string& net,

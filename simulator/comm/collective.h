@@ -21,8 +21,8 @@ inline constexpr size_t kCollectiveCount = 5;
 [[nodiscard]] const std::string& network_name(Network n);
 
 /// A network group of one system with its collectives, found once so that collective_time
-/// searches no map. Points into the system, which must outlive it and keep its entries (their
-/// values may change).
+/// searches no map. Points into the system, which must outlive it and keep its entries as they
+/// are: replacing an entry (assigning a group, or the whole system) leaves it stale.
 struct NetworkRef {
   const NetworkConfig* config = nullptr;                   // null: the system has no such group
   std::array<const NetOpConfig*, kCollectiveCount> ops{};  // by Collective; null: not in the group
@@ -43,6 +43,11 @@ struct NetworkChoice {
     return nets[static_cast<size_t>(kind[static_cast<size_t>(g)])];
   }
 };
+
+/// The groups of `kind` (by Group) resolved against `sys`: what choose_networks returns for that
+/// choice. An estimate resolves its plan's choice again, as the system may have been edited in
+/// place since the plan was resolved (its entries replaced: the plan's references left stale).
+[[nodiscard]] NetworkChoice resolve_networks(const SystemConfig& sys, const std::array<Network, kGroupCount>& kind);
 
 /// Picks the network of each group from the ranks it spans in Megatron's order tp-cp-ep-dp-pp
 /// (NVLink or PCIe templates). SimuMax12: the peer's test of the span against num_per_node.

@@ -776,8 +776,8 @@ ChunkBuckets chunk_buckets_of(const Plan& plan, bool split_backward, int64_t r, 
 // bucket runs at the start of the step, in forward order, and each chunk's first forward waits
 // for its first bucket (Megatron's forward pre-hook; later buckets are taken to keep ahead of
 // the forward).
-RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const StepOps& ops, int64_t r,
-                  ChunkResults& results, const ChunkBuckets& chunk_buckets) {
+RankDp add_dp_ops(Engine& e, const Plan& plan, const NetworkChoice& nets, const Program& program, const StepOps& ops,
+                  int64_t r, ChunkResults& results, const ChunkBuckets& chunk_buckets) {
   const StrategyConfig& s = *plan.strategy;
   const auto ri = static_cast<size_t>(r);
   const auto rr = static_cast<int32_t>(r);
@@ -806,7 +806,7 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const Program& program, const Ste
   auto time_of = [&](const DpSide& side, Collective kind, double bytes) {
     LastCall& l = last[side.moe ? 1 : 0];
     if (l.kind != kind || l.bytes != bytes)
-      l = {kind, bytes, collective_time(*plan.system, s, plan.nets.net(side.group), kind, bytes, side.n(plan), side.stage)};
+      l = {kind, bytes, collective_time(*plan.system, s, nets.net(side.group), kind, bytes, side.n(plan), side.stage)};
     return l.t;
   };
   auto count = [&](const DpSide& side, double t) { (side.moe ? out.moe_s : out.dense_s) += t; };
@@ -1039,7 +1039,10 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   Estimate est;
   EfficiencyLog log;
   ClassTable classes(sys);
-  Env env{m, s, sys, plan.nets, &log, plan.mode, &classes};
+  // The plan's networks found in its system as it is now (as the classes): the system may have
+  // been edited in place since the plan was resolved, its entries replaced.
+  const NetworkChoice nets = resolve_networks(sys, plan.nets.kind);
+  Env env{m, s, sys, nets, &log, plan.mode, &classes};
   est.mode = plan.mode;
   est.schedule = schedule_name(plan.schedule);
   est.p2p = plan.p2p == P2PMode::Async ? "async" : "blocking";
@@ -1085,14 +1088,14 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     costs.a2a_slowdown = s.moe_enable_deepep
                              ? deepep_slowdown(s.moe_deepep_num_sms.value_or(kDeepEpDefaultNumSms), *sys.sm_count)
                              : contention(env, Group::EP);
-  costs.p2p = pp > 1 ? collective_time(sys, s, plan.nets.net(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;
+  costs.p2p = pp > 1 ? collective_time(sys, s, nets.net(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;
   if (plan.mode == Mode::Default && s.scatter_gather_tensors_in_pipeline) {
     // Narayanan et al. 2021, §4.1: the TP ranks of a stage hold the same activation; each sends
     // its 1/tp slice to its peer, and the next stage all-gathers the slices over its TP group
     // (2021 Megatron-LM p2p_communication.py: split_tensor_into_1d_equal_chunks, gather_split_1d_tensor).
     const auto tp = static_cast<double>(plan.tp);
-    costs.p2p = collective_time(sys, s, plan.nets.net(Group::PP), Collective::P2P, p2p_bytes / tp, 2, "pp") +
-                collective_time(sys, s, plan.nets.net(Group::TP), Collective::AllGather, p2p_bytes, plan.tp, "tp");
+    costs.p2p = collective_time(sys, s, nets.net(Group::PP), Collective::P2P, p2p_bytes / tp, 2, "pp") +
+                collective_time(sys, s, nets.net(Group::TP), Collective::AllGather, p2p_bytes, plan.tp, "tp");
   }
 
   const bool scheduled_dp = plan.mode == Mode::Default;
@@ -1117,7 +1120,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     lower(prog, costs, plan.p2p, engine, &step_ops);
     out.dp.assign(static_cast<size_t>(pp), {});
     if (scheduled_dp)
-      for (int64_t r = 0; r < pp; ++r) out.dp[static_cast<size_t>(r)] = add_dp_ops(engine, plan, prog, step_ops, r, results,
+      for (int64_t r = 0; r < pp; ++r) out.dp[static_cast<size_t>(r)] = add_dp_ops(engine, plan, nets, prog, step_ops, r, results,
                                                      buckets[static_cast<size_t>(r)]);
     out.ops = static_cast<int64_t>(engine.size());
     std::optional<Timeline> tl = engine.try_run(events);
@@ -1185,8 +1188,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       rank_edp[ri] = rank_edp[ri - 1];
       rank_dense_dp[ri] = rank_dense_dp[ri - 1];
     } else {
-      rank_edp[ri] = dp_time(env, sm.moe_params * mg, sm.moe_params * 2, plan.nets.net(Group::EDP), plan.edp, "edp");
-      rank_dense_dp[ri] = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, plan.nets.net(Group::DP),
+      rank_edp[ri] = dp_time(env, sm.moe_params * mg, sm.moe_params * 2, nets.net(Group::EDP), plan.edp, "edp");
+      rank_dense_dp[ri] = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, nets.net(Group::DP),
                                   plan.dp * plan.cp, "dp_cp");
     }
     rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
@@ -1199,7 +1202,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
     const double grad = static_cast<double>(plan.padded_vocab) / static_cast<double>(plan.tp) *
                         static_cast<double>(m.hidden_size) * mg;
-    const double t = collective_time(sys, s, plan.nets.net(Group::PP), Collective::AllReduce, grad, 2, "pp");
+    const double t = collective_time(sys, s, nets.net(Group::PP), Collective::AllReduce, grad, 2, "pp");
     for (size_t ri : {size_t{0}, static_cast<size_t>(pp - 1)}) {
       rank_dp[ri] += t;
       rank_dense_dp[ri] += t;

@@ -46,7 +46,7 @@ struct Plan {
 
   int64_t world = 1, tp = 1, cp = 1, pp = 1, vpp = 1, dp = 1, ep = 1, etp = 1, edp = 1;
   bool sp = false;
-  NetworkChoice nets;  // per group: tp, cp, dp, pp, ep, etp, edp
+  NetworkChoice nets;  // per group: tp, cp, dp, pp, ep, etp, edp (estimate() finds the entries again)
 
   int64_t seq_len = 0, micro_batch_size = 0, micro_batch_num = 0;
   int64_t vp_group = 1;  // micro-batches per chunk group (interleaved)

@@ -247,5 +247,23 @@ TEST(ScheduleSpaceTest, EveryCombinationEstimatesOrIsAnInputError) {
   EXPECT_GT(rejected, 1000);
 }
 
+// Before: the plan kept references into its system's network entries, so replacing an entry
+// (or reloading the whole system) after resolving left the estimate reading other collectives'
+// parameters or freed memory.
+TEST_F(PlanResolveTest, EstimateReadsTheSystemsNetworkEntriesAsTheyAreNow) {
+  StrategyConfig s = strategy(2, 1, 8);
+  s.world_size = 32;  // dp 2 across nodes: the inter_node group carries the DP traffic
+  const Plan p = resolve_plan(m_, s, sys_, Mode::Default);
+  const double before = estimate(p, nullptr, false).iteration_time_s;
+  NetworkConfig slower = sys_.networks.at("inter_node");
+  slower.bandwidth.bytes_per_s /= 4;
+  sys_.networks["inter_node"] = slower;
+  const double fresh = estimate(resolve_plan(m_, s, sys_, Mode::Default), nullptr, false).iteration_time_s;
+  EXPECT_GT(fresh, before);
+  EXPECT_EQ(estimate(p, nullptr, false).iteration_time_s, fresh);
+  sys_ = test::preset_system("h100-sxm-80g");
+  EXPECT_EQ(estimate(p, nullptr, false).iteration_time_s, before);
+}
+
 }  // namespace
 }  // namespace trainsim
