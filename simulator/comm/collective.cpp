@@ -28,9 +28,7 @@ NetworkRef resolve_network(const SystemConfig& sys, const std::string& name) {
   const auto it = sys.networks.find(name);
   if (it == sys.networks.end()) return r;
   r.config = &it->second;
-  // One pass over the group's few collectives instead of a search per collective.
-  for (const auto& [op_name, op] : it->second.ops)
-    if (const int c = net_collective_index(op_name); c >= 0) r.ops[static_cast<size_t>(c)] = &op;
+  for (size_t c = 0; c < kCollectiveCount; ++c) r.ops[c] = it->second.ops.collective(c);
   return r;
 }
 

@@ -1,7 +1,10 @@
 // System (hardware) description in the SimuMax-compatible JSON format, held in SI units.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -84,14 +87,52 @@ struct NetOpConfig {
 /// Collective order.
 inline constexpr std::string_view kNetCollectives[] = {"all_reduce", "all_gather", "reduce_scatter", "p2p",
                                                        "all2all"};
+inline constexpr size_t kNetCollectiveCount = std::size(kNetCollectives);
 /// Index of `name` in kNetCollectives, or -1.
 [[nodiscard]] int net_collective_index(std::string_view name);
+
+/// A network group's collectives by name, and those of kNetCollectives by index as well: every
+/// plan asks for them, so their names are matched once, when an entry is added. Every change
+/// goes through this class, which keeps the index with the entries (it cannot go stale); values
+/// are edited in place.
+class NetOps {
+ public:
+  using Map = std::map<std::string, NetOpConfig, std::less<>>;
+  NetOps() = default;
+  NetOps(const NetOps& o) : map_(o.map_) { reindex(); }
+  NetOps& operator=(const NetOps& o) {
+    map_ = o.map_;
+    reindex();
+    return *this;
+  }
+  // A moved map keeps its nodes, so the index moves with it.
+  NetOps(NetOps&&) noexcept = default;
+  NetOps& operator=(NetOps&&) noexcept = default;
+
+  NetOpConfig& operator[](std::string_view name);
+  /// Throws std::out_of_range when there is no entry `name`.
+  [[nodiscard]] const NetOpConfig& at(std::string_view name) const;
+  [[nodiscard]] size_t count(std::string_view name) const { return map_.find(name) != map_.end() ? 1 : 0; }
+  size_t erase(std::string_view name);
+  [[nodiscard]] size_t size() const { return map_.size(); }
+  [[nodiscard]] Map::const_iterator begin() const { return map_.begin(); }
+  [[nodiscard]] Map::const_iterator end() const { return map_.end(); }
+  [[nodiscard]] Map::iterator begin() { return map_.begin(); }
+  [[nodiscard]] Map::iterator end() { return map_.end(); }
+  /// The entry of kNetCollectives[c], or null.
+  [[nodiscard]] const NetOpConfig* collective(size_t c) const { return by_index_[c]; }
+
+ private:
+  void reindex();
+  Map map_;
+  std::array<NetOpConfig*, kNetCollectiveCount> by_index_{};
+};
 
 /// A network group (`networks.<group>`), e.g. high_intra_node or intra_node_pcie_4x.
 struct NetworkConfig {
   double processor_usage = 0;
   BandwidthConfig bandwidth;
-  std::map<std::string, NetOpConfig, std::less<>> ops;  // all_reduce, all_gather, reduce_scatter, p2p, all2all
+  NetOps ops;  // all_reduce, all_gather, reduce_scatter, p2p, all2all
 };
 
 enum class CostMode { Roofline, OnlyCompute };

@@ -476,11 +476,8 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       issues.push_back({src.system, "/networks/" + g, "required network group is missing"});
       continue;
     }
-    unsigned present = 0;
-    for (const auto& op : net->second.ops)
-      if (const int c = net_collective_index(op.first); c >= 0) present |= 1u << c;
-    for (size_t c = 0; c < std::size(kNetCollectives); ++c)
-      if (!(present & 1u << c))
+    for (size_t c = 0; c < kNetCollectiveCount; ++c)
+      if (!net->second.ops.collective(c))
         issues.push_back({src.system, "/networks/" + g + "/op/" + std::string(kNetCollectives[c]),
                           "required collective is missing"});
   }

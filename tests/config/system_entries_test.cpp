@@ -18,6 +18,29 @@ TEST(SystemEntriesTest, NetCollectiveIndexFollowsCollectiveOrder) {
   EXPECT_EQ(net_collective_index(""), -1);
 }
 
+TEST(SystemEntriesTest, NetOpsIndexFollowsEveryChange) {
+  NetOps ops;
+  ops["p2p"].scale = 3;
+  ops["unknown"].scale = 4;
+  ASSERT_NE(ops.collective(3), nullptr);
+  EXPECT_EQ(ops.collective(3)->scale, 3);
+  EXPECT_EQ(ops.collective(0), nullptr);
+  EXPECT_EQ(ops.size(), 2u);
+  NetOps copy = ops;  // the copy indexes its own entries
+  copy["p2p"].scale = 5;
+  EXPECT_EQ(copy.collective(3)->scale, 5);
+  EXPECT_EQ(ops.collective(3)->scale, 3);
+  EXPECT_EQ(ops.erase("p2p"), 1u);
+  EXPECT_EQ(ops.erase("p2p"), 0u);
+  EXPECT_EQ(ops.collective(3), nullptr);
+  ops = copy;
+  EXPECT_EQ(ops.collective(3)->scale, 5);
+  EXPECT_EQ(ops.at("unknown").scale, 4);
+  const NetOps moved = std::move(copy);
+  EXPECT_EQ(moved.collective(3), &moved.at("p2p"));
+  EXPECT_THROW((void)moved.at("all2all"), std::out_of_range);
+}
+
 TEST(SystemEntriesTest, MissingCollectivesAndGroupsAreNamed) {
   const ModelConfig m = test::preset_model("llama3-8b");
   StrategyConfig s;
