@@ -14,22 +14,42 @@ static_assert(std::size(kNetCollectives) == kCollectiveCount);
 
 const char* collective_name(Collective c) { return kNetCollectives[static_cast<size_t>(c)].data(); }
 
+static_assert(std::size(kNetworkGroups) == kNetworkCount);
+
 const std::string& network_name(Network n) {
-  static const std::string names[kNetworkCount] = {"high_intra_node", "inter_node", "intra_node_pcie_2x",
-                                                   "intra_node_pcie_4x", "intra_node_pcie_8x"};
+  static const std::string names[kNetworkCount] = {
+      std::string(kNetworkGroups[0]), std::string(kNetworkGroups[1]), std::string(kNetworkGroups[2]),
+      std::string(kNetworkGroups[3]), std::string(kNetworkGroups[4])};
   return names[static_cast<size_t>(n)];
 }
 
-NetworkRef resolve_network(const SystemConfig& sys, const std::string& name) {
+namespace {
+
+NetworkRef resolved(const NetworkConfig* config, bool pcie, bool nvlink, bool inter_node) {
   NetworkRef r;
-  r.pcie = name.find("pcie") != std::string::npos;
-  r.nvlink = name == "high_intra_node";
-  r.inter_node = name == "inter_node";
-  const auto it = sys.networks.find(name);
-  if (it == sys.networks.end()) return r;
-  r.config = &it->second;
-  for (size_t c = 0; c < kCollectiveCount; ++c) r.ops[c] = it->second.ops.collective(c);
+  r.pcie = pcie;
+  r.nvlink = nvlink;
+  r.inter_node = inter_node;
+  r.config = config;
+  if (config)
+    for (size_t c = 0; c < kCollectiveCount; ++c) r.ops[c] = config->ops.known(c);
   return r;
+}
+
+// The group `n` of `sys`, found by its index in the system (no name matched).
+NetworkRef resolve_network(const SystemConfig& sys, Network n) {
+  const bool pcie = n == Network::IntraNodePcie2x || n == Network::IntraNodePcie4x || n == Network::IntraNodePcie8x;
+  return resolved(sys.networks.known(static_cast<size_t>(n)), pcie, n == Network::HighIntraNode,
+                  n == Network::InterNode);
+}
+
+}  // namespace
+
+NetworkRef resolve_network(const SystemConfig& sys, const std::string& name) {
+  if (const int n = NetworkGroups::index_of(name); n >= 0) return resolve_network(sys, static_cast<Network>(n));
+  const auto it = sys.networks.find(name);
+  return resolved(it != sys.networks.end() ? &it->second : nullptr, name.find("pcie") != std::string::npos, false,
+                  false);
 }
 
 namespace {
@@ -94,7 +114,7 @@ NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s, 
   std::array<bool, kNetworkCount> used{};
   for (Network k : c.kind) used[static_cast<size_t>(k)] = true;
   for (size_t k = 0; k < kNetworkCount; ++k)
-    if (used[k]) c.nets[k] = resolve_network(sys, network_name(static_cast<Network>(k)));
+    if (used[k]) c.nets[k] = resolve_network(sys, static_cast<Network>(k));
   return c;
 }
 

@@ -105,35 +105,6 @@ int net_collective_index(std::string_view name) {
   return -1;
 }
 
-NetOpConfig& NetOps::operator[](std::string_view name) {
-  auto it = map_.find(name);
-  if (it == map_.end()) {
-    it = map_.emplace(std::string(name), NetOpConfig{}).first;
-    if (const int c = net_collective_index(name); c >= 0) by_index_[static_cast<size_t>(c)] = &it->second;
-  }
-  return it->second;
-}
-
-const NetOpConfig& NetOps::at(std::string_view name) const {
-  const auto it = map_.find(name);
-  if (it == map_.end()) throw std::out_of_range("no network op '" + std::string(name) + "'");
-  return it->second;
-}
-
-size_t NetOps::erase(std::string_view name) {
-  const auto it = map_.find(name);
-  if (it == map_.end()) return 0;
-  if (const int c = net_collective_index(name); c >= 0) by_index_[static_cast<size_t>(c)] = nullptr;
-  map_.erase(it);
-  return 1;
-}
-
-void NetOps::reindex() {
-  by_index_ = {};
-  for (auto& [name, op] : map_)
-    if (const int c = net_collective_index(name); c >= 0) by_index_[static_cast<size_t>(c)] = &op;
-}
-
 SystemConfig load_system(const std::string& text, const std::string& source) {
   json doc = parse_json(text, source);
   IssueList issues(source);

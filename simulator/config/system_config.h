@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/indexed_map.h"
 #include "config/shape_key.h"
 #include "core/units.h"
 
@@ -91,42 +92,9 @@ inline constexpr size_t kNetCollectiveCount = std::size(kNetCollectives);
 /// Index of `name` in kNetCollectives, or -1.
 [[nodiscard]] int net_collective_index(std::string_view name);
 
-/// A network group's collectives by name, and those of kNetCollectives by index as well: every
-/// plan asks for them, so their names are matched once, when an entry is added. Every change
-/// goes through this class, which keeps the index with the entries (it cannot go stale); values
-/// are edited in place.
-class NetOps {
- public:
-  using Map = std::map<std::string, NetOpConfig, std::less<>>;
-  NetOps() = default;
-  NetOps(const NetOps& o) : map_(o.map_) { reindex(); }
-  NetOps& operator=(const NetOps& o) {
-    map_ = o.map_;
-    reindex();
-    return *this;
-  }
-  // A moved map keeps its nodes, so the index moves with it.
-  NetOps(NetOps&&) noexcept = default;
-  NetOps& operator=(NetOps&&) noexcept = default;
-
-  NetOpConfig& operator[](std::string_view name);
-  /// Throws std::out_of_range when there is no entry `name`.
-  [[nodiscard]] const NetOpConfig& at(std::string_view name) const;
-  [[nodiscard]] size_t count(std::string_view name) const { return map_.find(name) != map_.end() ? 1 : 0; }
-  size_t erase(std::string_view name);
-  [[nodiscard]] size_t size() const { return map_.size(); }
-  [[nodiscard]] Map::const_iterator begin() const { return map_.begin(); }
-  [[nodiscard]] Map::const_iterator end() const { return map_.end(); }
-  [[nodiscard]] Map::iterator begin() { return map_.begin(); }
-  [[nodiscard]] Map::iterator end() { return map_.end(); }
-  /// The entry of kNetCollectives[c], or null.
-  [[nodiscard]] const NetOpConfig* collective(size_t c) const { return by_index_[c]; }
-
- private:
-  void reindex();
-  Map map_;
-  std::array<NetOpConfig*, kNetCollectiveCount> by_index_{};
-};
+/// A network group's collectives by name; those of kNetCollectives also by their index there
+/// (every plan asks for them).
+using NetOps = IndexedMap<NetOpConfig, kNetCollectives, kNetCollectiveCount>;
 
 /// A network group (`networks.<group>`), e.g. high_intra_node or intra_node_pcie_4x.
 struct NetworkConfig {
@@ -134,6 +102,17 @@ struct NetworkConfig {
   BandwidthConfig bandwidth;
   NetOps ops;  // all_reduce, all_gather, reduce_scatter, p2p, all2all
 };
+
+/// The network groups a plan picks from (comm/collective.h Network order): found by index.
+inline constexpr std::string_view kNetworkGroups[] = {"high_intra_node", "inter_node", "intra_node_pcie_2x",
+                                                      "intra_node_pcie_4x", "intra_node_pcie_8x"};
+using NetworkGroups = IndexedMap<NetworkConfig, kNetworkGroups, std::size(kNetworkGroups)>;
+
+/// The op classes whose efficiency every plan checks (validate_plan), `default` first: found by
+/// index.
+inline constexpr std::string_view kPlanOpClasses[] = {"default", "matmul", "fp8_matmul", "sdp_fwd",
+                                                      "sdp_bwd", "group_matmul", "fp8_group_matmul"};
+using ComputeOps = IndexedMap<ComputeOpConfig, kPlanOpClasses, std::size(kPlanOpClasses)>;
 
 enum class CostMode { Roofline, OnlyCompute };
 
@@ -160,11 +139,11 @@ struct SystemConfig {
   double host_link_bytes_per_s = 0;
   double host_adam_bytes_per_s = 0;
   CostMode mode = CostMode::Roofline;
-  // Transparent comparators: ops are looked up by const char* without building a string.
-  std::map<std::string, ComputeOpConfig, std::less<>> ops;
+  // Looked up by string_view without building a string.
+  ComputeOps ops;
   std::map<std::string, BandwidthConfig, std::less<>> bandwidths;
   bool intra_with_pcie = false;
-  std::map<std::string, NetworkConfig> networks;
+  NetworkGroups networks;
   /// GPUs in one NVLink domain (JSON `nvlink_domain_size`; GB200 NVL72: 72): groups inside one
   /// domain use high_intra_node. Absent: the node (num_per_node), as the peer.
   std::optional<int64_t> nvlink_domain_size;
