@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <stdexcept>
 #include <string_view>
@@ -53,6 +54,28 @@ NetworkRef resolve_network(const SystemConfig& sys, const std::string& name) {
 }
 
 namespace {
+
+// The stage tags the data-parallel terms test for ("dp", "dp_cp", "edp"), read in place: every
+// collective asks, and the tags are short literals.
+enum class DpTag : uint8_t { None, Dp, DpCp, Edp };
+DpTag dp_tag(const char* st) {
+  if (st[0] == 'd' && st[1] == 'p') {
+    if (st[2] == '\0') return DpTag::Dp;
+    return st[2] == '_' && st[3] == 'c' && st[4] == 'p' && st[5] == '\0' ? DpTag::DpCp : DpTag::None;
+  }
+  return st[0] == 'e' && st[1] == 'd' && st[2] == 'p' && st[3] == '\0' ? DpTag::Edp : DpTag::None;
+}
+
+// A group size as the key text of the system's per-size tables ("8"), formed on the stack.
+class SizeKey {
+ public:
+  explicit SizeKey(int64_t n) : end_(std::to_chars(buf_, buf_ + sizeof buf_, n).ptr) {}
+  [[nodiscard]] std::string_view text() const { return {buf_, static_cast<size_t>(end_ - buf_)}; }
+
+ private:
+  char buf_[24];
+  char* end_;
+};
 
 // Case-insensitive substring test (the peer lowercases the stage tag before its `in` tests).
 bool contains_nocase(std::string_view hay, std::string_view needle) {
@@ -131,15 +154,16 @@ double collective_time(const SystemConfig& sys, const StrategyConfig& s, const N
   const NetworkConfig& nd = *net.config;
   const NetOpConfig& op = *found;
   const double eff = op.efficient_factor.value_or(nd.bandwidth.efficient_factor);
-  const std::string_view st = stage;
   const double dn = static_cast<double>(n);
   // Ring traffic: size·scale·(n+offset)/n (all-reduce 2(n−1)/n, gather/scatter/a2a (n−1)/n).
   double actual = bytes * op.scale;
   actual += actual / dn * op.offset;
-  const bool dp_stage = st == "dp" || st == "dp_cp";
+  const DpTag tag = dp_tag(stage);
+  const bool dp_stage = tag == DpTag::Dp || tag == DpTag::DpCp;
   if (net.pcie && dp_stage && !op.dp_fixed_bw.empty()) {
     // Measured DP bandwidth of the PCIe node for small groups: no efficiency, no latency.
-    auto it = op.dp_fixed_bw.find(std::to_string(n));
+    const SizeKey key(n);
+    auto it = op.dp_fixed_bw.find(key.text());
     if (it != op.dp_fixed_bw.end() && it->second != 0) return actual / it->second;
   }
   double bw = nd.bandwidth.bytes_per_s;
@@ -148,7 +172,7 @@ double collective_time(const SystemConfig& sys, const StrategyConfig& s, const N
   if (net.inter_node) {
     // NIC sharing: the node's GPUs share its NICs (bandwidth is per GPU).
     if (kind == Collective::P2P) bw /= static_cast<double>(npn);
-    if (kind == Collective::AllToAll && (contains_nocase(st, "ep") || contains_nocase(st, "cp"))) {
+    if (kind == Collective::AllToAll && (contains_nocase(stage, "ep") || contains_nocase(stage, "cp"))) {
       const double kk = std::max(1.0, std::ceil(dn / static_cast<double>(npn)));
       actual *= (kk - 1) / kk;
       bw /= static_cast<double>(npn);
@@ -156,28 +180,25 @@ double collective_time(const SystemConfig& sys, const StrategyConfig& s, const N
     if (kind == Collective::AllReduce || kind == Collective::AllGather ||
         kind == Collective::ReduceScatter) {
       if (dp_stage) {
-        bw /= static_cast<double>(std::min(npn, s.tp_size * (st == "dp" ? s.cp_size : 1)));
-      } else if (st == "edp") {
+        bw /= static_cast<double>(std::min(npn, s.tp_size * (tag == DpTag::Dp ? s.cp_size : 1)));
+      } else if (tag == DpTag::Edp) {
         bw /= static_cast<double>(std::min(npn, s.ep_size * s.etp_size));
       }
     }
   }
   const double base_lat = op.latency_s.value_or(nd.bandwidth.latency_s);
   if (n == 1) return 0;
-  double fixed;
-  // The group-size key text is formatted only when some table could hold it.
-  const bool by_num = !op.fixed_latency_s_by_comm_num.empty() ||
-                      !nd.bandwidth.fixed_latency_s_by_comm_num.empty();
-  const std::string key = by_num ? std::to_string(n) : std::string();
-  if (auto it = op.fixed_latency_s_by_comm_num.find(key); by_num && it != op.fixed_latency_s_by_comm_num.end()) {
-    fixed = it->second;
-  } else if (op.fixed_latency_s) {
-    fixed = *op.fixed_latency_s;
-  } else if (auto it2 = nd.bandwidth.fixed_latency_s_by_comm_num.find(key);
-             by_num && it2 != nd.bandwidth.fixed_latency_s_by_comm_num.end()) {
-    fixed = it2->second;
-  } else {
-    fixed = nd.bandwidth.fixed_latency_s;
+  // The group-size key is formed only when some table could hold it.
+  double fixed = op.fixed_latency_s ? *op.fixed_latency_s : nd.bandwidth.fixed_latency_s;
+  if (!op.fixed_latency_s_by_comm_num.empty() || !nd.bandwidth.fixed_latency_s_by_comm_num.empty()) {
+    const SizeKey key(n);
+    if (auto it = op.fixed_latency_s_by_comm_num.find(key.text()); it != op.fixed_latency_s_by_comm_num.end()) {
+      fixed = it->second;
+    } else if (!op.fixed_latency_s) {
+      if (auto it2 = nd.bandwidth.fixed_latency_s_by_comm_num.find(key.text());
+          it2 != nd.bandwidth.fixed_latency_s_by_comm_num.end())
+        fixed = it2->second;
+    }
   }
   double lat = base_lat;
   // Ring steps pay the per-step latency only in the peer's 8-GPU-node model.

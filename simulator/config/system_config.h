@@ -69,7 +69,7 @@ struct BandwidthConfig {
   double latency_s = 0;          // JSON `latency_us`
   double fixed_latency_s = 0;    // JSON `fixed_latency` (µs)
   bool has_fixed_latency = false;
-  std::map<std::string, double> fixed_latency_s_by_comm_num;  // group size → s
+  std::map<std::string, double, std::less<>> fixed_latency_s_by_comm_num;  // group size → s
 };
 
 /// A collective on one network (`networks.<group>.op.<collective>`).
@@ -79,8 +79,8 @@ struct NetOpConfig {
   std::optional<double> efficient_factor;
   std::optional<double> latency_s;
   std::optional<double> fixed_latency_s;
-  std::map<std::string, double> fixed_latency_s_by_comm_num;  // group size → s
-  std::map<std::string, double> dp_fixed_bw;                  // group size → bytes/s (GiB/s in JSON)
+  std::map<std::string, double, std::less<>> fixed_latency_s_by_comm_num;  // group size → s
+  std::map<std::string, double, std::less<>> dp_fixed_bw;     // group size → bytes/s (GiB/s in JSON)
   bool has_fixed_by_comm_num = false;
 };
 
