@@ -412,11 +412,12 @@ class LayerStore {
 };
 
 // A chunk's ops: embedding and head leaves, and one costed layer per template (layers sharing a
-// template cost the same; a recomputed template's leaves carry their roles).
+// template cost the same; a recomputed template's leaves carry their roles). A chunk has a few
+// templates and, in most plans, a few dozen layers at most: held inline.
 struct ChunkOps {
   std::vector<OpCost> pre, post;
-  std::vector<std::shared_ptr<const CostedLayer>> templates;
-  std::vector<int> layer_templates;  // template of each layer
+  SmallVector<std::shared_ptr<const CostedLayer>, 4> templates;
+  SmallVector<int, 16> layer_templates;  // template of each layer
   /// Every op in call order, layers numbered within the chunk (views).
   [[nodiscard]] std::vector<OpCost> expand() const {
     std::vector<OpCost> out = pre;
@@ -436,8 +437,6 @@ ChunkOps chunk_ops(const Env& env, const Chunk& c, const LayerStore& store) {
   ChunkOps ops;
   ops.pre.reserve(c.pre.size());
   ops.post.reserve(c.post.size());
-  ops.templates.reserve(c.templates.size());
-  ops.layer_templates.reserve(c.layers.size());
   for (const auto& l : c.pre) leaf_cost(ops.pre.emplace_back(), env, l, false, "embedding", -1);
   for (const auto& l : c.post) leaf_cost(ops.post.emplace_back(), env, l, false, "head", -1);
   for (const auto& t : c.templates) ops.templates.push_back(store.costed(t));
@@ -445,19 +444,21 @@ ChunkOps chunk_ops(const Env& env, const Chunk& c, const LayerStore& store) {
   return ops;
 }
 
-// Chunk sums; `segments` receives the backward in backward order (head, last layer … first
-// layer, embedding).
-PhaseSums chunk_sums(const Chunk& c, const ChunkOps& ops, std::vector<BackwardSegment>& segments) {
+// A chunk's backward in backward order (head, last layer … first layer, embedding): inline up
+// to 16 layers.
+using BackwardSegments = SmallVector<BackwardSegment, 18>;
+
+// Chunk sums; `segments` receives the backward in backward order.
+PhaseSums chunk_sums(const Chunk& c, const ChunkOps& ops, BackwardSegments& segments) {
   PhaseSums total, pre, post;
-  segments.reserve(ops.layer_templates.size() + 2);
   for (const auto& o : ops.pre) pre.add(sums_of(o));
   for (const auto& o : ops.post) post.add(sums_of(o));
   total.add(pre);
   total.add(post);
   segments.push_back(backward_segment(c.post, post));
   for (int ti : ops.layer_templates) total.add(ops.templates[static_cast<size_t>(ti)]->sums);
-  for (auto it = ops.layer_templates.rbegin(); it != ops.layer_templates.rend(); ++it)
-    segments.push_back(ops.templates[static_cast<size_t>(*it)]->backward);
+  for (size_t i = ops.layer_templates.size(); i-- > 0;)
+    segments.push_back(ops.templates[static_cast<size_t>(ops.layer_templates[i])]->backward);
   segments.push_back(backward_segment(c.pre, pre));
   return total;
 }
@@ -589,7 +590,7 @@ double flops_per_token(const ModelConfig& m, double seq, double vocab) {
 struct ChunkResult {
   ChunkOps ops;
   PhaseSums sums;
-  std::vector<BackwardSegment> backward;  // in backward order
+  BackwardSegments backward;
   ActivationResult act;
   StaticMemory params;
   double dummy_bytes = 0;
@@ -597,21 +598,19 @@ struct ChunkResult {
   A2aPass a2a_fwd, a2a_bwd;  // overlap_moe_expert_parallel_comm only
 };
 
-ChunkResult evaluate_chunk(const Env& env, LayerStore& store, const ChunkSpec& spec, int64_t padded_vocab,
-                           const ChunkEnv& chunk_env) {
+// Fills the fresh result `r` with the chunk of `spec`.
+void evaluate_chunk(ChunkResult& r, const Env& env, LayerStore& store, const ChunkSpec& spec, int64_t padded_vocab,
+                    const ChunkEnv& chunk_env) {
   const Chunk chunk = build_chunk(env.m, store.strategy(), padded_vocab, spec, chunk_env,
                                   [&store](LayerKind k) { return store.layer(k); });
-  ChunkResult r;
   Env local = env;
   local.log = &r.log;
   r.ops = chunk_ops(local, chunk, store);
-  r.backward.reserve(chunk.layers.size() + 2);  // head, layers, embedding
   r.sums = chunk_sums(chunk, r.ops, r.backward);
   if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.ops, r.a2a_fwd, r.a2a_bwd);
   r.act = walk_activations(chunk, env.s);
   r.params = chunk_parameters(chunk);
   r.dummy_bytes = dummy_wgrad_bytes(chunk);
-  return r;
 }
 
 }  // namespace
@@ -665,13 +664,20 @@ class ChunkResults {
     }
   }
 
+  ChunkResults(const ChunkResults&) = delete;
+  ChunkResults& operator=(const ChunkResults&) = delete;
+  ~ChunkResults() {
+    for (size_t i = 0; i < inline_used_; ++i) inline_[i].r.~ChunkResult();
+  }
+
   const ChunkResult& get(const ChunkSpec& spec) {
     for (const auto& [sp, r] : seen_)
       if (sp == spec) return *r;
     const ChunkResult* r = nullptr;
     if (!cache_) {
-      local_.push_back(std::make_unique<ChunkResult>(evaluate_chunk(env_, store_, spec, plan_.padded_vocab, chunk_env_)));
-      r = local_.back().get();
+      ChunkResult& fresh = local();
+      evaluate_chunk(fresh, env_, store_, spec, plan_.padded_vocab, chunk_env_);
+      r = &fresh;
     } else {
       EstimateCache::Impl& c = cache_->impl();
       std::string key = base_key_;
@@ -685,8 +691,9 @@ class ChunkResults {
         r = &it->second;
       } else {
         ++c.misses;
-        r = &c.chunks.emplace(std::move(key), evaluate_chunk(env_, store_, spec, plan_.padded_vocab, chunk_env_))
-                 .first->second;
+        ChunkResult fresh;
+        evaluate_chunk(fresh, env_, store_, spec, plan_.padded_vocab, chunk_env_);
+        r = &c.chunks.emplace(std::move(key), std::move(fresh)).first->second;
       }
     }
     seen_.emplace_back(spec, r);
@@ -705,6 +712,19 @@ class ChunkResults {
   }
 
  private:
+  // A fresh result of an estimate without a cache, where it stays (the estimate holds pointers to
+  // it): inline for the first few, which most plans need at most.
+  ChunkResult& local() {
+    if (inline_used_ < std::size(inline_)) return *::new (&inline_[inline_used_++].r) ChunkResult;
+    return *more_.emplace_back(std::make_unique<ChunkResult>());
+  }
+  // Room for one result, left uninitialized until used (not zeroed: a result is kilobytes).
+  union Slot {
+    Slot() {}
+    ~Slot() {}
+    ChunkResult r;
+  };
+
   const Env& env_;
   const Plan& plan_;
   EstimateCache* cache_;
@@ -712,7 +732,9 @@ class ChunkResults {
   std::string base_key_;
   LayerStore store_;
   SmallVector<std::pair<ChunkSpec, const ChunkResult*>, 4> seen_;
-  SmallVector<std::unique_ptr<ChunkResult>, 4> local_;
+  Slot inline_[4];
+  size_t inline_used_ = 0;
+  std::vector<std::unique_ptr<ChunkResult>> more_;
   SmallVector<const EfficiencyLog*, 8> merged_;  // template logs merged so far
 };
 
