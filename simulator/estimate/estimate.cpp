@@ -92,9 +92,8 @@ struct PhaseSums {
   }
 };
 
-// Sum of the calls' times; each is also added to `by_group` (`repeat` times).
-double comm_sum(const Env& env, const CommList& calls, std::array<double, kGroupCount>& by_group,
-                int repeat = 1) {
+// comm_sum of a non-empty list.
+double comm_sum_of(const Env& env, const CommList& calls, std::array<double, kGroupCount>& by_group, int repeat) {
   double t = 0;
   for (const auto& c : calls) {
     const double x = collective_time(env.sys, env.s, env.nets.net(c.group), c.kind, c.bytes, c.n, c.stage);
@@ -102,6 +101,13 @@ double comm_sum(const Env& env, const CommList& calls, std::array<double, kGroup
     by_group[static_cast<size_t>(c.group)] += repeat * x;
   }
   return t;
+}
+
+// Sum of the calls' times; each is also added to `by_group` (`repeat` times). Most leaf phases
+// have none: they cost a test, not a call.
+inline double comm_sum(const Env& env, const CommList& calls, std::array<double, kGroupCount>& by_group,
+                       int repeat = 1) {
+  return calls.empty() ? 0 : comm_sum_of(env, calls, by_group, repeat);
 }
 
 // The one TP all-gather or reduce-scatter of a Linear's phase under sequence parallelism, or null.
