@@ -418,15 +418,17 @@ class LayerStore {
 };
 
 // A chunk's ops: embedding and head leaves, and one costed layer per template (layers sharing a
-// template cost the same; a recomputed template's leaves carry their roles). A chunk has a few
-// templates and, in most plans, a few dozen layers at most: held inline.
+// template cost the same; a recomputed template's leaves carry their roles). A chunk has one
+// embedding op, at most four head ops, a few templates and, in most plans, a few dozen layers at
+// most: held inline.
 struct ChunkOps {
-  std::vector<OpCost> pre, post;
+  SmallVector<OpCost, 1> pre;
+  SmallVector<OpCost, 4> post;
   SmallVector<std::shared_ptr<const CostedLayer>, 4> templates;
   SmallVector<int, 16> layer_templates;  // template of each layer
   /// Every op in call order, layers numbered within the chunk (views).
   [[nodiscard]] std::vector<OpCost> expand() const {
-    std::vector<OpCost> out = pre;
+    std::vector<OpCost> out(pre.begin(), pre.end());
     for (size_t i = 0; i < layer_templates.size(); ++i)
       for (OpCost o : templates[static_cast<size_t>(layer_templates[i])]->ops) {
         o.layer = static_cast<int32_t>(i);
@@ -437,17 +439,13 @@ struct ChunkOps {
   }
 };
 
-// The chunk's ops; the embedding and head leaves' efficiency lookups go to `env.log`, the
-// templates' stay with them.
-ChunkOps chunk_ops(const Env& env, const Chunk& c, const LayerStore& store) {
-  ChunkOps ops;
-  ops.pre.reserve(c.pre.size());
-  ops.post.reserve(c.post.size());
+// The chunk's ops into the empty `ops` (in place: they are held inline); the embedding and head
+// leaves' efficiency lookups go to `env.log`, the templates' stay with them.
+void chunk_ops(ChunkOps& ops, const Env& env, const Chunk& c, const LayerStore& store) {
   for (const auto& l : c.pre) leaf_cost(ops.pre.emplace_back(), env, l, false, "embedding", -1);
   for (const auto& l : c.post) leaf_cost(ops.post.emplace_back(), env, l, false, "head", -1);
   for (const auto& t : c.templates) ops.templates.push_back(store.costed(t));
   for (const auto& L : c.layers) ops.layer_templates.push_back(L.template_index);
-  return ops;
 }
 
 // A chunk's backward in backward order (head, last layer … first layer, embedding): inline up
@@ -611,7 +609,7 @@ void evaluate_chunk(ChunkResult& r, const Env& env, LayerStore& store, const Chu
                                   [&store](LayerKind k) { return store.layer(k); });
   Env local = env;
   local.log = &r.log;
-  r.ops = chunk_ops(local, chunk, store);
+  chunk_ops(r.ops, local, chunk, store);
   r.sums = chunk_sums(chunk, r.ops, r.backward);
   if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.ops, r.a2a_fwd, r.a2a_bwd);
   r.act = walk_activations(chunk, env.s);
