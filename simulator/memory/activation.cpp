@@ -10,7 +10,8 @@ namespace {
 
 // The chunk's leaves in call order, read in place: the embedding, each layer's template leaves
 // (recomputed where the layer is and the leaf takes part), the head. A position steps over the
-// spans in either direction, so recompute segments may cross layers.
+// spans in either direction, so recompute segments may cross layers. The spans are inline up to
+// 30 layers.
 class LeafSeq {
  public:
   LeafSeq(const Chunk& chunk, const StrategyConfig& s) {
@@ -33,7 +34,7 @@ class LeafSeq {
     const Leaf* leaf;
     bool operator==(const Pos&) const = default;
   };
-  [[nodiscard]] const SmallVector<Span, 16>& spans() const { return spans_; }
+  [[nodiscard]] const SmallVector<Span, 32>& spans() const { return spans_; }
   // Recomputed in this instance.
   [[nodiscard]] bool rc(const Pos& p) const { return spans_[p.span].recompute && p.leaf->recompute; }
   // The position before `p`; false at the first leaf.
@@ -67,7 +68,7 @@ class LeafSeq {
   }
 
  private:
-  SmallVector<Span, 16> spans_;
+  SmallVector<Span, 32> spans_;
 };
 
 // Bytes a leaf keeps for the backward when the forward runs it: a recomputed leaf keeps only the
