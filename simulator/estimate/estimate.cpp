@@ -1075,9 +1075,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.padded_vocab = plan.padded_vocab;
   est.straggler_ratio = plan.straggler.ratio;
   est.straggler = plan.straggler;
-  const char* group_names[] = {"tp", "cp", "dp", "pp", "ep", "etp", "edp"};
-  est.networks.reserve(7);
-  for (size_t g = 0; g < 7; ++g) est.networks.emplace_back(group_names[g], plan.nets.of(static_cast<Group>(g)));
+  static constexpr std::string_view group_names[] = {"tp", "cp", "dp", "pp", "ep", "etp", "edp"};
+  for (size_t g = 0; g < 7; ++g) est.networks[g] = {group_names[g], plan.nets.of(static_cast<Group>(g))};
 
   const int64_t pp = plan.pp, v = plan.vpp;
   const double mbc = static_cast<double>(plan.micro_batch_num);
