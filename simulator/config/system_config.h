@@ -1,7 +1,6 @@
 // System (hardware) description in the SimuMax-compatible JSON format, held in SI units.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -89,11 +88,9 @@ struct NetOpConfig {
 inline constexpr std::string_view kNetCollectives[] = {"all_reduce", "all_gather", "reduce_scatter", "p2p",
                                                        "all2all"};
 inline constexpr size_t kNetCollectiveCount = std::size(kNetCollectives);
-/// Index of `name` in kNetCollectives, or -1.
-[[nodiscard]] int net_collective_index(std::string_view name);
 
 /// A network group's collectives by name; those of kNetCollectives also by their index there
-/// (every plan asks for them).
+/// (every plan asks for them; NetOps::index_of gives a name's index, or -1).
 using NetOps = IndexedMap<NetOpConfig, kNetCollectives, kNetCollectiveCount>;
 
 /// A network group (`networks.<group>`), e.g. high_intra_node or intra_node_pcie_4x.

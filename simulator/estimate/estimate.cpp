@@ -419,8 +419,7 @@ class LayerStore {
 
 // A chunk's ops: embedding and head leaves, and one costed layer per template (layers sharing a
 // template cost the same; a recomputed template's leaves carry their roles). A chunk has one
-// embedding op, at most four head ops, a few templates and, in most plans, a few dozen layers at
-// most: held inline.
+// embedding op, at most four head ops and a few templates, held inline, as are up to 16 layers.
 struct ChunkOps {
   SmallVector<OpCost, 1> pre;
   SmallVector<OpCost, 4> post;

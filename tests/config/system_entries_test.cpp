@@ -9,13 +9,13 @@ namespace trainsim {
 namespace {
 
 TEST(SystemEntriesTest, NetCollectiveIndexFollowsCollectiveOrder) {
-  EXPECT_EQ(net_collective_index("all_reduce"), 0);
-  EXPECT_EQ(net_collective_index("all_gather"), 1);
-  EXPECT_EQ(net_collective_index("reduce_scatter"), 2);
-  EXPECT_EQ(net_collective_index("p2p"), 3);
-  EXPECT_EQ(net_collective_index("all2all"), 4);
-  EXPECT_EQ(net_collective_index("all_reducE"), -1);
-  EXPECT_EQ(net_collective_index(""), -1);
+  EXPECT_EQ(NetOps::index_of("all_reduce"), 0);
+  EXPECT_EQ(NetOps::index_of("all_gather"), 1);
+  EXPECT_EQ(NetOps::index_of("reduce_scatter"), 2);
+  EXPECT_EQ(NetOps::index_of("p2p"), 3);
+  EXPECT_EQ(NetOps::index_of("all2all"), 4);
+  EXPECT_EQ(NetOps::index_of("all_reducE"), -1);
+  EXPECT_EQ(NetOps::index_of(""), -1);
 }
 
 TEST(SystemEntriesTest, IndexFollowsEveryChange) {
