@@ -1259,7 +1259,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     const auto ri = static_cast<size_t>(r);
     const PhaseSums& ps = rank_sums[ri];
     const ChunkTimes per_mb = ps.times(false);
-    StageTime st;
+    StageTime& st = est.stage_times.emplace_back();  // filled in place
     st.name = plan.stage_kind(r);
     st.fwd_compute_s = ps.fwd * mbc;
     st.bwd_compute_s = ps.bwd * mbc;
@@ -1309,15 +1309,14 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     const RankTotals& tot = est.timeline.totals[ri];
     st.p2p_wait_s = tot.p2p_blocking;
     st.idle_s = pipe - tot.compute_busy - tot.p2p_blocking;
-    est.stage_times.push_back(std::move(st));
   }
 
   // Memory: static + cached micro-batches in flight + the single-micro-batch peak (1F1B), or a
   // replay of the rank's program over its chunks (interleaved).
-  auto static_part = [&](int64_t r) {
+  // The static part of rank r's memory into the fresh `mem` (filled in place).
+  auto static_part = [&](int64_t r, StageMemory& mem) {
     const ChunkResult& cr = *whole[static_cast<size_t>(r)];
     const StaticMemory sm = shard_static_memory(cr.params, s);
-    StageMemory mem;
     mem.weight_bytes = sm.weight + sm.moe_weight;
     mem.grad_bytes = sm.grad + sm.moe_grad;
     mem.state_bytes = sm.state + sm.moe_state;
@@ -1335,13 +1334,13 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     mem.state_bytes -= offloaded;
     mem.model_bytes -= offloaded;
     mem.host_bytes = offloaded * 16 / 12;
-    return mem;
   };
   est.stages.reserve(v == 1 ? reported_ranks(pp).n : static_cast<size_t>(pp));
   if (v == 1) {
     for (int64_t r : reported_ranks(pp)) {
       const ActivationResult& act = whole[static_cast<size_t>(r)]->act;
-      StageMemory mem = static_part(r);
+      StageMemory& mem = est.stages.emplace_back();
+      static_part(r, mem);
       mem.name = plan.stage_kind(r);
       // The peer keeps pp − r micro-batches in flight whatever their number; Megatron holds at
       // most the micro-batches the program has started and not finished.
@@ -1359,14 +1358,14 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       // Offloaded activations of every micro-batch in flight wait in host memory.
       mem.host_bytes += static_cast<double>(mem.in_flight_micro_batches) * act.offloaded_per_mb;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
-      est.stages.push_back(std::move(mem));
     }
   } else {
     // Interleaved: a chunk's forward adds its transient forward peak on top of the live caches,
     // its backward the backward peak beyond its cache.
     for (int64_t r = 0; r < pp; ++r) {
       const auto ri = static_cast<size_t>(r);
-      StageMemory mem = static_part(r);
+      StageMemory& mem = est.stages.emplace_back();
+      static_part(r, mem);
       mem.name = r == 0 ? "first_stage" : (r == pp - 1 ? "last_stage" : "pp_stage_" + std::to_string(r));
       mem.activation_cache_per_mb_bytes = whole[ri]->act.cache_per_mb;
       std::vector<const ActivationResult*> acts;
@@ -1398,7 +1397,6 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       mem.peak_alloc_bytes = mem.model_bytes + w.best;
       mem.host_bytes += w.host_max;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
-      est.stages.push_back(std::move(mem));
     }
   }
 
@@ -1408,7 +1406,9 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     for (int64_t r = 0; r < pp; ++r) {
       const auto ri = static_cast<size_t>(r);
       RankProfile prof;
-      prof.model_bytes = static_part(r).model_bytes;
+      StageMemory mem;
+      static_part(r, mem);
+      prof.model_bytes = mem.model_bytes;
       for (const auto& spec : plan.chunks[ri]) {
         const ChunkResult& cr = results.get(spec);
         prof.chunks.push_back(cr.ops.expand());
