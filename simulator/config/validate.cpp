@@ -471,7 +471,9 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       NetworkGroups::slot("intra_node_pcie_2x"), NetworkGroups::slot("intra_node_pcie_4x"),
       NetworkGroups::slot("intra_node_pcie_8x"), NetworkGroups::slot("inter_node")};
   static constexpr size_t nvlink_groups[] = {NetworkGroups::slot("high_intra_node"), NetworkGroups::slot("inter_node")};
-  for (const size_t g : sys.intra_with_pcie ? std::span<const size_t>(pcie_groups) : std::span<const size_t>(nvlink_groups)) {
+  const std::span<const size_t> groups =
+      sys.intra_with_pcie ? std::span<const size_t>(pcie_groups) : std::span<const size_t>(nvlink_groups);
+  for (const size_t g : groups) {
     const NetworkConfig* net = sys.networks.known(g);
     const std::string_view name = kNetworkGroups[g];
     if (!net) {

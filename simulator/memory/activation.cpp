@@ -74,7 +74,9 @@ class LeafSeq {
 // Bytes a leaf keeps for the backward when the forward runs it: a recomputed leaf keeps only the
 // input of its checkpointed segment (none if the input is offloaded).
 double forward_keep(const Leaf& l, bool rc, const StrategyConfig& s) {
-  if (rc) return l.status == RecomputeStatus::First && !(s.offload_groupgemm_col_inputs && l.grouped) ? l.input_bytes : 0;
+  if (rc)
+    return l.status == RecomputeStatus::First && !(s.offload_groupgemm_col_inputs && l.grouped) ? l.input_bytes
+                                                                                                : 0;
   return l.cache;
 }
 

@@ -35,7 +35,8 @@ ActivationResult flat_walk(const Chunk& chunk, const StrategyConfig& s) {
     const Leaf& l = *it.leaf;
     pk.update(G + l.fpk, PeakPoint::kForward, l.name);
     if (it.rc) {
-      it.keep = l.status == RecomputeStatus::First && !(s.offload_groupgemm_col_inputs && l.grouped) ? l.input_bytes : 0;
+      const bool input_kept = l.status == RecomputeStatus::First && !(s.offload_groupgemm_col_inputs && l.grouped);
+      it.keep = input_kept ? l.input_bytes : 0;
     } else {
       it.keep = cache_of(it);
       r.offloaded_per_mb += l.offload_bytes;
