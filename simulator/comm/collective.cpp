@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <stdexcept>
 #include <string_view>
@@ -14,27 +15,67 @@ static_assert(std::size(kNetCollectives) == kCollectiveCount);
 
 const char* collective_name(Collective c) { return kNetCollectives[static_cast<size_t>(c)].data(); }
 
+static_assert(std::size(kNetworkGroups) == kNetworkCount);
+
 const std::string& network_name(Network n) {
-  static const std::string names[kNetworkCount] = {"high_intra_node", "inter_node", "intra_node_pcie_2x",
-                                                   "intra_node_pcie_4x", "intra_node_pcie_8x"};
+  static const std::string names[kNetworkCount] = {
+      std::string(kNetworkGroups[0]), std::string(kNetworkGroups[1]), std::string(kNetworkGroups[2]),
+      std::string(kNetworkGroups[3]), std::string(kNetworkGroups[4])};
   return names[static_cast<size_t>(n)];
 }
 
-NetworkRef resolve_network(const SystemConfig& sys, const std::string& name) {
+namespace {
+
+NetworkRef resolved(const NetworkConfig* config, bool pcie, bool nvlink, bool inter_node) {
   NetworkRef r;
-  r.pcie = name.find("pcie") != std::string::npos;
-  r.nvlink = name == "high_intra_node";
-  r.inter_node = name == "inter_node";
-  const auto it = sys.networks.find(name);
-  if (it == sys.networks.end()) return r;
-  r.config = &it->second;
-  // One pass over the group's few collectives instead of a search per collective.
-  for (const auto& [op_name, op] : it->second.ops)
-    if (const int c = net_collective_index(op_name); c >= 0) r.ops[static_cast<size_t>(c)] = &op;
+  r.pcie = pcie;
+  r.nvlink = nvlink;
+  r.inter_node = inter_node;
+  r.config = config;
+  if (config)
+    for (size_t c = 0; c < kCollectiveCount; ++c) r.ops[c] = config->ops.known(c);
   return r;
 }
 
+// The group `n` of `sys`, found by its index in the system (no name matched).
+NetworkRef resolve_network(const SystemConfig& sys, Network n) {
+  const bool pcie = n == Network::IntraNodePcie2x || n == Network::IntraNodePcie4x || n == Network::IntraNodePcie8x;
+  return resolved(sys.networks.known(static_cast<size_t>(n)), pcie, n == Network::HighIntraNode,
+                  n == Network::InterNode);
+}
+
+}  // namespace
+
+NetworkRef resolve_network(const SystemConfig& sys, const std::string& name) {
+  if (const int n = NetworkGroups::index_of(name); n >= 0) return resolve_network(sys, static_cast<Network>(n));
+  const auto it = sys.networks.find(name);
+  return resolved(it != sys.networks.end() ? &it->second : nullptr, name.find("pcie") != std::string::npos, false,
+                  false);
+}
+
 namespace {
+
+// The stage tags the data-parallel terms test for ("dp", "dp_cp", "edp"), read in place: every
+// collective asks, and the tags are short literals.
+enum class DpTag : uint8_t { None, Dp, DpCp, Edp };
+DpTag dp_tag(const char* st) {
+  if (st[0] == 'd' && st[1] == 'p') {
+    if (st[2] == '\0') return DpTag::Dp;
+    return st[2] == '_' && st[3] == 'c' && st[4] == 'p' && st[5] == '\0' ? DpTag::DpCp : DpTag::None;
+  }
+  return st[0] == 'e' && st[1] == 'd' && st[2] == 'p' && st[3] == '\0' ? DpTag::Edp : DpTag::None;
+}
+
+// A group size as the key text of the system's per-size tables ("8"), formed on the stack.
+class SizeKey {
+ public:
+  explicit SizeKey(int64_t n) : end_(std::to_chars(buf_, buf_ + sizeof buf_, n).ptr) {}
+  [[nodiscard]] std::string_view text() const { return {buf_, static_cast<size_t>(end_ - buf_)}; }
+
+ private:
+  char buf_[24];
+  char* end_;
+};
 
 // Case-insensitive substring test (the peer lowercases the stage tag before its `in` tests).
 bool contains_nocase(std::string_view hay, std::string_view needle) {
@@ -96,7 +137,7 @@ NetworkChoice resolve_networks(const SystemConfig& sys, const std::array<Network
   std::array<bool, kNetworkCount> used{};
   for (Network k : c.kind) used[static_cast<size_t>(k)] = true;
   for (size_t k = 0; k < kNetworkCount; ++k)
-    if (used[k]) c.nets[k] = resolve_network(sys, network_name(static_cast<Network>(k)));
+    if (used[k]) c.nets[k] = resolve_network(sys, static_cast<Network>(k));
   return c;
 }
 
@@ -117,15 +158,16 @@ double collective_time(const SystemConfig& sys, const StrategyConfig& s, const N
   const NetworkConfig& nd = *net.config;
   const NetOpConfig& op = *found;
   const double eff = op.efficient_factor.value_or(nd.bandwidth.efficient_factor);
-  const std::string_view st = stage;
   const double dn = static_cast<double>(n);
   // Ring traffic: size·scale·(n+offset)/n (all-reduce 2(n−1)/n, gather/scatter/a2a (n−1)/n).
   double actual = bytes * op.scale;
   actual += actual / dn * op.offset;
-  const bool dp_stage = st == "dp" || st == "dp_cp";
+  const DpTag tag = dp_tag(stage);
+  const bool dp_stage = tag == DpTag::Dp || tag == DpTag::DpCp;
   if (net.pcie && dp_stage && !op.dp_fixed_bw.empty()) {
     // Measured DP bandwidth of the PCIe node for small groups: no efficiency, no latency.
-    auto it = op.dp_fixed_bw.find(std::to_string(n));
+    const SizeKey key(n);
+    auto it = op.dp_fixed_bw.find(key.text());
     if (it != op.dp_fixed_bw.end() && it->second != 0) return actual / it->second;
   }
   double bw = nd.bandwidth.bytes_per_s;
@@ -134,7 +176,7 @@ double collective_time(const SystemConfig& sys, const StrategyConfig& s, const N
   if (net.inter_node) {
     // NIC sharing: the node's GPUs share its NICs (bandwidth is per GPU).
     if (kind == Collective::P2P) bw /= static_cast<double>(npn);
-    if (kind == Collective::AllToAll && (contains_nocase(st, "ep") || contains_nocase(st, "cp"))) {
+    if (kind == Collective::AllToAll && (contains_nocase(stage, "ep") || contains_nocase(stage, "cp"))) {
       const double kk = std::max(1.0, std::ceil(dn / static_cast<double>(npn)));
       actual *= (kk - 1) / kk;
       bw /= static_cast<double>(npn);
@@ -142,28 +184,25 @@ double collective_time(const SystemConfig& sys, const StrategyConfig& s, const N
     if (kind == Collective::AllReduce || kind == Collective::AllGather ||
         kind == Collective::ReduceScatter) {
       if (dp_stage) {
-        bw /= static_cast<double>(std::min(npn, s.tp_size * (st == "dp" ? s.cp_size : 1)));
-      } else if (st == "edp") {
+        bw /= static_cast<double>(std::min(npn, s.tp_size * (tag == DpTag::Dp ? s.cp_size : 1)));
+      } else if (tag == DpTag::Edp) {
         bw /= static_cast<double>(std::min(npn, s.ep_size * s.etp_size));
       }
     }
   }
   const double base_lat = op.latency_s.value_or(nd.bandwidth.latency_s);
   if (n == 1) return 0;
-  double fixed;
-  // The group-size key text is formatted only when some table could hold it.
-  const bool by_num = !op.fixed_latency_s_by_comm_num.empty() ||
-                      !nd.bandwidth.fixed_latency_s_by_comm_num.empty();
-  const std::string key = by_num ? std::to_string(n) : std::string();
-  if (auto it = op.fixed_latency_s_by_comm_num.find(key); by_num && it != op.fixed_latency_s_by_comm_num.end()) {
-    fixed = it->second;
-  } else if (op.fixed_latency_s) {
-    fixed = *op.fixed_latency_s;
-  } else if (auto it2 = nd.bandwidth.fixed_latency_s_by_comm_num.find(key);
-             by_num && it2 != nd.bandwidth.fixed_latency_s_by_comm_num.end()) {
-    fixed = it2->second;
-  } else {
-    fixed = nd.bandwidth.fixed_latency_s;
+  // The group-size key is formed only when some table could hold it.
+  double fixed = op.fixed_latency_s ? *op.fixed_latency_s : nd.bandwidth.fixed_latency_s;
+  if (!op.fixed_latency_s_by_comm_num.empty() || !nd.bandwidth.fixed_latency_s_by_comm_num.empty()) {
+    const SizeKey key(n);
+    if (auto it = op.fixed_latency_s_by_comm_num.find(key.text()); it != op.fixed_latency_s_by_comm_num.end()) {
+      fixed = it->second;
+    } else if (!op.fixed_latency_s) {
+      if (auto it2 = nd.bandwidth.fixed_latency_s_by_comm_num.find(key.text());
+          it2 != nd.bandwidth.fixed_latency_s_by_comm_num.end())
+        fixed = it2->second;
+    }
   }
   double lat = base_lat;
   // Ring steps pay the per-step latency only in the peer's 8-GPU-node model.

@@ -98,13 +98,6 @@ void read_net_op(const json& j, const std::string& path, IssueList& issues, NetO
 
 }  // namespace
 
-int net_collective_index(std::string_view name) {
-  // Equality tests the length first: few names get a byte compare.
-  for (size_t i = 0; i < std::size(kNetCollectives); ++i)
-    if (name == kNetCollectives[i]) return static_cast<int>(i);
-  return -1;
-}
-
 SystemConfig load_system(const std::string& text, const std::string& source) {
   json doc = parse_json(text, source);
   IssueList issues(source);

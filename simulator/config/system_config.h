@@ -1,7 +1,9 @@
 // System (hardware) description in the SimuMax-compatible JSON format, held in SI units.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -9,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/indexed_map.h"
 #include "config/shape_key.h"
 #include "core/units.h"
 
@@ -65,7 +68,7 @@ struct BandwidthConfig {
   double latency_s = 0;          // JSON `latency_us`
   double fixed_latency_s = 0;    // JSON `fixed_latency` (µs)
   bool has_fixed_latency = false;
-  std::map<std::string, double> fixed_latency_s_by_comm_num;  // group size → s
+  std::map<std::string, double, std::less<>> fixed_latency_s_by_comm_num;  // group size → s
 };
 
 /// A collective on one network (`networks.<group>.op.<collective>`).
@@ -75,8 +78,8 @@ struct NetOpConfig {
   std::optional<double> efficient_factor;
   std::optional<double> latency_s;
   std::optional<double> fixed_latency_s;
-  std::map<std::string, double> fixed_latency_s_by_comm_num;  // group size → s
-  std::map<std::string, double> dp_fixed_bw;                  // group size → bytes/s (GiB/s in JSON)
+  std::map<std::string, double, std::less<>> fixed_latency_s_by_comm_num;  // group size → s
+  std::map<std::string, double, std::less<>> dp_fixed_bw;     // group size → bytes/s (GiB/s in JSON)
   bool has_fixed_by_comm_num = false;
 };
 
@@ -84,15 +87,29 @@ struct NetOpConfig {
 /// Collective order.
 inline constexpr std::string_view kNetCollectives[] = {"all_reduce", "all_gather", "reduce_scatter", "p2p",
                                                        "all2all"};
-/// Index of `name` in kNetCollectives, or -1.
-[[nodiscard]] int net_collective_index(std::string_view name);
+inline constexpr size_t kNetCollectiveCount = std::size(kNetCollectives);
+
+/// A network group's collectives by name; those of kNetCollectives also by their index there
+/// (every plan asks for them; NetOps::index_of gives a name's index, or -1).
+using NetOps = IndexedMap<NetOpConfig, kNetCollectives, kNetCollectiveCount>;
 
 /// A network group (`networks.<group>`), e.g. high_intra_node or intra_node_pcie_4x.
 struct NetworkConfig {
   double processor_usage = 0;
   BandwidthConfig bandwidth;
-  std::map<std::string, NetOpConfig, std::less<>> ops;  // all_reduce, all_gather, reduce_scatter, p2p, all2all
+  NetOps ops;  // all_reduce, all_gather, reduce_scatter, p2p, all2all
 };
+
+/// The network groups a plan picks from (comm/collective.h Network order): found by index.
+inline constexpr std::string_view kNetworkGroups[] = {"high_intra_node", "inter_node", "intra_node_pcie_2x",
+                                                      "intra_node_pcie_4x", "intra_node_pcie_8x"};
+using NetworkGroups = IndexedMap<NetworkConfig, kNetworkGroups, std::size(kNetworkGroups)>;
+
+/// The op classes whose efficiency every plan checks (validate_plan), `default` first: found by
+/// index.
+inline constexpr std::string_view kPlanOpClasses[] = {"default", "matmul", "fp8_matmul", "sdp_fwd",
+                                                      "sdp_bwd", "group_matmul", "fp8_group_matmul"};
+using ComputeOps = IndexedMap<ComputeOpConfig, kPlanOpClasses, std::size(kPlanOpClasses)>;
 
 enum class CostMode { Roofline, OnlyCompute };
 
@@ -119,11 +136,11 @@ struct SystemConfig {
   double host_link_bytes_per_s = 0;
   double host_adam_bytes_per_s = 0;
   CostMode mode = CostMode::Roofline;
-  // Transparent comparators: ops are looked up by const char* without building a string.
-  std::map<std::string, ComputeOpConfig, std::less<>> ops;
+  // Looked up by string_view without building a string.
+  ComputeOps ops;
   std::map<std::string, BandwidthConfig, std::less<>> bandwidths;
   bool intra_with_pcie = false;
-  std::map<std::string, NetworkConfig> networks;
+  NetworkGroups networks;
   /// GPUs in one NVLink domain (JSON `nvlink_domain_size`; GB200 NVL72: 72): groups inside one
   /// domain use high_intra_node. Absent: the node (num_per_node), as the peer.
   std::optional<int64_t> nvlink_domain_size;

@@ -452,36 +452,37 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
                       "changes nothing on a PCIe system (networks/intra_with_pcie true); remove it"});
   }
 
-  // System entries the plan will use.
-  auto need_op = [&](const char* name) {
-    auto it = sys.ops.find(std::string_view(name));  // one strlen, not one per node compared
-    if (it == sys.ops.end()) return;  // falls back to `default`
-    if (it->second.efficient_factor <= 0)
-      issues.push_back({src.system, std::string("/accelerator/op/") + name + "/efficient_factor",
+  // System entries the plan will use, found by their index in the system (no name matched).
+  auto need_op = [&](size_t i) {
+    const ComputeOpConfig* op = sys.ops.known(i);
+    if (!op) return;  // falls back to `default`
+    if (op->efficient_factor <= 0)
+      issues.push_back({src.system, "/accelerator/op/" + std::string(kPlanOpClasses[i]) + "/efficient_factor",
                         "is 0 but the plan uses this op; measure it or set a fallback efficiency"});
   };
-  if (auto it = sys.ops.find(std::string_view("default")); it != sys.ops.end() && !(it->second.efficient_factor > 0))
+  if (const ComputeOpConfig* def = sys.ops.known(ComputeOps::slot("default")); def && !(def->efficient_factor > 0))
     issues.push_back({src.system, "/accelerator/op/default/efficient_factor",
                       "must be > 0 (every op without its own class falls back to it)"});
-  need_op(s.fp8 ? "fp8_matmul" : "matmul");
-  need_op("sdp_fwd");
-  need_op("sdp_bwd");
-  if (m.is_moe()) need_op(s.fp8 ? "fp8_group_matmul" : "group_matmul");
-  static const std::string pcie_groups[] = {"intra_node_pcie_2x", "intra_node_pcie_4x", "intra_node_pcie_8x",
-                                            "inter_node"};
-  static const std::string nvlink_groups[] = {"high_intra_node", "inter_node"};
-  for (const auto& g : sys.intra_with_pcie ? std::span<const std::string>(pcie_groups) : std::span<const std::string>(nvlink_groups)) {
-    const auto net = sys.networks.find(g);
-    if (net == sys.networks.end()) {
-      issues.push_back({src.system, "/networks/" + g, "required network group is missing"});
+  need_op(s.fp8 ? ComputeOps::slot("fp8_matmul") : ComputeOps::slot("matmul"));
+  need_op(ComputeOps::slot("sdp_fwd"));
+  need_op(ComputeOps::slot("sdp_bwd"));
+  if (m.is_moe()) need_op(s.fp8 ? ComputeOps::slot("fp8_group_matmul") : ComputeOps::slot("group_matmul"));
+  static constexpr size_t pcie_groups[] = {
+      NetworkGroups::slot("intra_node_pcie_2x"), NetworkGroups::slot("intra_node_pcie_4x"),
+      NetworkGroups::slot("intra_node_pcie_8x"), NetworkGroups::slot("inter_node")};
+  static constexpr size_t nvlink_groups[] = {NetworkGroups::slot("high_intra_node"), NetworkGroups::slot("inter_node")};
+  const std::span<const size_t> groups =
+      sys.intra_with_pcie ? std::span<const size_t>(pcie_groups) : std::span<const size_t>(nvlink_groups);
+  for (const size_t g : groups) {
+    const NetworkConfig* net = sys.networks.known(g);
+    const std::string_view name = kNetworkGroups[g];
+    if (!net) {
+      issues.push_back({src.system, "/networks/" + std::string(name), "required network group is missing"});
       continue;
     }
-    unsigned present = 0;
-    for (const auto& op : net->second.ops)
-      if (const int c = net_collective_index(op.first); c >= 0) present |= 1u << c;
-    for (size_t c = 0; c < std::size(kNetCollectives); ++c)
-      if (!(present & 1u << c))
-        issues.push_back({src.system, "/networks/" + g + "/op/" + std::string(kNetCollectives[c]),
+    for (size_t c = 0; c < kNetCollectiveCount; ++c)
+      if (!net->ops.known(c))
+        issues.push_back({src.system, "/networks/" + std::string(name) + "/op/" + std::string(kNetCollectives[c]),
                           "required collective is missing"});
   }
   return issues;

@@ -92,9 +92,8 @@ struct PhaseSums {
   }
 };
 
-// Sum of the calls' times; each is also added to `by_group` (`repeat` times).
-double comm_sum(const Env& env, const CommList& calls, std::array<double, kGroupCount>& by_group,
-                int repeat = 1) {
+// comm_sum of a non-empty list.
+double comm_sum_of(const Env& env, const CommList& calls, std::array<double, kGroupCount>& by_group, int repeat) {
   double t = 0;
   for (const auto& c : calls) {
     const double x = collective_time(env.sys, env.s, env.nets.net(c.group), c.kind, c.bytes, c.n, c.stage);
@@ -102,6 +101,13 @@ double comm_sum(const Env& env, const CommList& calls, std::array<double, kGroup
     by_group[static_cast<size_t>(c.group)] += repeat * x;
   }
   return t;
+}
+
+// Sum of the calls' times; each is also added to `by_group` (`repeat` times). Most leaf phases
+// have none: they cost a test, not a call.
+inline double comm_sum(const Env& env, const CommList& calls, std::array<double, kGroupCount>& by_group,
+                       int repeat = 1) {
+  return calls.empty() ? 0 : comm_sum_of(env, calls, by_group, repeat);
 }
 
 // The one TP all-gather or reduce-scatter of a Linear's phase under sequence parallelism, or null.
@@ -412,14 +418,16 @@ class LayerStore {
 };
 
 // A chunk's ops: embedding and head leaves, and one costed layer per template (layers sharing a
-// template cost the same; a recomputed template's leaves carry their roles).
+// template cost the same; a recomputed template's leaves carry their roles). A chunk has one
+// embedding op, at most four head ops and a few templates, held inline, as are up to 16 layers.
 struct ChunkOps {
-  std::vector<OpCost> pre, post;
-  std::vector<std::shared_ptr<const CostedLayer>> templates;
-  std::vector<int> layer_templates;  // template of each layer
+  SmallVector<OpCost, 1> pre;
+  SmallVector<OpCost, 4> post;
+  SmallVector<std::shared_ptr<const CostedLayer>, 4> templates;
+  SmallVector<int, 16> layer_templates;  // template of each layer
   /// Every op in call order, layers numbered within the chunk (views).
   [[nodiscard]] std::vector<OpCost> expand() const {
-    std::vector<OpCost> out = pre;
+    std::vector<OpCost> out(pre.begin(), pre.end());
     for (size_t i = 0; i < layer_templates.size(); ++i)
       for (OpCost o : templates[static_cast<size_t>(layer_templates[i])]->ops) {
         o.layer = static_cast<int32_t>(i);
@@ -430,34 +438,30 @@ struct ChunkOps {
   }
 };
 
-// The chunk's ops; the embedding and head leaves' efficiency lookups go to `env.log`, the
-// templates' stay with them.
-ChunkOps chunk_ops(const Env& env, const Chunk& c, const LayerStore& store) {
-  ChunkOps ops;
-  ops.pre.reserve(c.pre.size());
-  ops.post.reserve(c.post.size());
-  ops.templates.reserve(c.templates.size());
-  ops.layer_templates.reserve(c.layers.size());
+// The chunk's ops into the empty `ops` (in place: they are held inline); the embedding and head
+// leaves' efficiency lookups go to `env.log`, the templates' stay with them.
+void chunk_ops(ChunkOps& ops, const Env& env, const Chunk& c, const LayerStore& store) {
   for (const auto& l : c.pre) leaf_cost(ops.pre.emplace_back(), env, l, false, "embedding", -1);
   for (const auto& l : c.post) leaf_cost(ops.post.emplace_back(), env, l, false, "head", -1);
   for (const auto& t : c.templates) ops.templates.push_back(store.costed(t));
   for (const auto& L : c.layers) ops.layer_templates.push_back(L.template_index);
-  return ops;
 }
 
-// Chunk sums; `segments` receives the backward in backward order (head, last layer … first
-// layer, embedding).
-PhaseSums chunk_sums(const Chunk& c, const ChunkOps& ops, std::vector<BackwardSegment>& segments) {
+// A chunk's backward in backward order (head, last layer … first layer, embedding): inline up
+// to 16 layers.
+using BackwardSegments = SmallVector<BackwardSegment, 18>;
+
+// Chunk sums; `segments` receives the backward in backward order.
+PhaseSums chunk_sums(const Chunk& c, const ChunkOps& ops, BackwardSegments& segments) {
   PhaseSums total, pre, post;
-  segments.reserve(ops.layer_templates.size() + 2);
   for (const auto& o : ops.pre) pre.add(sums_of(o));
   for (const auto& o : ops.post) post.add(sums_of(o));
   total.add(pre);
   total.add(post);
   segments.push_back(backward_segment(c.post, post));
   for (int ti : ops.layer_templates) total.add(ops.templates[static_cast<size_t>(ti)]->sums);
-  for (auto it = ops.layer_templates.rbegin(); it != ops.layer_templates.rend(); ++it)
-    segments.push_back(ops.templates[static_cast<size_t>(*it)]->backward);
+  for (size_t i = ops.layer_templates.size(); i-- > 0;)
+    segments.push_back(ops.templates[static_cast<size_t>(ops.layer_templates[i])]->backward);
   segments.push_back(backward_segment(c.pre, pre));
   return total;
 }
@@ -589,7 +593,7 @@ double flops_per_token(const ModelConfig& m, double seq, double vocab) {
 struct ChunkResult {
   ChunkOps ops;
   PhaseSums sums;
-  std::vector<BackwardSegment> backward;  // in backward order
+  BackwardSegments backward;
   ActivationResult act;
   StaticMemory params;
   double dummy_bytes = 0;
@@ -597,21 +601,19 @@ struct ChunkResult {
   A2aPass a2a_fwd, a2a_bwd;  // overlap_moe_expert_parallel_comm only
 };
 
-ChunkResult evaluate_chunk(const Env& env, LayerStore& store, const ChunkSpec& spec, int64_t padded_vocab,
-                           const ChunkEnv& chunk_env) {
+// Fills the fresh result `r` with the chunk of `spec`.
+void evaluate_chunk(ChunkResult& r, const Env& env, LayerStore& store, const ChunkSpec& spec, int64_t padded_vocab,
+                    const ChunkEnv& chunk_env) {
   const Chunk chunk = build_chunk(env.m, store.strategy(), padded_vocab, spec, chunk_env,
                                   [&store](LayerKind k) { return store.layer(k); });
-  ChunkResult r;
   Env local = env;
   local.log = &r.log;
-  r.ops = chunk_ops(local, chunk, store);
-  r.backward.reserve(chunk.layers.size() + 2);  // head, layers, embedding
+  chunk_ops(r.ops, local, chunk, store);
   r.sums = chunk_sums(chunk, r.ops, r.backward);
   if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.ops, r.a2a_fwd, r.a2a_bwd);
   r.act = walk_activations(chunk, env.s);
   r.params = chunk_parameters(chunk);
   r.dummy_bytes = dummy_wgrad_bytes(chunk);
-  return r;
 }
 
 }  // namespace
@@ -665,13 +667,20 @@ class ChunkResults {
     }
   }
 
+  ChunkResults(const ChunkResults&) = delete;
+  ChunkResults& operator=(const ChunkResults&) = delete;
+  ~ChunkResults() {
+    for (size_t i = 0; i < inline_used_; ++i) inline_[i].r.~ChunkResult();
+  }
+
   const ChunkResult& get(const ChunkSpec& spec) {
     for (const auto& [sp, r] : seen_)
       if (sp == spec) return *r;
     const ChunkResult* r = nullptr;
     if (!cache_) {
-      local_.push_back(std::make_unique<ChunkResult>(evaluate_chunk(env_, store_, spec, plan_.padded_vocab, chunk_env_)));
-      r = local_.back().get();
+      ChunkResult& fresh = local();
+      evaluate_chunk(fresh, env_, store_, spec, plan_.padded_vocab, chunk_env_);
+      r = &fresh;
     } else {
       EstimateCache::Impl& c = cache_->impl();
       std::string key = base_key_;
@@ -685,8 +694,9 @@ class ChunkResults {
         r = &it->second;
       } else {
         ++c.misses;
-        r = &c.chunks.emplace(std::move(key), evaluate_chunk(env_, store_, spec, plan_.padded_vocab, chunk_env_))
-                 .first->second;
+        ChunkResult fresh;
+        evaluate_chunk(fresh, env_, store_, spec, plan_.padded_vocab, chunk_env_);
+        r = &c.chunks.emplace(std::move(key), std::move(fresh)).first->second;
       }
     }
     seen_.emplace_back(spec, r);
@@ -705,6 +715,19 @@ class ChunkResults {
   }
 
  private:
+  // A fresh result of an estimate without a cache, where it stays (the estimate holds pointers to
+  // it): inline for the first few, which most plans need at most.
+  ChunkResult& local() {
+    if (inline_used_ < std::size(inline_)) return *::new (&inline_[inline_used_++].r) ChunkResult;
+    return *more_.emplace_back(std::make_unique<ChunkResult>());
+  }
+  // Room for one result, left uninitialized until used (not zeroed: a result is kilobytes).
+  union Slot {
+    Slot() {}
+    ~Slot() {}
+    ChunkResult r;
+  };
+
   const Env& env_;
   const Plan& plan_;
   EstimateCache* cache_;
@@ -712,7 +735,9 @@ class ChunkResults {
   std::string base_key_;
   LayerStore store_;
   SmallVector<std::pair<ChunkSpec, const ChunkResult*>, 4> seen_;
-  SmallVector<std::unique_ptr<ChunkResult>, 4> local_;
+  Slot inline_[4];
+  size_t inline_used_ = 0;
+  std::vector<std::unique_ptr<ChunkResult>> more_;
   SmallVector<const EfficiencyLog*, 8> merged_;  // template logs merged so far
 };
 
@@ -1052,9 +1077,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.padded_vocab = plan.padded_vocab;
   est.straggler_ratio = plan.straggler.ratio;
   est.straggler = plan.straggler;
-  const char* group_names[] = {"tp", "cp", "dp", "pp", "ep", "etp", "edp"};
-  est.networks.reserve(7);
-  for (size_t g = 0; g < 7; ++g) est.networks.emplace_back(group_names[g], plan.nets.of(static_cast<Group>(g)));
+  static constexpr std::string_view group_names[] = {"tp", "cp", "dp", "pp", "ep", "etp", "edp"};
+  for (size_t g = 0; g < 7; ++g) est.networks[g] = {group_names[g], plan.nets.of(static_cast<Group>(g))};
 
   const int64_t pp = plan.pp, v = plan.vpp;
   const double mbc = static_cast<double>(plan.micro_batch_num);
@@ -1238,7 +1262,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     const auto ri = static_cast<size_t>(r);
     const PhaseSums& ps = rank_sums[ri];
     const ChunkTimes per_mb = ps.times(false);
-    StageTime st;
+    StageTime& st = est.stage_times.emplace_back();  // filled in place
     st.name = plan.stage_kind(r);
     st.fwd_compute_s = ps.fwd * mbc;
     st.bwd_compute_s = ps.bwd * mbc;
@@ -1288,15 +1312,14 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     const RankTotals& tot = est.timeline.totals[ri];
     st.p2p_wait_s = tot.p2p_blocking;
     st.idle_s = pipe - tot.compute_busy - tot.p2p_blocking;
-    est.stage_times.push_back(std::move(st));
   }
 
   // Memory: static + cached micro-batches in flight + the single-micro-batch peak (1F1B), or a
   // replay of the rank's program over its chunks (interleaved).
-  auto static_part = [&](int64_t r) {
+  // The static part of rank r's memory into the fresh `mem` (filled in place).
+  auto static_part = [&](int64_t r, StageMemory& mem) {
     const ChunkResult& cr = *whole[static_cast<size_t>(r)];
     const StaticMemory sm = shard_static_memory(cr.params, s);
-    StageMemory mem;
     mem.weight_bytes = sm.weight + sm.moe_weight;
     mem.grad_bytes = sm.grad + sm.moe_grad;
     mem.state_bytes = sm.state + sm.moe_state;
@@ -1314,13 +1337,13 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     mem.state_bytes -= offloaded;
     mem.model_bytes -= offloaded;
     mem.host_bytes = offloaded * 16 / 12;
-    return mem;
   };
   est.stages.reserve(v == 1 ? reported_ranks(pp).n : static_cast<size_t>(pp));
   if (v == 1) {
     for (int64_t r : reported_ranks(pp)) {
       const ActivationResult& act = whole[static_cast<size_t>(r)]->act;
-      StageMemory mem = static_part(r);
+      StageMemory& mem = est.stages.emplace_back();
+      static_part(r, mem);
       mem.name = plan.stage_kind(r);
       // The peer keeps pp − r micro-batches in flight whatever their number; Megatron holds at
       // most the micro-batches the program has started and not finished.
@@ -1338,14 +1361,14 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       // Offloaded activations of every micro-batch in flight wait in host memory.
       mem.host_bytes += static_cast<double>(mem.in_flight_micro_batches) * act.offloaded_per_mb;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
-      est.stages.push_back(std::move(mem));
     }
   } else {
     // Interleaved: a chunk's forward adds its transient forward peak on top of the live caches,
     // its backward the backward peak beyond its cache.
     for (int64_t r = 0; r < pp; ++r) {
       const auto ri = static_cast<size_t>(r);
-      StageMemory mem = static_part(r);
+      StageMemory& mem = est.stages.emplace_back();
+      static_part(r, mem);
       mem.name = r == 0 ? "first_stage" : (r == pp - 1 ? "last_stage" : "pp_stage_" + std::to_string(r));
       mem.activation_cache_per_mb_bytes = whole[ri]->act.cache_per_mb;
       std::vector<const ActivationResult*> acts;
@@ -1377,7 +1400,6 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       mem.peak_alloc_bytes = mem.model_bytes + w.best;
       mem.host_bytes += w.host_max;
       mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
-      est.stages.push_back(std::move(mem));
     }
   }
 
@@ -1387,7 +1409,9 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     for (int64_t r = 0; r < pp; ++r) {
       const auto ri = static_cast<size_t>(r);
       RankProfile prof;
-      prof.model_bytes = static_part(r).model_bytes;
+      StageMemory mem;
+      static_part(r, mem);
+      prof.model_bytes = mem.model_bytes;
       for (const auto& spec : plan.chunks[ri]) {
         const ChunkResult& cr = results.get(spec);
         prof.chunks.push_back(cr.ops.expand());
@@ -1402,7 +1426,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   const double fpt = flops_per_token(m, static_cast<double>(plan.seq_len), static_cast<double>(est.padded_vocab));
   const double theory = std::floor(fpt * tokens / static_cast<double>(plan.world));
   est.tflops_per_gpu = theory / est.iteration_time_s / kTera;
-  est.mfu = est.tflops_per_gpu * kTera / sys.ops.at("default").peak_flops;
+  est.mfu = est.tflops_per_gpu * kTera / sys.ops.known_at(ComputeOps::slot("default")).peak_flops;
   est.tokens_per_s_per_gpu = tokens / est.iteration_time_s / static_cast<double>(plan.world);
   est.misses = std::move(log.misses);
   est.efficiency_hits = log.hits;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "compute/cost.h"
@@ -122,8 +123,8 @@ struct Estimate {
   std::vector<RankProfile> ranks;
   int64_t micro_batches = 0;
   int64_t engine_ops = 0;  // ops the engine replayed for the pipeline (every replay summed)
-  /// Network group chosen for tp, cp, dp, pp, ep, etp, edp (in that order).
-  std::vector<std::pair<std::string, std::string>> networks;
+  /// Network group chosen for tp, cp, dp, pp, ep, etp, edp (in that order); static text.
+  std::array<std::pair<std::string_view, std::string_view>, 7> networks;
 
   [[nodiscard]] double peak_alloc_bytes() const;     // max over stages
   [[nodiscard]] double peak_reserved_bytes() const;  // max over stages

@@ -3,86 +3,140 @@
 
 #include <algorithm>
 
-#include "core/error.h"
 #include "core/small_vector.h"
 
 namespace trainsim {
 namespace {
 
-struct Item {
-  const Leaf* leaf;
-  bool rc;         // recomputed in this instance
-  double keep = 0;  // bytes it keeps for the backward
+// The chunk's leaves in call order, read in place: the embedding, each layer's template leaves
+// (recomputed where the layer is and the leaf takes part), the head. A position steps over the
+// spans in either direction, so recompute segments may cross layers. The spans are inline up to
+// 30 layers.
+class LeafSeq {
+ public:
+  LeafSeq(const Chunk& chunk, const StrategyConfig& s) {
+    spans_.assign(chunk.layers.size() + 2, {});
+    Span* sp = spans_.begin();
+    *sp++ = {chunk.pre.data(), chunk.pre.data() + chunk.pre.size(), false};
+    for (const auto& layer : chunk.layers) {
+      const auto& leaves = chunk.templates[static_cast<size_t>(layer.template_index)]->leaves;
+      *sp++ = {leaves.data(), leaves.data() + leaves.size(), layer.recompute && s.enable_recompute};
+    }
+    *sp = {chunk.post.data(), chunk.post.data() + chunk.post.size(), false};
+  }
+  struct Span {
+    const Leaf* begin = nullptr;
+    const Leaf* end = nullptr;
+    bool recompute = false;  // the layer is recomputed
+  };
+  struct Pos {
+    size_t span;
+    const Leaf* leaf;
+    bool operator==(const Pos&) const = default;
+  };
+  [[nodiscard]] const SmallVector<Span, 32>& spans() const { return spans_; }
+  // Recomputed in this instance.
+  [[nodiscard]] bool rc(const Pos& p) const { return spans_[p.span].recompute && p.leaf->recompute; }
+  // The position before `p`; false at the first leaf.
+  bool prev(Pos& p) const {
+    if (p.leaf != spans_[p.span].begin) {
+      --p.leaf;
+      return true;
+    }
+    for (size_t i = p.span; i-- > 0;)
+      if (spans_[i].begin != spans_[i].end) {
+        p = {i, spans_[i].end - 1};
+        return true;
+      }
+    return false;
+  }
+  // The position after `p`, which must have one.
+  void next(Pos& p) const {
+    if (++p.leaf != spans_[p.span].end) return;
+    do ++p.span;
+    while (spans_[p.span].begin == spans_[p.span].end);
+    p.leaf = spans_[p.span].begin;
+  }
+  // The last leaf; false when there is none.
+  bool last(Pos& p) const {
+    p = {spans_.size() - 1, spans_.back().end};
+    if (p.leaf != spans_.back().begin) {
+      --p.leaf;
+      return true;
+    }
+    return prev(p);
+  }
+
+ private:
+  SmallVector<Span, 32> spans_;
 };
 
-// The chunk's leaves in call order, into a per-thread buffer that every walk reuses (searches walk
-// chunks on several threads).
-std::vector<Item>& flatten(const Chunk& chunk, const StrategyConfig& s) {
-  thread_local std::vector<Item> items;
-  items.clear();
-  size_t n = chunk.pre.size() + chunk.post.size();
-  for (const auto& layer : chunk.layers) n += chunk.templates[static_cast<size_t>(layer.template_index)]->leaves.size();
-  items.reserve(n);
-  for (const auto& l : chunk.pre) items.push_back({&l, false});
-  for (const auto& layer : chunk.layers)
-    for (const auto& l : chunk.templates[static_cast<size_t>(layer.template_index)]->leaves)
-      items.push_back({&l, layer.recompute && s.enable_recompute && l.recompute});
-  for (const auto& l : chunk.post) items.push_back({&l, false});
-  return items;
+// Bytes a leaf keeps for the backward when the forward runs it: a recomputed leaf keeps only the
+// input of its checkpointed segment (none if the input is offloaded).
+double forward_keep(const Leaf& l, bool rc, const StrategyConfig& s) {
+  if (rc)
+    return l.status == RecomputeStatus::First && !(s.offload_groupgemm_col_inputs && l.grouped) ? l.input_bytes
+                                                                                                : 0;
+  return l.cache;
 }
 
-double cache_of(const Item& it) {
-  return it.leaf->has_cached_inputs && it.rc ? it.leaf->cache_inputs_cached : it.leaf->cache;
-}
+// Bytes a recomputed leaf keeps when its segment is recomputed in the backward.
+double recompute_keep(const Leaf& l) { return l.has_cached_inputs ? l.cache_inputs_cached : l.cache; }
 
 }  // namespace
 
 ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
-  std::vector<Item>& items = flatten(chunk, s);
-  const size_t n = items.size();
+  const LeafSeq seq(chunk, s);
   ActivationResult r;
   PeakPoint& pk = r.peak;
   constexpr std::string_view kForwardEnd = "forward_end";
   double G = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const Leaf& l = *items[i].leaf;
-    pk.update(G + l.fpk, PeakPoint::kForward, l.name);
-    if (items[i].rc) {
-      // Checkpointed segment: only its input is kept (none if the input is offloaded).
-      items[i].keep = l.status == RecomputeStatus::First && !(s.offload_groupgemm_col_inputs && l.grouped)
-                          ? l.input_bytes
-                          : 0;
-    } else {
-      items[i].keep = cache_of(items[i]);
-      r.offloaded_per_mb += l.offload_bytes;
+  for (const auto& span : seq.spans())
+    for (const Leaf* l = span.begin; l != span.end; ++l) {
+      pk.update(G + l->fpk, PeakPoint::kForward, l->name);
+      const bool rc = span.recompute && l->recompute;
+      if (!rc) r.offloaded_per_mb += l->offload_bytes;
+      G += forward_keep(*l, rc, s);
     }
-    G += items[i].keep;
-  }
   pk.update(G, PeakPoint::kForward, kForwardEnd);
   r.cache_per_mb = G;
-  for (size_t ii = n; ii-- > 0;) {
-    const Leaf& l = *items[ii].leaf;
-    if (!items[ii].rc) {
-      pk.update(G + l.bpk, PeakPoint::kBackward, l.name);
-      G -= items[ii].keep;
+  LeafSeq::Pos p{};
+  for (bool more = seq.last(p); more;) {
+    const LeafSeq::Span& span = seq.spans()[p.span];
+    if (!span.recompute) {
+      // No recomputed leaf from here back to the span's start.
+      for (const Leaf* l = p.leaf;; --l) {
+        pk.update(G + l->bpk, PeakPoint::kBackward, l->name);
+        G -= l->cache;
+        if (l == span.begin) break;
+      }
+      p.leaf = span.begin;
+      more = seq.prev(p);
       continue;
     }
-    size_t j = ii;
-    while (j > 0 && items[j].leaf->status != RecomputeStatus::First && items[j - 1].rc) --j;
-    for (size_t k = j; k <= ii; ++k) {
-      const Leaf& lk = *items[k].leaf;
-      pk.update(G + lk.fpk, PeakPoint::kRecomputeForward, lk.name);
-      if (k != j) {
-        items[k].keep = cache_of(items[k]);
-        G += items[k].keep;
-      }
+    const Leaf& l = *p.leaf;
+    if (!l.recompute) {
+      pk.update(G + l.bpk, PeakPoint::kBackward, l.name);
+      G -= l.cache;
+      more = seq.prev(p);
+      continue;
     }
-    for (size_t k = ii + 1; k-- > j;) {
-      const Leaf& lk = *items[k].leaf;
-      pk.update(G + lk.bpk, PeakPoint::kRecomputeBackward, lk.name);
-      G -= items[k].keep;
+    // The recomputed segment ending here: back to its first leaf (or the first recomputed one).
+    LeafSeq::Pos j = p;
+    for (LeafSeq::Pos before = j; j.leaf->status != RecomputeStatus::First && seq.prev(before) && seq.rc(before);)
+      j = before;
+    for (LeafSeq::Pos k = j;; seq.next(k)) {
+      pk.update(G + k.leaf->fpk, PeakPoint::kRecomputeForward, k.leaf->name);
+      if (k != j) G += recompute_keep(*k.leaf);
+      if (k == p) break;
     }
-    ii = j;
+    for (LeafSeq::Pos k = p;; seq.prev(k)) {
+      pk.update(G + k.leaf->bpk, PeakPoint::kRecomputeBackward, k.leaf->name);
+      G -= k == j ? forward_keep(*k.leaf, true, s) : recompute_keep(*k.leaf);
+      if (k == j) break;
+    }
+    p = j;
+    more = seq.prev(p);
   }
   return r;
 }

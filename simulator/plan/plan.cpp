@@ -164,8 +164,7 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
     st.loss = i == virtual_stages - 1;
     return st;
   };
-  p.chunks.resize(static_cast<size_t>(p.pp));
-  for (auto& rank : p.chunks) rank.resize(static_cast<size_t>(p.vpp));
+  p.chunks = ChunkGrid(static_cast<size_t>(p.pp), static_cast<size_t>(p.vpp));
   int64_t offset = 0;
   for (int64_t i = 0; i < virtual_stages; ++i) {
     const VirtualStage st = stage(i);

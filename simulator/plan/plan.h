@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "config/strategy_config.h"
 #include "config/system_config.h"
 #include "config/validate.h"
+#include "core/small_vector.h"
 #include "model/graph.h"
 #include "schedule/lower.h"
 #include "schedule/program.h"
@@ -32,6 +34,44 @@ struct Straggler {
   bool system_jitter = false;  // jitter from the system's straggler_jitter
   /// One line: where the ratio comes from (formed only where shown, not per estimate).
   [[nodiscard]] std::string basis() const;
+};
+
+/// What each virtual chunk of each pipeline rank holds: grid[rank][chunk], a row per rank. One
+/// block of pp·vpp specs, inline up to 8 (no allocation for most plans).
+class ChunkGrid {
+ public:
+  ChunkGrid() = default;
+  /// `ranks` rows of `per_rank` empty specs.
+  ChunkGrid(size_t ranks, size_t per_rank) : ranks_(ranks), per_rank_(per_rank) {
+    specs_.assign(ranks * per_rank, ChunkSpec{});
+  }
+  [[nodiscard]] size_t size() const { return ranks_; }
+  [[nodiscard]] std::span<const ChunkSpec> operator[](size_t rank) const {
+    return {specs_.begin() + rank * per_rank_, per_rank_};
+  }
+  [[nodiscard]] std::span<ChunkSpec> operator[](size_t rank) { return {specs_.begin() + rank * per_rank_, per_rank_}; }
+
+  /// Rows in rank order.
+  class Rows {
+   public:
+    Rows(const ChunkGrid* grid, size_t rank) : grid_(grid), rank_(rank) {}
+    std::span<const ChunkSpec> operator*() const { return (*grid_)[rank_]; }
+    Rows& operator++() {
+      ++rank_;
+      return *this;
+    }
+    bool operator==(const Rows& o) const { return rank_ == o.rank_; }
+
+   private:
+    const ChunkGrid* grid_;
+    size_t rank_;
+  };
+  [[nodiscard]] Rows begin() const { return {this, 0}; }
+  [[nodiscard]] Rows end() const { return {this, ranks_}; }
+
+ private:
+  SmallVector<ChunkSpec, 8> specs_;
+  size_t ranks_ = 0, per_rank_ = 0;
 };
 
 enum class ScheduleKind : uint8_t { OneFOneB, Interleaved, ZeroBubbleH1 };
@@ -58,7 +98,7 @@ struct Plan {
   /// What every chunk is built with: node size, MoE imbalance, mode, Blackwell GPU.
   ChunkEnv chunk_env;
   /// chunks[rank][chunk]: what each virtual chunk of each pipeline rank holds.
-  std::vector<std::vector<ChunkSpec>> chunks;
+  ChunkGrid chunks;
   Straggler straggler;
 
   [[nodiscard]] int64_t global_batch_size() const { return micro_batch_size * micro_batch_num * dp; }

@@ -223,7 +223,7 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   }
   j["time_breakdown"] = times;
   nlohmann::ordered_json nets;
-  for (const auto& [g, n] : e.networks) nets[g] = n;
+  for (const auto& [g, n] : e.networks) nets[std::string(g)] = n;
   j["networks"] = nets;
   j["breakdown"] = breakdown_json(e);
   j["efficiency_hits"] = e.efficiency_hits;
@@ -308,7 +308,7 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
   for (const auto& st : e.stages) host = std::max(host, st.host_bytes);
   if (host > 0) o += strprintf("host       %.2f GiB of pinned host memory per GPU (offloaded optimizer states, activations)\n", host / kGiB);
   o += "\nnetworks   ";
-  for (const auto& [g, n] : e.networks) o += g + "=" + n + " ";
+  for (const auto& [g, n] : e.networks) o.append(g).append("=").append(n).append(" ");
   o += strprintf("\nefficiency %lld shape lookups measured, %zu shapes fell back to op defaults%s\n",
                  static_cast<long long>(e.efficiency_hits), e.misses.size(),
                  e.misses.empty() ? "" : " (see --json efficiency_misses; measure them with kernels_bench)");

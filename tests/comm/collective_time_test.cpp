@@ -33,6 +33,25 @@ TEST(CollectiveTimeTest, InterNodeAllToAllSharesTheNicForExpertAndContextStages)
   EXPECT_DOUBLE_EQ(collective_time(sys, s, "inter_node", Collective::AllToAll, 1e9, 16, "tp"), 0.09375);
 }
 
+// Inter-node reductions share the node's NICs between the GPUs of a DP stage's TP (and CP) group,
+// or of an expert DP stage's EP·ETP group; the tag must match exactly.
+TEST(CollectiveTimeTest, InterNodeReductionsShareTheNicByDataParallelStage) {
+  SystemConfig sys = inter_node_system();
+  NetOpConfig& ar = sys.networks["inter_node"].ops["all_reduce"];
+  ar.scale = 2;
+  ar.offset = -1;
+  StrategyConfig s;
+  s.tp_size = 2;
+  s.cp_size = 2;
+  s.ep_size = 8;
+  // 16 ranks: 1e9·2·15/16 = 1.875e9 bytes over 1e10 B/s divided by min(8, group).
+  EXPECT_DOUBLE_EQ(collective_time(sys, s, "inter_node", Collective::AllReduce, 1e9, 16, "dp"), 0.75);
+  EXPECT_DOUBLE_EQ(collective_time(sys, s, "inter_node", Collective::AllReduce, 1e9, 16, "dp_cp"), 0.375);
+  EXPECT_DOUBLE_EQ(collective_time(sys, s, "inter_node", Collective::AllReduce, 1e9, 16, "edp"), 1.5);
+  for (const char* stage : {"tp", "d", "dp_c", "dp_cpx", "edpx", "DP", ""})
+    EXPECT_DOUBLE_EQ(collective_time(sys, s, "inter_node", Collective::AllReduce, 1e9, 16, stage), 0.1875) << stage;
+}
+
 TEST(CollectiveTimeTest, FixedLatencyByGroupSizeOverridesTheFlatOne) {
   SystemConfig sys = inter_node_system();
   const StrategyConfig s;

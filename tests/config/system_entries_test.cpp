@@ -9,13 +9,57 @@ namespace trainsim {
 namespace {
 
 TEST(SystemEntriesTest, NetCollectiveIndexFollowsCollectiveOrder) {
-  EXPECT_EQ(net_collective_index("all_reduce"), 0);
-  EXPECT_EQ(net_collective_index("all_gather"), 1);
-  EXPECT_EQ(net_collective_index("reduce_scatter"), 2);
-  EXPECT_EQ(net_collective_index("p2p"), 3);
-  EXPECT_EQ(net_collective_index("all2all"), 4);
-  EXPECT_EQ(net_collective_index("all_reducE"), -1);
-  EXPECT_EQ(net_collective_index(""), -1);
+  EXPECT_EQ(NetOps::index_of("all_reduce"), 0);
+  EXPECT_EQ(NetOps::index_of("all_gather"), 1);
+  EXPECT_EQ(NetOps::index_of("reduce_scatter"), 2);
+  EXPECT_EQ(NetOps::index_of("p2p"), 3);
+  EXPECT_EQ(NetOps::index_of("all2all"), 4);
+  EXPECT_EQ(NetOps::index_of("all_reducE"), -1);
+  EXPECT_EQ(NetOps::index_of(""), -1);
+}
+
+TEST(SystemEntriesTest, IndexFollowsEveryChange) {
+  NetOps ops;
+  ops["p2p"].scale = 3;
+  ops["unknown"].scale = 4;
+  ASSERT_NE(ops.known(3), nullptr);
+  EXPECT_EQ(ops.known(3)->scale, 3);
+  EXPECT_EQ(ops.known(0), nullptr);
+  EXPECT_EQ(ops.size(), 2u);
+  NetOps copy = ops;  // the copy indexes its own entries
+  copy["p2p"].scale = 5;
+  EXPECT_EQ(copy.known(3)->scale, 5);
+  EXPECT_EQ(ops.known(3)->scale, 3);
+  EXPECT_EQ(ops.erase("p2p"), 1u);
+  EXPECT_EQ(ops.erase("p2p"), 0u);
+  EXPECT_EQ(ops.known(3), nullptr);
+  ops = copy;
+  EXPECT_EQ(ops.known(3)->scale, 5);
+  EXPECT_EQ(ops.at("unknown").scale, 4);
+  const NetOps moved = std::move(copy);
+  EXPECT_EQ(moved.known(3), &moved.at("p2p"));
+  EXPECT_EQ(copy.size(), 0u);  // NOLINT(bugprone-use-after-move): the source is left empty
+  EXPECT_EQ(copy.known(3), nullptr);
+  copy["all2all"].scale = 6;
+  EXPECT_EQ(copy.known(4)->scale, 6);
+  EXPECT_EQ(copy.known(3), nullptr);
+  EXPECT_THROW((void)moved.at("all2all"), std::out_of_range);
+  EXPECT_THROW((void)moved.known_at(4), std::out_of_range);
+  static_assert(NetOps::slot("all2all") == 4 && NetworkGroups::slot("inter_node") == 1 &&
+                ComputeOps::slot("default") == 0);
+}
+
+TEST(SystemEntriesTest, SystemCopiesIndexTheirOwnEntries) {
+  SystemConfig sys = test::preset_system("h100-sxm-80g");
+  const SystemConfig copy = sys;
+  sys.networks.erase("inter_node");
+  sys.ops["matmul"].efficient_factor = 0.25;
+  ASSERT_NE(copy.networks.known(1), nullptr);
+  EXPECT_EQ(copy.networks.known(1), &copy.networks.at("inter_node"));
+  EXPECT_EQ(copy.networks.known(1)->ops.known(3), &copy.networks.at("inter_node").ops.at("p2p"));
+  EXPECT_EQ(sys.networks.known(1), nullptr);
+  EXPECT_EQ(sys.ops.known(1)->efficient_factor, 0.25);
+  EXPECT_NE(copy.ops.known(1)->efficient_factor, 0.25);
 }
 
 TEST(SystemEntriesTest, MissingCollectivesAndGroupsAreNamed) {

@@ -25,6 +25,26 @@ using test::error_of;
 
 const PlanSources kSrc{"m.json", "s.json", "y.json"};
 
+// Rows of one block, past its inline room too (3 ranks × 4 chunks); copies keep their own specs.
+TEST(ChunkGridTest, RowsByRank) {
+  ChunkGrid g(3, 4);
+  ASSERT_EQ(g.size(), 3u);
+  for (size_t r = 0; r < 3; ++r)
+    for (size_t c = 0; c < 4; ++c) g[r][c].layers = static_cast<int64_t>(10 * r + c);
+  const ChunkGrid copy = g;
+  g[1][2].layers = -1;
+  size_t rows = 0;
+  for (const auto& rank : copy) {
+    ASSERT_EQ(rank.size(), 4u);
+    for (size_t c = 0; c < 4; ++c) EXPECT_EQ(rank[c].layers, static_cast<int64_t>(10 * rows + c));
+    ++rows;
+  }
+  EXPECT_EQ(rows, 3u);
+  EXPECT_EQ(g[1][2].layers, -1);
+  EXPECT_EQ(g[2][3].layers, 23);
+  EXPECT_EQ(ChunkGrid().size(), 0u);
+}
+
 class PlanResolveTest : public ::testing::Test {
  protected:
   ModelConfig m_ = test::preset_model("llama3-8b");
