@@ -10,10 +10,9 @@ namespace trainsim {
 Engine::Engine(int32_t ranks) { reset(ranks); }
 
 void Engine::reset(int32_t ranks) {
-  TRAINSIM_ASSERT(ranks > 0, "engine needs a rank");
+  TRAINSIM_ASSERT(ranks > 0 && ranks <= 65536 / kStreamCount, "engine needs a rank (and at most 13107)");
   ranks_ = ranks;
-  ops_.clear();
-  links_.clear();
+  nops_ = nlinks_ = 0;
   queues_.assign(static_cast<size_t>(ranks) * kStreamCount, {});
 }
 
@@ -23,8 +22,20 @@ void Engine::depends_at(OpId op, OpId on, double fraction) {
 }
 
 void Engine::reserve(size_t ops, size_t deps, size_t syncs) {
-  ops_.reserve(ops);
-  links_.reserve(deps + 2 * syncs);
+  if (ops_.size() < ops) ops_.resize(ops);
+  if (links_.size() < deps + 2 * syncs) links_.resize(deps + 2 * syncs);
+}
+
+void Engine::make_room(int32_t rank, double duration) {
+  TRAINSIM_ASSERT(rank >= 0 && rank < ranks_, "op on an unknown rank");
+  TRAINSIM_ASSERT(duration >= 0, "op of negative duration");
+  if (nops_ == ops_.size()) ops_.resize(std::max<size_t>(64, 2 * nops_));
+}
+
+void Engine::make_link_room(OpId op, OpId other) {
+  TRAINSIM_ASSERT(op >= 0 && other >= 0 && static_cast<size_t>(op) < nops_ && static_cast<size_t>(other) < nops_,
+                  "link between ops not added to the engine");
+  if (nlinks_ == links_.size()) links_.resize(std::max<size_t>(64, 2 * nlinks_));
 }
 
 Timeline Engine::run(bool events) const {
@@ -59,7 +70,7 @@ struct Scratch {
 
 std::optional<Timeline> Engine::try_run(bool events) const {
   thread_local Scratch w;
-  const size_t n = ops_.size(), nq = queues_.size();
+  const size_t n = nops_, nq = queues_.size();
   auto& qs = w.queue;
   qs.assign(nq, {});
   w.ready.clear();
@@ -85,6 +96,7 @@ std::optional<Timeline> Engine::try_run(bool events) const {
     const auto q = static_cast<size_t>(w.ready.back());
     w.ready.pop_back();
     Scratch::Queue& Q = qs[q];
+    const bool compute_stream = q % kStreamCount == static_cast<size_t>(Stream::Compute);
     while (Q.pos >= 0) {
       const auto i = static_cast<size_t>(Q.pos);
       const Op& op = ops_[i];
@@ -131,7 +143,7 @@ std::optional<Timeline> Engine::try_run(bool events) const {
       Q.last_end = std::max(Q.last_end, e);
       const double d = e - o.start;
       Q.busy += d;
-      if (op.stream == Stream::Compute) (op.kind == StepKind::P2P ? Q.p2p : Q.compute) += d;
+      if (compute_stream) (op.kind == StepKind::P2P ? Q.p2p : Q.compute) += d;
       Q.pos = op.next;
       ++done;
     }
@@ -155,7 +167,8 @@ std::optional<Timeline> Engine::try_run(bool events) const {
     tl.events.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       const Op& op = ops_[i];
-      tl.events.push_back({op.rank, op.stream, op.kind, op.chunk, op.mb, st[i].start, st[i].end});
+      tl.events.push_back({op.queue / kStreamCount, static_cast<Stream>(op.queue % kStreamCount), op.kind, op.chunk,
+                           op.mb, st[i].start, st[i].end});
     }
   }
   return tl;

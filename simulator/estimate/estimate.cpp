@@ -1114,7 +1114,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   thread_local StepOps step_ops;
   auto replay = [&](const Program& prog) -> std::optional<Replayed> {
     Replayed out;
-    lower(prog, costs, plan.p2p, engine, &step_ops);
+    lower(prog, costs, plan.p2p, engine, scheduled_dp ? &step_ops : nullptr);  // the DP ops hang on the steps
     out.dp.assign(static_cast<size_t>(pp), {});
     if (scheduled_dp)
       for (int64_t r = 0; r < pp; ++r) out.dp[static_cast<size_t>(r)] = add_dp_ops(engine, plan, prog, step_ops, r, results,

@@ -10,10 +10,8 @@ namespace trainsim {
 namespace {
 
 Engine::Label compute_label(const Step& s) {
-  const StepKind kind = s.pass == Pass::Forward ? StepKind::Forward
-                        : s.pass == Pass::BackwardWeight ? StepKind::BackwardWeight
-                                                          : StepKind::Backward;
-  return {kind, s.chunk, s.mb};
+  constexpr StepKind kKind[] = {StepKind::Forward, StepKind::Backward, StepKind::BackwardWeight};  // by Pass
+  return {kKind[static_cast<size_t>(s.pass)], s.chunk, s.mb};
 }
 
 double step_time(const PipelineCosts& c, int64_t rank, const Step& s) {
@@ -21,71 +19,92 @@ double step_time(const PipelineCosts& c, int64_t rank, const Step& s) {
   return s.pass == Pass::Forward ? t.fwd : s.pass == Pass::Backward ? t.bwd : t.bwd_weight;
 }
 
-// --- Blocking 1F1B: Megatron's send_forward / send_forward_recv_backward / ... calls. ---------
-enum P2PType { kSendNext = 0, kRecvPrev = 1, kSendPrev = 2, kRecvNext = 3 };
+// Working arrays of the lowering, kept per thread so that repeated estimates reuse their memory.
+thread_local std::vector<Engine::OpId> scratch_ids;
 
-void lower_blocking_1f1b(const Program& p, const PipelineCosts& c, Engine& e, StepOps& out) {
+// --- Blocking 1F1B: Megatron's send_forward / send_forward_recv_backward / ... calls. ---------
+// Rank r's receive from rank r − 1 and its send back pair with rank r − 1's send and receive of the
+// same micro-batch, added before them (ranks are lowered in order): each rendezvous is linked as
+// its second side is added.
+void lower_blocking_1f1b(const Program& p, const PipelineCosts& c, Engine& e, StepOps* out) {
   const int64_t pp = p.pp, mbc = p.mbc;
   e.reserve(static_cast<size_t>(pp * 6 * mbc), 0, static_cast<size_t>(2 * pp * mbc));
-  std::vector<Engine::OpId> ids(static_cast<size_t>(pp * 4 * mbc), -1);
-  auto slot = [&](int64_t r, int type, int64_t mb) -> Engine::OpId& {
-    return ids[static_cast<size_t>((r * 4 + type) * mbc + mb)];
-  };
+  // Per micro-batch: the previous rank's send to the next rank and receive from it, then this
+  // rank's.
+  std::vector<Engine::OpId>& ids = scratch_ids;
+  ids.assign(static_cast<size_t>(4 * mbc), -1);
+  Engine::OpId* prev_send = ids.data();
+  Engine::OpId* prev_recv = prev_send + mbc;
+  Engine::OpId* send = prev_recv + mbc;
+  Engine::OpId* recv = send + mbc;
   for (int64_t r = 0; r < pp; ++r) {
     const auto rr = static_cast<int32_t>(r);
-    const auto& steps = p.ranks[static_cast<size_t>(r)];
+    const Step* step = p.ranks[static_cast<size_t>(r)].data();
+    const Step* const end = step + p.ranks[static_cast<size_t>(r)].size();
+    const std::vector<ChunkTimes>& times = c.chunks[static_cast<size_t>(r)];
+    std::vector<Engine::OpId>* steps = out ? &(*out)[static_cast<size_t>(r)] : nullptr;
     const bool has_prev = r > 0, has_next = r < pp - 1, odd = r % 2 == 1;
     const int64_t warmup = std::min(pp - r - 1, mbc);
     const int64_t remaining = mbc - warmup;
-    size_t next_step = 0;
     auto compute = [&] {
-      const Step& s = steps[next_step++];
-      out[static_cast<size_t>(r)].push_back(e.add(rr, Stream::Compute, step_time(c, r, s), compute_label(s)));
+      TRAINSIM_ASSERT(step != end, "blocking 1F1B lowering needs a 1F1B program");
+      const Step& s = *step++;
+      const ChunkTimes& t = times[static_cast<size_t>(s.chunk)];
+      const Engine::OpId id = e.add(rr, Stream::Compute, s.pass == Pass::Forward ? t.fwd : t.bwd, compute_label(s));
+      if (steps) steps->push_back(id);
     };
-    auto p2p = [&](int type, int64_t mb, bool present) {
-      if (present) slot(r, type, mb) = e.add(rr, Stream::Compute, 0, {StepKind::P2P, 0, static_cast<int32_t>(mb)});
+    // The transfers with the next rank are recorded for it; those with the previous rank pair.
+    auto send_next = [&](int64_t mb) {
+      if (has_next) send[mb] = e.add(rr, Stream::Compute, 0, {StepKind::P2P, 0, static_cast<int32_t>(mb)});
     };
-    // Megatron orders a batched send/recv pair by rank parity to avoid deadlock.
-    auto bundle = [&](int send, int64_t send_mb, int recv, int64_t recv_mb, bool present) {
-      if (odd) {
-        p2p(send, send_mb, present);
-        p2p(recv, recv_mb, present);
-      } else {
-        p2p(recv, recv_mb, present);
-        p2p(send, send_mb, present);
-      }
+    auto recv_next = [&](int64_t mb) {
+      if (has_next) recv[mb] = e.add(rr, Stream::Compute, 0, {StepKind::P2P, 0, static_cast<int32_t>(mb)});
+    };
+    auto recv_prev = [&](int64_t mb) {
+      if (has_prev) e.rendezvous(prev_send[mb], e.add(rr, Stream::Compute, 0, {StepKind::P2P, 0, static_cast<int32_t>(mb)}), c.p2p);
+    };
+    auto send_prev = [&](int64_t mb) {
+      if (has_prev) e.rendezvous(e.add(rr, Stream::Compute, 0, {StepKind::P2P, 0, static_cast<int32_t>(mb)}), prev_recv[mb], c.p2p);
     };
     int64_t fmb = 0, bmb = 0;
     for (int64_t i = 0; i < warmup; ++i, ++fmb) {
-      p2p(kRecvPrev, fmb, has_prev);
+      recv_prev(fmb);
       compute();
-      p2p(kSendNext, fmb, has_next);
+      send_next(fmb);
     }
-    if (remaining > 0) p2p(kRecvPrev, fmb, has_prev);
+    if (remaining > 0) recv_prev(fmb);
     for (int64_t i = 0; i < remaining; ++i) {
       compute();
-      bundle(kSendNext, fmb, kRecvNext, bmb, has_next);
+      // Megatron orders a batched send/recv pair by rank parity to avoid deadlock.
+      if (odd) {
+        send_next(fmb);
+        recv_next(bmb);
+      } else {
+        recv_next(bmb);
+        send_next(fmb);
+      }
       ++fmb;
       compute();
       if (i == remaining - 1) {
-        p2p(kSendPrev, bmb, has_prev);
+        send_prev(bmb);
+      } else if (odd) {
+        send_prev(bmb);
+        recv_prev(fmb);
       } else {
-        bundle(kSendPrev, bmb, kRecvPrev, fmb, has_prev);
+        recv_prev(fmb);
+        send_prev(bmb);
       }
       ++bmb;
     }
     for (int64_t i = 0; i < warmup; ++i, ++bmb) {
-      p2p(kRecvNext, bmb, has_next);
+      recv_next(bmb);
       compute();
-      p2p(kSendPrev, bmb, has_prev);
+      send_prev(bmb);
     }
-    TRAINSIM_ASSERT(next_step == steps.size(), "blocking 1F1B lowering needs a 1F1B program");
+    TRAINSIM_ASSERT(step == end, "blocking 1F1B lowering needs a 1F1B program");
+    std::swap(prev_send, send);
+    std::swap(prev_recv, recv);
   }
-  for (int64_t r = 0; r + 1 < pp; ++r)
-    for (int64_t mb = 0; mb < mbc; ++mb) {
-      e.rendezvous(slot(r, kSendNext, mb), slot(r + 1, kRecvPrev, mb), c.p2p);
-      e.rendezvous(slot(r + 1, kSendPrev, mb), slot(r, kRecvNext, mb), c.p2p);
-    }
 }
 
 // --- Blocking interleaved: batched isend/irecv bundles with Megatron's receive rules. ---------
@@ -175,7 +194,7 @@ size_t channel_of(size_t r, const Sub& sb, int64_t pp) {
   return static_cast<size_t>((src * pp + dst) * 2 + (sb.to_next ? 1 : 0));
 }
 
-void lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Engine& e, StepOps& out) {
+void lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Engine& e, StepOps* out) {
   const Items items = interleaved_items(p);
   e.reserve(static_cast<size_t>(4 * p.pp * p.v * p.mbc), 0, static_cast<size_t>(2 * p.pp * p.v * p.mbc));
   // One op per item, in the items' order: item k is op base + k.
@@ -187,7 +206,8 @@ void lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Engine
       const Item& it = items.all[k];
       if (it.step >= 0) {
         const Step& s = steps[static_cast<size_t>(it.step)];
-        out[r].push_back(e.add(rr, Stream::Compute, step_time(c, static_cast<int64_t>(r), s), compute_label(s)));
+        const Engine::OpId id = e.add(rr, Stream::Compute, step_time(c, static_cast<int64_t>(r), s), compute_label(s));
+        if (out) (*out)[r].push_back(id);
       } else {
         e.add(rr, Stream::Compute, 0, {StepKind::P2P, -1, -1});
       }
@@ -220,17 +240,20 @@ void lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Engine
 }
 
 // --- Asynchronous: data dependencies only. --------------------------------------------------
-void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps& out) {
+struct AsyncSlot {
+  Engine::OpId fwd = -1, fwd_end = -1, bwd = -1, send_fwd = -1, send_bwd = -1;
+};
+thread_local std::vector<AsyncSlot> scratch_slots;
+
+void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps* out) {
   const int64_t pp = p.pp, v = p.v, mbc = p.mbc, stages = pp * v;
   e.reserve(static_cast<size_t>(5 * stages * mbc), static_cast<size_t>(4 * stages * mbc), 0);
   // Op ids per (virtual stage, micro-batch): where a pass's incoming data dependency hangs (its
   // first op), and the transfer it sends downstream (forward activations) or upstream (input
   // gradients) after its last op.
   const auto n = static_cast<size_t>(stages * mbc);
-  struct Slot {
-    Engine::OpId fwd = -1, fwd_end = -1, bwd = -1, send_fwd = -1, send_bwd = -1;
-  };
-  std::vector<Slot> slots(n);
+  std::vector<AsyncSlot>& slots = scratch_slots;
+  slots.assign(n, {});
   auto at_of = [&](int64_t r, const Step& s) { return static_cast<size_t>((s.chunk * pp + r) * mbc + s.mb); };
   for (int64_t r = 0; r < pp; ++r) {
     const auto rr = static_cast<int32_t>(r);
@@ -239,7 +262,7 @@ void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps& o
     auto placed = [&](const Step& s, Engine::OpId first, Engine::OpId last) {
       const int64_t vs = s.chunk * pp + r;
       const size_t at = at_of(r, s);
-      out[static_cast<size_t>(r)].push_back(last);
+      if (out) (*out)[static_cast<size_t>(r)].push_back(last);
       if (s.pass == Pass::Forward) {
         slots[at].fwd = first;
         slots[at].fwd_end = last;
@@ -321,24 +344,24 @@ std::string blocking_problem(const Program& p) {
 void lower(const Program& p, const PipelineCosts& costs, P2PMode mode, Engine& e, StepOps* steps) {
   TRAINSIM_ASSERT(costs.chunks.size() == p.ranks.size(), "pipeline costs do not match the program");
   e.reset(static_cast<int32_t>(p.pp));
-  StepOps local;
-  StepOps& out = steps ? *steps : local;
-  out.resize(p.ranks.size());
-  for (size_t r = 0; r < out.size(); ++r) {
-    out[r].clear();
-    out[r].reserve(p.ranks[r].size());
+  if (steps) {
+    steps->resize(p.ranks.size());
+    for (size_t r = 0; r < steps->size(); ++r) {
+      (*steps)[r].clear();
+      (*steps)[r].reserve(p.ranks[r].size());
+    }
   }
   if (mode == P2PMode::Async || p.pp == 1) {
-    lower_async(p, costs, e, out);
+    lower_async(p, costs, e, steps);
     return;
   }
   // What blocking_problem checks (the plan has): the interleaved lowering asserts the pairing
   // itself rather than building the bundles twice.
   TRAINSIM_ASSERT(!p.split_backward, "blocking lowering of a split-backward program");
   if (p.v == 1) {
-    lower_blocking_1f1b(p, costs, e, out);
+    lower_blocking_1f1b(p, costs, e, steps);
   } else {
-    lower_blocking_interleaved(p, costs, e, out);
+    lower_blocking_interleaved(p, costs, e, steps);
   }
 }
 
