@@ -49,7 +49,7 @@ class Engine {
   /// op running on another stream has produced part of its output (e.g. the gradients of the
   /// last layers of a backward pass). `op` is still replayed after `on` has been placed.
   void depends_at(OpId op, OpId on, double fraction);
-  /// `a` and `b` rendezvous: each ends no earlier than max(start a, start b) + `duration`.
+  /// `a` and `b` rendezvous: each ends no earlier than max(start a, start b) + `duration` (≥ 0).
   void rendezvous(OpId a, OpId b, double duration) {
     link(a, true, b, duration);
     link(b, true, a, duration);
@@ -90,8 +90,8 @@ class Engine {
   // stream's next one starts (durations are never negative), so the link would change nothing.
   void link(OpId op, bool sync, OpId other, double duration) {
     if (nlinks_ == links_.size() || !(op >= 0 && other >= 0 && static_cast<size_t>(op) < nops_ &&
-                                      static_cast<size_t>(other) < nops_))
-      make_link_room(op, other);
+                                      static_cast<size_t>(other) < nops_ && duration >= 0))
+      make_link_room(op, other, duration);
     Op& o = ops_[static_cast<size_t>(op)];
     if (!sync && other < op && ops_[static_cast<size_t>(other)].queue == o.queue) return;
     int32_t& head = sync ? o.syncs : o.deps;
@@ -100,7 +100,7 @@ class Engine {
   }
   // The slow paths of add and link, out of line: check the arguments, grow the arrays.
   void make_room(int32_t rank, double duration);
-  void make_link_room(OpId op, OpId other);
+  void make_link_room(OpId op, OpId other, double duration);
   int32_t ranks_ = 0;
   // Ops and links in arrays used up to nops_ / nlinks_ (grown out of line, never shrunk), so that
   // adding one is a few stores.

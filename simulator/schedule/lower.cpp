@@ -50,7 +50,9 @@ void lower_blocking_1f1b(const Program& p, const PipelineCosts& c, Engine& e, St
       TRAINSIM_ASSERT(step != end, "blocking 1F1B lowering needs a 1F1B program");
       const Step& s = *step++;
       const ChunkTimes& t = times[static_cast<size_t>(s.chunk)];
-      const Engine::OpId id = e.add(rr, Stream::Compute, s.pass == Pass::Forward ? t.fwd : t.bwd, compute_label(s));
+      const bool fwd = s.pass == Pass::Forward;  // no weight-gradient steps: the backward is whole
+      const Engine::OpId id =
+          e.add(rr, Stream::Compute, fwd ? t.fwd : t.bwd, {fwd ? StepKind::Forward : StepKind::Backward, s.chunk, s.mb});
       if (steps) steps->push_back(id);
     };
     // The transfers with the next rank are recorded for it; those with the previous rank pair.
