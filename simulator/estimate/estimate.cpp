@@ -1058,16 +1058,23 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   ChunkResults results(env, plan, cache);
   const bool split = plan.split_backward();
 
-  // Per-micro-batch pass times of every virtual chunk, and the pipeline transfer.
-  PipelineCosts costs;
+  // Per-micro-batch pass times of every virtual chunk, and the pipeline transfer. Kept per thread
+  // across estimates (as the engine below) so that refilling them allocates nothing.
+  thread_local PipelineCosts costs_memory;
+  PipelineCosts& costs = costs_memory;
   costs.chunks.resize(static_cast<size_t>(pp));
-  if (plan.a2a_overlap) costs.a2a.resize(static_cast<size_t>(pp));
+  costs.a2a.resize(plan.a2a_overlap ? static_cast<size_t>(pp) : 0);
+  costs.a2a_slowdown = 0;
   // Per-rank arrays of the estimate: inline for pipelines up to 8 stages.
   SmallVector<PhaseSums, 8> rank_sums;
   rank_sums.assign(static_cast<size_t>(pp), {});
   for (int64_t r = 0; r < pp; ++r) {
+    costs.chunks[static_cast<size_t>(r)].clear();
     costs.chunks[static_cast<size_t>(r)].reserve(static_cast<size_t>(v));
-    if (plan.a2a_overlap) costs.a2a[static_cast<size_t>(r)].reserve(static_cast<size_t>(v));
+    if (plan.a2a_overlap) {
+      costs.a2a[static_cast<size_t>(r)].clear();
+      costs.a2a[static_cast<size_t>(r)].reserve(static_cast<size_t>(v));
+    }
     for (const auto& spec : plan.chunks[static_cast<size_t>(r)]) {
       const ChunkResult& cr = results.get(spec);
       const PhaseSums& ps = cr.sums;
@@ -1143,9 +1150,11 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       if (rs) rank_steps[ri] = *rs;
     }
   }
-  Program program;
+  // The whole program, when read, is built into memory kept per thread (as the engine's).
+  thread_local Program program_memory;
+  Program& program = program_memory;
   if (!periodic) {
-    program = plan.program();
+    plan.program(plan.micro_batch_num, program);
     for (int64_t r = 0; r < pp; ++r) rank_steps[static_cast<size_t>(r)] = whole_steps(program.ranks[static_cast<size_t>(r)]);
   }
   if (!replayed) replayed = replay(program);
