@@ -4,6 +4,7 @@
 #include <array>
 
 #include "core/error.h"
+#include "core/small_vector.h"
 #include "core/text.h"
 
 namespace trainsim {
@@ -120,27 +121,24 @@ struct Item {
   uint8_t n = 0;
 };
 
-// Every rank's compute steps and bundles in order, rank after rank: rank r's are
-// all[first[r], first[r + 1]).
-struct Items {
-  std::vector<Item> all;
-  std::vector<size_t> first;
-};
+// The chunk of the k-th forward of Megatron's interleaved table (interleaved_table), without
+// building it: micro-batches enter in groups of `group` per chunk, the last group maybe partial.
+int64_t table_chunk(int64_t k, int64_t v, int64_t mbc, int64_t group) {
+  const int64_t full = (mbc / group) * group * v;  // entries of the whole groups
+  if (k < full) return k % (group * v) / group;
+  return (k - full) / (mbc % group);
+}
 
-Items interleaved_items(const Program& p) {
+// Calls visit(r, item) for every rank's compute steps and bundles in order, rank after rank.
+template <class Visit>
+void for_each_item(const Program& p, Visit visit) {
   const int64_t pp = p.pp, v = p.v, mbc = p.mbc, total = mbc * v;
-  const auto table = interleaved_table(v, mbc, p.group);
   auto chunk_id = [&](int64_t k, bool forward) {
-    const int64_t c = table[static_cast<size_t>(((k % total) + total) % total)].chunk;
+    const int64_t c = table_chunk(((k % total) + total) % total, v, mbc, p.group);
     return forward ? c : v - 1 - c;
   };
-  Items items;
-  items.first.reserve(static_cast<size_t>(pp + 1));
-  // Per rank the compute steps and at most as many bundles.
-  items.all.reserve(static_cast<size_t>(pp * (4 * total + 2)));
-  auto& out = items.all;
   for (int64_t r = 0; r < pp; ++r) {
-    items.first.push_back(out.size());
+    const auto rank = static_cast<size_t>(r);
     const bool first_rank = r == 0, last_rank = r == pp - 1;
     const int64_t next = (r + 1) % pp, prev = (r - 1 + pp) % pp;
     int64_t step = 0;
@@ -151,9 +149,13 @@ Items interleaved_items(const Program& p) {
       if (recv_prev) it.subs[it.n++] = {false, true, prev};
       if (send_next) it.subs[it.n++] = {true, true, next};
       if (recv_next) it.subs[it.n++] = {false, false, next};
-      if (it.n > 0) out.push_back(it);
+      if (it.n > 0) visit(rank, it);
     };
-    auto compute = [&] { out.push_back({step++}); };
+    auto compute = [&] {
+      Item it;
+      it.step = step++;
+      visit(rank, it);
+    };
     const int64_t warmup = std::min((pp - r - 1) * 2 + (v - 1) * p.group, total);
     const bool all_warmup = warmup == total;
     const int64_t remaining = total - warmup;
@@ -185,8 +187,6 @@ Items interleaved_items(const Program& p) {
       comm(send_prev, false, false, recv_next);
     }
   }
-  items.first.push_back(out.size());
-  return items;
 }
 
 // The channel of a sub-operation of rank r's bundle: (src·pp + dst)·2 + direction.
@@ -196,33 +196,29 @@ size_t channel_of(size_t r, const Sub& sb, int64_t pp) {
   return static_cast<size_t>((src * pp + dst) * 2 + (sb.to_next ? 1 : 0));
 }
 
+thread_local std::vector<Engine::OpId> scratch_ends;
+
 void lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Engine& e, StepOps* out) {
-  const Items items = interleaved_items(p);
   e.reserve(static_cast<size_t>(4 * p.pp * p.v * p.mbc), 0, static_cast<size_t>(2 * p.pp * p.v * p.mbc));
-  // One op per item, in the items' order: item k is op base + k.
+  // One op per item, in the items' order: item k is op base + k. On each channel (src, dst,
+  // direction) the j-th send pairs with the j-th receive: both are listed by channel, in order
+  // (a counting sort of the bundles' sub-operations).
   const auto base = static_cast<Engine::OpId>(e.size());
-  for (size_t r = 0; r + 1 < items.first.size(); ++r) {
-    const auto& steps = p.ranks[r];
-    const auto rr = static_cast<int32_t>(r);
-    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k) {
-      const Item& it = items.all[k];
-      if (it.step >= 0) {
-        const Step& s = steps[static_cast<size_t>(it.step)];
-        const Engine::OpId id = e.add(rr, Stream::Compute, step_time(c, static_cast<int64_t>(r), s), compute_label(s));
-        if (out) (*out)[r].push_back(id);
-      } else {
-        e.add(rr, Stream::Compute, 0, {StepKind::P2P, -1, -1});
-      }
-    }
-  }
-  // On each channel (src, dst, direction) the j-th send pairs with the j-th receive: both are
-  // listed by channel, in order (a counting sort of the bundles' sub-operations).
   const auto nch = static_cast<size_t>(p.pp * p.pp * 2);
-  std::vector<int32_t> next(2 * nch);  // per channel: sends, then receives
+  std::vector<int32_t>& next = scratch_ids;  // per channel: sends, then receives
+  next.assign(2 * nch, 0);
   auto slot = [&](size_t r, const Sub& sb) -> int32_t& { return next[(sb.send ? 0 : nch) + channel_of(r, sb, p.pp)]; };
-  for (size_t r = 0; r + 1 < items.first.size(); ++r)
-    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k)
-      for (size_t j = 0; j < items.all[k].n; ++j) ++slot(r, items.all[k].subs[j]);
+  for_each_item(p, [&](size_t r, const Item& it) {
+    const auto rr = static_cast<int32_t>(r);
+    if (it.step >= 0) {
+      const Step& s = p.ranks[r][static_cast<size_t>(it.step)];
+      const Engine::OpId id = e.add(rr, Stream::Compute, step_time(c, static_cast<int64_t>(r), s), compute_label(s));
+      if (out) (*out)[r].push_back(id);
+    } else {
+      e.add(rr, Stream::Compute, 0, {StepKind::P2P, -1, -1});
+    }
+    for (size_t j = 0; j < it.n; ++j) ++slot(r, it.subs[j]);
+  });
   int32_t pairs = 0;
   for (size_t ch = 0; ch < nch; ++ch) {
     TRAINSIM_ASSERT(next[ch] == next[nch + ch], "blocking interleaved bundles do not pair");
@@ -230,14 +226,16 @@ void lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Engine
     next[ch] = next[nch + ch] = pairs;
     pairs += n;
   }
-  std::vector<Engine::OpId> ends(2 * static_cast<size_t>(pairs));  // sends, then receives
-  for (size_t r = 0; r + 1 < items.first.size(); ++r)
-    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k)
-      for (size_t j = 0; j < items.all[k].n; ++j) {
-        const Sub& sb = items.all[k].subs[j];
-        ends[(sb.send ? 0 : static_cast<size_t>(pairs)) + static_cast<size_t>(slot(r, sb)++)] =
-            base + static_cast<Engine::OpId>(k);
-      }
+  std::vector<Engine::OpId>& ends = scratch_ends;  // sends, then receives
+  ends.resize(2 * static_cast<size_t>(pairs));
+  Engine::OpId op = base;
+  for_each_item(p, [&](size_t r, const Item& it) {
+    for (size_t j = 0; j < it.n; ++j) {
+      const Sub& sb = it.subs[j];
+      ends[(sb.send ? 0 : static_cast<size_t>(pairs)) + static_cast<size_t>(slot(r, sb)++)] = op;
+    }
+    ++op;
+  });
   for (size_t j = 0; j < static_cast<size_t>(pairs); ++j) e.rendezvous(ends[j], ends[static_cast<size_t>(pairs) + j], c.p2p);
 }
 
@@ -323,23 +321,26 @@ void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps* o
 std::string blocking_problem(const Program& p) {
   if (p.split_backward) return "a split-backward (zero-bubble) schedule needs asynchronous p2p";
   if (p.v == 1) return "";
-  // Only the counts per channel matter here.
-  const Items items = interleaved_items(p);
-  std::vector<size_t> sends(static_cast<size_t>(p.pp * p.pp * 2)), recvs(sends.size());
-  for (size_t r = 0; r + 1 < items.first.size(); ++r)
-    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k) {
-      const Item& it = items.all[k];
-      for (size_t j = 0; j < it.n; ++j) ++(it.subs[j].send ? sends : recvs)[channel_of(r, it.subs[j], p.pp)];
-    }
-  for (size_t k = 0; k < sends.size(); ++k)
-    if (sends[k] != recvs[k]) {
-      const size_t src = k / 2 / static_cast<size_t>(p.pp), dst = k / 2 % static_cast<size_t>(p.pp);
-      return strprintf("Megatron's synchronous interleaved schedule posts %zu sends but %zu receives from "
-                       "rank %zu to rank %zu for pp %lld, %lld chunks, %lld micro-batches in groups of %lld",
-                       sends[k], recvs[k], src, dst, static_cast<long long>(p.pp),
-                       static_cast<long long>(p.v), static_cast<long long>(p.mbc),
-                       static_cast<long long>(p.group));
-    }
+  // Only the counts per channel matter here: sends less receives, both counted for a message.
+  const auto nch = static_cast<size_t>(p.pp * p.pp * 2);
+  SmallVector<int64_t, 128> surplus;
+  surplus.assign(nch, 0);
+  for_each_item(p, [&](size_t r, const Item& it) {
+    for (size_t j = 0; j < it.n; ++j) surplus[channel_of(r, it.subs[j], p.pp)] += it.subs[j].send ? 1 : -1;
+  });
+  for (size_t k = 0; k < nch; ++k) {
+    if (surplus[k] == 0) continue;
+    size_t sends = 0, recvs = 0;
+    for_each_item(p, [&](size_t r, const Item& it) {
+      for (size_t j = 0; j < it.n; ++j)
+        if (channel_of(r, it.subs[j], p.pp) == k) ++(it.subs[j].send ? sends : recvs);
+    });
+    const size_t src = k / 2 / static_cast<size_t>(p.pp), dst = k / 2 % static_cast<size_t>(p.pp);
+    return strprintf("Megatron's synchronous interleaved schedule posts %zu sends but %zu receives from "
+                     "rank %zu to rank %zu for pp %lld, %lld chunks, %lld micro-batches in groups of %lld",
+                     sends, recvs, src, dst, static_cast<long long>(p.pp), static_cast<long long>(p.v),
+                     static_cast<long long>(p.mbc), static_cast<long long>(p.group));
+  }
   return "";
 }
 
