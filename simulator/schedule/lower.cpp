@@ -248,6 +248,17 @@ thread_local std::vector<AsyncSlot> scratch_slots;
 void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps* out) {
   const int64_t pp = p.pp, v = p.v, mbc = p.mbc, stages = pp * v;
   e.reserve(static_cast<size_t>(5 * stages * mbc), static_cast<size_t>(4 * stages * mbc), 0);
+  // With one stage and no merged steps, each pass's input (a backward's: its forward's output) is
+  // produced earlier on the same stream: nothing to link (the engine would drop the links).
+  bool linked = stages > 1;
+  for (size_t i = 0; !linked && i < p.ranks[0].size(); ++i) linked = p.ranks[0][i].merged;
+  if (!linked) {
+    for (const Step& s : p.ranks[0]) {
+      const Engine::OpId id = e.add(0, Stream::Compute, step_time(c, 0, s), compute_label(s));
+      if (out) (*out)[0].push_back(id);
+    }
+    return;
+  }
   // Op ids per (virtual stage, micro-batch): where a pass's incoming data dependency hangs (its
   // first op), and the transfer it sends downstream (forward activations) or upstream (input
   // gradients) after its last op.
