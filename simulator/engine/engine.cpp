@@ -145,7 +145,7 @@ std::optional<Timeline> Engine::try_run(bool events) const {
   }
   Timeline tl;
   tl.ranks = ranks_;
-  tl.totals.resize(static_cast<size_t>(ranks_));
+  tl.totals.assign(static_cast<size_t>(ranks_), {});
   for (size_t q = 0; q < nq; ++q) {
     const Scratch::Queue& Q = qs[q];
     if (Q.pos >= 0) return std::nullopt;  // a cyclic wait left ops unplaced
