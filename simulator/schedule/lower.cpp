@@ -1,7 +1,6 @@
 #include "schedule/lower.h"
 
 #include <algorithm>
-#include <array>
 
 #include "core/error.h"
 #include "core/small_vector.h"
@@ -111,15 +110,10 @@ void lower_blocking_1f1b(const Program& p, const PipelineCosts& c, Engine& e, St
 }
 
 // --- Blocking interleaved: batched isend/irecv bundles with Megatron's receive rules. ---------
-struct Sub {
-  bool send, to_next;
-  int64_t peer;
-};
-struct Item {
-  int64_t step = -1;  // compute step index, or -1 for a bundle
-  std::array<Sub, 4> subs{};  // a bundle's first `n` (at most one of each kind)
-  uint8_t n = 0;
-};
+// A bundle's sub-operations, at most one of each kind, issued in Megatron's batched order:
+// send_prev, recv_prev, send_next, recv_next (bit k of a bundle's mask: kind k). Sends are the
+// even kinds.
+enum SubKind : uint8_t { kSendPrev, kRecvPrev, kSendNext, kRecvNext };
 
 // The chunk of the k-th forward of Megatron's interleaved table (interleaved_table), without
 // building it: micro-batches enter in groups of `group` per chunk, the last group maybe partial.
@@ -129,7 +123,8 @@ int64_t table_chunk(int64_t k, int64_t v, int64_t mbc, int64_t group) {
   return (k - full) / (mbc % group);
 }
 
-// Calls visit(r, item) for every rank's compute steps and bundles in order, rank after rank.
+// Calls visit(r, step, 0) for every compute step and visit(r, -1, mask) for every bundle of
+// rank r, in order, rank after rank.
 template <class Visit>
 void for_each_item(const Program& p, Visit visit) {
   const int64_t pp = p.pp, v = p.v, mbc = p.mbc, total = mbc * v;
@@ -140,22 +135,13 @@ void for_each_item(const Program& p, Visit visit) {
   for (int64_t r = 0; r < pp; ++r) {
     const auto rank = static_cast<size_t>(r);
     const bool first_rank = r == 0, last_rank = r == pp - 1;
-    const int64_t next = (r + 1) % pp, prev = (r - 1 + pp) % pp;
     int64_t step = 0;
-    // Megatron's batched order: send_prev, recv_prev, send_next, recv_next.
     auto comm = [&](bool send_prev, bool recv_prev, bool send_next, bool recv_next) {
-      Item it;
-      if (send_prev) it.subs[it.n++] = {true, false, prev};
-      if (recv_prev) it.subs[it.n++] = {false, true, prev};
-      if (send_next) it.subs[it.n++] = {true, true, next};
-      if (recv_next) it.subs[it.n++] = {false, false, next};
-      if (it.n > 0) visit(rank, it);
+      const unsigned mask = (send_prev ? 1u << kSendPrev : 0u) | (recv_prev ? 1u << kRecvPrev : 0u) |
+                            (send_next ? 1u << kSendNext : 0u) | (recv_next ? 1u << kRecvNext : 0u);
+      if (mask != 0) visit(rank, -1, mask);
     };
-    auto compute = [&] {
-      Item it;
-      it.step = step++;
-      visit(rank, it);
-    };
+    auto compute = [&] { visit(rank, step++, 0u); };
     const int64_t warmup = std::min((pp - r - 1) * 2 + (v - 1) * p.group, total);
     const bool all_warmup = warmup == total;
     const int64_t remaining = total - warmup;
@@ -189,11 +175,24 @@ void for_each_item(const Program& p, Visit visit) {
   }
 }
 
-// The channel of a sub-operation of rank r's bundle: (src·pp + dst)·2 + direction.
-size_t channel_of(size_t r, const Sub& sb, int64_t pp) {
-  const auto rank = static_cast<int64_t>(r);
-  const int64_t src = sb.send ? rank : sb.peer, dst = sb.send ? sb.peer : rank;
-  return static_cast<size_t>((src * pp + dst) * 2 + (sb.to_next ? 1 : 0));
+// The channel of rank r's sub-operation of kind k: (src·pp + dst)·2 + direction (1: towards the
+// next rank).
+size_t channel_of(int64_t r, unsigned k, int64_t pp) {
+  const int64_t next = (r + 1) % pp, prev = (r - 1 + pp) % pp;
+  switch (k) {
+    case kSendPrev: return static_cast<size_t>((r * pp + prev) * 2);
+    case kRecvPrev: return static_cast<size_t>((prev * pp + r) * 2 + 1);
+    case kSendNext: return static_cast<size_t>((r * pp + next) * 2 + 1);
+    default: return static_cast<size_t>((next * pp + r) * 2);
+  }
+}
+
+// Every rank's channel per sub-operation kind: [r · 4 + kind].
+SmallVector<size_t, 64> channels(int64_t pp) {
+  SmallVector<size_t, 64> ch;
+  for (int64_t r = 0; r < pp; ++r)
+    for (unsigned k = 0; k < 4; ++k) ch.push_back(channel_of(r, k, pp));
+  return ch;
 }
 
 thread_local std::vector<Engine::OpId> scratch_ends;
@@ -207,33 +206,35 @@ void lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Engine
   const auto nch = static_cast<size_t>(p.pp * p.pp * 2);
   std::vector<int32_t>& next = scratch_ids;  // per channel: sends, then receives
   next.assign(2 * nch, 0);
-  auto slot = [&](size_t r, const Sub& sb) -> int32_t& { return next[(sb.send ? 0 : nch) + channel_of(r, sb, p.pp)]; };
-  for_each_item(p, [&](size_t r, const Item& it) {
+  const SmallVector<size_t, 64> ch = channels(p.pp);
+  for_each_item(p, [&](size_t r, int64_t step, unsigned mask) {
     const auto rr = static_cast<int32_t>(r);
-    if (it.step >= 0) {
-      const Step& s = p.ranks[r][static_cast<size_t>(it.step)];
+    if (step >= 0) {
+      const Step& s = p.ranks[r][static_cast<size_t>(step)];
       const Engine::OpId id = e.add(rr, Stream::Compute, step_time(c, static_cast<int64_t>(r), s), compute_label(s));
       if (out) (*out)[r].push_back(id);
-    } else {
-      e.add(rr, Stream::Compute, 0, {StepKind::P2P, -1, -1});
+      return;
     }
-    for (size_t j = 0; j < it.n; ++j) ++slot(r, it.subs[j]);
+    e.add(rr, Stream::Compute, 0, {StepKind::P2P, -1, -1});
+    for (unsigned k = 0; k < 4; ++k)
+      if (mask >> k & 1u) ++next[(k % 2 == 0 ? 0 : nch) + ch[r * 4 + k]];
   });
   int32_t pairs = 0;
-  for (size_t ch = 0; ch < nch; ++ch) {
-    TRAINSIM_ASSERT(next[ch] == next[nch + ch], "blocking interleaved bundles do not pair");
-    const int32_t n = next[ch];
-    next[ch] = next[nch + ch] = pairs;
+  for (size_t j = 0; j < nch; ++j) {
+    TRAINSIM_ASSERT(next[j] == next[nch + j], "blocking interleaved bundles do not pair");
+    const int32_t n = next[j];
+    next[j] = next[nch + j] = pairs;
     pairs += n;
   }
   std::vector<Engine::OpId>& ends = scratch_ends;  // sends, then receives
   ends.resize(2 * static_cast<size_t>(pairs));
   Engine::OpId op = base;
-  for_each_item(p, [&](size_t r, const Item& it) {
-    for (size_t j = 0; j < it.n; ++j) {
-      const Sub& sb = it.subs[j];
-      ends[(sb.send ? 0 : static_cast<size_t>(pairs)) + static_cast<size_t>(slot(r, sb)++)] = op;
-    }
+  for_each_item(p, [&](size_t r, int64_t, unsigned mask) {
+    for (unsigned k = 0; k < 4; ++k)
+      if (mask >> k & 1u) {
+        const bool send = k % 2 == 0;
+        ends[(send ? 0 : static_cast<size_t>(pairs)) + static_cast<size_t>(next[(send ? 0 : nch) + ch[r * 4 + k]]++)] = op;
+      }
     ++op;
   });
   for (size_t j = 0; j < static_cast<size_t>(pairs); ++j) e.rendezvous(ends[j], ends[static_cast<size_t>(pairs) + j], c.p2p);
@@ -334,19 +335,21 @@ std::string blocking_problem(const Program& p) {
   if (p.v == 1) return "";
   // Only the counts per channel matter here: sends less receives, both counted for a message.
   const auto nch = static_cast<size_t>(p.pp * p.pp * 2);
+  const SmallVector<size_t, 64> ch = channels(p.pp);
   SmallVector<int64_t, 128> surplus;
   surplus.assign(nch, 0);
-  for_each_item(p, [&](size_t r, const Item& it) {
-    for (size_t j = 0; j < it.n; ++j) surplus[channel_of(r, it.subs[j], p.pp)] += it.subs[j].send ? 1 : -1;
+  for_each_item(p, [&](size_t r, int64_t, unsigned mask) {
+    for (unsigned k = 0; k < 4; ++k)
+      if (mask >> k & 1u) surplus[ch[r * 4 + k]] += k % 2 == 0 ? 1 : -1;
   });
-  for (size_t k = 0; k < nch; ++k) {
-    if (surplus[k] == 0) continue;
+  for (size_t j = 0; j < nch; ++j) {
+    if (surplus[j] == 0) continue;
     size_t sends = 0, recvs = 0;
-    for_each_item(p, [&](size_t r, const Item& it) {
-      for (size_t j = 0; j < it.n; ++j)
-        if (channel_of(r, it.subs[j], p.pp) == k) ++(it.subs[j].send ? sends : recvs);
+    for_each_item(p, [&](size_t r, int64_t, unsigned mask) {
+      for (unsigned k = 0; k < 4; ++k)
+        if (mask >> k & 1u && ch[r * 4 + k] == j) ++(k % 2 == 0 ? sends : recvs);
     });
-    const size_t src = k / 2 / static_cast<size_t>(p.pp), dst = k / 2 % static_cast<size_t>(p.pp);
+    const size_t src = j / 2 / static_cast<size_t>(p.pp), dst = j / 2 % static_cast<size_t>(p.pp);
     return strprintf("Megatron's synchronous interleaved schedule posts %zu sends but %zu receives from "
                      "rank %zu to rank %zu for pp %lld, %lld chunks, %lld micro-batches in groups of %lld",
                      sends, recvs, src, dst, static_cast<long long>(p.pp), static_cast<long long>(p.v),
