@@ -24,19 +24,23 @@ void Engine::depends_at(OpId op, OpId on, double fraction) {
 void Engine::reserve(size_t ops, size_t deps, size_t syncs) {
   if (ops_.size() < ops) ops_.resize(ops);
   if (links_.size() < deps + 2 * syncs) links_.resize(deps + 2 * syncs);
+  ops_cap_ = ops_.size();
+  links_cap_ = links_.size();
 }
 
 void Engine::make_room(int32_t rank, double duration) {
   TRAINSIM_ASSERT(rank >= 0 && rank < ranks_, "op on an unknown rank");
   TRAINSIM_ASSERT(duration >= 0, "op of negative duration");
-  if (nops_ == ops_.size()) ops_.resize(std::max<size_t>(64, 2 * nops_));
+  if (nops_ == ops_cap_) ops_.resize(std::max<size_t>(64, 2 * nops_));
+  ops_cap_ = ops_.size();
 }
 
 void Engine::make_link_room(OpId op, OpId other, double duration) {
   TRAINSIM_ASSERT(op >= 0 && other >= 0 && static_cast<size_t>(op) < nops_ && static_cast<size_t>(other) < nops_,
                   "link between ops not added to the engine");
   TRAINSIM_ASSERT(duration >= 0, "rendezvous of negative duration");
-  if (nlinks_ == links_.size()) links_.resize(std::max<size_t>(64, 2 * nlinks_));
+  if (nlinks_ == links_cap_) links_.resize(std::max<size_t>(64, 2 * nlinks_));
+  links_cap_ = links_.size();
 }
 
 Timeline Engine::run(bool events) const {

@@ -33,7 +33,8 @@ class Engine {
   /// starts) to the end of `stream` of `rank`. (Inline, as depends and rendezvous: the lowering
   /// calls them once per op.)
   OpId add(int32_t rank, Stream stream, double duration, Label label) {
-    if (nops_ == ops_.size() || !(rank >= 0 && rank < ranks_ && duration >= 0)) make_room(rank, duration);
+    if (nops_ == ops_cap_ || static_cast<uint32_t>(rank) >= static_cast<uint32_t>(ranks_) || !(duration >= 0))
+      make_room(rank, duration);
     const auto id = static_cast<OpId>(nops_++);
     const auto q = static_cast<uint16_t>(rank * kStreamCount + static_cast<int32_t>(stream));
     ops_[static_cast<size_t>(id)] = {duration, -1, -1, -1, label.chunk, label.mb, q, label.kind};
@@ -89,8 +90,8 @@ class Engine {
   // dependency on an earlier op of the same stream is dropped: that op has ended before the
   // stream's next one starts (durations are never negative), so the link would change nothing.
   void link(OpId op, bool sync, OpId other, double duration) {
-    if (nlinks_ == links_.size() || !(op >= 0 && other >= 0 && static_cast<size_t>(op) < nops_ &&
-                                      static_cast<size_t>(other) < nops_ && duration >= 0))
+    if (nlinks_ == links_cap_ || static_cast<uint32_t>(op) >= nops_ || static_cast<uint32_t>(other) >= nops_ ||
+        !(duration >= 0))
       make_link_room(op, other, duration);
     Op& o = ops_[static_cast<size_t>(op)];
     if (!sync && other < op && ops_[static_cast<size_t>(other)].queue == o.queue) return;
@@ -106,7 +107,7 @@ class Engine {
   // adding one is a few stores.
   std::vector<Op> ops_;
   std::vector<Link> links_;
-  size_t nops_ = 0, nlinks_ = 0;
+  size_t nops_ = 0, nlinks_ = 0, ops_cap_ = 0, links_cap_ = 0;  // used, and the arrays' sizes
   std::vector<Queue> queues_;  // per (rank, stream)
 };
 
