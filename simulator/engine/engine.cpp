@@ -44,9 +44,10 @@ void Engine::make_link_room(OpId op, OpId other, double duration) {
 }
 
 Timeline Engine::run(bool events) const {
-  std::optional<Timeline> tl = try_run(events);
-  TRAINSIM_ASSERT(tl.has_value(), "schedule program deadlocked in the engine");
-  return std::move(*tl);
+  Timeline tl;
+  const bool ran = try_run(tl, events);
+  TRAINSIM_ASSERT(ran, "schedule program deadlocked in the engine");
+  return tl;
 }
 
 namespace {
@@ -78,6 +79,12 @@ struct Scratch {
 }  // namespace
 
 std::optional<Timeline> Engine::try_run(bool events) const {
+  Timeline tl;
+  if (!try_run(tl, events)) return std::nullopt;
+  return tl;
+}
+
+bool Engine::try_run(Timeline& tl, bool events) const {
   thread_local Scratch w;
   const size_t n = nops_, nq = queues_.size();
   auto& qs = w.queue;
@@ -147,12 +154,12 @@ std::optional<Timeline> Engine::try_run(bool events) const {
       Q.pos = op.next;
     }
   }
-  Timeline tl;
   tl.ranks = ranks_;
   tl.totals.assign(static_cast<size_t>(ranks_), {});
+  tl.events.clear();
   for (size_t q = 0; q < nq; ++q) {
     const Scratch::Queue& Q = qs[q];
-    if (Q.pos >= 0) return std::nullopt;  // a cyclic wait left ops unplaced
+    if (Q.pos >= 0) return false;  // a cyclic wait left ops unplaced
     RankTotals& t = tl.totals[q / kStreamCount];
     const size_t stream = q % kStreamCount;
     t.end = std::max(t.end, Q.tail);
@@ -170,7 +177,7 @@ std::optional<Timeline> Engine::try_run(bool events) const {
                            op.mb, st[i].start, st[i].end});
     }
   }
-  return tl;
+  return true;
 }
 
 }  // namespace trainsim

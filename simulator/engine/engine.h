@@ -62,6 +62,8 @@ class Engine {
   [[nodiscard]] Timeline run(bool events = true) const;
   /// Like run(), but returns nullopt when the program cannot finish (a cyclic wait).
   [[nodiscard]] std::optional<Timeline> try_run(bool events = true) const;
+  /// The same into `into` (replaced): false when the program cannot finish.
+  [[nodiscard]] bool try_run(Timeline& into, bool events = true) const;
 
   [[nodiscard]] int32_t ranks() const { return ranks_; }
   [[nodiscard]] size_t size() const { return nops_; }

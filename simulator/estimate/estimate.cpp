@@ -981,9 +981,7 @@ std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64
   for (int64_t i = 2; i >= 0; --i) {
     Program prog = plan.program(a + i * g);
     if (plan.p2p == P2PMode::Blocking && plan.pp > 1 && !blocking_problem(prog).empty()) return std::nullopt;
-    std::optional<Replayed> one = replay(prog);
-    if (!one) return std::nullopt;
-    r[i] = std::move(*one);
+    if (!replay(prog, r[i])) return std::nullopt;
     if (i < 2) shorts[i] = std::move(prog);
   }
   double period = 0, span = 0;
@@ -1119,18 +1117,15 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   // (as the engine's replay keeps its working arrays): lowering empties them first.
   thread_local Engine engine(1);
   thread_local StepOps step_ops;
-  auto replay = [&](const Program& prog) -> std::optional<Replayed> {
-    Replayed out;
+  // Replays `prog` into `out`: false when it cannot finish.
+  auto replay = [&](const Program& prog, Replayed& out) {
     lower(prog, costs, plan.p2p, engine, scheduled_dp ? &step_ops : nullptr);  // the DP ops hang on the steps
     out.dp.assign(static_cast<size_t>(pp), {});
     if (scheduled_dp)
       for (int64_t r = 0; r < pp; ++r) out.dp[static_cast<size_t>(r)] = add_dp_ops(engine, plan, prog, step_ops, r, results,
                                                      buckets[static_cast<size_t>(r)]);
     out.ops = static_cast<int64_t>(engine.size());
-    std::optional<Timeline> tl = engine.try_run(events);
-    if (!tl) return std::nullopt;
-    out.timeline = std::move(*tl);
-    return out;
+    return engine.try_run(out.timeline, events);
   };
   std::optional<Replayed> replayed;
   Program shorts[2];
@@ -1157,8 +1152,10 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
     plan.program(plan.micro_batch_num, program);
     for (int64_t r = 0; r < pp; ++r) rank_steps[static_cast<size_t>(r)] = whole_steps(program.ranks[static_cast<size_t>(r)]);
   }
-  if (!replayed) replayed = replay(program);
-  TRAINSIM_ASSERT(replayed.has_value(), "schedule program deadlocked in the engine");
+  if (!replayed) {
+    const bool ran = replay(program, replayed.emplace());
+    TRAINSIM_ASSERT(ran, "schedule program deadlocked in the engine");
+  }
   est.timeline = std::move(replayed->timeline);
   est.engine_ops = replayed->ops;
   const auto& dp_ops = replayed->dp;

@@ -131,5 +131,27 @@ TEST(EngineTest, NegativeDurationIsAnInternalError) {
   EXPECT_THROW(e.add(1, Stream::Compute, 1, kF), std::exception);
 }
 
+// A replay into a timeline replaces what it held: rank 0's 1 s op after a two-rank program with
+// events, then one event and one rank's totals; a cyclic program reports false.
+TEST(EngineTest, ReplayIntoATimelineReplacesIt) {
+  Engine e(2);
+  e.add(0, Stream::Compute, 2, kF);
+  e.add(1, Stream::Compute, 3, kF);
+  Timeline tl;
+  ASSERT_TRUE(e.try_run(tl));
+  EXPECT_EQ(tl.events.size(), 2u);
+  e.reset(1);
+  e.add(0, Stream::Compute, 1, kF);
+  ASSERT_TRUE(e.try_run(tl));
+  EXPECT_EQ(tl.ranks, 1);
+  ASSERT_EQ(tl.events.size(), 1u);
+  ASSERT_EQ(tl.totals.size(), 1u);
+  EXPECT_DOUBLE_EQ(tl.totals[0].end, 1);
+  EXPECT_DOUBLE_EQ(tl.span(), 1);
+  const auto b = e.add(0, Stream::Dp, 1, kF);
+  e.depends(b, b);
+  EXPECT_FALSE(e.try_run(tl, false));
+}
+
 }  // namespace
 }  // namespace trainsim
