@@ -88,12 +88,12 @@ bool Engine::try_run(Timeline& tl, bool events) const {
   thread_local Scratch w;
   const size_t n = nops_, nq = queues_.size();
   auto& qs = w.queue;
-  qs.assign(nq, {});
+  if (qs.size() < nq) qs.resize(nq);
   if (w.ready.size() < nq) w.ready.resize(nq);
   int32_t* const ready = w.ready.data();
   size_t top = 0;
   for (size_t q = 0; q < nq; ++q) {
-    qs[q].pos = queues_[q].first;
+    qs[q] = {queues_[q].first, -1, 0, 0, 0, 0};
     if (qs[q].pos >= 0) ready[top++] = static_cast<int32_t>(q);
   }
   w.op.assign(n, {});
@@ -157,17 +157,16 @@ bool Engine::try_run(Timeline& tl, bool events) const {
   tl.ranks = ranks_;
   tl.totals.assign(static_cast<size_t>(ranks_), {});
   tl.events.clear();
-  for (size_t q = 0; q < nq; ++q) {
-    const Scratch::Queue& Q = qs[q];
-    if (Q.pos >= 0) return false;  // a cyclic wait left ops unplaced
-    RankTotals& t = tl.totals[q / kStreamCount];
-    const size_t stream = q % kStreamCount;
-    t.end = std::max(t.end, Q.tail);
-    t.stream_end[stream] = Q.tail;
-    t.stream_busy[stream] = Q.busy;
-    if (stream != static_cast<size_t>(Stream::Compute)) continue;
-    t.compute_busy = Q.compute;
-    t.p2p_blocking = Q.p2p;
+  const Scratch::Queue* Q = qs.data();
+  for (RankTotals& t : tl.totals) {
+    t.compute_busy = Q[static_cast<size_t>(Stream::Compute)].compute;
+    t.p2p_blocking = Q[static_cast<size_t>(Stream::Compute)].p2p;
+    for (size_t stream = 0; stream < static_cast<size_t>(kStreamCount); ++stream, ++Q) {
+      if (Q->pos >= 0) return false;  // a cyclic wait left ops unplaced
+      t.end = std::max(t.end, Q->tail);
+      t.stream_end[stream] = Q->tail;
+      t.stream_busy[stream] = Q->busy;
+    }
   }
   if (events) {
     tl.events.reserve(n);
