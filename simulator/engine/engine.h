@@ -29,24 +29,28 @@ class Engine {
   /// Drops every op and link (keeping their memory) for a program over `ranks` ranks.
   void reset(int32_t ranks);
 
-  /// Appends an op to the end of `stream` of `rank`. (Inline, as depends and rendezvous: the
-  /// lowering calls them once per op.)
+  /// Appends an op of `duration` (seconds, never negative: an op ends no earlier than it
+  /// starts) to the end of `stream` of `rank`. (Inline, as depends and rendezvous: the lowering
+  /// calls them once per op.)
   OpId add(int32_t rank, Stream stream, double duration, Label label) {
-    TRAINSIM_ASSERT(rank >= 0 && rank < ranks_, "op on an unknown rank");
-    const auto id = static_cast<OpId>(ops_.size());
-    ops_.push_back({duration, rank, label.chunk, label.mb, stream, label.kind});
-    Queue& q = queues_[static_cast<size_t>(rank) * kStreamCount + static_cast<size_t>(stream)];
-    (q.last >= 0 ? ops_[static_cast<size_t>(q.last)].next : q.first) = id;
-    q.last = id;
+    if (nops_ == ops_cap_ || static_cast<uint32_t>(rank) >= static_cast<uint32_t>(ranks_) || !(duration >= 0))
+      make_room(rank, duration);
+    const auto id = static_cast<OpId>(nops_++);
+    const auto q = static_cast<uint16_t>(rank * kStreamCount + static_cast<int32_t>(stream));
+    ops_[static_cast<size_t>(id)] = {duration, -1, -1, -1, label.chunk, label.mb, q, label.kind};
+    Queue& qu = queues_[q];
+    (qu.last >= 0 ? ops_[static_cast<size_t>(qu.last)].next : qu.first) = id;
+    qu.last = id;
     return id;
   }
-  /// `op` starts only after `on` has ended.
+  /// `op` starts only after `on` has ended. (Nothing to record when `on` is an earlier op of the
+  /// same stream: the stream's order already has it end first.)
   void depends(OpId op, OpId on) { link(op, false, on, 1); }
   /// `op` starts no earlier than `fraction` (0–1) of the way through `on`: the point where an
   /// op running on another stream has produced part of its output (e.g. the gradients of the
   /// last layers of a backward pass). `op` is still replayed after `on` has been placed.
   void depends_at(OpId op, OpId on, double fraction);
-  /// `a` and `b` rendezvous: each ends no earlier than max(start a, start b) + `duration`.
+  /// `a` and `b` rendezvous: each ends no earlier than max(start a, start b) + `duration` (≥ 0).
   void rendezvous(OpId a, OpId b, double duration) {
     link(a, true, b, duration);
     link(b, true, a, duration);
@@ -58,9 +62,11 @@ class Engine {
   [[nodiscard]] Timeline run(bool events = true) const;
   /// Like run(), but returns nullopt when the program cannot finish (a cyclic wait).
   [[nodiscard]] std::optional<Timeline> try_run(bool events = true) const;
+  /// The same into `into` (replaced): false when the program cannot finish.
+  [[nodiscard]] bool try_run(Timeline& into, bool events = true) const;
 
   [[nodiscard]] int32_t ranks() const { return ranks_; }
-  [[nodiscard]] size_t size() const { return ops_.size(); }
+  [[nodiscard]] size_t size() const { return nops_; }
 
  private:
   // The replay walks each stream's ops and each op's links as lists threaded through the ops as
@@ -68,11 +74,11 @@ class Engine {
   // the replay takes maxima over them, which do not depend on the order.
   struct Op {
     double duration;
-    int32_t rank, chunk, mb;  // the label's fields unpacked
-    Stream stream;
+    OpId next;                // the next op of its stream
+    int32_t deps, syncs;      // its latest dependency and rendezvous (index in links_)
+    int32_t chunk, mb;        // the label's fields unpacked
+    uint16_t queue;           // rank · kStreamCount + stream
     StepKind kind;
-    OpId next = -1;             // the next op of its stream
-    int32_t deps = -1, syncs = -1;  // its latest dependency and rendezvous (index in links_)
   };
   struct Link {
     OpId other;
@@ -82,18 +88,28 @@ class Engine {
   struct Queue {
     OpId first = -1, last = -1;
   };
-  // Links `op` (a dependency, or a rendezvous when `sync`) to `other`; both already added.
+  // Links `op` (a dependency, or a rendezvous when `sync`) to `other`; both already added. A
+  // dependency on an earlier op of the same stream is dropped: that op has ended before the
+  // stream's next one starts (durations are never negative), so the link would change nothing.
   void link(OpId op, bool sync, OpId other, double duration) {
-    TRAINSIM_ASSERT(op >= 0 && other >= 0 && static_cast<size_t>(op) < ops_.size() &&
-                        static_cast<size_t>(other) < ops_.size(),
-                    "link between ops not added to the engine");
-    int32_t& head = sync ? ops_[static_cast<size_t>(op)].syncs : ops_[static_cast<size_t>(op)].deps;
-    links_.push_back({other, head, duration});
-    head = static_cast<int32_t>(links_.size() - 1);
+    if (nlinks_ == links_cap_ || static_cast<uint32_t>(op) >= nops_ || static_cast<uint32_t>(other) >= nops_ ||
+        !(duration >= 0))
+      make_link_room(op, other, duration);
+    Op& o = ops_[static_cast<size_t>(op)];
+    if (!sync && other < op && ops_[static_cast<size_t>(other)].queue == o.queue) return;
+    int32_t& head = sync ? o.syncs : o.deps;
+    links_[nlinks_] = {other, head, duration};
+    head = static_cast<int32_t>(nlinks_++);
   }
+  // The slow paths of add and link, out of line: check the arguments, grow the arrays.
+  void make_room(int32_t rank, double duration);
+  void make_link_room(OpId op, OpId other, double duration);
   int32_t ranks_ = 0;
+  // Ops and links in arrays used up to nops_ / nlinks_ (grown out of line, never shrunk), so that
+  // adding one is a few stores.
   std::vector<Op> ops_;
   std::vector<Link> links_;
+  size_t nops_ = 0, nlinks_ = 0, ops_cap_ = 0, links_cap_ = 0;  // used, and the arrays' sizes
   std::vector<Queue> queues_;  // per (rank, stream)
 };
 

@@ -1006,9 +1006,7 @@ std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64
   for (int64_t i = 2; i >= 0; --i) {
     Program prog = plan.program(a + i * g);
     if (plan.p2p == P2PMode::Blocking && plan.pp > 1 && !blocking_problem(prog).empty()) return std::nullopt;
-    std::optional<Replayed> one = replay(prog);
-    if (!one) return std::nullopt;
-    r[i] = std::move(*one);
+    if (!replay(prog, r[i])) return std::nullopt;
     if (i < 2) shorts[i] = std::move(prog);
   }
   double period = 0, span = 0;
@@ -1085,16 +1083,23 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   ChunkResults results(env, plan, cache);
   const bool split = plan.split_backward();
 
-  // Per-micro-batch pass times of every virtual chunk, and the pipeline transfer.
-  PipelineCosts costs;
+  // Per-micro-batch pass times of every virtual chunk, and the pipeline transfer. Kept per thread
+  // across estimates (as the engine below) so that refilling them allocates nothing.
+  thread_local PipelineCosts costs_memory;
+  PipelineCosts& costs = costs_memory;
   costs.chunks.resize(static_cast<size_t>(pp));
-  if (plan.a2a_overlap) costs.a2a.resize(static_cast<size_t>(pp));
+  costs.a2a.resize(plan.a2a_overlap ? static_cast<size_t>(pp) : 0);
+  costs.a2a_slowdown = 0;
   // Per-rank arrays of the estimate: inline for pipelines up to 8 stages.
   SmallVector<PhaseSums, 8> rank_sums;
   rank_sums.assign(static_cast<size_t>(pp), {});
   for (int64_t r = 0; r < pp; ++r) {
+    costs.chunks[static_cast<size_t>(r)].clear();
     costs.chunks[static_cast<size_t>(r)].reserve(static_cast<size_t>(v));
-    if (plan.a2a_overlap) costs.a2a[static_cast<size_t>(r)].reserve(static_cast<size_t>(v));
+    if (plan.a2a_overlap) {
+      costs.a2a[static_cast<size_t>(r)].clear();
+      costs.a2a[static_cast<size_t>(r)].reserve(static_cast<size_t>(v));
+    }
     for (const auto& spec : plan.chunks[static_cast<size_t>(r)]) {
       const ChunkResult& cr = results.get(spec);
       const PhaseSums& ps = cr.sums;
@@ -1139,18 +1144,15 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   // (as the engine's replay keeps its working arrays): lowering empties them first.
   thread_local Engine engine(1);
   thread_local StepOps step_ops;
-  auto replay = [&](const Program& prog) -> std::optional<Replayed> {
-    Replayed out;
-    lower(prog, costs, plan.p2p, engine, &step_ops);
+  // Replays `prog` into `out`: false when it cannot finish.
+  auto replay = [&](const Program& prog, Replayed& out) {
+    lower(prog, costs, plan.p2p, engine, scheduled_dp ? &step_ops : nullptr);  // the DP ops hang on the steps
     out.dp.assign(static_cast<size_t>(pp), {});
     if (scheduled_dp)
       for (int64_t r = 0; r < pp; ++r) out.dp[static_cast<size_t>(r)] = add_dp_ops(engine, plan, nets, prog, step_ops, r, results,
                                                      buckets[static_cast<size_t>(r)]);
     out.ops = static_cast<int64_t>(engine.size());
-    std::optional<Timeline> tl = engine.try_run(events);
-    if (!tl) return std::nullopt;
-    out.timeline = std::move(*tl);
-    return out;
+    return engine.try_run(out.timeline, events);
   };
   std::optional<Replayed> replayed;
   Program shorts[2];
@@ -1170,13 +1172,17 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       if (rs) rank_steps[ri] = *rs;
     }
   }
-  Program program;
+  // The whole program, when read, is built into memory kept per thread (as the engine's).
+  thread_local Program program_memory;
+  Program& program = program_memory;
   if (!periodic) {
-    program = plan.program();
+    plan.program(plan.micro_batch_num, program);
     for (int64_t r = 0; r < pp; ++r) rank_steps[static_cast<size_t>(r)] = whole_steps(program.ranks[static_cast<size_t>(r)]);
   }
-  if (!replayed) replayed = replay(program);
-  TRAINSIM_ASSERT(replayed.has_value(), "schedule program deadlocked in the engine");
+  if (!replayed) {
+    const bool ran = replay(program, replayed.emplace());
+    TRAINSIM_ASSERT(ran, "schedule program deadlocked in the engine");
+  }
   est.timeline = std::move(replayed->timeline);
   est.engine_ops = replayed->ops;
   const auto& dp_ops = replayed->dp;

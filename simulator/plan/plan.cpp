@@ -48,13 +48,19 @@ std::string Straggler::basis() const {
 }
 
 Program Plan::program(int64_t mbc) const {
+  Program p;
+  program(mbc, p);
+  return p;
+}
+
+void Plan::program(int64_t mbc, Program& into) const {
   switch (schedule) {
-    case ScheduleKind::Interleaved: return interleaved(pp, vpp, mbc, vp_group, a2a_overlap);
-    case ScheduleKind::ZeroBubbleH1: return zero_bubble_h1(pp, mbc);
+    case ScheduleKind::Interleaved: return interleaved(pp, vpp, mbc, vp_group, a2a_overlap, into);
+    case ScheduleKind::ZeroBubbleH1: return zero_bubble_h1(pp, mbc, into);
     case ScheduleKind::OneFOneB: break;
   }
-  if (a2a_overlap) return interleaved(pp, 1, mbc, 1, true);  // pp 1 (validated)
-  return one_f_one_b(pp, mbc);
+  if (a2a_overlap) return interleaved(pp, 1, mbc, 1, true, into);  // pp 1 (validated)
+  one_f_one_b(pp, mbc, into);
 }
 
 const char* Plan::stage_kind(int64_t rank) const {

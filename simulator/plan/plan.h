@@ -106,6 +106,8 @@ struct Plan {
   [[nodiscard]] Program program() const { return program(micro_batch_num); }
   /// The same schedule over `mbc` micro-batches (the pipeline replay's extrapolation points).
   [[nodiscard]] Program program(int64_t mbc) const;
+  /// The same into `into`, keeping the memory of its step lists.
+  void program(int64_t mbc, Program& into) const;
   /// Whether the program splits the backward (Program::split_backward), without building it.
   [[nodiscard]] bool split_backward() const { return schedule == ScheduleKind::ZeroBubbleH1; }
   /// Micro-batches of one period of the program's steady state: the interleaved group, else 1.

@@ -1,19 +1,17 @@
 #include "schedule/lower.h"
 
 #include <algorithm>
-#include <array>
 
 #include "core/error.h"
+#include "core/small_vector.h"
 #include "core/text.h"
 
 namespace trainsim {
 namespace {
 
 Engine::Label compute_label(const Step& s) {
-  const StepKind kind = s.pass == Pass::Forward ? StepKind::Forward
-                        : s.pass == Pass::BackwardWeight ? StepKind::BackwardWeight
-                                                          : StepKind::Backward;
-  return {kind, s.chunk, s.mb};
+  constexpr StepKind kKind[] = {StepKind::Forward, StepKind::Backward, StepKind::BackwardWeight};  // by Pass
+  return {kKind[static_cast<size_t>(s.pass)], s.chunk, s.mb};
 }
 
 double step_time(const PipelineCosts& c, int64_t rank, const Step& s) {
@@ -21,118 +19,129 @@ double step_time(const PipelineCosts& c, int64_t rank, const Step& s) {
   return s.pass == Pass::Forward ? t.fwd : s.pass == Pass::Backward ? t.bwd : t.bwd_weight;
 }
 
-// --- Blocking 1F1B: Megatron's send_forward / send_forward_recv_backward / ... calls. ---------
-enum P2PType { kSendNext = 0, kRecvPrev = 1, kSendPrev = 2, kRecvNext = 3 };
+// Working arrays of the lowering, kept per thread so that repeated estimates reuse their memory.
+thread_local std::vector<Engine::OpId> scratch_ids;
 
-void lower_blocking_1f1b(const Program& p, const PipelineCosts& c, Engine& e, StepOps& out) {
+// --- Blocking 1F1B: Megatron's send_forward / send_forward_recv_backward / ... calls. ---------
+// Rank r's receive from rank r − 1 and its send back pair with rank r − 1's send and receive of the
+// same micro-batch, added before them (ranks are lowered in order): each rendezvous is linked as
+// its second side is added.
+void lower_blocking_1f1b(const Program& p, const PipelineCosts& c, Engine& e, StepOps* out) {
   const int64_t pp = p.pp, mbc = p.mbc;
   e.reserve(static_cast<size_t>(pp * 6 * mbc), 0, static_cast<size_t>(2 * pp * mbc));
-  std::vector<Engine::OpId> ids(static_cast<size_t>(pp * 4 * mbc), -1);
-  auto slot = [&](int64_t r, int type, int64_t mb) -> Engine::OpId& {
-    return ids[static_cast<size_t>((r * 4 + type) * mbc + mb)];
-  };
+  // Per micro-batch: the previous rank's send to the next rank and receive from it, then this
+  // rank's.
+  std::vector<Engine::OpId>& ids = scratch_ids;
+  ids.assign(static_cast<size_t>(4 * mbc), -1);
+  Engine::OpId* prev_send = ids.data();
+  Engine::OpId* prev_recv = prev_send + mbc;
+  Engine::OpId* send = prev_recv + mbc;
+  Engine::OpId* recv = send + mbc;
   for (int64_t r = 0; r < pp; ++r) {
     const auto rr = static_cast<int32_t>(r);
-    const auto& steps = p.ranks[static_cast<size_t>(r)];
+    const Step* step = p.ranks[static_cast<size_t>(r)].data();
+    const Step* const end = step + p.ranks[static_cast<size_t>(r)].size();
+    const std::vector<ChunkTimes>& times = c.chunks[static_cast<size_t>(r)];
+    std::vector<Engine::OpId>* steps = out ? &(*out)[static_cast<size_t>(r)] : nullptr;
     const bool has_prev = r > 0, has_next = r < pp - 1, odd = r % 2 == 1;
     const int64_t warmup = std::min(pp - r - 1, mbc);
     const int64_t remaining = mbc - warmup;
-    size_t next_step = 0;
     auto compute = [&] {
-      const Step& s = steps[next_step++];
-      out[static_cast<size_t>(r)].push_back(e.add(rr, Stream::Compute, step_time(c, r, s), compute_label(s)));
+      TRAINSIM_ASSERT(step != end, "blocking 1F1B lowering needs a 1F1B program");
+      const Step& s = *step++;
+      const ChunkTimes& t = times[static_cast<size_t>(s.chunk)];
+      const bool fwd = s.pass == Pass::Forward;  // no weight-gradient steps: the backward is whole
+      const Engine::OpId id =
+          e.add(rr, Stream::Compute, fwd ? t.fwd : t.bwd, {fwd ? StepKind::Forward : StepKind::Backward, s.chunk, s.mb});
+      if (steps) steps->push_back(id);
     };
-    auto p2p = [&](int type, int64_t mb, bool present) {
-      if (present) slot(r, type, mb) = e.add(rr, Stream::Compute, 0, {StepKind::P2P, 0, static_cast<int32_t>(mb)});
+    // The transfers with the next rank are recorded for it; those with the previous rank pair.
+    auto send_next = [&](int64_t mb) {
+      if (has_next) send[mb] = e.add(rr, Stream::Compute, 0, {StepKind::P2P, 0, static_cast<int32_t>(mb)});
     };
-    // Megatron orders a batched send/recv pair by rank parity to avoid deadlock.
-    auto bundle = [&](int send, int64_t send_mb, int recv, int64_t recv_mb, bool present) {
-      if (odd) {
-        p2p(send, send_mb, present);
-        p2p(recv, recv_mb, present);
-      } else {
-        p2p(recv, recv_mb, present);
-        p2p(send, send_mb, present);
-      }
+    auto recv_next = [&](int64_t mb) {
+      if (has_next) recv[mb] = e.add(rr, Stream::Compute, 0, {StepKind::P2P, 0, static_cast<int32_t>(mb)});
+    };
+    auto recv_prev = [&](int64_t mb) {
+      if (has_prev) e.rendezvous(prev_send[mb], e.add(rr, Stream::Compute, 0, {StepKind::P2P, 0, static_cast<int32_t>(mb)}), c.p2p);
+    };
+    auto send_prev = [&](int64_t mb) {
+      if (has_prev) e.rendezvous(e.add(rr, Stream::Compute, 0, {StepKind::P2P, 0, static_cast<int32_t>(mb)}), prev_recv[mb], c.p2p);
     };
     int64_t fmb = 0, bmb = 0;
     for (int64_t i = 0; i < warmup; ++i, ++fmb) {
-      p2p(kRecvPrev, fmb, has_prev);
+      recv_prev(fmb);
       compute();
-      p2p(kSendNext, fmb, has_next);
+      send_next(fmb);
     }
-    if (remaining > 0) p2p(kRecvPrev, fmb, has_prev);
+    if (remaining > 0) recv_prev(fmb);
     for (int64_t i = 0; i < remaining; ++i) {
       compute();
-      bundle(kSendNext, fmb, kRecvNext, bmb, has_next);
+      // Megatron orders a batched send/recv pair by rank parity to avoid deadlock.
+      if (odd) {
+        send_next(fmb);
+        recv_next(bmb);
+      } else {
+        recv_next(bmb);
+        send_next(fmb);
+      }
       ++fmb;
       compute();
       if (i == remaining - 1) {
-        p2p(kSendPrev, bmb, has_prev);
+        send_prev(bmb);
+      } else if (odd) {
+        send_prev(bmb);
+        recv_prev(fmb);
       } else {
-        bundle(kSendPrev, bmb, kRecvPrev, fmb, has_prev);
+        recv_prev(fmb);
+        send_prev(bmb);
       }
       ++bmb;
     }
     for (int64_t i = 0; i < warmup; ++i, ++bmb) {
-      p2p(kRecvNext, bmb, has_next);
+      recv_next(bmb);
       compute();
-      p2p(kSendPrev, bmb, has_prev);
+      send_prev(bmb);
     }
-    TRAINSIM_ASSERT(next_step == steps.size(), "blocking 1F1B lowering needs a 1F1B program");
+    TRAINSIM_ASSERT(step == end, "blocking 1F1B lowering needs a 1F1B program");
+    std::swap(prev_send, send);
+    std::swap(prev_recv, recv);
   }
-  for (int64_t r = 0; r + 1 < pp; ++r)
-    for (int64_t mb = 0; mb < mbc; ++mb) {
-      e.rendezvous(slot(r, kSendNext, mb), slot(r + 1, kRecvPrev, mb), c.p2p);
-      e.rendezvous(slot(r + 1, kSendPrev, mb), slot(r, kRecvNext, mb), c.p2p);
-    }
 }
 
 // --- Blocking interleaved: batched isend/irecv bundles with Megatron's receive rules. ---------
-struct Sub {
-  bool send, to_next;
-  int64_t peer;
-};
-struct Item {
-  int64_t step = -1;  // compute step index, or -1 for a bundle
-  std::array<Sub, 4> subs{};  // a bundle's first `n` (at most one of each kind)
-  uint8_t n = 0;
-};
+// A bundle's sub-operations, at most one of each kind, issued in Megatron's batched order:
+// send_prev, recv_prev, send_next, recv_next (bit k of a bundle's mask: kind k). Sends are the
+// even kinds.
+enum SubKind : uint8_t { kSendPrev, kRecvPrev, kSendNext, kRecvNext };
 
-// Every rank's compute steps and bundles in order, rank after rank: rank r's are
-// all[first[r], first[r + 1]).
-struct Items {
-  std::vector<Item> all;
-  std::vector<size_t> first;
-};
+// The chunk of the k-th forward of Megatron's interleaved table (interleaved_table), without
+// building it: micro-batches enter in groups of `group` per chunk, the last group maybe partial.
+int64_t table_chunk(int64_t k, int64_t v, int64_t mbc, int64_t group) {
+  const int64_t full = (mbc / group) * group * v;  // entries of the whole groups
+  if (k < full) return k % (group * v) / group;
+  return (k - full) / (mbc % group);
+}
 
-Items interleaved_items(const Program& p) {
+// Calls visit(r, step, 0) for every compute step and visit(r, -1, mask) for every bundle of
+// rank r, in order, rank after rank.
+template <class Visit>
+void for_each_item(const Program& p, Visit visit) {
   const int64_t pp = p.pp, v = p.v, mbc = p.mbc, total = mbc * v;
-  const auto table = interleaved_table(v, mbc, p.group);
   auto chunk_id = [&](int64_t k, bool forward) {
-    const int64_t c = table[static_cast<size_t>(((k % total) + total) % total)].chunk;
+    const int64_t c = table_chunk(((k % total) + total) % total, v, mbc, p.group);
     return forward ? c : v - 1 - c;
   };
-  Items items;
-  items.first.reserve(static_cast<size_t>(pp + 1));
-  // Per rank the compute steps and at most as many bundles.
-  items.all.reserve(static_cast<size_t>(pp * (4 * total + 2)));
-  auto& out = items.all;
   for (int64_t r = 0; r < pp; ++r) {
-    items.first.push_back(out.size());
+    const auto rank = static_cast<size_t>(r);
     const bool first_rank = r == 0, last_rank = r == pp - 1;
-    const int64_t next = (r + 1) % pp, prev = (r - 1 + pp) % pp;
     int64_t step = 0;
-    // Megatron's batched order: send_prev, recv_prev, send_next, recv_next.
     auto comm = [&](bool send_prev, bool recv_prev, bool send_next, bool recv_next) {
-      Item it;
-      if (send_prev) it.subs[it.n++] = {true, false, prev};
-      if (recv_prev) it.subs[it.n++] = {false, true, prev};
-      if (send_next) it.subs[it.n++] = {true, true, next};
-      if (recv_next) it.subs[it.n++] = {false, false, next};
-      if (it.n > 0) out.push_back(it);
+      const unsigned mask = (send_prev ? 1u << kSendPrev : 0u) | (recv_prev ? 1u << kRecvPrev : 0u) |
+                            (send_next ? 1u << kSendNext : 0u) | (recv_next ? 1u << kRecvNext : 0u);
+      if (mask != 0) visit(rank, -1, mask);
     };
-    auto compute = [&] { out.push_back({step++}); };
+    auto compute = [&] { visit(rank, step++, 0u); };
     const int64_t warmup = std::min((pp - r - 1) * 2 + (v - 1) * p.group, total);
     const bool all_warmup = warmup == total;
     const int64_t remaining = total - warmup;
@@ -164,73 +173,99 @@ Items interleaved_items(const Program& p) {
       comm(send_prev, false, false, recv_next);
     }
   }
-  items.first.push_back(out.size());
-  return items;
 }
 
-// The channel of a sub-operation of rank r's bundle: (src·pp + dst)·2 + direction.
-size_t channel_of(size_t r, const Sub& sb, int64_t pp) {
-  const auto rank = static_cast<int64_t>(r);
-  const int64_t src = sb.send ? rank : sb.peer, dst = sb.send ? sb.peer : rank;
-  return static_cast<size_t>((src * pp + dst) * 2 + (sb.to_next ? 1 : 0));
-}
-
-void lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Engine& e, StepOps& out) {
-  const Items items = interleaved_items(p);
-  e.reserve(static_cast<size_t>(4 * p.pp * p.v * p.mbc), 0, static_cast<size_t>(2 * p.pp * p.v * p.mbc));
-  // One op per item, in the items' order: item k is op base + k.
-  const auto base = static_cast<Engine::OpId>(e.size());
-  for (size_t r = 0; r + 1 < items.first.size(); ++r) {
-    const auto& steps = p.ranks[r];
-    const auto rr = static_cast<int32_t>(r);
-    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k) {
-      const Item& it = items.all[k];
-      if (it.step >= 0) {
-        const Step& s = steps[static_cast<size_t>(it.step)];
-        out[r].push_back(e.add(rr, Stream::Compute, step_time(c, static_cast<int64_t>(r), s), compute_label(s)));
-      } else {
-        e.add(rr, Stream::Compute, 0, {StepKind::P2P, -1, -1});
-      }
-    }
+// The channel of rank r's sub-operation of kind k: (src·pp + dst)·2 + direction (1: towards the
+// next rank).
+size_t channel_of(int64_t r, unsigned k, int64_t pp) {
+  const int64_t next = (r + 1) % pp, prev = (r - 1 + pp) % pp;
+  switch (k) {
+    case kSendPrev: return static_cast<size_t>((r * pp + prev) * 2);
+    case kRecvPrev: return static_cast<size_t>((prev * pp + r) * 2 + 1);
+    case kSendNext: return static_cast<size_t>((r * pp + next) * 2 + 1);
+    default: return static_cast<size_t>((next * pp + r) * 2);
   }
-  // On each channel (src, dst, direction) the j-th send pairs with the j-th receive: both are
-  // listed by channel, in order (a counting sort of the bundles' sub-operations).
+}
+
+// Every rank's channel per sub-operation kind: [r · 4 + kind].
+SmallVector<size_t, 64> channels(int64_t pp) {
+  SmallVector<size_t, 64> ch;
+  for (int64_t r = 0; r < pp; ++r)
+    for (unsigned k = 0; k < 4; ++k) ch.push_back(channel_of(r, k, pp));
+  return ch;
+}
+
+thread_local std::vector<Engine::OpId> scratch_ends;
+
+void lower_blocking_interleaved(const Program& p, const PipelineCosts& c, Engine& e, StepOps* out) {
+  e.reserve(static_cast<size_t>(4 * p.pp * p.v * p.mbc), 0, static_cast<size_t>(2 * p.pp * p.v * p.mbc));
+  // One op per item, in the items' order: item k is op base + k. On each channel (src, dst,
+  // direction) the j-th send pairs with the j-th receive: both are listed by channel, in order
+  // (a counting sort of the bundles' sub-operations).
+  const auto base = static_cast<Engine::OpId>(e.size());
   const auto nch = static_cast<size_t>(p.pp * p.pp * 2);
-  std::vector<int32_t> next(2 * nch);  // per channel: sends, then receives
-  auto slot = [&](size_t r, const Sub& sb) -> int32_t& { return next[(sb.send ? 0 : nch) + channel_of(r, sb, p.pp)]; };
-  for (size_t r = 0; r + 1 < items.first.size(); ++r)
-    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k)
-      for (size_t j = 0; j < items.all[k].n; ++j) ++slot(r, items.all[k].subs[j]);
+  std::vector<int32_t>& next = scratch_ids;  // per channel: sends, then receives
+  next.assign(2 * nch, 0);
+  const SmallVector<size_t, 64> ch = channels(p.pp);
+  for_each_item(p, [&](size_t r, int64_t step, unsigned mask) {
+    const auto rr = static_cast<int32_t>(r);
+    if (step >= 0) {
+      const Step& s = p.ranks[r][static_cast<size_t>(step)];
+      const Engine::OpId id = e.add(rr, Stream::Compute, step_time(c, static_cast<int64_t>(r), s), compute_label(s));
+      if (out) (*out)[r].push_back(id);
+      return;
+    }
+    e.add(rr, Stream::Compute, 0, {StepKind::P2P, -1, -1});
+    for (unsigned k = 0; k < 4; ++k)
+      if (mask >> k & 1u) ++next[(k % 2 == 0 ? 0 : nch) + ch[r * 4 + k]];
+  });
   int32_t pairs = 0;
-  for (size_t ch = 0; ch < nch; ++ch) {
-    TRAINSIM_ASSERT(next[ch] == next[nch + ch], "blocking interleaved bundles do not pair");
-    const int32_t n = next[ch];
-    next[ch] = next[nch + ch] = pairs;
+  for (size_t j = 0; j < nch; ++j) {
+    TRAINSIM_ASSERT(next[j] == next[nch + j], "blocking interleaved bundles do not pair");
+    const int32_t n = next[j];
+    next[j] = next[nch + j] = pairs;
     pairs += n;
   }
-  std::vector<Engine::OpId> ends(2 * static_cast<size_t>(pairs));  // sends, then receives
-  for (size_t r = 0; r + 1 < items.first.size(); ++r)
-    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k)
-      for (size_t j = 0; j < items.all[k].n; ++j) {
-        const Sub& sb = items.all[k].subs[j];
-        ends[(sb.send ? 0 : static_cast<size_t>(pairs)) + static_cast<size_t>(slot(r, sb)++)] =
-            base + static_cast<Engine::OpId>(k);
+  std::vector<Engine::OpId>& ends = scratch_ends;  // sends, then receives
+  ends.resize(2 * static_cast<size_t>(pairs));
+  Engine::OpId op = base;
+  for_each_item(p, [&](size_t r, int64_t, unsigned mask) {
+    for (unsigned k = 0; k < 4; ++k)
+      if (mask >> k & 1u) {
+        const bool send = k % 2 == 0;
+        ends[(send ? 0 : static_cast<size_t>(pairs)) + static_cast<size_t>(next[(send ? 0 : nch) + ch[r * 4 + k]]++)] = op;
       }
+    ++op;
+  });
   for (size_t j = 0; j < static_cast<size_t>(pairs); ++j) e.rendezvous(ends[j], ends[static_cast<size_t>(pairs) + j], c.p2p);
 }
 
 // --- Asynchronous: data dependencies only. --------------------------------------------------
-void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps& out) {
+struct AsyncSlot {
+  Engine::OpId fwd = -1, fwd_end = -1, bwd = -1, send_fwd = -1, send_bwd = -1;
+};
+thread_local std::vector<AsyncSlot> scratch_slots;
+
+void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps* out) {
   const int64_t pp = p.pp, v = p.v, mbc = p.mbc, stages = pp * v;
   e.reserve(static_cast<size_t>(5 * stages * mbc), static_cast<size_t>(4 * stages * mbc), 0);
+  // With one stage and no merged steps, each pass's input (a backward's: its forward's output) is
+  // produced earlier on the same stream: nothing to link (the engine would drop the links).
+  bool linked = stages > 1;
+  for (size_t i = 0; !linked && i < p.ranks[0].size(); ++i) linked = p.ranks[0][i].merged;
+  if (!linked) {
+    for (const Step& s : p.ranks[0]) {
+      const Engine::OpId id = e.add(0, Stream::Compute, step_time(c, 0, s), compute_label(s));
+      if (out) (*out)[0].push_back(id);
+    }
+    return;
+  }
   // Op ids per (virtual stage, micro-batch): where a pass's incoming data dependency hangs (its
   // first op), and the transfer it sends downstream (forward activations) or upstream (input
   // gradients) after its last op.
   const auto n = static_cast<size_t>(stages * mbc);
-  struct Slot {
-    Engine::OpId fwd = -1, fwd_end = -1, bwd = -1, send_fwd = -1, send_bwd = -1;
-  };
-  std::vector<Slot> slots(n);
+  std::vector<AsyncSlot>& slots = scratch_slots;
+  slots.assign(n, {});
   auto at_of = [&](int64_t r, const Step& s) { return static_cast<size_t>((s.chunk * pp + r) * mbc + s.mb); };
   for (int64_t r = 0; r < pp; ++r) {
     const auto rr = static_cast<int32_t>(r);
@@ -239,7 +274,7 @@ void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps& o
     auto placed = [&](const Step& s, Engine::OpId first, Engine::OpId last) {
       const int64_t vs = s.chunk * pp + r;
       const size_t at = at_of(r, s);
-      out[static_cast<size_t>(r)].push_back(last);
+      if (out) (*out)[static_cast<size_t>(r)].push_back(last);
       if (s.pass == Pass::Forward) {
         slots[at].fwd = first;
         slots[at].fwd_end = last;
@@ -298,47 +333,52 @@ void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps& o
 std::string blocking_problem(const Program& p) {
   if (p.split_backward) return "a split-backward (zero-bubble) schedule needs asynchronous p2p";
   if (p.v == 1) return "";
-  // Only the counts per channel matter here.
-  const Items items = interleaved_items(p);
-  std::vector<size_t> sends(static_cast<size_t>(p.pp * p.pp * 2)), recvs(sends.size());
-  for (size_t r = 0; r + 1 < items.first.size(); ++r)
-    for (size_t k = items.first[r]; k < items.first[r + 1]; ++k) {
-      const Item& it = items.all[k];
-      for (size_t j = 0; j < it.n; ++j) ++(it.subs[j].send ? sends : recvs)[channel_of(r, it.subs[j], p.pp)];
-    }
-  for (size_t k = 0; k < sends.size(); ++k)
-    if (sends[k] != recvs[k]) {
-      const size_t src = k / 2 / static_cast<size_t>(p.pp), dst = k / 2 % static_cast<size_t>(p.pp);
-      return strprintf("Megatron's synchronous interleaved schedule posts %zu sends but %zu receives from "
-                       "rank %zu to rank %zu for pp %lld, %lld chunks, %lld micro-batches in groups of %lld",
-                       sends[k], recvs[k], src, dst, static_cast<long long>(p.pp),
-                       static_cast<long long>(p.v), static_cast<long long>(p.mbc),
-                       static_cast<long long>(p.group));
-    }
+  // Only the counts per channel matter here: sends less receives, both counted for a message.
+  const auto nch = static_cast<size_t>(p.pp * p.pp * 2);
+  const SmallVector<size_t, 64> ch = channels(p.pp);
+  SmallVector<int64_t, 128> surplus;
+  surplus.assign(nch, 0);
+  for_each_item(p, [&](size_t r, int64_t, unsigned mask) {
+    for (unsigned k = 0; k < 4; ++k)
+      if (mask >> k & 1u) surplus[ch[r * 4 + k]] += k % 2 == 0 ? 1 : -1;
+  });
+  for (size_t j = 0; j < nch; ++j) {
+    if (surplus[j] == 0) continue;
+    size_t sends = 0, recvs = 0;
+    for_each_item(p, [&](size_t r, int64_t, unsigned mask) {
+      for (unsigned k = 0; k < 4; ++k)
+        if (mask >> k & 1u && ch[r * 4 + k] == j) ++(k % 2 == 0 ? sends : recvs);
+    });
+    const size_t src = j / 2 / static_cast<size_t>(p.pp), dst = j / 2 % static_cast<size_t>(p.pp);
+    return strprintf("Megatron's synchronous interleaved schedule posts %zu sends but %zu receives from "
+                     "rank %zu to rank %zu for pp %lld, %lld chunks, %lld micro-batches in groups of %lld",
+                     sends, recvs, src, dst, static_cast<long long>(p.pp), static_cast<long long>(p.v),
+                     static_cast<long long>(p.mbc), static_cast<long long>(p.group));
+  }
   return "";
 }
 
 void lower(const Program& p, const PipelineCosts& costs, P2PMode mode, Engine& e, StepOps* steps) {
   TRAINSIM_ASSERT(costs.chunks.size() == p.ranks.size(), "pipeline costs do not match the program");
   e.reset(static_cast<int32_t>(p.pp));
-  StepOps local;
-  StepOps& out = steps ? *steps : local;
-  out.resize(p.ranks.size());
-  for (size_t r = 0; r < out.size(); ++r) {
-    out[r].clear();
-    out[r].reserve(p.ranks[r].size());
+  if (steps) {
+    steps->resize(p.ranks.size());
+    for (size_t r = 0; r < steps->size(); ++r) {
+      (*steps)[r].clear();
+      (*steps)[r].reserve(p.ranks[r].size());
+    }
   }
   if (mode == P2PMode::Async || p.pp == 1) {
-    lower_async(p, costs, e, out);
+    lower_async(p, costs, e, steps);
     return;
   }
   // What blocking_problem checks (the plan has): the interleaved lowering asserts the pairing
   // itself rather than building the bundles twice.
   TRAINSIM_ASSERT(!p.split_backward, "blocking lowering of a split-backward program");
   if (p.v == 1) {
-    lower_blocking_1f1b(p, costs, e, out);
+    lower_blocking_1f1b(p, costs, e, steps);
   } else {
-    lower_blocking_interleaved(p, costs, e, out);
+    lower_blocking_interleaved(p, costs, e, steps);
   }
 }
 

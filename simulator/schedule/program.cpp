@@ -6,13 +6,15 @@
 namespace trainsim {
 namespace {
 
-Program empty_program(int64_t pp, int64_t v, int64_t mbc) {
-  Program p;
+// Empties `p` for a program of pp ranks, keeping the memory of its step lists.
+void reset_program(Program& p, int64_t pp, int64_t v, int64_t mbc) {
   p.pp = pp;
   p.v = v;
   p.mbc = mbc;
+  p.group = 1;
+  p.split_backward = false;
   p.ranks.resize(static_cast<size_t>(pp));
-  return p;
+  for (auto& steps : p.ranks) steps.clear();
 }
 
 Step step(int64_t chunk, int64_t mb, Pass pass) {
@@ -22,7 +24,13 @@ Step step(int64_t chunk, int64_t mb, Pass pass) {
 }  // namespace
 
 Program one_f_one_b(int64_t pp, int64_t mbc) {
-  Program p = empty_program(pp, 1, mbc);
+  Program p;
+  one_f_one_b(pp, mbc, p);
+  return p;
+}
+
+void one_f_one_b(int64_t pp, int64_t mbc, Program& p) {
+  reset_program(p, pp, 1, mbc);
   for (int64_t r = 0; r < pp; ++r) {
     auto& s = p.ranks[static_cast<size_t>(r)];
     s.reserve(static_cast<size_t>(2 * mbc));
@@ -34,7 +42,6 @@ Program one_f_one_b(int64_t pp, int64_t mbc) {
     }
     for (int64_t i = mbc - warmup; i < mbc; ++i) s.push_back(step(0, i, Pass::Backward));
   }
-  return p;
 }
 
 std::vector<TableEntry> interleaved_table(int64_t v, int64_t mbc, int64_t group) {
@@ -47,7 +54,13 @@ std::vector<TableEntry> interleaved_table(int64_t v, int64_t mbc, int64_t group)
 }
 
 Program interleaved(int64_t pp, int64_t v, int64_t mbc, int64_t group, bool combined) {
-  Program p = empty_program(pp, v, mbc);
+  Program p;
+  interleaved(pp, v, mbc, group, combined, p);
+  return p;
+}
+
+void interleaved(int64_t pp, int64_t v, int64_t mbc, int64_t group, bool combined, Program& p) {
+  reset_program(p, pp, v, mbc);
   p.group = group;
   const auto table = interleaved_table(v, mbc, group);
   const int64_t total = mbc * v;
@@ -71,11 +84,16 @@ Program interleaved(int64_t pp, int64_t v, int64_t mbc, int64_t group, bool comb
     }
     for (int64_t k = total - warmup; k < total; ++k) s.push_back(bwd(k));
   }
-  return p;
 }
 
 Program zero_bubble_h1(int64_t pp, int64_t mbc) {
-  Program p = empty_program(pp, 1, mbc);
+  Program p;
+  zero_bubble_h1(pp, mbc, p);
+  return p;
+}
+
+void zero_bubble_h1(int64_t pp, int64_t mbc, Program& p) {
+  reset_program(p, pp, 1, mbc);
   p.split_backward = true;
   const Program base = one_f_one_b(pp, mbc);
   for (int64_t r = 0; r < pp; ++r) {
@@ -93,7 +111,6 @@ Program zero_bubble_h1(int64_t pp, int64_t mbc) {
     }
     for (int32_t mb : pending) s.push_back({0, mb, Pass::BackwardWeight});
   }
-  return p;
 }
 
 }  // namespace trainsim

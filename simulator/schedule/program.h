@@ -31,6 +31,9 @@ struct Program {
 /// forward / one backward, then the cool-down backwards (schedules.py
 /// forward_backward_pipelining_without_interleaving).
 [[nodiscard]] Program one_f_one_b(int64_t pp, int64_t mbc);
+/// Each builder also writes into a given program, whose step lists keep their memory (the
+/// estimate's replays, one after another).
+void one_f_one_b(int64_t pp, int64_t mbc, Program& into);
 
 /// Megatron's interleaved 1F1B over v virtual chunks per rank: micro-batches enter in groups of
 /// `group` per chunk (microbatch_group_size_per_vp_stage, schedule table of
@@ -41,6 +44,7 @@ struct Program {
 /// backward it is merged with (independent passes); those forwards are marked `merged`. With
 /// pp 1 and v 1 this is the no-pipelining combined schedule: F0, (F1 B0), …, B(mbc−1).
 [[nodiscard]] Program interleaved(int64_t pp, int64_t v, int64_t mbc, int64_t group, bool combined = false);
+void interleaved(int64_t pp, int64_t v, int64_t mbc, int64_t group, bool combined, Program& into);
 /// The (micro-batch, chunk) of the k-th forward of the interleaved table; the k-th backward
 /// runs the same micro-batch on chunk v−1−chunk.
 struct TableEntry {
@@ -53,5 +57,6 @@ struct TableEntry {
 /// defers each W by r micro-batches so at most pp micro-batches hold activations on any rank
 /// (1F1B's peak), and the deferred W passes fill the cool-down bubble.
 [[nodiscard]] Program zero_bubble_h1(int64_t pp, int64_t mbc);
+void zero_bubble_h1(int64_t pp, int64_t mbc, Program& into);
 
 }  // namespace trainsim

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/small_vector.h"
+
 namespace trainsim {
 
 /// Streams of one rank. Ops on one stream run in issue order; different streams overlap.
@@ -47,7 +49,7 @@ struct RankTotals {
 
 struct Timeline {
   int32_t ranks = 0;
-  std::vector<RankTotals> totals;     // one per rank, always filled by the engine
+  SmallVector<RankTotals, 2> totals;  // one per rank, always filled by the engine (inline up to 2)
   std::vector<TimelineEvent> events;  // every op, when the engine was asked to record them
 
   /// Latest end over all events (0 when empty).

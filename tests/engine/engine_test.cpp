@@ -97,5 +97,61 @@ TEST(EngineTest, LinkToAnOpNotAddedIsAnInternalError) {
   EXPECT_THROW(e.depends_at(a + 1, a, 0.5), std::exception);
 }
 
+// A dependency on an earlier op of the same stream is implied by the stream's order (the engine
+// records none); one on a later op of it can never be met.
+TEST(EngineTest, DependencyWithinAStream) {
+  Engine e(1);
+  const auto a = e.add(0, Stream::Compute, 2, kF);
+  const auto b = e.add(0, Stream::Compute, 1, kF);
+  e.depends(b, a);
+  EXPECT_DOUBLE_EQ(e.run().events[static_cast<size_t>(b)].start, 2);
+  e.depends(a, b);
+  EXPECT_FALSE(e.try_run().has_value());
+}
+
+// Ops past any reservation: 1,000 of 0.5 s on one stream end at 500 s, 0.25 s after the
+// other stream's op that depends on the 999th.
+TEST(EngineTest, GrowsPastItsReservation) {
+  Engine e(1);
+  e.reserve(4, 1, 0);
+  Engine::OpId last = -1;
+  for (int i = 0; i < 1000; ++i) last = e.add(0, Stream::Compute, 0.5, kF);
+  const auto dp = e.add(0, Stream::Dp, 0.25, {StepKind::DpComm, -1, -1});
+  e.depends(dp, last - 1);
+  const Timeline tl = e.run(false);
+  EXPECT_EQ(e.size(), 1001u);
+  EXPECT_DOUBLE_EQ(tl.totals[0].stream_end[static_cast<size_t>(Stream::Compute)], 500);
+  EXPECT_DOUBLE_EQ(tl.totals[0].end, 500);
+  EXPECT_DOUBLE_EQ(tl.totals[0].stream_end[static_cast<size_t>(Stream::Dp)], 499.75);
+}
+
+TEST(EngineTest, NegativeDurationIsAnInternalError) {
+  Engine e(1);
+  EXPECT_THROW(e.add(0, Stream::Compute, -1, kF), std::exception);
+  EXPECT_THROW(e.add(1, Stream::Compute, 1, kF), std::exception);
+}
+
+// A replay into a timeline replaces what it held: rank 0's 1 s op after a two-rank program with
+// events, then one event and one rank's totals; a cyclic program reports false.
+TEST(EngineTest, ReplayIntoATimelineReplacesIt) {
+  Engine e(2);
+  e.add(0, Stream::Compute, 2, kF);
+  e.add(1, Stream::Compute, 3, kF);
+  Timeline tl;
+  ASSERT_TRUE(e.try_run(tl));
+  EXPECT_EQ(tl.events.size(), 2u);
+  e.reset(1);
+  e.add(0, Stream::Compute, 1, kF);
+  ASSERT_TRUE(e.try_run(tl));
+  EXPECT_EQ(tl.ranks, 1);
+  ASSERT_EQ(tl.events.size(), 1u);
+  ASSERT_EQ(tl.totals.size(), 1u);
+  EXPECT_DOUBLE_EQ(tl.totals[0].end, 1);
+  EXPECT_DOUBLE_EQ(tl.span(), 1);
+  const auto b = e.add(0, Stream::Dp, 1, kF);
+  e.depends(b, b);
+  EXPECT_FALSE(e.try_run(tl, false));
+}
+
 }  // namespace
 }  // namespace trainsim

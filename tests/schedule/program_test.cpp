@@ -60,5 +60,22 @@ TEST(ProgramTest, ZeroBubbleH1DefersWeightGradients) {
   EXPECT_EQ(show(p.ranks[1], false), "F0 B0 F1 B1 W0 W1");
 }
 
+// A program rebuilt in place holds only the new schedule: its shape, flags and steps.
+TEST(ProgramTest, BuildingIntoAProgramReplacesIt) {
+  Program p;
+  zero_bubble_h1(3, 4, p);
+  interleaved(2, 2, 2, 2, false, p);
+  EXPECT_EQ(p.ranks.size(), 2u);
+  EXPECT_EQ(p.v, 2);
+  EXPECT_EQ(p.group, 2);
+  EXPECT_FALSE(p.split_backward);
+  EXPECT_EQ(show(p.ranks[1], true), show(interleaved(2, 2, 2, 2).ranks[1], true));
+  one_f_one_b(2, 3, p);
+  EXPECT_EQ(p.group, 1);
+  EXPECT_EQ(p.v, 1);
+  EXPECT_EQ(show(p.ranks[0], false), "F0 F1 B0 F2 B1 B2");
+  EXPECT_EQ(show(p.ranks[1], false), "F0 B0 F1 B1 F2 B2");
+}
+
 }  // namespace
 }  // namespace trainsim
