@@ -50,7 +50,16 @@ void EfficiencyLog::merge(const EfficiencyLog& other) {
     index_ = other.index_;
     return;
   }
-  for (const EfficiencyMiss& m : other.misses) miss(m.op, m.key, PackedKeyHash{}(m.key), m.flops, m.used_efficiency);
+  // The other's slots hold its misses' hash bits, all that `miss` reads of a hash: read them
+  // back instead of hashing the keys again.
+  SmallVector<uint32_t, 32> hashes;
+  hashes.assign(other.misses.size(), 0);
+  for (const Slot& s : other.index_)
+    if (s.at != 0) hashes[s.at - 1] = s.hash;
+  for (size_t i = 0; i < other.misses.size(); ++i) {
+    const EfficiencyMiss& m = other.misses[i];
+    miss(m.op, m.key, static_cast<size_t>(hashes[i]) << 32, m.flops, m.used_efficiency);
+  }
 }
 
 namespace {
