@@ -25,9 +25,11 @@ class IndexedMap {
 
   IndexedMap() = default;
   IndexedMap(const IndexedMap& o) : map_(o.map_) { reindex(); }
+  // Copied aside first: a copy that throws half-way leaves this map and its index as they were.
   IndexedMap& operator=(const IndexedMap& o) {
     if (this != &o) {
-      map_ = o.map_;
+      Map copy(o.map_);
+      map_.swap(copy);
       reindex();
     }
     return *this;

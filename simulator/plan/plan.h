@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/collective.h"
@@ -45,6 +46,24 @@ class ChunkGrid {
   ChunkGrid(size_t ranks, size_t per_rank) : ranks_(ranks), per_rank_(per_rank) {
     specs_.assign(ranks * per_rank, ChunkSpec{});
   }
+  ChunkGrid(const ChunkGrid&) = default;
+  // A moved-from grid has no rows (its specs went with the move); a copy that throws half-way
+  // leaves the grid as it was.
+  ChunkGrid(ChunkGrid&& o) noexcept
+      : specs_(std::move(o.specs_)), ranks_(std::exchange(o.ranks_, 0)), per_rank_(std::exchange(o.per_rank_, 0)) {}
+  ChunkGrid& operator=(const ChunkGrid& o) {
+    if (this != &o) *this = ChunkGrid(o);
+    return *this;
+  }
+  ChunkGrid& operator=(ChunkGrid&& o) noexcept {
+    if (this != &o) {
+      specs_ = std::move(o.specs_);
+      ranks_ = std::exchange(o.ranks_, 0);
+      per_rank_ = std::exchange(o.per_rank_, 0);
+    }
+    return *this;
+  }
+  ~ChunkGrid() = default;
   [[nodiscard]] size_t size() const { return ranks_; }
   [[nodiscard]] std::span<const ChunkSpec> operator[](size_t rank) const {
     return {specs_.begin() + rank * per_rank_, per_rank_};

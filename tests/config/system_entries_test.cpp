@@ -2,6 +2,10 @@
 // with its JSON path, in the order of the groups and of the collectives.
 #include <gtest/gtest.h>
 
+#include <new>
+#include <string_view>
+
+#include "config/indexed_map.h"
 #include "config/validate.h"
 #include "test_presets.h"
 
@@ -47,6 +51,44 @@ TEST(SystemEntriesTest, IndexFollowsEveryChange) {
   EXPECT_THROW((void)moved.known_at(4), std::out_of_range);
   static_assert(NetOps::slot("all2all") == 4 && NetworkGroups::slot("inter_node") == 1 &&
                 ComputeOps::slot("default") == 0);
+}
+
+// A value whose copy throws once `copies_left` copies have been made.
+struct Fragile {
+  static inline int copies_left = 1 << 30;
+  int v = 0;
+  Fragile() = default;
+  explicit Fragile(int x) : v(x) {}
+  Fragile(const Fragile& o) : v(o.v) {
+    if (copies_left-- <= 0) throw std::bad_alloc();
+  }
+  Fragile& operator=(const Fragile&) = default;
+};
+constexpr std::string_view kFragileNames[] = {"a", "b", "c"};
+using FragileMap = IndexedMap<Fragile, kFragileNames, 3>;
+
+// std::map's copy assignment reuses and frees nodes as it goes: one that throws half-way must not
+// leave the index pointing at freed entries or at entries of the other map.
+TEST(SystemEntriesTest, FailedAssignmentLeavesMapAndIndexAsTheyWere) {
+  FragileMap target;
+  target["a"] = Fragile(1);
+  target["c"] = Fragile(3);
+  FragileMap source;
+  source["a"] = Fragile(10);
+  source["b"] = Fragile(20);
+  source["c"] = Fragile(30);
+  Fragile::copies_left = 1;  // the second entry's copy throws
+  EXPECT_THROW(target = source, std::bad_alloc);
+  Fragile::copies_left = 1 << 30;
+  ASSERT_EQ(target.size(), 2u);
+  EXPECT_EQ(target.known(0), &target.at("a"));
+  EXPECT_EQ(target.known(0)->v, 1);
+  EXPECT_EQ(target.known(1), nullptr);
+  EXPECT_EQ(target.known(2), &target.at("c"));
+  EXPECT_EQ(target.known(2)->v, 3);
+  target = source;
+  EXPECT_EQ(target.known(1)->v, 20);
+  EXPECT_NE(target.known(1), source.known(1));
 }
 
 TEST(SystemEntriesTest, SystemCopiesIndexTheirOwnEntries) {

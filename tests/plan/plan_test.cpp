@@ -45,6 +45,25 @@ TEST(ChunkGridTest, RowsByRank) {
   EXPECT_EQ(ChunkGrid().size(), 0u);
 }
 
+// A moved-from grid has no rows: its specs went with the move, so its row spans must not reach
+// past them.
+TEST(ChunkGridTest, MovedFromGridHasNoRows) {
+  ChunkGrid g(3, 4);
+  g[2][3].layers = 7;
+  ChunkGrid moved(std::move(g));
+  EXPECT_EQ(g.size(), 0u);  // NOLINT(bugprone-use-after-move): the source is left empty
+  EXPECT_EQ(g.begin(), g.end());
+  EXPECT_EQ(moved[2][3].layers, 7);
+  ChunkGrid other(2, 2);
+  other = std::move(moved);
+  EXPECT_EQ(moved.size(), 0u);  // NOLINT(bugprone-use-after-move)
+  ASSERT_EQ(other.size(), 3u);
+  EXPECT_EQ(other[2].size(), 4u);
+  EXPECT_EQ(other[2][3].layers, 7);
+  g = other;
+  EXPECT_EQ(g[2][3].layers, 7);
+}
+
 class PlanResolveTest : public ::testing::Test {
  protected:
   ModelConfig m_ = test::preset_model("llama3-8b");
