@@ -463,7 +463,8 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   if (const ComputeOpConfig* def = sys.ops.known(ComputeOps::slot("default")); def && !(def->efficient_factor > 0))
     issues.push_back({src.system, "/accelerator/op/default/efficient_factor",
                       "must be > 0 (every op without its own class falls back to it)"});
-  need_op(s.fp8 ? ComputeOps::slot("fp8_matmul") : ComputeOps::slot("matmul"));
+  need_op(ComputeOps::slot("matmul"));  // under fp8 too: the output layer's GEMM stays in bf16
+  if (s.fp8) need_op(ComputeOps::slot("fp8_matmul"));
   need_op(ComputeOps::slot("sdp_fwd"));
   need_op(ComputeOps::slot("sdp_bwd"));
   if (m.is_moe()) need_op(s.fp8 ? ComputeOps::slot("fp8_group_matmul") : ComputeOps::slot("group_matmul"));

@@ -124,5 +124,25 @@ TEST(SystemEntriesTest, MissingCollectivesAndGroupsAreNamed) {
   EXPECT_EQ(issues[2].str(), "y.json: /networks/inter_node: required network group is missing");
 }
 
+// An fp8 plan still runs the output layer's GEMM in bf16: a matmul class of efficiency 0 is
+// named, not replayed as an infinite time.
+TEST(SystemEntriesTest, Fp8PlanStillNeedsTheMatmulClass) {
+  const ModelConfig m = test::preset_model("llama3-8b");
+  StrategyConfig s;
+  s.seq_len = 4096;
+  s.micro_batch_size = 1;
+  s.micro_batch_num = 8;
+  s.world_size = 8;
+  s.fp8 = true;
+  SystemConfig sys = test::preset_system("h100-sxm-80g");
+  ASSERT_TRUE(validate_plan(m, s, sys, {}).empty());
+  sys.ops["matmul"].efficient_factor = 0;
+  const auto issues = validate_plan(m, s, sys, {"m", "s", "y.json"});
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].str(),
+            "y.json: /accelerator/op/matmul/efficient_factor: is 0 but the plan uses this op; measure it or set a "
+            "fallback efficiency");
+}
+
 }  // namespace
 }  // namespace trainsim
