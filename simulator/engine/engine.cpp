@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "core/error.h"
@@ -12,6 +13,7 @@ Engine::Engine(int32_t ranks) { reset(ranks); }
 void Engine::reset(int32_t ranks) {
   TRAINSIM_ASSERT(ranks > 0 && ranks <= 65536 / kStreamCount, "engine needs a rank (and at most 13107)");
   ranks_ = ranks;
+  unordered_ = false;
   nops_ = nlinks_ = 0;
   queues_.assign(static_cast<size_t>(ranks) * kStreamCount, {});
 }
@@ -30,15 +32,14 @@ void Engine::reserve(size_t ops, size_t deps, size_t syncs) {
 
 void Engine::make_room(int32_t rank, double duration) {
   TRAINSIM_ASSERT(rank >= 0 && rank < ranks_, "op on an unknown rank");
-  TRAINSIM_ASSERT(duration >= 0, "op of negative duration");
+  if (!(duration >= 0)) unordered_ = true;
   if (nops_ == ops_cap_) ops_.resize(std::max<size_t>(64, 2 * nops_));
   ops_cap_ = ops_.size();
 }
 
-void Engine::make_link_room(OpId op, OpId other, double duration) {
+void Engine::make_link_room(OpId op, OpId other) {
   TRAINSIM_ASSERT(op >= 0 && other >= 0 && static_cast<size_t>(op) < nops_ && static_cast<size_t>(other) < nops_,
                   "link between ops not added to the engine");
-  TRAINSIM_ASSERT(duration >= 0, "rendezvous of negative duration");
   if (nlinks_ == links_cap_) links_.resize(std::max<size_t>(64, 2 * nlinks_));
   links_cap_ = links_.size();
 }
@@ -54,23 +55,26 @@ namespace {
 
 // Working arrays of one replay, kept per thread so that repeated estimates (search) reuse
 // their memory instead of faulting in fresh pages.
+constexpr double kUnplaced = -std::numeric_limits<double>::infinity();
+
 struct Scratch {
   // Per (rank, stream): the next op to place (-1: none left), the next queue parked on the same
-  // op, the end of its last placed op (its latest: an op ends no earlier than it starts, after
-  // the one before it) and its totals, summed as its ops are placed (in issue order, as a pass
-  // over the ops would). The split of the busy time into passes and blocking p2p is read on the
-  // compute stream only.
+  // op, the end of its last placed op (where the next one may start), the latest end of its ops
+  // (the same unless a duration is negative) and its totals, summed as its ops are placed (in
+  // issue order, as a pass over the ops would). The split of the busy time into passes and
+  // blocking p2p is read on the compute stream only.
   struct Queue {
     int32_t pos = -1, wait = -1;
-    double tail = 0, busy = 0, compute = 0, p2p = 0;
+    double tail = 0, last_end = 0, busy = 0, compute = 0, p2p = 0;
   };
   std::vector<Queue> queue;
   // Queues ready to run: each is there at most once (it leaves to run, and parks only while
   // running), so the stack never holds more than the queues.
   std::vector<int32_t> ready;
-  // Per op: its times, and the queues parked until it starts or ends.
+  // Per op: its times (kUnplaced until placed: any finite time, negative ones too, is a time),
+  // and the queues parked until it starts or ends.
   struct OpState {
-    double start = -1, end = -1;
+    double start = kUnplaced, end = kUnplaced;
     int32_t wait_start = -1, wait_end = -1;
   };
   std::vector<OpState> op;
@@ -93,7 +97,7 @@ bool Engine::try_run(Timeline& tl, bool events) const {
   int32_t* const ready = w.ready.data();
   size_t top = 0;
   for (size_t q = 0; q < nq; ++q) {
-    qs[q] = {queues_[q].first, -1, 0, 0, 0, 0};
+    qs[q] = {queues_[q].first, -1, 0, 0, 0, 0, 0};
     if (qs[q].pos >= 0) ready[top++] = static_cast<int32_t>(q);
   }
   w.op.assign(n, {});
@@ -113,13 +117,13 @@ bool Engine::try_run(Timeline& tl, bool events) const {
     while (Q.pos >= 0) {
       const Op& op = ops[Q.pos];
       Scratch::OpState& o = st[Q.pos];
-      if (o.start < 0) {
+      if (o.start == kUnplaced) {
         double t = Q.tail;
         int32_t k = op.deps;
         for (; k >= 0; k = links[k].next) {
           const Link& l = links[k];
           const Scratch::OpState& d = st[l.other];
-          if (d.end < 0) break;
+          if (d.end == kUnplaced) break;
           t = std::max(t, l.duration >= 1 ? d.end : d.start + l.duration * ops[l.other].duration);
         }
         if (k >= 0) {  // parked until the dependency ends
@@ -136,7 +140,7 @@ bool Engine::try_run(Timeline& tl, bool events) const {
       for (; k >= 0; k = links[k].next) {
         const Link& l = links[k];
         const double peer = st[l.other].start;
-        if (peer < 0) break;
+        if (peer == kUnplaced) break;
         e = std::max(e, std::max(o.start, peer) + l.duration);
       }
       if (k >= 0) {  // parked until the peer starts
@@ -148,6 +152,7 @@ bool Engine::try_run(Timeline& tl, bool events) const {
       o.end = e;
       if (o.wait_end >= 0) wake(o.wait_end);
       Q.tail = e;
+      Q.last_end = std::max(Q.last_end, e);
       const double d = e - o.start;
       Q.busy += d;
       (op.kind == StepKind::P2P ? Q.p2p : Q.compute) += d;
@@ -163,8 +168,8 @@ bool Engine::try_run(Timeline& tl, bool events) const {
     t.p2p_blocking = Q[static_cast<size_t>(Stream::Compute)].p2p;
     for (size_t stream = 0; stream < static_cast<size_t>(kStreamCount); ++stream, ++Q) {
       if (Q->pos >= 0) return false;  // a cyclic wait left ops unplaced
-      t.end = std::max(t.end, Q->tail);
-      t.stream_end[stream] = Q->tail;
+      t.end = std::max(t.end, Q->last_end);
+      t.stream_end[stream] = Q->last_end;
       t.stream_busy[stream] = Q->busy;
     }
   }

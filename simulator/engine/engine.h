@@ -29,9 +29,10 @@ class Engine {
   /// Drops every op and link (keeping their memory) for a program over `ranks` ranks.
   void reset(int32_t ranks);
 
-  /// Appends an op of `duration` (seconds, never negative: an op ends no earlier than it
-  /// starts) to the end of `stream` of `rank`. (Inline, as depends and rendezvous: the lowering
-  /// calls them once per op.)
+  /// Appends an op of `duration` seconds to the end of `stream` of `rank`. A negative duration
+  /// (a system whose fitted times go below zero) is replayed as issued: the op ends before it
+  /// starts, the stream's next op starts at that end. (Inline, as depends and rendezvous: the
+  /// lowering calls them once per op.)
   OpId add(int32_t rank, Stream stream, double duration, Label label) {
     if (nops_ == ops_cap_ || static_cast<uint32_t>(rank) >= static_cast<uint32_t>(ranks_) || !(duration >= 0))
       make_room(rank, duration);
@@ -50,7 +51,7 @@ class Engine {
   /// op running on another stream has produced part of its output (e.g. the gradients of the
   /// last layers of a backward pass). `op` is still replayed after `on` has been placed.
   void depends_at(OpId op, OpId on, double fraction);
-  /// `a` and `b` rendezvous: each ends no earlier than max(start a, start b) + `duration` (≥ 0).
+  /// `a` and `b` rendezvous: each ends no earlier than max(start a, start b) + `duration`.
   void rendezvous(OpId a, OpId b, double duration) {
     link(a, true, b, duration);
     link(b, true, a, duration);
@@ -89,22 +90,22 @@ class Engine {
     OpId first = -1, last = -1;
   };
   // Links `op` (a dependency, or a rendezvous when `sync`) to `other`; both already added. A
-  // dependency on an earlier op of the same stream is dropped: that op has ended before the
-  // stream's next one starts (durations are never negative), so the link would change nothing.
+  // dependency on an earlier op of the same stream is dropped while no op has a negative
+  // duration: that op has ended before the stream's next one starts, so the link changes nothing.
   void link(OpId op, bool sync, OpId other, double duration) {
-    if (nlinks_ == links_cap_ || static_cast<uint32_t>(op) >= nops_ || static_cast<uint32_t>(other) >= nops_ ||
-        !(duration >= 0))
-      make_link_room(op, other, duration);
+    if (nlinks_ == links_cap_ || static_cast<uint32_t>(op) >= nops_ || static_cast<uint32_t>(other) >= nops_)
+      make_link_room(op, other);
     Op& o = ops_[static_cast<size_t>(op)];
-    if (!sync && other < op && ops_[static_cast<size_t>(other)].queue == o.queue) return;
+    if (!sync && other < op && ops_[static_cast<size_t>(other)].queue == o.queue && !unordered_) return;
     int32_t& head = sync ? o.syncs : o.deps;
     links_[nlinks_] = {other, head, duration};
     head = static_cast<int32_t>(nlinks_++);
   }
   // The slow paths of add and link, out of line: check the arguments, grow the arrays.
   void make_room(int32_t rank, double duration);
-  void make_link_room(OpId op, OpId other, double duration);
+  void make_link_room(OpId op, OpId other);
   int32_t ranks_ = 0;
+  bool unordered_ = false;  // an op of negative (or NaN) duration was added: ends are not in stream order
   // Ops and links in arrays used up to nops_ / nlinks_ (grown out of line, never shrunk), so that
   // adding one is a few stores.
   std::vector<Op> ops_;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "config/presets.h"
 #include "config/validate.h"
@@ -110,6 +111,23 @@ TEST(SystemRangeTest, JsonReportsReplaceNonUtf8Names) {
   std::string json;
   ASSERT_NO_THROW(json = estimate_to_json(in, e));
   EXPECT_NE(json.find("m\xef\xbf\xbd.json"), std::string::npos);  // U+FFFD
+}
+
+// A system may fit collective times that go below zero for small groups (a negative
+// fixed_latency_us_by_comm_num or offset is a fitted number, accepted at load); once an internal
+// error ("op of negative duration"), such ops now replay as issued. The default plan (tp2 pp2
+// dp2) with −300 µs and −100 µs for the 2-rank TP/DP collectives: the values of the pipeline
+// replay that accepted them before the engine asserted durations (503.085 ms, 808.987 ms).
+TEST(SystemRangeTest, NegativeCollectiveTimesReplay) {
+  const ModelConfig m = test::preset_model("llama3-8b");
+  const StrategyConfig s = load_strategy(resolve_config("strategy", "tp2-pp2-dp2-zero1").text, "s");
+  for (const auto& [us, ms] : {std::pair{-300.0, 503.085273781112}, std::pair{-100.0, 808.9873840394948}}) {
+    auto doc = nlohmann::json::parse(resolve_config("system", "h100-sxm-80g").text);
+    for (const char* op : {"all_reduce", "reduce_scatter", "all_gather"})
+      doc["networks"]["high_intra_node"]["op"][op]["fixed_latency_us_by_comm_num"] = {{"2", us}};
+    const SystemConfig sys = load_system(doc.dump(), "y.json");
+    EXPECT_NEAR(estimate(m, s, sys).iteration_time_s * 1e3, ms, 1e-9) << us;
+  }
 }
 
 // The interleaved pipeline replay hit an internal assertion (schedule/pipeline.cpp:231) on this

@@ -125,10 +125,58 @@ TEST(EngineTest, GrowsPastItsReservation) {
   EXPECT_DOUBLE_EQ(tl.totals[0].stream_end[static_cast<size_t>(Stream::Dp)], 499.75);
 }
 
-TEST(EngineTest, NegativeDurationIsAnInternalError) {
+TEST(EngineTest, OpOnAnUnknownRankIsAnInternalError) {
   Engine e(1);
-  EXPECT_THROW(e.add(0, Stream::Compute, -1, kF), std::exception);
   EXPECT_THROW(e.add(1, Stream::Compute, 1, kF), std::exception);
+  EXPECT_THROW(e.add(-1, Stream::Compute, 1, kF), std::exception);
+}
+
+// A system may fit collective times below zero (a negative offset): such an op ends before it
+// starts and the stream's next op starts at that end, as issued. The stream ends at its latest
+// op end, and a dependency on an earlier op of the same stream still holds: 2 s, then −1 s
+// (ends at 1), then 0.5 s after the first (2 to 2.5); alone, the last would run from 1 to 1.5.
+TEST(EngineTest, NegativeDurationsReplayAsIssued) {
+  Engine e(1);
+  const auto a = e.add(0, Stream::Compute, 2, kF);
+  e.add(0, Stream::Compute, -1, kF);
+  const auto c = e.add(0, Stream::Compute, 0.5, kF);
+  e.depends(c, a);
+  const Timeline tl = e.run();
+  EXPECT_DOUBLE_EQ(tl.events[1].start, 2);
+  EXPECT_DOUBLE_EQ(tl.events[1].end, 1);
+  EXPECT_DOUBLE_EQ(tl.events[2].start, 2);
+  EXPECT_DOUBLE_EQ(tl.events[2].end, 2.5);
+  EXPECT_DOUBLE_EQ(tl.totals[0].end, 2.5);
+  e.reset(1);
+  e.add(0, Stream::Compute, 2, kF);
+  e.add(0, Stream::Compute, -1, kF);
+  e.add(0, Stream::Compute, 0.5, kF);
+  const Timeline alone = e.run();
+  EXPECT_DOUBLE_EQ(alone.events[2].start, 1);
+  EXPECT_DOUBLE_EQ(alone.events[2].end, 1.5);
+  EXPECT_DOUBLE_EQ(alone.totals[0].stream_end[static_cast<size_t>(Stream::Compute)], 2);
+  EXPECT_DOUBLE_EQ(alone.totals[0].compute_busy, 1.5);
+}
+
+// An op that ends before time 0 has ended: the op depending on it (another stream) and the one
+// waiting on it at a rendezvous (another rank) run from 0. A stream ends no earlier than 0.
+TEST(EngineTest, OpsEndingBeforeTimeZeroAreDone) {
+  Engine e(2);
+  const auto a = e.add(0, Stream::Compute, -2, kF);
+  const auto b = e.add(0, Stream::Dp, 1, {StepKind::DpComm, -1, -1});
+  e.depends(b, a);
+  const auto s = e.add(0, Stream::Compute, 0.25, {StepKind::P2P, 0, 0});
+  const auto r = e.add(1, Stream::Compute, 0.25, {StepKind::P2P, 0, 0});
+  e.rendezvous(s, r, 0.5);
+  const Timeline tl = e.run();
+  EXPECT_DOUBLE_EQ(tl.events[0].end, -2);
+  EXPECT_DOUBLE_EQ(tl.events[1].start, 0);
+  EXPECT_DOUBLE_EQ(tl.events[1].end, 1);
+  EXPECT_DOUBLE_EQ(tl.events[2].start, -2);
+  EXPECT_DOUBLE_EQ(tl.events[2].end, 0.5);  // max(−2, 0) + 0.5
+  EXPECT_DOUBLE_EQ(tl.events[3].end, 0.5);
+  EXPECT_DOUBLE_EQ(tl.totals[0].stream_end[static_cast<size_t>(Stream::Dp)], 1);
+  EXPECT_DOUBLE_EQ(tl.totals[1].end, 0.5);
 }
 
 // A replay into a timeline replaces what it held: rank 0's 1 s op after a two-rank program with
