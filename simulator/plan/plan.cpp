@@ -123,26 +123,33 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
   // asynchronously: only interleaved ones are built to check.
   const bool blocking = p.p2p == P2PMode::Blocking && p.schedule == ScheduleKind::Interleaved;
   const bool partial = p.schedule == ScheduleKind::Interleaved && p.micro_batch_num % p.vp_group != 0;
-  const Program check = blocking || partial ? p.program(std::min(p.micro_batch_num, p.steady_base())) : Program{};
+  const bool merged = p.a2a_overlap && p.pp > 1;
+  const Program check =
+      blocking || partial || merged ? p.program(std::min(p.micro_batch_num, p.steady_base())) : Program{};
   if (blocking && !blocking_problem(check).empty())
     throw ConfigError(src.strategy, "/pp_comm_async",
                       blocking_problem(p.program()) + "; set pp_comm_async true (Megatron's overlap_p2p_comm "
                                                       "default) for the asynchronous schedule");
 
-  if (partial) {
+  if (partial || merged) {
     // A partial last group can leave Megatron's interleaved order waiting on itself: rank 0's
     // warm-up then needs a forward that the last rank only runs after a backward that waits for
-    // rank 0. Replay the order with unit costs to find out.
+    // rank 0. A merged forward/backward step waits for both its inputs, which can close such a
+    // wait too. Replay the order with unit costs to find out (whether a program finishes does
+    // not depend on the durations).
     PipelineCosts unit;
     unit.chunks.assign(static_cast<size_t>(p.pp), std::vector<ChunkTimes>(static_cast<size_t>(p.vpp), {1, 1, 0}));
     if (!lower(check, unit, p.p2p).try_run())
       throw ConfigError(src.strategy, "/micro_batch_num",
                         strprintf("Megatron's interleaved order cannot make progress with pp_size %lld, "
-                                  "interleaving_size %lld, micro_batch_num %lld in groups of %lld (the partial "
-                                  "last group leaves rank 0 waiting on its own backward); use a micro_batch_num "
-                                  "that is a multiple of the group",
+                                  "interleaving_size %lld, micro_batch_num %lld in groups of %lld (%s); use a "
+                                  "micro_batch_num that is a multiple of the group",
                                   static_cast<long long>(p.pp), static_cast<long long>(p.vpp),
-                                  static_cast<long long>(p.micro_batch_num), static_cast<long long>(p.vp_group)));
+                                  static_cast<long long>(p.micro_batch_num), static_cast<long long>(p.vp_group),
+                                  merged ? "the partial last group leaves a rank waiting on its own backward, the "
+                                           "merged steps of overlap_moe_expert_parallel_comm waiting for both "
+                                           "their inputs"
+                                         : "the partial last group leaves rank 0 waiting on its own backward"));
   }
 
   // Chunks: virtual stage i = c·pp + r runs on rank r as chunk c and holds the next layers in

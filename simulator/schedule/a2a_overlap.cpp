@@ -37,10 +37,13 @@ MergedOps add_merged_step(Engine& e, int32_t rank, const A2aPass& f, Engine::Lab
   MergedOps m{-1, -1, -1, -1};
   Engine::OpId f_wait = -1, b_wait = -1;  // the all-to-all the pass's next piece needs
   // Piece i of one pass (compute, then its all-to-all); `beside` is the other pass's all-to-all.
+  // A pass of no pieces (a chunk without layers) is one empty piece: the step's first and last
+  // ops exist for the links of the schedule around it.
   auto piece = [&](const A2aPass& p, size_t i, Engine::Label label, Engine::Label comm, double beside,
                    Engine::OpId& wait, Engine::OpId& first, Engine::OpId& last) {
-    if (i >= p.compute.size()) return;
-    const Engine::OpId c = e.add(rank, Stream::Compute, p.compute[i] + slowdown * std::min(p.compute[i], beside), label);
+    if (i >= std::max<size_t>(p.compute.size(), 1)) return;
+    const double compute = i < p.compute.size() ? p.compute[i] : 0;
+    const Engine::OpId c = e.add(rank, Stream::Compute, compute + slowdown * std::min(compute, beside), label);
     if (wait >= 0) e.depends(c, wait);
     if (first < 0) first = c;
     last = c;
@@ -51,7 +54,7 @@ MergedOps add_merged_step(Engine& e, int32_t rank, const A2aPass& f, Engine::Lab
       last = wait;
     }
   };
-  const size_t n = std::max(f.compute.size(), b.compute.size());
+  const size_t n = std::max({f.compute.size(), b.compute.size(), size_t{1}});
   for (size_t i = 0; i < n; ++i) {
     // b's piece i runs beside f's all-to-all i−1, f's piece i beside b's all-to-all i.
     piece(b, i, b_label, b_comm, i > 0 ? a2a_at(f, i - 1) : 0, b_wait, m.b_first, m.b_last);

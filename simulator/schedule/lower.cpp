@@ -295,15 +295,17 @@ void lower_async(const Program& p, const PipelineCosts& c, Engine& e, StepOps* o
       if (s.merged) {
         TRAINSIM_ASSERT(i + 1 < steps.size() && steps[i + 1].pass == Pass::Backward, "a merged forward needs a backward after it");
         const Step& b = steps[++i];
-        // Without the passes cut (unit costs in plan checks) each pass is one compute piece.
+        // Without the passes cut (unit costs in plan checks) the forward is one piece and the
+        // backward two, around it: Megatron starts a merged step once both its inputs have
+        // arrived, so the backward's output waits for the forward's input too. (The cut passes
+        // need no more than that: their order only adds waits the two halves already make.)
         auto cut = [&](const Step& st, bool fwd_pass) {
           if (!c.a2a.empty()) {
             const ChunkA2a& a = c.a2a[static_cast<size_t>(r)][static_cast<size_t>(st.chunk)];
             return fwd_pass ? a.fwd : a.bwd;
           }
-          A2aPass one;
-          one.add_compute(step_time(c, r, st));
-          return one;
+          const double t = step_time(c, r, st);
+          return fwd_pass ? A2aPass{{t}, {}} : A2aPass{{t / 2, t / 2}, {}};
         };
         const MergedOps m =
             add_merged_step(e, rr, cut(s, true), compute_label(s), cut(b, false), compute_label(b), c.a2a_slowdown);

@@ -3,6 +3,8 @@
 // the timeline, and the input checks.
 #include <gtest/gtest.h>
 
+#include <deque>
+
 #include "estimate/estimate.h"
 #include "plan/plan.h"
 #include "schedule/a2a_overlap.h"
@@ -61,6 +63,21 @@ TEST(A2aOverlapTest, LongAllToAllsStayPartlyExposed) {
   // F: 1 | 5 | 1, B: 1 | 5 | 1. D0 [0,1]; Ba0 [1,6]; C0 [1,2]; Fa0 [6,11]; D1 [6,7];
   // C1 [11,12]: 12 s against 14 s serial (each 5 s all-to-all hides 1 s of the other's compute).
   EXPECT_DOUBLE_EQ(merged_step_time(pass({1, 1}, {5}), pass({1, 1}, {5}), 0), 12);
+}
+
+// A chunk without layers (an empty stage of a pipeline layout) has a pass of no pieces: it is one
+// empty piece, so the step still has first and last ops for the schedule's links. B: 1 | 3 | 2:
+// D0 [0,1]; F's empty piece [1,1]; Ba0 [1,4]; D1 [4,6].
+TEST(A2aOverlapTest, PassOfNoPiecesIsOneEmptyPiece) {
+  const A2aPass none, b = pass({1, 2}, {3});
+  EXPECT_DOUBLE_EQ(merged_step_time(none, b, 0.5), 6);
+  EXPECT_DOUBLE_EQ(merged_step_time(b, none, 0), 6);
+  EXPECT_DOUBLE_EQ(merged_step_time(none, none, 0), 0);
+  Engine e(1);
+  const MergedOps m = add_merged_step(e, 0, none, {StepKind::Forward, 0, 1}, b, {StepKind::Backward, 0, 0}, 0);
+  EXPECT_GE(m.f_first, 0);
+  EXPECT_EQ(m.f_first, m.f_last);
+  EXPECT_EQ(e.size(), 4u);
 }
 
 TEST(A2aOverlapTest, CombinedProgramsWarmUpOneMoreForward) {
@@ -165,6 +182,46 @@ TEST_F(A2aOverlapEstimateTest, MergedStepsHideAllToAllsOnTheEpStream) {
   // The extra warm-up forward keeps a second micro-batch's activations alive.
   EXPECT_EQ(base.stages[0].in_flight_micro_batches, 1);
   EXPECT_EQ(merged.stages[0].in_flight_micro_batches, 2);
+}
+
+// A layout whose third virtual stage holds no layer: its merged steps are empty pieces on the
+// schedule (once an op-less step that the schedule linked to). The steady-state replay agrees
+// with the full one; 1003.83 ms is this model's value when the fix landed, kept to catch a change.
+TEST_F(A2aOverlapEstimateTest, EmptyLayoutStageRunsMergedSteps) {
+  const StrategyConfig s = load_strategy(R"({"seq_len": 4096, "micro_batch_size": 1, "world_size": 16, "pp_size": 2,
+      "ep_size": 8, "micro_batch_num": 16, "enable_straggler_model": false, "enable_recompute": false,
+      "pipeline_model_parallel_layout": "Et*2|t*2||L", "overlap_moe_expert_parallel_comm": true})",
+                                         "s.json");
+  const Plan p = resolve_plan(m_, s, sys_, Mode::Default, kSrc);
+  ASSERT_EQ(p.chunks[0][1].layers, 0);
+  const Estimate full = estimate(p, nullptr, false, PipelineReplay::Full);
+  EXPECT_NEAR(estimate(p, nullptr, false, PipelineReplay::Steady).iteration_time_s, full.iteration_time_s,
+              1e-9 * full.iteration_time_s);
+  EXPECT_NEAR(full.iteration_time_s, 1.0038324, 1e-6);
+}
+
+// pp 3 × 3 chunks: 7 micro-batches (groups of 3, the last partial) cannot make progress once a
+// merged step waits for both its inputs (once an internal error in the engine); 6 and 8 can, and
+// without the merged steps 7 can too.
+TEST_F(A2aOverlapEstimateTest, PartialGroupThatMergedStepsCannotFinishIsAnInputError) {
+  ModelConfig m = m_;
+  m.layer_num = 18;
+  std::deque<StrategyConfig> kept;  // a plan points at its strategy
+  auto plan = [&](int mbc, bool merged) {
+    const StrategyConfig& s = kept.emplace_back(load_strategy(
+        R"({"seq_len": 4096, "micro_batch_size": 1, "world_size": 24, "pp_size": 3, "interleaving_size": 3,
+            "ep_size": 8, "pp_comm_async": true, "micro_batch_num": )" +
+            std::to_string(mbc) + (merged ? R"(, "overlap_moe_expert_parallel_comm": true})" : "}"),
+        "s.json"));
+    return resolve_plan(m, s, sys_, Mode::Default, kSrc);
+  };
+  EXPECT_EQ(error_of([&] { (void)plan(7, true); }),
+            "s.json: /micro_batch_num: Megatron's interleaved order cannot make progress with pp_size 3, "
+            "interleaving_size 3, micro_batch_num 7 in groups of 3 (the partial last group leaves a rank waiting on "
+            "its own backward, the merged steps of overlap_moe_expert_parallel_comm waiting for both their inputs); "
+            "use a micro_batch_num that is a multiple of the group");
+  for (int mbc : {6, 8}) EXPECT_GT(estimate(plan(mbc, true), nullptr, false).iteration_time_s, 0) << mbc;
+  EXPECT_GT(estimate(plan(7, false), nullptr, false).iteration_time_s, 0);
 }
 
 TEST_F(A2aOverlapEstimateTest, DeepEpKernelsTakeTheirSmsFromTheComputeBesideThem) {
