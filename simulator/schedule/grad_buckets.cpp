@@ -29,7 +29,9 @@ std::vector<GradBucket> grad_buckets(const std::vector<GradSegment>& segs, doubl
   for (int64_t k = 0; k < n; ++k) {
     const double end = std::min(total_params, static_cast<double>(k + 1) * bucket_params);
     const double begin = static_cast<double>(k) * bucket_params;
-    out.push_back({end - begin, total_s > 0 ? std::min(1.0, time_at(end) / total_s) : 1.0});
+    // Within [0, 1] also where a segment's time is negative (a system's collective fitted below
+    // zero): a bucket is ready neither before the backward starts nor after it ends.
+    out.push_back({end - begin, total_s > 0 ? std::clamp(time_at(end) / total_s, 0.0, 1.0) : 1.0});
   }
   return out;
 }

@@ -28,7 +28,8 @@ struct GradBucket {
 /// Buckets of `bucket_params` parameters filled walking the parameters in backward order (as
 /// Megatron's _ParamAndGradBuffer, which assigns parameters to buckets in reverse order); the
 /// last bucket holds the remainder. Within a segment gradients are taken to appear at an even
-/// rate. Empty when the segments hold no parameters.
+/// rate. Empty when the segments hold no parameters. Ready points lie in [0, 1] whatever the
+/// segments' times (1 when the backward takes no time).
 [[nodiscard]] std::vector<GradBucket> grad_buckets(const std::vector<GradSegment>& backward_order,
                                                    double bucket_params);
 

@@ -35,6 +35,17 @@ TEST(GradBucketsTest, SegmentsWithoutParametersOnlyTakeTime) {
   EXPECT_TRUE(grad_buckets({{0, 1}}, 40e6).empty());
 }
 
+// A segment of negative time (a collective a system fits below zero): the backward takes
+// −3 + 2 + 2 = 1 s; the first 10M-param bucket's last gradient at −3 + 2 = −1 s is ready at the
+// start (0, not −1: once an internal error in the engine), the second at 1 s.
+TEST(GradBucketsTest, ReadyPointsStayWithinTheBackward) {
+  const auto b = grad_buckets({{0, -3}, {10e6, 2}, {10e6, 2}}, 10e6);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_DOUBLE_EQ(b[0].ready, 0.0);
+  EXPECT_DOUBLE_EQ(b[1].ready, 1.0);
+  EXPECT_DOUBLE_EQ(grad_buckets({{10e6, -1}}, 10e6).at(0).ready, 1.0);
+}
+
 TEST(EngineTest, DependsAtStartsPartWayThrough) {
   // Compute op [0, 4]; a dp op depending on 25 % of it starts at 1 and ends at 3.
   Engine e(1);
