@@ -5,7 +5,7 @@ ASAN_DIR  ?= build-asan
 FUZZ_DIR  ?= build-fuzz
 # Seconds each fuzz target runs in `make fuzz` (one process, so CPU-seconds); fuzz-short: 60.
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := fuzz_configs fuzz_results fuzz_nccl_tests fuzz_validation_csv fuzz_user_inputs
+FUZZ_TARGETS := fuzz_configs fuzz_results fuzz_nccl_tests fuzz_validation_csv fuzz_user_inputs fuzz_plans
 JOBS      ?= 2
 CMAKE_ARGS ?=
 PACKAGES  := cmake g++ make pkg-config nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev \
@@ -101,6 +101,7 @@ fuzz: setup
 	    fuzz_nccl_tests) seeds="tests/data/comm";; \
 	    fuzz_validation_csv) seeds="tests/data/validation";; \
 	    fuzz_user_inputs) seeds="tests/data/hf tests/data/megatron docs/examples";; \
+	    fuzz_plans) seeds="";; \
 	  esac; \
 	  mkdir -p $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/seeds/$$t; \
 	  for s in $$seeds; do find $$s -type f -exec cp --backup=numbered {} $(FUZZ_DIR)/seeds/$$t/ \; ; done; \
