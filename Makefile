@@ -86,8 +86,9 @@ calibrate: build
 	kernels_bench/calibrate_node.sh --bin-dir $(BUILD_DIR)/bin $(ARGS)
 
 # libFuzzer targets (clang, ASan+UBSan), each run for FUZZ_SECONDS from the seed corpus in the
-# repository; a crash, sanitizer report, timeout (10 s per input) or 2 GB of memory fails the run
-# and leaves the input in $(FUZZ_DIR)/artifacts/. New coverage-increasing inputs accumulate in
+# repository (fuzz_plans has none: each byte is a choice, and its inputs may be full length from
+# the start, a plan taking up to ~200 choices); a crash, sanitizer report, timeout (10 s per
+# input) or 2 GB of memory fails the run and leaves the input in $(FUZZ_DIR)/artifacts/. New coverage-increasing inputs accumulate in
 # $(FUZZ_DIR)/corpus/<target>/ across runs.
 fuzz: setup
 	CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINSIM_FUZZ=ON \
@@ -95,19 +96,20 @@ fuzz: setup
 	cmake --build $(FUZZ_DIR) -j $(JOBS) --target $(FUZZ_TARGETS)
 	@mkdir -p $(FUZZ_DIR)/artifacts
 	@set -e; for t in $(FUZZ_TARGETS); do \
+	  len="-max_len=65536"; \
 	  case $$t in \
 	    fuzz_configs) seeds="configs tests/data/golden/systems tests/data/kernels/base_system.json";; \
 	    fuzz_results) seeds="tests/data/kernels";; \
 	    fuzz_nccl_tests) seeds="tests/data/comm";; \
 	    fuzz_validation_csv) seeds="tests/data/validation";; \
 	    fuzz_user_inputs) seeds="tests/data/hf tests/data/megatron docs/examples";; \
-	    fuzz_plans) seeds="";; \
+	    fuzz_plans) seeds=""; len="-max_len=512 -len_control=0";; \
 	  esac; \
 	  mkdir -p $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/seeds/$$t; \
 	  for s in $$seeds; do find $$s -type f -exec cp --backup=numbered {} $(FUZZ_DIR)/seeds/$$t/ \; ; done; \
 	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
 	  rc=0; ASAN_OPTIONS=detect_leaks=1 ./$(FUZZ_DIR)/bin/$$t $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/seeds/$$t \
-	    -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+	    -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 $$len \
 	    -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/artifacts/$$t- > $(FUZZ_DIR)/$$t.log 2>&1 || rc=$$?; \
 	  grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' \
 	    $(FUZZ_DIR)/$$t.log || true; \
