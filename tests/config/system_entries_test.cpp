@@ -104,13 +104,19 @@ TEST(SystemEntriesTest, SystemCopiesIndexTheirOwnEntries) {
   EXPECT_NE(copy.ops.known(1)->efficient_factor, 0.25);
 }
 
-TEST(SystemEntriesTest, MissingCollectivesAndGroupsAreNamed) {
-  const ModelConfig m = test::preset_model("llama3-8b");
+// llama3-8b on 8 GPUs, data parallel only.
+StrategyConfig dp8_strategy() {
   StrategyConfig s;
   s.seq_len = 4096;
   s.micro_batch_size = 1;
   s.micro_batch_num = 8;
   s.world_size = 8;
+  return s;
+}
+
+TEST(SystemEntriesTest, MissingCollectivesAndGroupsAreNamed) {
+  const ModelConfig m = test::preset_model("llama3-8b");
+  const StrategyConfig s = dp8_strategy();
   SystemConfig sys = test::preset_system("h100-sxm-80g");
   ASSERT_TRUE(validate_plan(m, s, sys, {}).empty());
   sys.networks["high_intra_node"].ops.erase("p2p");
@@ -128,11 +134,7 @@ TEST(SystemEntriesTest, MissingCollectivesAndGroupsAreNamed) {
 // named, not replayed as an infinite time.
 TEST(SystemEntriesTest, Fp8PlanStillNeedsTheMatmulClass) {
   const ModelConfig m = test::preset_model("llama3-8b");
-  StrategyConfig s;
-  s.seq_len = 4096;
-  s.micro_batch_size = 1;
-  s.micro_batch_num = 8;
-  s.world_size = 8;
+  StrategyConfig s = dp8_strategy();
   s.fp8 = true;
   SystemConfig sys = test::preset_system("h100-sxm-80g");
   ASSERT_TRUE(validate_plan(m, s, sys, {}).empty());
