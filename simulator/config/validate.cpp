@@ -240,9 +240,17 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   if (mode == Mode::Default && vpp == 1 && s.microbatch_group_size_per_vp_stage)
     add("/microbatch_group_size_per_vp_stage",
         "changes nothing without an interleaved pipeline (one virtual stage per rank); remove it");
-  // A layout may leave stages empty; the flags give every stage at least one layer.
-  if (pp > m.layer_num && !s.pipeline_model_parallel_layout)
-    add("/pp_size", strprintf("%lld exceeds layer_num (%lld)", ll(pp), ll(m.layer_num)));
+  // A layout may leave stages empty; the flags give every stage at least one layer, counting the
+  // embedding and loss as layers where account_for_*_in_pipeline_split says so (Megatron then
+  // builds the first or last stage with no transformer layer).
+  const int64_t split_layers_num = m.layer_num + (s.account_for_embedding_in_pipeline_split ? 1 : 0) +
+                                   (s.account_for_loss_in_pipeline_split ? 1 : 0);
+  if (pp > split_layers_num && !s.pipeline_model_parallel_layout)
+    add("/pp_size", split_layers_num == m.layer_num
+                        ? strprintf("%lld exceeds layer_num (%lld)", ll(pp), ll(m.layer_num))
+                        : strprintf("%lld exceeds layer_num (%lld) plus the embedding/loss stages counted by "
+                                    "account_for_*_in_pipeline_split (%lld)",
+                                    ll(pp), ll(m.layer_num), ll(split_layers_num)));
 
   if (vpp > 1) {
     if (mode == Mode::SimuMax12) {

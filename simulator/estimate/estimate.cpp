@@ -1218,9 +1218,14 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
       rank_edp[ri] = rank_edp[ri - 1];
       rank_dense_dp[ri] = rank_dense_dp[ri - 1];
     } else {
-      rank_edp[ri] = dp_time(env, sm.moe_params * mg, sm.moe_params * 2, nets.net(Group::EDP), plan.edp, "edp");
-      rank_dense_dp[ri] = dp_time(env, sm.dense_params * mg, sm.dense_params * 2, nets.net(Group::DP),
-                                  plan.dp * plan.cp, "dp_cp");
+      // SimuMax v1.2 (_compute_dp_time) sizes the reduce-scatter from its module gradient bytes,
+      // which ZeRO >= 2 has already divided by dp·cp (experts: edp): the sharded gradient.
+      const bool zero2 = s.zero_state >= 2;
+      const double moe_grad = zero2 ? sm.moe_grad : sm.moe_params * mg;
+      const double dense_grad = zero2 ? sm.grad : sm.dense_params * mg;
+      const double pe = s.dtype == "fp32" ? 4 : 2;  // the parameters in the training dtype (numel·elem)
+      rank_edp[ri] = dp_time(env, moe_grad, moe_grad / mg * pe, nets.net(Group::EDP), plan.edp, "edp");
+      rank_dense_dp[ri] = dp_time(env, dense_grad, dense_grad / mg * pe, nets.net(Group::DP), plan.dp * plan.cp, "dp_cp");
     }
     rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
     rank_optim[ri] = same ? rank_optim[ri - 1] : optimizer_step_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);

@@ -58,6 +58,7 @@ void layer_norm(Leaf& l, const Ctx& c, std::string_view name, double width = 0) 
   l.kernels[kBwdAct] = {mem_kernel(X * c.e + Hn * c.e + X * c.e + rstd * c.e)};
   l.kernels[kBwdW] = {mem_kernel(X * c.e + 2 * Hn * c.e)};
   l.params = Hn;
+  l.weight_elem_bytes = c.e;  // parameters in the training dtype (4 bytes with fp32)
   l.input_bytes = X * c.e;
   if (c.s.use_fused_norm) {
     l.cache = X * c.e;
@@ -74,7 +75,7 @@ void layer_norm(Leaf& l, const Ctx& c, std::string_view name, double width = 0) 
 
 void linear_common(const Ctx& c, Leaf& l, double m_rows, double in, double out, double flops,
                    double x_in, double x_out, double wt, bool fp8) {
-  const double a = fp8 ? 1 : c.e, w = fp8 ? 1 : 2;
+  const double a = fp8 ? 1 : c.e, w = fp8 ? 1 : c.e;
   const char* op = fp8 ? "fp8_matmul" : "matmul";
   const double bytes = x_in * a + wt * w + x_out * 2;
   for (int p = 0; p < 3; ++p) {
@@ -194,6 +195,7 @@ void qk_layernorm(Leaf& l, const Ctx& c, double d) {
   l.kernels[kFwd] = {mem_kernel(2 * X)};
   l.kernels[kBwdAct] = {mem_kernel(3 * X)};
   l.params = 2 * d;
+  l.weight_elem_bytes = c.e;  // parameters in the training dtype (4 bytes with fp32)
   l.cache = X;
   l.fpk = 2 * X;
   l.bpk = 3 * X;
@@ -379,6 +381,7 @@ void embedding(Leaf& l, const Ctx& c, double Vt) {
   add_comm(l, kFwd, Collective::AllReduce, Group::TP, c.B * c.S_sp * c.H * c.e, c.tp, "tp");
   if (c.sp) add_comm(l, kBwdW, Collective::AllGather, Group::TP, c.B * c.S_sp * c.H * c.e, c.tp, "tp");
   l.params = Vt * c.H;
+  l.weight_elem_bytes = c.e;  // parameters in the training dtype (4 bytes with fp32)
   l.cache = 0;
   l.fpk = c.B * c.S_l * 4 + c.B * c.S_l * c.H * 2 + (c.s.use_accm_weight ? 0 : Vt * c.H * 2);
   l.bpk = Vt * c.H * 2;
@@ -406,10 +409,10 @@ void cross_entropy(Leaf& l, const Ctx& c, double Vt) {
     add_comm(l, kFwd, Collective::AllReduce, Group::TP, 4 * tokens, c.tp, "tp");
     add_comm(l, kFwd, Collective::AllReduce, Group::TP, 4 * tokens, c.tp, "tp");
     l.cache = logits * 4;
-    l.fpk = logits * 4 + logits * 2;
+    l.fpk = logits * 4 + logits * c.e;  // the fp32 copy beside the logits in the training dtype
     l.bpk = 0;
   }
-  l.input_bytes = logits * 2;
+  l.input_bytes = logits * c.e;
 }
 
 
@@ -453,6 +456,7 @@ void router(Leaf& l, const Ctx& c) {
   l.kernels[kBwdAct][0].key = matmul_key(c.B, c.S_l, NE, c.H, KeyLayout::NN, false, KeyDtype::bf16);
   l.kernels[kBwdW][0].key = matmul_key(1, NE, c.B * c.S_l, c.H, KeyLayout::NT, true, c.wgrad_dtype);
   l.params = c.H * NE;
+  l.weight_elem_bytes = c.e;  // parameters in the training dtype (4 bytes with fp32)
   l.cache = T * c.H * 2;
   l.fpk = T * c.H * 2 + T * NE * 2 + c.H * NE * 2;
   l.bpk = l.fpk;
@@ -581,7 +585,7 @@ void grouped_linear(Leaf& l, const Ctx& c, const MoeShape& sh, std::string_view 
   l.name = name;
   l.grouped = true;
   const bool fp8 = c.fp8;
-  const double a = fp8 ? 1 : c.e, w = fp8 ? 1 : 2;
+  const double a = fp8 ? 1 : c.e, w = fp8 ? 1 : c.e;
   const double Tl = sh.M * sh.El;
   const double flops = 2 * Tl * in * out;
   const double bytes = Tl * in * a + sh.El * in * out * w + Tl * out * 2;

@@ -87,7 +87,10 @@ double fp8_weight_bytes(const std::string& recipe, bool param_gather, bool black
   return param + (blackwell ? 1 : 2);
 }
 
-double param_gather_bytes(const StrategyConfig& s) { return s.fp8 && s.fp8_param_gather ? 1 : 2; }
+double param_gather_bytes(const StrategyConfig& s) {
+  if (s.fp8 && s.fp8_param_gather) return 1;
+  return s.dtype == "fp32" ? 4 : 2;  // the parameters in the training dtype
+}
 
 bool is_blackwell_system(const std::string& sys_name) {
   // Case-insensitive search in place: every plan asks, so no lowercase copy.

@@ -1,10 +1,13 @@
 // Parity with the peer SimuMax v1.2 on its 128 golden cases (tests/data/golden/README.md):
-// every case within 1% on iteration time and stage memory; most are exact.
+// every case within 1% on iteration time and stage memory; most are exact. And on the 126 switch
+// variants (tests/data/golden-variants/README.md): every case within 1% but the known misses
+// listed below, each with what is not reproduced yet.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "config/presets.h"
@@ -15,14 +18,15 @@ namespace trainsim {
 namespace {
 
 const std::string kDir = std::string(TRAINSIM_TEST_DATA) + "/golden";
+const std::string kVariantDir = std::string(TRAINSIM_TEST_DATA) + "/golden-variants";
 
 struct Expected {
   std::string name, system;
   double time_ms, peak, first, last, mfu;
 };
 
-std::vector<Expected> load_expected() {
-  std::ifstream f(kDir + "/expected.csv");
+std::vector<Expected> load_expected(const std::string& dir) {
+  std::ifstream f(dir + "/expected.csv");
   std::vector<Expected> out;
   std::string line;
   std::getline(f, line);  // header
@@ -44,35 +48,114 @@ std::vector<Expected> load_expected() {
 
 double rel(double got, double want) { return std::fabs(got / want - 1); }
 
+// Relative errors of one case in compat mode: time, peak, first-stage and last-stage peak, MFU.
+struct CaseErrors {
+  double time, peak, first, last, mfu;
+  [[nodiscard]] double worst() const { return std::max({time, peak, first, last}); }
+};
+
+CaseErrors run_case(const std::string& dir, const Expected& c, std::map<std::string, SystemConfig>& systems) {
+  if (!systems.count(c.system)) {
+    // Both sets run on the peer's two system files (the variants' system.txt names them too).
+    const std::string path = kDir + "/systems/" + c.system + ".json";
+    systems.emplace(c.system, load_system(read_file(path), path));
+  }
+  const std::string base = dir + "/cases/" + c.name + "/";
+  const ModelConfig m = load_model(read_file(base + "model.json"), base + "model.json");
+  const StrategyConfig s = load_strategy(read_file(base + "strategy.json"), base + "strategy.json");
+  const Estimate e = estimate(m, s, systems.at(c.system), nullptr, Mode::SimuMax12);
+  return {rel(e.iteration_time_s * 1e3, c.time_ms), rel(e.peak_alloc_bytes() / kGiB, c.peak),
+          rel(e.stages.front().peak_alloc_bytes / kGiB, c.first), rel(e.stages.back().peak_alloc_bytes / kGiB, c.last),
+          rel(e.mfu, c.mfu)};
+}
+
 TEST(GoldenParityTest, AllCasesWithinOnePercentAndMostExact) {
-  const auto cases = load_expected();
+  const auto cases = load_expected(kDir);
   ASSERT_EQ(cases.size(), 128u);
   std::map<std::string, SystemConfig> systems;
   int exact = 0;
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    if (!systems.count(c.system)) {
-      const std::string path = kDir + "/systems/" + c.system + ".json";
-      systems.emplace(c.system, load_system(read_file(path), path));
-    }
-    const std::string base = kDir + "/cases/" + c.name + "/";
-    const ModelConfig m = load_model(read_file(base + "model.json"), base + "model.json");
-    const StrategyConfig s = load_strategy(read_file(base + "strategy.json"), base + "strategy.json");
-    const Estimate e = estimate(m, s, systems.at(c.system), nullptr, Mode::SimuMax12);
-    const double dt = rel(e.iteration_time_s * 1e3, c.time_ms);
-    const double dp = rel(e.peak_alloc_bytes() / kGiB, c.peak);
-    const double df = rel(e.stages.front().peak_alloc_bytes / kGiB, c.first);
-    const double dl = rel(e.stages.back().peak_alloc_bytes / kGiB, c.last);
-    EXPECT_LT(dt, 0.01);
-    EXPECT_LT(dp, 0.01);
-    EXPECT_LT(df, 0.01);
-    EXPECT_LT(dl, 0.01);
-    EXPECT_NEAR(e.mfu, c.mfu, 0.01 * c.mfu);
+    const CaseErrors d = run_case(kDir, c, systems);
+    EXPECT_LT(d.time, 0.01);
+    EXPECT_LT(d.peak, 0.01);
+    EXPECT_LT(d.first, 0.01);
+    EXPECT_LT(d.last, 0.01);
+    EXPECT_LT(d.mfu, 0.01);
     // Expected values carry 4-5 significant digits: "exact" means within 0.01%.
-    if (dt < 1e-4 && dp < 1e-4 && df < 1e-4 && dl < 1e-4) ++exact;
+    if (d.worst() < 1e-4) ++exact;
   }
   // 122 of 128 match exactly; the rest are DeepSeek-V2 MLA memory peaks within 0.7%.
   EXPECT_GE(exact, 122);
+}
+
+// Variants SimuMax v1.2 answers differently, by what is not reproduced yet (docs/compat.md).
+// Each must still miss (a fix moves it out of this list), every other variant is within 1%.
+const std::set<std::string>& known_variant_misses() {
+  static const std::set<std::string> k = {
+      // expert tensor parallelism: time 1-21 % short, peaks up to 3.9 % short
+      "deepseekv2-lite_l4_w16_ep8_pp2_mbc8_plain_tp1-ep4-etp2_a100_pcie",
+      "deepseekv2-lite_l4_w16_ep8_pp2_mbc8_plain_tp1-ep4-etp2_b200_bf16_ceperm",
+      "deepseekv2_l4_w8_ep4_pp2_mbc8_full4_tp1-ep2-etp2_a100_pcie",
+      "deepseekv2_l4_w8_ep4_pp2_mbc8_full4_tp1-ep2-etp2_b200_bf16_ceperm",
+      "mixtral-8x7b_l4_w8_ep2_pp1_mbc4_megatron-b200_tp2-ep4-etp2_a100_pcie",
+      "mixtral-8x7b_l4_w8_ep2_pp1_mbc4_megatron-b200_tp2-ep4-etp2_b200_bf16_ceperm",
+      "mixtral-8x7b_l4_w64_ep8_pp2_mbc16_megatron-b200_tp4-ep4-etp2_a100_pcie",
+      "mixtral-8x7b_l4_w64_ep8_pp2_mbc16_megatron-b200_tp4-ep4-etp2_b200_bf16_ceperm",
+      "mixtral-8x7b_l2_w8_ep1_pp1_mbc4_plain_tp4-ep2-etp2_a100_pcie",
+      "mixtral-8x7b_l2_w8_ep1_pp1_mbc4_plain_tp4-ep2-etp2_b200_bf16_ceperm",
+      // fp8 Linear/GroupLinear: time 2-16 % long
+      "qwen3-32b_l8_w8_tp1_pp2_cp1_mbc8_bf16grad-mbs2_fp8_a100_pcie",
+      "deepseekv2-lite_l4_w8_ep4_pp2_mbc8_full4_fp8_a100_pcie",
+      "deepseekv2-lite_l4_w8_ep4_pp2_mbc8_full4_fp8-cache-cols_a100_pcie",
+      "llama3-70b_l4_w8_tp2_pp1_cp2_mbc4_megatron-b200_fp8_a100_pcie",
+      "deepseekv2_l4_w8_ep8_pp1_mbc8_sel_fp8_a100_pcie",
+      "deepseekv2_l4_w8_ep8_pp1_mbc8_sel_fp8-cache-cols_a100_pcie",
+      "llama3-8b_l8_w8_tp2_pp1_cp1_mbc4_sel_fp8_a100_pcie",
+      "gpt3-175b_l8_w8_tp2_pp2_cp1_mbc8_plain_fp8_a100_pcie",
+      "mixtral-8x7b_l4_w8_ep8_pp1_mbc8_sel_fp8_a100_pcie",
+      "mixtral-8x7b_l4_w8_ep8_pp1_mbc8_sel_fp8-cache-cols_a100_pcie",
+      // unfused RMSNorm: time 1.3-3.2 % short
+      "gpt3-175b_l16_w8_tp1_pp4_cp1_mbc16_megatron-b200_unfused-norm_a100_pcie",
+      "gpt3-175b_l16_w8_tp1_pp4_cp1_mbc16_megatron-b200_unfused-norm_b200_bf16_ceperm",
+      "deepseekv2-lite_l4_w8_ep4_pp2_mbc8_full4_unfused-norm_a100_pcie",
+      "deepseekv2-lite_l4_w8_ep4_pp2_mbc8_full4_unfused-norm_b200_bf16_ceperm",
+      "qwen3-32b_l8_w8_tp4_pp1_cp1_mbc8_megatron-ln-mlp_unfused-norm_a100_pcie",
+      "qwen3-32b_l8_w8_tp4_pp1_cp1_mbc8_megatron-ln-mlp_unfused-norm_b200_bf16_ceperm",
+      // unfused SwiGLU: peak 1.7 % short, time 1.1 % short
+      "mixtral-8x7b_l2_w8_ep1_pp1_mbc4_plain_unfused-swiglu_a100_pcie",
+      "mixtral-8x7b_l2_w8_ep1_pp1_mbc4_plain_unfused-swiglu_b200_bf16_ceperm",
+      "llama3-8b_l8_w8_tp4_pp1_cp1_mbc8_megatron-ln-mlp_unfused-swiglu_b200_bf16_ceperm",
+      // sdp_only recompute granularity: peak 1.6 % long
+      "gpt3-175b_l4_w8_tp1_pp1_cp1_mbc4_full4_sdp-only_a100_pcie",
+      "gpt3-175b_l4_w8_tp1_pp1_cp1_mbc4_full4_sdp-only_b200_bf16_ceperm",
+  };
+  return k;
+}
+
+TEST(GoldenParityTest, VariantsWithinOnePercentButTheKnownMisses) {
+  const auto cases = load_expected(kVariantDir);
+  ASSERT_EQ(cases.size(), 126u);
+  std::map<std::string, SystemConfig> systems;
+  const auto& misses = known_variant_misses();
+  size_t listed = 0, within = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const CaseErrors d = run_case(kVariantDir, c, systems);
+    if (misses.count(c.name)) {
+      ++listed;
+      EXPECT_GE(d.worst(), 0.01) << "now within 1 %: remove it from known_variant_misses";
+      continue;
+    }
+    EXPECT_LT(d.time, 0.01);
+    EXPECT_LT(d.peak, 0.01);
+    EXPECT_LT(d.first, 0.01);
+    EXPECT_LT(d.last, 0.01);
+    EXPECT_LT(d.mfu, 0.01);
+    if (d.worst() < 0.01) ++within;
+  }
+  EXPECT_EQ(listed, misses.size()) << "a listed case is not in expected.csv";
+  EXPECT_EQ(within + misses.size(), cases.size());
 }
 
 // The peer's worked example (simumax-model.md §2.1, §3.5): llama3-8b tp1 pp2 dp4 mbc8 on the
