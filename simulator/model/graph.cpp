@@ -640,7 +640,7 @@ void expert_swiglu(Leaf& l, const Ctx& c, const MoeShape& sh, double width) {
   const double probs = c.s.dispatch_probs ? Tl : 0;
   l.kernels[kFwd] = {mem_kernel(in + out + probs * 2)};
   l.kernels[kBwdAct] = {mem_kernel(in + out + probs * 2)};
-  l.cache = in;
+  l.cache = c.s.use_fused_swiglu ? in : 3 * out;  // unfused: the two halves and the SiLU output
   l.fpk = in + out + probs * 8;
   l.bpk = in + out + probs * 8;
   l.input_bytes = in;

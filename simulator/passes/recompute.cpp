@@ -28,14 +28,17 @@ bool legacy_recomputed(const StrategyConfig& s, std::string_view name, bool attn
 
 // Assigns FIRST/MIDDLE/LAST over runs of recomputed leaves; the layer's first leaf and any
 // breakpoint start/end segments (the peer's set_first_last_recompute_status + set_breakpoints).
-void assign_status(std::vector<Leaf>& leaves, bool variance_tails) {
+// SimuMax v1.2 marks a lone recomputed leaf (no recomputed neighbour) LAST, not FIRST: its forward
+// keeps no checkpoint input (only sdp_only makes one; its peaks in the golden variants need it).
+void assign_status(std::vector<Leaf>& leaves, bool variance_tails, Mode mode) {
   const size_t n = leaves.size();
   for (size_t i = 0; i < n; ++i) {
     Leaf& l = leaves[i];
     if (!l.recompute) continue;
     const bool prev = i > 0 && leaves[i - 1].recompute && !leaves[i - 1].breakpoint;
     const bool next = i + 1 < n && leaves[i + 1].recompute && !l.breakpoint;
-    l.status = !prev ? RecomputeStatus::First : (!next ? RecomputeStatus::Last : RecomputeStatus::Middle);
+    const bool lone_last = mode == Mode::SimuMax12 && !prev && !next;
+    l.status = !prev && !lone_last ? RecomputeStatus::First : (!next ? RecomputeStatus::Last : RecomputeStatus::Middle);
     if (variance_tails && !next && prev) l.variance = true;
   }
 }
@@ -117,7 +120,7 @@ void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const StrategyC
       L[i].recompute = legacy_recomputed(s, L[i].name, i < attn_end, i >= attn_end);
     variance = s.recompute_variance && *s.recompute_granularity != "full_block";
   }
-  assign_status(L, variance);
+  assign_status(L, variance, mode);
   // The first leaf of a block always starts a segment.
   if (!L.empty() && L[0].recompute) L[0].status = RecomputeStatus::First;
 }
