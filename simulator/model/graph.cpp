@@ -49,6 +49,10 @@ void add_comm(Leaf& l, Phase p, Collective c, Group g, double bytes, int64_t n, 
 // The leaf builders below fill a leaf that their caller constructed in place in its vector: a
 // leaf is about 1 KB, so building it elsewhere and moving it in costs as much as filling it.
 
+// Extra bytes per element of SimuMax v1.2's unfused RMSNorm over the fused kernel (compat mode;
+// fitted, see layer_norm).
+constexpr double kUnfusedNormFwdBytes = 26, kUnfusedNormBwdBytes = 56;
+
 // Fused RMSNorm over [B, S_sp, H] (TE LayerNorm bytes: in + gamma + out; bwd adds rstd).
 void layer_norm(Leaf& l, const Ctx& c, std::string_view name, double width = 0) {
   l.name = name;
@@ -67,6 +71,14 @@ void layer_norm(Leaf& l, const Ctx& c, std::string_view name, double width = 0) 
   } else {
     // Unfused: fp32 intermediates (x, normalized x) and rstd saved.
     const double rstd4 = rstd * 4;
+    if (!c.megatron) {
+      // SimuMax v1.2's unfused RMSNorm moves 26 more bytes per normalized element forward and 56
+      // more backward than the fused kernel (fitted on its 6 unfused-norm variants, 3 models on
+      // 2 systems: residual <= 0.02 ms; the split between the two backward kernels is not
+      // observable in its step time, so it goes to the input gradient).
+      l.kernels[kFwd][0].bytes += kUnfusedNormFwdBytes * X;
+      l.kernels[kBwdAct][0].bytes += kUnfusedNormBwdBytes * X;
+    }
     l.cache = 2 * X * 4 + 2 * rstd4 + X * c.e;
     l.fpk = 3 * X * 4 + 2 * rstd4;
     l.bpk = l.fpk;
@@ -348,11 +360,21 @@ void core_attention(Leaf& l, const Ctx& c, double d_qk, double d_v, bool mla) {
   }
 }
 
+// Bytes a SwiGLU moves, `out` the bytes of its output. Fused: its input and output. Unfused, as
+// PyTorch runs silu(x1) * x2: forward silu reads x1 and writes its output, mul reads both and
+// writes the product (5 × out); backward mul reads the gradient, x2 and silu(x1) and writes two
+// gradients, silu's backward reads its gradient and x1 and writes dx1 (8 × out). SimuMax v1.2's
+// unfused variants move the same bytes (its 4 unfused-SwiGLU cases, dense and expert).
+double swiglu_bytes(const Ctx& c, double out, bool backward) {
+  if (c.s.use_fused_swiglu) return 3 * out;
+  return (backward ? 8 : 5) * out;
+}
+
 void swiglu(Leaf& l, const Ctx& c, double out_l) {
   l.name = "swiglu";
   const double out = c.B * c.S_l * out_l * c.e, in = 2 * out;
-  l.kernels[kFwd] = {mem_kernel(in + out)};
-  l.kernels[kBwdAct] = {mem_kernel(in + out)};
+  l.kernels[kFwd] = {mem_kernel(swiglu_bytes(c, out, false))};
+  l.kernels[kBwdAct] = {mem_kernel(swiglu_bytes(c, out, true))};
   l.cache = c.s.use_fused_swiglu ? in : 3 * out;
   l.fpk = in + out;
   l.bpk = in + out;
@@ -638,8 +660,8 @@ void expert_swiglu(Leaf& l, const Ctx& c, const MoeShape& sh, double width) {
   const double Tl = sh.M * sh.El;
   const double out = Tl * width * c.e, in = 2 * out;
   const double probs = c.s.dispatch_probs ? Tl : 0;
-  l.kernels[kFwd] = {mem_kernel(in + out + probs * 2)};
-  l.kernels[kBwdAct] = {mem_kernel(in + out + probs * 2)};
+  l.kernels[kFwd] = {mem_kernel(swiglu_bytes(c, out, false) + probs * 2)};
+  l.kernels[kBwdAct] = {mem_kernel(swiglu_bytes(c, out, true) + probs * 2)};
   l.cache = c.s.use_fused_swiglu ? in : 3 * out;  // unfused: the two halves and the SiLU output
   l.fpk = in + out + probs * 8;
   l.bpk = in + out + probs * 8;

@@ -115,16 +115,6 @@ const std::set<std::string>& known_variant_misses() {
       "gpt3-175b_l8_w8_tp2_pp2_cp1_mbc8_plain_fp8_a100_pcie",
       "mixtral-8x7b_l4_w8_ep8_pp1_mbc8_sel_fp8_a100_pcie",
       "mixtral-8x7b_l4_w8_ep8_pp1_mbc8_sel_fp8-cache-cols_a100_pcie",
-      // unfused RMSNorm: time 1.3-3.2 % short
-      "gpt3-175b_l16_w8_tp1_pp4_cp1_mbc16_megatron-b200_unfused-norm_a100_pcie",
-      "gpt3-175b_l16_w8_tp1_pp4_cp1_mbc16_megatron-b200_unfused-norm_b200_bf16_ceperm",
-      "deepseekv2-lite_l4_w8_ep4_pp2_mbc8_full4_unfused-norm_a100_pcie",
-      "deepseekv2-lite_l4_w8_ep4_pp2_mbc8_full4_unfused-norm_b200_bf16_ceperm",
-      "qwen3-32b_l8_w8_tp4_pp1_cp1_mbc8_megatron-ln-mlp_unfused-norm_a100_pcie",
-      "qwen3-32b_l8_w8_tp4_pp1_cp1_mbc8_megatron-ln-mlp_unfused-norm_b200_bf16_ceperm",
-      // unfused SwiGLU: time 1.1 % short (on the B200 file)
-      "mixtral-8x7b_l2_w8_ep1_pp1_mbc4_plain_unfused-swiglu_b200_bf16_ceperm",
-      "llama3-8b_l8_w8_tp4_pp1_cp1_mbc8_megatron-ln-mlp_unfused-swiglu_b200_bf16_ceperm",
   };
   return k;
 }
