@@ -646,6 +646,9 @@ void grouped_linear(Leaf& l, const Ctx& c, const MoeShape& sh, std::string_view 
   l.fpk = Tl * in * a + Tl * out * 2 + (c.s.use_accm_weight ? 0 : sh.El * in * out * w);
   l.bpk = Tl * in * a + Tl * out * 2 + (fp8 ? sh.El * in * out * 4 : 0) + (offload ? Tl * in * a : 0);
   l.input_bytes = Tl * in * c.e;
+  // cache_groupgemm_col_fp8_inputs: the checkpoint of a recomputed segment starting here is the
+  // fp8 input the GEMM keeps (passes/recompute.cpp makes it a segment start).
+  if (col && fp8 && c.s.cache_groupgemm_col_fp8_inputs) l.input_bytes = Tl * in;
   if (c.s.use_fused_grad_accumulation && version_at_least(c.s.te_version, "2.10.0")) {
     l.dummy_rows = static_cast<int64_t>(out);
     l.dummy_cols = static_cast<int64_t>(in);
@@ -833,6 +836,9 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
   if (with_head) {
     layer_norm(chunk.post.emplace_back(), c, "final_layernorm");
     linear_col(chunk.post.emplace_back(), c, "output_layer", H, static_cast<double>(padded_vocab), false);
+    if (env.mode == Mode::SimuMax12 && c.fp8)
+      for (auto& phase : chunk.post.back().kernels)
+        for (Kernel& k : phase) k.op = "fp8_matmul";
     // Tied embeddings (Megatron without --untie-embeddings-and-output-weights): a stage holding
     // both uses one matrix; other stages keep a copy whose gradient is all-reduced.
     if (env.mode == Mode::Default && m.tie_word_embeddings && with_embedding) chunk.post.back().params = 0;

@@ -120,6 +120,11 @@ void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const StrategyC
       L[i].recompute = legacy_recomputed(s, L[i].name, i < attn_end, i >= attn_end);
     variance = s.recompute_variance && *s.recompute_granularity != "full_block";
   }
+  // cache_groupgemm_col_fp8_inputs: the first grouped GEMM keeps its fp8 input, so a recomputed
+  // segment restarts there (SimuMax v1.2's three fp8-cache-cols variants: peaks exact).
+  if (s.fp8 && s.cache_groupgemm_col_fp8_inputs)
+    for (size_t i = 1; i < L.size(); ++i)
+      if (L[i].name == "experts.linear_fc1" && L[i].recompute && L[i - 1].recompute) L[i - 1].breakpoint = true;
   assign_status(L, variance, mode);
   // The first leaf of a block always starts a segment.
   if (!L.empty() && L[0].recompute) L[0].status = RecomputeStatus::First;

@@ -104,17 +104,6 @@ const std::set<std::string>& known_variant_misses() {
       "mixtral-8x7b_l4_w64_ep8_pp2_mbc16_megatron-b200_tp4-ep4-etp2_b200_bf16_ceperm",
       "mixtral-8x7b_l2_w8_ep1_pp1_mbc4_plain_tp4-ep2-etp2_a100_pcie",
       "mixtral-8x7b_l2_w8_ep1_pp1_mbc4_plain_tp4-ep2-etp2_b200_bf16_ceperm",
-      // fp8 Linear/GroupLinear: time 2-16 % long
-      "qwen3-32b_l8_w8_tp1_pp2_cp1_mbc8_bf16grad-mbs2_fp8_a100_pcie",
-      "deepseekv2-lite_l4_w8_ep4_pp2_mbc8_full4_fp8_a100_pcie",
-      "deepseekv2-lite_l4_w8_ep4_pp2_mbc8_full4_fp8-cache-cols_a100_pcie",
-      "llama3-70b_l4_w8_tp2_pp1_cp2_mbc4_megatron-b200_fp8_a100_pcie",
-      "deepseekv2_l4_w8_ep8_pp1_mbc8_sel_fp8_a100_pcie",
-      "deepseekv2_l4_w8_ep8_pp1_mbc8_sel_fp8-cache-cols_a100_pcie",
-      "llama3-8b_l8_w8_tp2_pp1_cp1_mbc4_sel_fp8_a100_pcie",
-      "gpt3-175b_l8_w8_tp2_pp2_cp1_mbc8_plain_fp8_a100_pcie",
-      "mixtral-8x7b_l4_w8_ep8_pp1_mbc8_sel_fp8_a100_pcie",
-      "mixtral-8x7b_l4_w8_ep8_pp1_mbc8_sel_fp8-cache-cols_a100_pcie",
   };
   return k;
 }
