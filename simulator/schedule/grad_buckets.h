@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/small_vector.h"
+
 namespace trainsim {
 
 /// A piece of a chunk's backward, in backward order (head, last layer, …, first layer,
@@ -13,6 +15,17 @@ struct GradSegment {
   double params = 0;
   double seconds = 0;
 };
+
+/// A piece of a chunk's backward (head, one layer, embedding): gradients it produces (dense and
+/// expert parameters) and its time in the whole backward and in the weight-gradient pass.
+struct BackwardSegment {
+  double dense = 0, moe = 0, bwd_s = 0, bwd_w_s = 0;
+};
+
+/// A chunk's backward in backward order (head, last layer … first layer, embedding): inline up
+/// to 16 layers.
+using BackwardSegments = SmallVector<BackwardSegment, 18>;
+
 
 /// One bucket: its parameter count and the fraction (0–1) of the backward at whose point its
 /// last gradient is ready.

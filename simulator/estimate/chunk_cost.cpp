@@ -1,0 +1,138 @@
+// Chunk costing: layer templates built and costed once (LayerStore), a chunk's ops and phase
+// sums, its backward in segments, the EP all-to-all pieces of its passes, and its memory walk.
+#include <algorithm>
+
+#include "estimate/chunk_cost.h"
+
+namespace trainsim::detail {
+
+BackwardSegment backward_segment(const std::vector<Leaf>& leaves, const PhaseSums& ps) {
+  BackwardSegment b;
+  for (const auto& l : leaves) (l.moe_params ? b.moe : b.dense) += l.params;
+  b.bwd_s = ps.times(false).bwd;
+  b.bwd_w_s = ps.bwd_w + ps.bwd_w_net;
+  return b;
+}
+
+CostedLayer cost_layer(const Env& env, std::shared_ptr<const LayerTemplate> layer) {
+  CostedLayer out;
+  Env local = env;
+  local.log = &out.log;
+  const LayerTemplate& t = *layer;
+  std::vector<OpCost>& leaves = out.ops;
+  leaves.reserve(t.leaves.size() + 1);
+  const char* type = t.moe ? "moe_layer" : "dense_layer";
+  double offload = 0, fwd = 0, bwd = 0;
+  for (const auto& l : t.leaves) {
+    leaf_cost(leaves.emplace_back(), local, l, true, type, 0);
+    offload += l.offload_bytes;
+  }
+  if (t.moe && env.s.moe_shared_expert_overlap) out.shared_hidden = overlap_shared_expert(env, t, leaves);
+  for (const auto& o : leaves) {
+    fwd += o.fwd_total_s();
+    bwd += o.bwd_total_s();
+  }
+  // Activation offloading: a layer's D2H copies run on a copy stream beside its forward and the
+  // H2D prefetches beside its backward; the part its compute does not cover is exposed (an op
+  // of its own, so every view sees it).
+  if (offload > 0) {
+    const double copy = offload / env.sys.host_link_bytes_per_s;
+    OpCost o;
+    o.name = "activation_offload_exposed";
+    o.layer_type = type;
+    o.layer = 0;
+    o.fwd_s = std::max(0.0, copy - fwd);
+    o.bwd_s = std::max(0.0, copy - bwd);
+    o.bytes = 2 * offload;
+    leaves.push_back(o);
+  }
+  for (const auto& o : leaves) out.sums.add(sums_of(o));
+  out.backward = backward_segment(t.leaves, out.sums);
+  out.layer = std::move(layer);
+  return out;
+}
+
+// The chunk's ops into the empty `ops` (in place: they are held inline); the embedding and head
+// leaves' efficiency lookups go to `env.log`, the templates' stay with them.
+void chunk_ops(ChunkOps& ops, const Env& env, const Chunk& c, const LayerStore& store) {
+  for (const auto& l : c.pre) leaf_cost(ops.pre.emplace_back(), env, l, false, "embedding", -1);
+  for (const auto& l : c.post) leaf_cost(ops.post.emplace_back(), env, l, false, "head", -1);
+  for (const auto& t : c.templates) ops.templates.push_back(store.costed(t));
+  for (const auto& L : c.layers) ops.layer_templates.push_back(L.template_index);
+}
+
+// Chunk sums; `segments` receives the backward in backward order.
+PhaseSums chunk_sums(const Chunk& c, const ChunkOps& ops, BackwardSegments& segments) {
+  PhaseSums total, pre, post;
+  for (const auto& o : ops.pre) pre.add(sums_of(o));
+  for (const auto& o : ops.post) post.add(sums_of(o));
+  total.add(pre);
+  total.add(post);
+  segments.push_back(backward_segment(c.post, post));
+  for (int ti : ops.layer_templates) total.add(ops.templates[static_cast<size_t>(ti)]->sums);
+  for (size_t i = ops.layer_templates.size(); i-- > 0;)
+    segments.push_back(ops.templates[static_cast<size_t>(ops.layer_templates[i])]->backward);
+  segments.push_back(backward_segment(c.pre, pre));
+  return total;
+}
+
+// EP all-to-all time of one phase's collectives (the dispatch and combine).
+double ep_a2a_time(const Env& env, const CommList& calls) {
+  double t = 0;
+  for (const auto& c : calls)
+    if (c.group == Group::EP && c.kind == Collective::AllToAll)
+      t += collective_time(env.sys, env.s, env.nets.net(c.group), c.kind, c.bytes, c.n, c.stage);
+  return t;
+}
+
+// The chunk's forward and backward cut at its EP all-to-alls (overlap_moe_expert_parallel_comm),
+// read from its ops. Forward: the dispatch follows the permutation kernels, the combine precedes
+// the unpermutation kernels (Megatron's MoEAlltoAllTokenDispatcher); the backward runs the mirror
+// order. An all-to-all's piece is what the shared expert (moe_shared_expert_overlap) leaves of
+// it; a layer's exposed offload copy ends its forward and starts its backward. A recomputed
+// all-to-all stays on the compute stream. The pieces add up to the pass times.
+void a2a_passes(const Env& env, const Chunk& c, const ChunkOps& ops, A2aPass& fwd, A2aPass& bwd) {
+  struct Piece {
+    const OpCost* op;
+    const Leaf* leaf;                          // null for the offload op
+    const std::array<double, 2>* hidden;       // null without moe_shared_expert_overlap
+  };
+  std::vector<Piece> pieces;  // forward order
+  for (size_t i = 0; i < c.pre.size(); ++i) pieces.push_back({&ops.pre[i], &c.pre[i], nullptr});
+  for (int ti : ops.layer_templates) {
+    const CostedLayer& t = *ops.templates[static_cast<size_t>(ti)];
+    const auto& leaves = t.layer->leaves;
+    const auto& hidden = t.shared_hidden;
+    for (size_t i = 0; i < t.ops.size(); ++i)
+      pieces.push_back({&t.ops[i], i < leaves.size() ? &leaves[i] : nullptr, i < hidden.size() ? &hidden[i] : nullptr});
+  }
+  for (size_t i = 0; i < c.post.size(); ++i) pieces.push_back({&ops.post[i], &c.post[i], nullptr});
+  auto add = [&](A2aPass& pass, double total, const Piece& p, int phase, int k, const char* a2a_first_leaf) {
+    double a2a = p.leaf ? ep_a2a_time(env, p.leaf->comms[phase]) : 0;
+    if (p.hidden) a2a = std::max(0.0, a2a - (*p.hidden)[static_cast<size_t>(k)]);
+    const bool first = p.leaf && p.leaf->name == a2a_first_leaf;
+    if (first && a2a > 0) pass.add_a2a(a2a);
+    pass.add_compute(total - a2a);
+    if (!first && a2a > 0) pass.add_a2a(a2a);
+  };
+  for (const Piece& p : pieces) add(fwd, p.op->fwd_total_s(), p, kFwd, 0, "unpermutation");
+  for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) add(bwd, it->op->bwd_total_s(), *it, kBwdAct, 1, "permutation");
+}
+
+// Fills the fresh result `r` with the chunk of `spec`.
+void evaluate_chunk(ChunkResult& r, const Env& env, LayerStore& store, const ChunkSpec& spec, int64_t padded_vocab,
+                    const ChunkEnv& chunk_env) {
+  const Chunk chunk = build_chunk(env.m, store.strategy(), padded_vocab, spec, chunk_env,
+                                  [&store](LayerKind k) { return store.layer(k); });
+  Env local = env;
+  local.log = &r.log;
+  chunk_ops(r.ops, local, chunk, store);
+  r.sums = chunk_sums(chunk, r.ops, r.backward);
+  if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.ops, r.a2a_fwd, r.a2a_bwd);
+  r.act = walk_activations(chunk, env.s);
+  r.params = chunk_parameters(chunk);
+  r.dummy_bytes = dummy_wgrad_bytes(chunk);
+}
+
+
+}  // namespace trainsim::detail
