@@ -1,6 +1,8 @@
 // The step's tail after the pipeline: optimizer step, compat-mode DP buckets, FLOPs per token.
 #include "estimate/tail.h"
 
+#include "estimate/stages.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -84,6 +86,90 @@ double flops_per_token(const ModelConfig& m, double seq, double vocab) {
   double total = 6 * L * (qkv + proj) + 6 * L * mlp * f + attn + 6 * H * vocab;
   if (m.topk && *m.topk > 1) total += 6 * L * H * static_cast<double>(m.expert_num);
   return total;
+}
+
+void step_tail(const Plan& plan, const Env& env, ChunkResults& results, const PipelineRun& run, bool events,
+               Estimate& est, StepTail& tail) {
+  const ModelConfig& m = *plan.model;
+  const StrategyConfig& s = *plan.strategy;
+  const SystemConfig& sys = *plan.system;
+  const NetworkChoice& nets = env.nets;
+  const int64_t pp = plan.pp;
+  const bool scheduled_dp = plan.mode == Mode::Default;
+  const auto& dp_ops = run.dp;
+  const double pipe = run.pipe;
+  // DP communication, optimizer and the straggler allowance after the pipeline, per rank.
+  for (auto* x : {&tail.dp, &tail.dense_dp, &tail.edp, &tail.optim, &tail.exposed_dp}) x->assign(static_cast<size_t>(pp), 0);
+  double* const rank_dp = tail.dp.begin();
+  double* const rank_dense_dp = tail.dense_dp.begin();
+  double* const rank_edp = tail.edp.begin();
+  double* const rank_optim = tail.optim.begin();
+  double* const rank_exposed_dp = tail.exposed_dp.begin();
+  SmallVector<const ChunkResult*, 8>& whole = tail.whole;
+  whole.assign(static_cast<size_t>(pp), nullptr);
+  for (int64_t r = 0; r < pp; ++r) {
+    const auto ri = static_cast<size_t>(r);
+    whole[ri] = &results.get(rank_spec(plan, r));
+    // Ranks holding the same layers (the middle ones) have the same DP and optimizer costs.
+    const bool same = r > 0 && whole[ri] == whole[ri - 1];
+    const StaticMemory sm = shard_static_memory(whole[ri]->params, s);
+    const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
+    if (scheduled_dp) {
+      rank_edp[ri] = dp_ops[ri].moe_s;
+      rank_dense_dp[ri] = dp_ops[ri].dense_s;
+    } else if (same) {
+      rank_edp[ri] = rank_edp[ri - 1];
+      rank_dense_dp[ri] = rank_dense_dp[ri - 1];
+    } else {
+      // SimuMax v1.2 (_compute_dp_time) sizes the reduce-scatter from its module gradient bytes,
+      // which ZeRO >= 2 has already divided by dp·cp (experts: edp): the sharded gradient.
+      const bool zero2 = s.zero_state >= 2;
+      const double moe_grad = zero2 ? sm.moe_grad : sm.moe_params * mg;
+      const double dense_grad = zero2 ? sm.grad : sm.dense_params * mg;
+      const double pe = s.dtype == "fp32" ? 4 : 2;  // the parameters in the training dtype (numel·elem)
+      rank_edp[ri] = dp_time(env, moe_grad, moe_grad / mg * pe, nets.net(Group::EDP), plan.edp, "edp");
+      rank_dense_dp[ri] = dp_time(env, dense_grad, dense_grad / mg * pe, nets.net(Group::DP), plan.dp * plan.cp, "dp_cp");
+    }
+    rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
+    rank_optim[ri] = same ? rank_optim[ri - 1] : optimizer_step_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
+  }
+  // Megatron's embedding group: with pp > 1 the first stage's embedding and the last stage's copy
+  // (a tied output layer, or the MTP lookups) all-reduce their gradients after the backward
+  // (_allreduce_word_embedding_grads), over the pipeline network. Default mode only.
+  if (plan.mode == Mode::Default && pp > 1 && (m.tie_word_embeddings || m.mtp_num_layers > 0)) {
+    const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
+    const double grad = static_cast<double>(plan.padded_vocab) / static_cast<double>(plan.tp) *
+                        static_cast<double>(m.hidden_size) * mg;
+    const double t = collective_time(sys, s, nets.net(Group::PP), Collective::AllReduce, grad, 2, "pp");
+    for (size_t ri : {size_t{0}, static_cast<size_t>(pp - 1)}) {
+      rank_dp[ri] += t;
+      rank_dense_dp[ri] += t;
+    }
+  }
+  // After the pipeline (stretched by the straggler allowance): the DP traffic still running (all
+  // of it in compat mode), the optimizer, and the parameter all-gather when it follows the step.
+  const double tail_start = pipe * plan.straggler.ratio;
+  for (int64_t r = 0; r < pp; ++r) {
+    const auto rr = static_cast<int32_t>(r);
+    const auto ri = static_cast<size_t>(r);
+    const double dp_tail =
+        scheduled_dp ? std::max(0.0, est.timeline.totals[ri].stream_end[static_cast<size_t>(Stream::Dp)] - pipe)
+                     : rank_dp[ri];
+    const double after = dp_ops[ri].after_optimizer_s;
+    rank_exposed_dp[ri] = dp_tail + after + (scheduled_dp ? dp_ops[0].param_gather_first_s : 0);
+    const double optim_start = tail_start + dp_tail;
+    const double end = optim_start + rank_optim[ri] + after;
+    est.timeline.totals[ri].end = std::max(est.timeline.totals[ri].end, end);
+    if (!events) continue;
+    auto& ev = est.timeline.events;
+    if (tail_start > pipe) ev.push_back({rr, Stream::Compute, StepKind::Straggler, -1, -1, pipe, tail_start});
+    if (!scheduled_dp && rank_dp[ri] > 0)
+      ev.push_back({rr, Stream::Dp, StepKind::DpComm, -1, -1, tail_start, tail_start + rank_dp[ri]});
+    ev.push_back({rr, Stream::Compute, StepKind::Optimizer, -1, -1, optim_start, optim_start + rank_optim[ri]});
+    if (after > 0) ev.push_back({rr, Stream::Dp, StepKind::DpComm, -1, -1, end - after, end});
+  }
+  est.iteration_time_s = est.timeline.span();
+
 }
 
 }  // namespace trainsim::detail

@@ -1,0 +1,57 @@
+// Pipeline costs: the per-micro-batch pass times of every virtual chunk and the transfer
+// between stages.
+#include "comm/collective.h"
+#include "estimate/stages.h"
+#include "model/moe_dispatch.h"
+
+namespace trainsim::detail {
+
+void pipeline_costs(const Plan& plan, const Env& env, ChunkResults& results, PipelineCosts& costs,
+                    SmallVector<PhaseSums, 8>& rank_sums) {
+  const ModelConfig& m = *plan.model;
+  const StrategyConfig& s = *plan.strategy;
+  const SystemConfig& sys = *plan.system;
+  const NetworkChoice& nets = env.nets;
+  const int64_t pp = plan.pp, v = plan.vpp;
+  const bool split = plan.split_backward();
+  costs.chunks.resize(static_cast<size_t>(pp));
+  costs.a2a.resize(plan.a2a_overlap ? static_cast<size_t>(pp) : 0);
+  costs.a2a_slowdown = 0;
+  rank_sums.assign(static_cast<size_t>(pp), {});
+  for (int64_t r = 0; r < pp; ++r) {
+    costs.chunks[static_cast<size_t>(r)].clear();
+    costs.chunks[static_cast<size_t>(r)].reserve(static_cast<size_t>(v));
+    if (plan.a2a_overlap) {
+      costs.a2a[static_cast<size_t>(r)].clear();
+      costs.a2a[static_cast<size_t>(r)].reserve(static_cast<size_t>(v));
+    }
+    for (const auto& spec : plan.chunks[static_cast<size_t>(r)]) {
+      const ChunkResult& cr = results.get(spec);
+      const PhaseSums& ps = cr.sums;
+      costs.chunks[static_cast<size_t>(r)].push_back(ps.times(split));
+      if (plan.a2a_overlap) costs.a2a[static_cast<size_t>(r)].push_back({cr.a2a_fwd, cr.a2a_bwd});
+      rank_sums[static_cast<size_t>(r)].add(ps);
+    }
+  }
+  const double p2p_bytes = static_cast<double>(plan.micro_batch_size * plan.seq_len * m.hidden_size) *
+                           (s.dtype == "fp32" ? 4 : 2) / static_cast<double>(plan.cp) /
+                           (plan.sp ? static_cast<double>(plan.tp) : 1.0);
+  // The all-to-all kernels take the EP network's processor_usage share of the SMs; DeepEP's take
+  // moe_deepep_num_sms of the accelerator's SMs.
+  if (plan.a2a_overlap)
+    costs.a2a_slowdown = s.moe_enable_deepep
+                             ? deepep_slowdown(s.moe_deepep_num_sms.value_or(kDeepEpDefaultNumSms), *sys.sm_count)
+                             : contention(env, Group::EP);
+  costs.p2p = pp > 1 ? collective_time(sys, s, nets.net(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;
+  if (plan.mode == Mode::Default && s.scatter_gather_tensors_in_pipeline) {
+    // Narayanan et al. 2021, §4.1: the TP ranks of a stage hold the same activation; each sends
+    // its 1/tp slice to its peer, and the next stage all-gathers the slices over its TP group
+    // (2021 Megatron-LM p2p_communication.py: split_tensor_into_1d_equal_chunks, gather_split_1d_tensor).
+    const auto tp = static_cast<double>(plan.tp);
+    costs.p2p = collective_time(sys, s, nets.net(Group::PP), Collective::P2P, p2p_bytes / tp, 2, "pp") +
+                collective_time(sys, s, nets.net(Group::TP), Collective::AllGather, p2p_bytes, plan.tp, "tp");
+  }
+
+}
+
+}  // namespace trainsim::detail

@@ -1,0 +1,132 @@
+// Per-stage memory of an estimate: static memory of each rank, activations of the micro-batches
+// in flight and the transient peaks (1F1B closed form, or a walk over the interleaved program),
+// and the views' rank profiles.
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "estimate/stages.h"
+#include "estimate/tail.h"
+#include "memory/activation.h"
+
+namespace trainsim::detail {
+
+void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& run, const StepTail& tail, bool events,
+                  Estimate& est) {
+  const StrategyConfig& s = *plan.strategy;
+  const int64_t pp = plan.pp, v = plan.vpp;
+  const bool split = plan.split_backward();
+  const auto& rank_steps = run.rank_steps;
+  const auto& whole = tail.whole;
+  // Memory: static + cached micro-batches in flight + the single-micro-batch peak (1F1B), or a
+  // replay of the rank's program over its chunks (interleaved).
+  // The static part of rank r's memory into the fresh `mem` (filled in place).
+  auto static_part = [&](int64_t r, StageMemory& mem) {
+    const ChunkResult& cr = *whole[static_cast<size_t>(r)];
+    const StaticMemory sm = shard_static_memory(cr.params, s);
+    mem.weight_bytes = sm.weight + sm.moe_weight;
+    mem.grad_bytes = sm.grad + sm.moe_grad;
+    mem.state_bytes = sm.state + sm.moe_state;
+    mem.model_bytes = sm.total() + cr.dummy_bytes;
+    if (plan.mode == Mode::Default && s.zero_state >= 3) {
+      // FSDP's gathered working set: the bf16 parameters of the layer computing and of the one
+      // prefetched (the largest layer of the rank, twice).
+      double largest = 0;
+      for (const auto& b : cr.backward) largest = std::max(largest, b.dense + b.moe);
+      mem.model_bytes += 2 * largest * 2;
+    }
+    // Optimizer CPU offload: the offloaded states leave the GPU; the host holds them and an fp32
+    // copy of their gradients (4 B next to 12 B per parameter).
+    const double offloaded = offloaded_fraction(s) * mem.state_bytes;
+    mem.state_bytes -= offloaded;
+    mem.model_bytes -= offloaded;
+    mem.host_bytes = offloaded * 16 / 12;
+  };
+  est.stages.reserve(v == 1 ? reported_ranks(pp).n : static_cast<size_t>(pp));
+  if (v == 1) {
+    for (int64_t r : reported_ranks(pp)) {
+      const ActivationResult& act = whole[static_cast<size_t>(r)]->act;
+      StageMemory& mem = est.stages.emplace_back();
+      static_part(r, mem);
+      mem.name = plan.stage_kind(r);
+      // The peer keeps pp − r micro-batches in flight whatever their number; Megatron holds at
+      // most the micro-batches the program has started and not finished.
+      mem.in_flight_micro_batches = plan.mode == Mode::SimuMax12
+                                        ? pp - r
+                                        : max_in_flight(rank_steps[static_cast<size_t>(r)], split);
+      mem.activation_cache_per_mb_bytes = act.cache_per_mb;
+      mem.peak_activation_bytes = act.peak.peak;
+      static const std::string_view kStageNames[] = {"forward", "backward", "recompute_forward", "recompute_backward"};
+      const std::string_view stage = kStageNames[act.peak.peak_stage];
+      mem.peak_phase.reserve(stage.size() + 4 + act.peak.peak_leaf.size());
+      mem.peak_phase.append(stage).append(" at ").append(act.peak.peak_leaf);
+      mem.peak_alloc_bytes = mem.model_bytes +
+                             static_cast<double>(mem.in_flight_micro_batches - 1) * act.cache_per_mb + act.peak.peak;
+      // Offloaded activations of every micro-batch in flight wait in host memory.
+      mem.host_bytes += static_cast<double>(mem.in_flight_micro_batches) * act.offloaded_per_mb;
+      mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
+    }
+  } else {
+    // Interleaved: a chunk's forward adds its transient forward peak on top of the live caches,
+    // its backward the backward peak beyond its cache.
+    for (int64_t r = 0; r < pp; ++r) {
+      const auto ri = static_cast<size_t>(r);
+      StageMemory& mem = est.stages.emplace_back();
+      static_part(r, mem);
+      mem.name = r == 0 ? "first_stage" : (r == pp - 1 ? "last_stage" : "pp_stage_" + std::to_string(r));
+      mem.activation_cache_per_mb_bytes = whole[ri]->act.cache_per_mb;
+      std::vector<const ActivationResult*> acts;
+      for (const ChunkSpec& spec : plan.chunks[ri]) acts.push_back(&results.get(spec).act);
+      struct State {
+        double live = 0, best = 0, host = 0, host_max = 0;
+        int64_t live_n = 0, max_n = 0;
+      };
+      const State w = walk(rank_steps[ri], State{}, [&](State& x, const Step& step) {
+        const ActivationResult& a = *acts[static_cast<size_t>(step.chunk)];
+        if (step.pass == Pass::Forward) {
+          x.best = std::max(x.best, x.live + a.peak.slot[PeakPoint::kForward]);
+          x.live += a.cache_per_mb;
+          x.host += a.offloaded_per_mb;
+          x.host_max = std::max(x.host_max, x.host);
+          x.max_n = std::max(x.max_n, ++x.live_n);
+        } else {
+          const double bwd = std::max({a.peak.slot[PeakPoint::kBackward], a.peak.slot[PeakPoint::kRecomputeForward],
+                                       a.peak.slot[PeakPoint::kRecomputeBackward]}) - a.cache_per_mb;
+          x.best = std::max(x.best, x.live + bwd);
+          x.live -= a.cache_per_mb;
+          x.host -= a.offloaded_per_mb;
+          --x.live_n;
+        }
+      });
+      mem.in_flight_micro_batches = w.max_n;
+      mem.peak_activation_bytes = w.best;
+      mem.peak_phase = "interleaved schedule replay";
+      mem.peak_alloc_bytes = mem.model_bytes + w.best;
+      mem.host_bytes += w.host_max;
+      mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
+    }
+  }
+
+  // What views read per rank: every chunk's ops and the memory the rank holds.
+  est.micro_batches = plan.micro_batch_num;
+  if (events) {
+    for (int64_t r = 0; r < pp; ++r) {
+      const auto ri = static_cast<size_t>(r);
+      RankProfile prof;
+      StageMemory mem;
+      static_part(r, mem);
+      prof.model_bytes = mem.model_bytes;
+      for (const auto& spec : plan.chunks[ri]) {
+        const ChunkResult& cr = results.get(spec);
+        prof.chunks.push_back(cr.ops.expand());
+        prof.chunk_cache_bytes.push_back(cr.act.cache_per_mb);
+        prof.chunk_peak_bytes.push_back(cr.act.peak.peak);
+      }
+      est.ranks.push_back(std::move(prof));
+    }
+  }
+
+}
+
+}  // namespace trainsim::detail
