@@ -63,6 +63,8 @@ void warn_about(const PlanConfigs& p, const std::string& command) {
   if (!p.not_modeled.empty())
     std::fprintf(stderr, "trainsim %s: warning: given but not modeled: %s\n", command.c_str(),
                  join(p.not_modeled).c_str());
+  for (const NoEffect& n : p.no_effect)
+    std::fprintf(stderr, "trainsim %s: warning: %s\n", command.c_str(), no_effect_line(n).c_str());
 }
 
 }  // namespace trainsim::cli

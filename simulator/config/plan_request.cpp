@@ -273,6 +273,10 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
     strategy_doc["micro_batch_num"] = gbs->first / (mbs * d);
   }
   out.strategy = load_strategy(strategy_doc.dump(), out.strategy_source);
+  if (req.normalize) {
+    std::vector<NoEffect> off = normalize_strategy(out.model, out.strategy, req.mode, out.model_source);
+    out.no_effect.insert(out.no_effect.end(), off.begin(), off.end());
+  }
   return out;
 }
 
