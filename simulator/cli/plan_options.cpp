@@ -1,6 +1,7 @@
 // Plan options shared by the subcommands.
 #include "cli/plan_options.h"
 
+#include <charconv>
 #include <cstdio>
 
 #include "cli/cli_app.h"
@@ -53,6 +54,12 @@ PlanRequest make_request(const PlanOptions& o, size_t strategy_index) {
   for (size_t i = 0; i < o.shortcut_values.size(); ++i) {
     if (o.shortcut_values[i].empty()) continue;
     const Shortcut& sc = override_shortcuts()[i];
+    // Every shortcut is a count: a malformed one is a usage error, like any malformed option value.
+    const std::string& v = o.shortcut_values[i];
+    int64_t n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size())
+      throw UsageError(std::string("--") + sc.option + ": '" + o.shortcut_values[i] + "' is not an integer");
     r.overrides.push_back({sc.key, o.shortcut_values[i], std::string("--") + sc.option + " " + o.shortcut_values[i]});
   }
   return r;

@@ -293,10 +293,13 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
   }
   if (!gbs && meg && !req.strategy && meg->global_batch_size)
     gbs = std::make_pair(*meg->global_batch_size, std::string("--global-batch-size"));
-  if (gbs && sizes_ok) {
-    const int64_t world = int_key(strategy_doc, "world_size", 8), mbs = int_key(strategy_doc, "micro_batch_size", 1);
+  const int64_t world = int_key(strategy_doc, "world_size", 8);
+  // Sizes that do not factor the world size leave the micro-batch count alone: the plan check
+  // then reports the root cause (tp 3 on 64 GPUs, tp not dividing the heads), not the batch.
+  if (gbs && sizes_ok && world >= 1 && world % (tp * cp * pp) == 0) {
+    const int64_t mbs = int_key(strategy_doc, "micro_batch_size", 1);
     const int64_t d = world / (tp * cp * pp);
-    if (d < 1 || !sane(mbs) || d > (int64_t{1} << 32) || gbs->first % (mbs * d) != 0)
+    if (!sane(mbs) || d > (int64_t{1} << 32) || gbs->first % (mbs * d) != 0)
       throw ConfigError(gbs->second, "",
                         strprintf("global batch %lld is not a multiple of micro_batch_size·dp = %lld·%lld",
                                   static_cast<long long>(gbs->first), static_cast<long long>(mbs),
