@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,10 @@ const std::string kExamples = std::string(TRAINSIM_SOURCE_DIR) + "/docs/examples
 // optimizer, grad-reduce, param-gather and TP overlaps.
 PlanRequest readme_request(std::vector<Override> overrides, const std::string& line = "") {
   PlanRequest r;
-  r.hf_config = ConfigText{read_file(kExamples + "llama3.1-8b/config.json"), "config.json"};
+  // Named as in the README's command (the summary shows the names).
+  r.hf_config = ConfigText{read_file(kExamples + "llama3.1-8b/config.json"), "docs/examples/llama3.1-8b/config.json"};
   r.megatron = ConfigText{line.empty() ? read_file(kExamples + "llama3.1-8b/megatron_args.sh") : line,
-                          "megatron_args.sh"};
+                          "docs/examples/llama3.1-8b/megatron_args.sh"};
   r.overrides = std::move(overrides);
   return r;
 }
@@ -317,6 +319,63 @@ TEST(NoEffect, EveryMegatronDefaultIsAccepted) {
     }
   }
   EXPECT_GT(tried, 250);
+}
+
+// The fenced blocks of a Markdown file, each line without the fence's indentation.
+std::vector<std::vector<std::string>> fenced_blocks(const std::string& text) {
+  std::vector<std::vector<std::string>> blocks;
+  std::istringstream in(text);
+  std::string line;
+  size_t indent = std::string::npos;  // npos: outside a block
+  while (std::getline(in, line)) {
+    const size_t first = line.find_first_not_of(' ');
+    if (first != std::string::npos && line.compare(first, 3, "```") == 0) {
+      if (indent == std::string::npos) {
+        indent = first;
+        blocks.emplace_back();
+      } else {
+        indent = std::string::npos;
+      }
+      continue;
+    }
+    if (indent != std::string::npos) blocks.back().push_back(line.size() > indent ? line.substr(indent) : "");
+  }
+  return blocks;
+}
+
+// The block that starts with `first`; empty when there is none.
+std::vector<std::string> block_starting(const std::vector<std::vector<std::string>>& blocks, const std::string& first) {
+  for (const auto& b : blocks)
+    if (!b.empty() && b[0].rfind(first, 0) == 0) return b;
+  return {};
+}
+
+// Every line of `block` other than "..." is a whole line of `output`.
+void expect_lines_of(const std::vector<std::string>& block, const std::string& output) {
+  ASSERT_FALSE(block.empty());
+  for (const std::string& l : block) {
+    if (l == "...") continue;
+    EXPECT_NE(("\n" + output).find("\n" + l + "\n"), std::string::npos) << l << "\n" << output;
+  }
+}
+
+// docs/inputs.md shows perf's output for the README's line and its --tp 4 --gbs 128 what-if.
+TEST(NoEffect, InputsDocShowsTheOutput) {
+  const auto blocks = fenced_blocks(read_file(std::string(TRAINSIM_SOURCE_DIR) + "/docs/inputs.md"));
+  const ConfigText h100 = resolve_config("system", "h100-sxm-80g");
+  const Prediction line = predict(readme_request({}), "", "", h100, MfuConvention::Megatron, Mode::Default);
+  expect_lines_of(block_starting(blocks, "model      docs/examples/llama3.1-8b/config.json"),
+                  estimate_summary(line.in, line.estimate));
+
+  const Prediction tp4 = predict(readme_request(kTp4Gbs128), "", "", h100, MfuConvention::Megatron, Mode::Default);
+  expect_lines_of(block_starting(blocks, "parallel   tp4."), estimate_summary(tp4.in, tp4.estimate));
+  std::vector<std::string> json = block_starting(blocks, "  \"no_effect\": [");
+  ASSERT_FALSE(json.empty());
+  std::string doc = "{";
+  for (const auto& l : json) doc += l + "\n";
+  doc.erase(doc.find_last_of(','));  // the fragment's trailing comma
+  EXPECT_EQ(nlohmann::json::parse(doc + "}")["no_effect"],
+            nlohmann::json::parse(estimate_to_json(tp4.in, tp4.estimate))["no_effect"]);
 }
 
 }  // namespace
