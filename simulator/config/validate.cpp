@@ -91,8 +91,8 @@ namespace {
 // (its reader default, which never counts as moot).
 struct Moot {
   NoEffect what;
-  std::string message;               // validate_plan's message for a strategy not normalized
-  void (*off)(StrategyConfig&);      // back to the reader's default
+  std::string message;           // validate_plan's message for a strategy not normalized
+  void (*off)(StrategyConfig&);  // back to the reader's default
 };
 
 template <typename T>
@@ -100,11 +100,11 @@ std::string json_text(const T& v) {
   return nlohmann::json(v).dump();
 }
 
-// Every rule of Megatron-LM's "accepted, does nothing here" kind, in the order validate_plan
-// reported them. A rule fires only on a value other than the reader's default, so turning the
-// switch off ends it. Rules Megatron-LM asserts on (tp_comm_overlap with tp > 1 and no sequence
-// parallelism, overlap_param_gather without the distributed optimizer, ...) are not here: they
-// stay errors in validate_plan.
+// Every rule of Megatron-LM's "accepted, does nothing here" kind, in a fixed order. A rule fires
+// only on a value other than the reader's default, so turning the switch off ends it. Rules
+// Megatron-LM asserts on (tp_comm_overlap with tp > 1 and no sequence parallelism,
+// overlap_param_gather without the distributed optimizer, ...) are not here: they stay errors in
+// validate_plan.
 std::vector<Moot> find_moot(const ModelConfig& m, const StrategyConfig& s, Mode mode, const std::string& model) {
   static const StrategyConfig defaults;
   std::vector<Moot> out;
@@ -118,7 +118,8 @@ std::vector<Moot> find_moot(const ModelConfig& m, const StrategyConfig& s, Mode 
   const bool compat = mode == Mode::SimuMax12;
 
   if (!compat && cp == 1 && s.cp_comm_type != defaults.cp_comm_type)
-    add("cp_comm_type", json_text(s.cp_comm_type), "changes nothing with cp_size 1", "",
+    add("cp_comm_type", json_text(s.cp_comm_type), "changes nothing with cp_size 1",
+        "remove it or set cp_size > 1",
         [](StrategyConfig& x) { x.cp_comm_type = StrategyConfig{}.cp_comm_type; },
         "'" + s.cp_comm_type + "' changes nothing with cp_size 1; remove it or set cp_size > 1");
   if (s.cp_comm_type != "a2a+p2p" && !s.hierarchical_context_parallel_sizes.empty())
