@@ -79,6 +79,7 @@ int cmd_batch(const Args& args) {
   struct Loaded {
     ModelConfig m;
     StrategyConfig s;
+    std::vector<NoEffect> no_effect;  // switches turned off
     std::string error;  // set when the case could not be read
   };
   std::vector<Loaded> block;
@@ -107,10 +108,14 @@ int cmd_batch(const Args& args) {
           PlanConfigs pc = build_plan(r, "", "");
           l.m = std::move(pc.model);
           l.s = std::move(pc.strategy);
+          l.no_effect = std::move(pc.no_effect);
         } else {
           l.m = load_model(read_file(base + "model.json"), base + "model.json");
           l.s = load_strategy(read_file(base + "strategy.json"), base + "strategy.json");
+          l.no_effect = normalize_strategy(l.m, l.s, mode, base + "model.json");
         }
+        for (const NoEffect& n : l.no_effect)
+          std::fprintf(stderr, "batch: %s: warning: %s\n", cases[ci].c_str(), no_effect_line(n).c_str());
       } catch (const Error& err) {
         l.error = err.what();
       } catch (const std::exception& err) {

@@ -329,6 +329,7 @@ int cmd_search(const Args& args) {
   // The base strategy: --strategy, the Megatron command line, or the strategy defaults.
   PlanRequest request = make_request(po);
   request.mode = compat_mode(compat, "search");
+  request.normalize = false;  // each candidate is normalized with its own sizes
   const bool own_strategy = request.strategy || request.megatron;
   if (!own_strategy)
     request.strategy = ConfigText{R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 1})",

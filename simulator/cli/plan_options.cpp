@@ -1,6 +1,7 @@
 // Plan options shared by the subcommands.
 #include "cli/plan_options.h"
 
+#include <charconv>
 #include <cstdio>
 
 #include "cli/cli_app.h"
@@ -53,6 +54,12 @@ PlanRequest make_request(const PlanOptions& o, size_t strategy_index) {
   for (size_t i = 0; i < o.shortcut_values.size(); ++i) {
     if (o.shortcut_values[i].empty()) continue;
     const Shortcut& sc = override_shortcuts()[i];
+    // Every shortcut is a count: a malformed one is a usage error, like any malformed option value.
+    const std::string& v = o.shortcut_values[i];
+    int64_t n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size())
+      throw UsageError(std::string("--") + sc.option + ": '" + o.shortcut_values[i] + "' is not an integer");
     r.overrides.push_back({sc.key, o.shortcut_values[i], std::string("--") + sc.option + " " + o.shortcut_values[i]});
   }
   return r;
@@ -63,6 +70,8 @@ void warn_about(const PlanConfigs& p, const std::string& command) {
   if (!p.not_modeled.empty())
     std::fprintf(stderr, "trainsim %s: warning: given but not modeled: %s\n", command.c_str(),
                  join(p.not_modeled).c_str());
+  for (const NoEffect& n : p.no_effect)
+    std::fprintf(stderr, "trainsim %s: warning: %s\n", command.c_str(), no_effect_line(n).c_str());
 }
 
 }  // namespace trainsim::cli

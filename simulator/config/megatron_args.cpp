@@ -293,6 +293,7 @@ const std::map<std::string, MegatronFlag>& megatron_flags() {
       f.kind = cells[2];
       f.nargs = cells[3];
       f.type = cells[4];
+      if (!cells[5].empty()) f.default_value = cells[5];
       f.choices = split_on(cells[6], ',');
       out[f.flag] = f;
     }

@@ -19,6 +19,8 @@ struct MegatronFlag {
   std::vector<std::string> aliases;  // other option strings
   std::string kind;                  // "flag", "value" or "list"
   std::string nargs, type;
+  /// Megatron-LM's default as the table writes it (lists as JSON, the empty string as ""); unset: None.
+  std::optional<std::string> default_value;
   std::vector<std::string> choices;
 };
 

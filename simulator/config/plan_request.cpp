@@ -39,6 +39,36 @@ int64_t int_key(const nlohmann::json& doc, const char* key, int64_t fallback) {
   return it != doc.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
 }
 
+// Model flags that describe only MoE layers or MLA attention: Megatron-LM reads them only with
+// --num-experts / --multi-latent-attention, elsewhere they change nothing.
+const std::set<std::string> kMoeOnlyKeys = {"topk", "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size",
+                                            "moe_layer_freq", "dense_layers"};
+const std::set<std::string> kMlaOnlyKeys = {"q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim",
+                                            "v_head_dim"};
+
+// Removes from the command line's model keys those the architecture `arch` (the model file, or
+// the line itself) has no use for; reports each one that differs from the default.
+void drop_moot_model_flags(MegatronArgs& meg, const nlohmann::json& arch, std::vector<NoEffect>& out) {
+  const bool moe = int_key(arch, "expert_num", 1) > 1;
+  const bool mla = arch.contains("attention_type") && arch["attention_type"] == "mla";
+  for (auto it = meg.model.begin(); it != meg.model.end();) {
+    const std::string key = it.key();
+    const bool moe_key = kMoeOnlyKeys.count(key) > 0, mla_key = kMlaOnlyKeys.count(key) > 0;
+    if ((!moe_key || moe) && (!mla_key || mla)) {
+      ++it;
+      continue;
+    }
+    if (!kModelDefaults.contains(key) || kModelDefaults[key] != it.value()) {
+      const auto flag = meg.model_flags.find(key);
+      out.push_back({key, it.value().dump(),
+                     std::string("changes nothing with ") + (moe_key ? "a dense model" : "attention other than MLA") +
+                         (flag != meg.model_flags.end() ? " (" + flag->second + ")" : "")});
+    }
+    meg.model_flags.erase(key);
+    it = meg.model.erase(it);
+  }
+}
+
 // A size the derived values may multiply without overflow; anything else is left for the
 // strategy reader to reject with its own message.
 bool sane(int64_t v) { return v >= 1 && v <= (1 << 16); }
@@ -111,6 +141,7 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
     model_source = req.model->source;
   }
   if (meg && !meg->model.empty()) {
+    drop_moot_model_flags(*meg, model_source.empty() ? meg->model : model_doc, out.no_effect);
     if (model_source.empty()) {
       model_doc = megatron_model_json(*meg);
       model_source = meg->source;
@@ -262,10 +293,13 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
   }
   if (!gbs && meg && !req.strategy && meg->global_batch_size)
     gbs = std::make_pair(*meg->global_batch_size, std::string("--global-batch-size"));
-  if (gbs && sizes_ok) {
-    const int64_t world = int_key(strategy_doc, "world_size", 8), mbs = int_key(strategy_doc, "micro_batch_size", 1);
+  const int64_t world = int_key(strategy_doc, "world_size", 8);
+  // Sizes that do not factor the world size leave the micro-batch count alone: the plan check
+  // then reports the root cause (tp 3 on 64 GPUs, tp not dividing the heads), not the batch.
+  if (gbs && sizes_ok && world >= 1 && world % (tp * cp * pp) == 0) {
+    const int64_t mbs = int_key(strategy_doc, "micro_batch_size", 1);
     const int64_t d = world / (tp * cp * pp);
-    if (d < 1 || !sane(mbs) || d > (int64_t{1} << 32) || gbs->first % (mbs * d) != 0)
+    if (!sane(mbs) || d > (int64_t{1} << 32) || gbs->first % (mbs * d) != 0)
       throw ConfigError(gbs->second, "",
                         strprintf("global batch %lld is not a multiple of micro_batch_size·dp = %lld·%lld",
                                   static_cast<long long>(gbs->first), static_cast<long long>(mbs),
@@ -273,6 +307,10 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
     strategy_doc["micro_batch_num"] = gbs->first / (mbs * d);
   }
   out.strategy = load_strategy(strategy_doc.dump(), out.strategy_source);
+  if (req.normalize) {
+    std::vector<NoEffect> off = normalize_strategy(out.model, out.strategy, req.mode, out.model_source);
+    out.no_effect.insert(out.no_effect.end(), off.begin(), off.end());
+  }
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "config/model_config.h"
 #include "config/presets.h"
 #include "config/strategy_config.h"
+#include "config/validate.h"
 
 namespace trainsim {
 
@@ -32,6 +33,9 @@ struct PlanRequest {
   std::optional<ConfigText> megatron;  // Megatron-LM command line
   std::vector<Override> overrides;     // applied in order, after the files
   Mode mode = Mode::Default;           // compat: Megatron's CP / MoE dispatch switches stay warnings
+  /// Turn off the strategy's switches that have no effect (normalize_strategy). search keeps
+  /// them: each candidate has its own sizes and is normalized on its own.
+  bool normalize = true;
 };
 
 struct PlanConfigs {
@@ -39,6 +43,7 @@ struct PlanConfigs {
   StrategyConfig strategy;
   std::string model_source, strategy_source;
   std::vector<std::string> notes, not_modeled, ignored;
+  std::vector<NoEffect> no_effect;  // switches turned off (normalize_strategy)
 };
 
 /// The shortcut options (`--tp`, `--vpp`, `--gbs`, ...) and the key each sets, in help order.
@@ -56,6 +61,7 @@ struct Shortcut {
 /// Builds the plan. Model: `model`, `hf_config` or the Megatron model flags (a Megatron model
 /// flag that disagrees with the model file is an error); strategy: `strategy` or `megatron`.
 /// Whichever is absent falls back to the given default preset names (empty = required).
+/// Switches with no effect in the result are turned off and listed in `no_effect`.
 [[nodiscard]] PlanConfigs build_plan(const PlanRequest& request, const std::string& default_model,
                                      const std::string& default_strategy);
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <span>
 
+#include <nlohmann/json.hpp>
+
 #include "config/pipeline_layout.h"
 #include "core/text.h"
 #include "passes/fp8.h"
@@ -83,6 +85,193 @@ bool split_layers(int64_t layers, const StrategyConfig& s, StageLayers& out, std
   return true;
 }
 
+namespace {
+
+// A switch with no effect: what is reported, the strict reader's message, and how to turn it off
+// (its reader default, which never counts as moot).
+struct Moot {
+  NoEffect what;
+  std::string message;           // validate_plan's message for a strategy not normalized
+  void (*off)(StrategyConfig&);  // back to the reader's default
+};
+
+template <typename T>
+std::string json_text(const T& v) {
+  return nlohmann::json(v).dump();
+}
+
+// Every rule of Megatron-LM's "accepted, does nothing here" kind, in a fixed order. A rule fires
+// only on a value other than the reader's default, so turning the switch off ends it. Rules
+// Megatron-LM asserts on (tp_comm_overlap with tp > 1 and no sequence parallelism,
+// overlap_param_gather without the distributed optimizer, ...) are not here: they stay errors in
+// validate_plan.
+std::vector<Moot> find_moot(const ModelConfig& m, const StrategyConfig& s, Mode mode, const std::string& model) {
+  static const StrategyConfig defaults;
+  std::vector<Moot> out;
+  auto add = [&](const char* key, std::string value, std::string reason, const std::string& hint,
+                 void (*off)(StrategyConfig&), std::string message = {}) {
+    if (message.empty()) message = reason + "; " + hint;
+    out.push_back({{key, std::move(value), std::move(reason)}, std::move(message), off});
+  };
+  auto ll = [](int64_t v) { return static_cast<long long>(v); };
+  const int64_t tp = s.tp_size, cp = s.cp_size, pp = s.pp_size, ep = s.ep_size, etp = s.etp_size;
+  const bool compat = mode == Mode::SimuMax12;
+
+  if (!compat && cp == 1 && s.cp_comm_type != defaults.cp_comm_type)
+    add("cp_comm_type", json_text(s.cp_comm_type), "changes nothing with cp_size 1",
+        "remove it or set cp_size > 1",
+        [](StrategyConfig& x) { x.cp_comm_type = StrategyConfig{}.cp_comm_type; },
+        "'" + s.cp_comm_type + "' changes nothing with cp_size 1; remove it or set cp_size > 1");
+  if (s.cp_comm_type != "a2a+p2p" && !s.hierarchical_context_parallel_sizes.empty())
+    add("hierarchical_context_parallel_sizes", json_text(s.hierarchical_context_parallel_sizes),
+        "changes nothing unless cp_comm_type is 'a2a+p2p'", "remove it",
+        [](StrategyConfig& x) { x.hierarchical_context_parallel_sizes.clear(); });
+
+  if (!compat && !m.is_moe()) {
+    const std::string why = "changes nothing with a dense model";
+    if (s.moe_token_dispatcher_type && *s.moe_token_dispatcher_type != "alltoall")
+      add("moe_token_dispatcher_type", json_text(*s.moe_token_dispatcher_type), why, "remove it",
+          [](StrategyConfig& x) { x.moe_token_dispatcher_type.reset(); });
+    if (s.moe_enable_deepep)
+      add("moe_enable_deepep", "true", why, "remove it", [](StrategyConfig& x) { x.moe_enable_deepep = false; });
+    if (s.moe_deepep_num_sms)
+      add("moe_deepep_num_sms", json_text(*s.moe_deepep_num_sms), why, "remove it",
+          [](StrategyConfig& x) { x.moe_deepep_num_sms.reset(); });
+    if (s.moe_permute_fusion)
+      add("moe_permute_fusion", "true", why, "remove it", [](StrategyConfig& x) { x.moe_permute_fusion = false; });
+    if (s.moe_router_load_balancing_type)
+      add("moe_router_load_balancing_type", json_text(*s.moe_router_load_balancing_type), why, "remove it",
+          [](StrategyConfig& x) { x.moe_router_load_balancing_type.reset(); });
+    if (s.moe_load_imbalance_factor)
+      add("moe_load_imbalance_factor", json_text(*s.moe_load_imbalance_factor), why, "remove it",
+          [](StrategyConfig& x) { x.moe_load_imbalance_factor.reset(); });
+    if (s.moe_shared_expert_overlap)
+      add("moe_shared_expert_overlap", "true", why, "remove it",
+          [](StrategyConfig& x) { x.moe_shared_expert_overlap = false; });
+  }
+  if (!compat && m.is_moe()) {
+    // DeepEP's SMs (Buffer.set_num_sms) slow only the compute its kernels run beside.
+    if (s.moe_deepep_num_sms && !s.moe_enable_deepep)
+      add("moe_deepep_num_sms", json_text(*s.moe_deepep_num_sms), "changes nothing without the DeepEP backend",
+          "set moe_enable_deepep to true or remove it", [](StrategyConfig& x) { x.moe_deepep_num_sms.reset(); });
+    else if (s.moe_deepep_num_sms && !s.overlap_moe_expert_parallel_comm)
+      add("moe_deepep_num_sms", json_text(*s.moe_deepep_num_sms),
+          "changes nothing without overlap_moe_expert_parallel_comm: the dispatch and combine run alone, their "
+          "SMs take nothing from compute",
+          "remove it or set overlap_moe_expert_parallel_comm to true",
+          [](StrategyConfig& x) { x.moe_deepep_num_sms.reset(); });
+    if (s.moe_shared_expert_overlap && !m.moe_shared_expert_intermediate_size)
+      add("moe_shared_expert_overlap", "true", "changes nothing: model " + model + " has no shared expert", "",
+          [](StrategyConfig& x) { x.moe_shared_expert_overlap = false; },
+          "changes nothing: model " + model + " has no shared expert");
+    if (m.moe_pad_expert_input_to_capacity) {
+      const std::string why = "changes nothing: model " + model + " pads every expert to its capacity "
+                              "(moe_pad_expert_input_to_capacity)";
+      const std::string hint = "set that to false for dropless routing";
+      if (s.moe_router_load_balancing_type)
+        add("moe_router_load_balancing_type", json_text(*s.moe_router_load_balancing_type), why, hint,
+            [](StrategyConfig& x) { x.moe_router_load_balancing_type.reset(); });
+      if (s.moe_load_imbalance_factor)
+        add("moe_load_imbalance_factor", json_text(*s.moe_load_imbalance_factor), why, hint,
+            [](StrategyConfig& x) { x.moe_load_imbalance_factor.reset(); });
+    }
+  }
+  const int64_t vpp = virtual_stages_per_rank(m, s);
+  if (!compat && pp == 1) {
+    const std::string why = "changes nothing with pp_size 1 (the one stage holds every layer)";
+    if (s.account_for_embedding_in_pipeline_split)
+      add("account_for_embedding_in_pipeline_split", "true", why, "remove it",
+          [](StrategyConfig& x) { x.account_for_embedding_in_pipeline_split = false; });
+    if (s.account_for_loss_in_pipeline_split)
+      add("account_for_loss_in_pipeline_split", "true", why, "remove it",
+          [](StrategyConfig& x) { x.account_for_loss_in_pipeline_split = false; });
+  }
+  if (!compat && vpp == 1 && s.microbatch_group_size_per_vp_stage)
+    add("microbatch_group_size_per_vp_stage", json_text(*s.microbatch_group_size_per_vp_stage),
+        "changes nothing without an interleaved pipeline (one virtual stage per rank)", "remove it",
+        [](StrategyConfig& x) { x.microbatch_group_size_per_vp_stage.reset(); });
+  if (s.pipeline_schedule == "zero_bubble_h1" && pp < 2)
+    add("pipeline_schedule", json_text(s.pipeline_schedule), "zero_bubble_h1 changes nothing with pp_size 1",
+        "use 1f1b", [](StrategyConfig& x) { x.pipeline_schedule = StrategyConfig{}.pipeline_schedule; });
+
+  if (!compat) {
+    const int64_t dp = s.world_size / (tp * cp * pp) * cp, edp = s.world_size / (ep * etp * pp);
+    const bool no_dp = dp <= 1 && (!m.is_moe() || edp <= 1);
+    const std::string why = "changes nothing without data parallelism (dp·cp is 1, and edp for experts)";
+    if (s.overlap_grad_reduce && no_dp)
+      add("overlap_grad_reduce", "true", why, "set it to false",
+          [](StrategyConfig& x) { x.overlap_grad_reduce = false; });
+    // Without the distributed optimizer Megatron rejects it (validate_plan).
+    if (s.overlap_param_gather && (s.zero_state == 1 || s.zero_state == 2) && no_dp)
+      add("overlap_param_gather", "true", why, "set it to false",
+          [](StrategyConfig& x) { x.overlap_param_gather = false; });
+    // With tp > 1 and no sequence parallelism Megatron rejects it (validate_plan).
+    if (s.tp_comm_overlap && tp == 1)
+      add("tp_comm_overlap", "true", "changes nothing with tp_size 1 (no tensor-parallel communication)",
+          "set it to false", [](StrategyConfig& x) { x.tp_comm_overlap = false; });
+    if (s.scatter_gather_tensors_in_pipeline && (pp < 2 || tp < 2 || s.sp()))
+      add("scatter_gather_tensors_in_pipeline", "true",
+          strprintf("changes nothing unless pipeline stages exchange activations replicated over a tensor-parallel "
+                    "group (pp_size > 1, tp_size > 1, no sequence parallelism: it already sends 1/tp); got pp_size "
+                    "%lld, tp_size %lld, sequence parallelism %s",
+                    ll(pp), ll(tp), s.sp() ? "on" : "off"),
+          "set it to false", [](StrategyConfig& x) { x.scatter_gather_tensors_in_pipeline = false; });
+    // With full recompute Megatron rejects it (validate_plan).
+    if (s.overlap_moe_expert_parallel_comm && m.is_moe() && ep >= 2 && pp == 1 && s.micro_batch_num < 2 &&
+        !(s.is_recompute() && s.recompute_granularity == "full_block"))
+      add("overlap_moe_expert_parallel_comm", "true",
+          "changes nothing with one micro-batch and no pipeline: no forward runs beside a backward",
+          "set micro_batch_num ≥ 2 or remove it",
+          [](StrategyConfig& x) { x.overlap_moe_expert_parallel_comm = false; });
+  }
+  if (!s.fp8) {
+    const std::string why = "changes nothing without fp8";
+    if (s.fp8_recipe != defaults.fp8_recipe)
+      add("fp8_recipe", json_text(s.fp8_recipe), why, "set fp8 to true or remove it",
+          [](StrategyConfig& x) { x.fp8_recipe = StrategyConfig{}.fp8_recipe; });
+    if (s.fp8_param_gather)
+      add("fp8_param_gather", "true", why, "set fp8 to true or remove it",
+          [](StrategyConfig& x) { x.fp8_param_gather = false; });
+  }
+  if (s.recompute_unit_layers != defaults.recompute_unit_layers && s.recompute_granularity != "full_block")
+    add("recompute_unit_layers", json_text(s.recompute_unit_layers),
+        "only applies to recompute_granularity 'full_block' (Megatron's full recompute)", "",
+        [](StrategyConfig& x) { x.recompute_unit_layers = StrategyConfig{}.recompute_unit_layers; },
+        "only applies to recompute_granularity 'full_block' (Megatron's full recompute)");
+  if (!s.fine_grained_activation_offloading) {
+    const std::string why = "changes nothing without fine_grained_activation_offloading";
+    if (!s.offload_modules.empty())
+      add("offload_modules", json_text(s.offload_modules), why, "set it to true",
+          [](StrategyConfig& x) { x.offload_modules.clear(); });
+    if (!s.offload_tensors.empty())
+      add("offload_tensors", json_text(s.offload_tensors), why, "set it to true",
+          [](StrategyConfig& x) { x.offload_tensors.clear(); });
+    if (s.min_offloaded_tensor_size != defaults.min_offloaded_tensor_size)
+      add("min_offloaded_tensor_size", json_text(s.min_offloaded_tensor_size), why, "",
+          [](StrategyConfig& x) { x.min_offloaded_tensor_size = StrategyConfig{}.min_offloaded_tensor_size; }, why);
+  }
+  if (s.optimizer_offload_fraction != defaults.optimizer_offload_fraction && !s.optimizer_cpu_offload)
+    add("optimizer_offload_fraction", json_text(s.optimizer_offload_fraction),
+        "changes nothing without optimizer_cpu_offload", "set optimizer_cpu_offload to true",
+        [](StrategyConfig& x) { x.optimizer_offload_fraction = StrategyConfig{}.optimizer_offload_fraction; });
+  if (s.cross_entropy_fusion_impl != defaults.cross_entropy_fusion_impl && !s.cross_entropy_loss_fusion)
+    add("cross_entropy_fusion_impl", json_text(s.cross_entropy_fusion_impl),
+        "changes nothing without cross_entropy_loss_fusion", "",
+        [](StrategyConfig& x) { x.cross_entropy_fusion_impl = StrategyConfig{}.cross_entropy_fusion_impl; },
+        "'" + s.cross_entropy_fusion_impl + "' changes nothing without cross_entropy_loss_fusion; set "
+        "cross_entropy_loss_fusion to true");
+  if (s.lce_vocab_split_size != defaults.lce_vocab_split_size && s.cross_entropy_fusion_impl != "linear")
+    add("lce_vocab_split_size", json_text(s.lce_vocab_split_size), "only applies to cross_entropy_fusion_impl 'linear'",
+        "", [](StrategyConfig& x) { x.lce_vocab_split_size = StrategyConfig{}.lce_vocab_split_size; },
+        "only applies to cross_entropy_fusion_impl 'linear'");
+  if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
+    add("cache_groupgemm_col_fp8_inputs", "true", "changes nothing without fp8", "", 
+        [](StrategyConfig& x) { x.cache_groupgemm_col_fp8_inputs = false; }, "needs fp8");
+  return out;
+}
+
+}  // namespace
+
 std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
                                  const SystemConfig& sys, const PlanSources& src, Mode mode) {
   std::vector<Issue> issues;
@@ -128,16 +317,12 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
                               join(divisors_of(m.kv_head_num)).c_str()));
   if (mode == Mode::SimuMax12 && s.cp_comm_type != "a2a")
     add("/cp_comm_type", "'" + s.cp_comm_type + "' is not part of SimuMax v1.2; valid values: a2a (or use the default mode)");
-  else if (cp == 1 && s.cp_comm_type != "a2a")
-    add("/cp_comm_type", "'" + s.cp_comm_type + "' changes nothing with cp_size 1; remove it or set cp_size > 1");
   const auto& hcp = s.hierarchical_context_parallel_sizes;
   if (s.cp_comm_type == "a2a+p2p") {
     if (hcp.size() != 2 || hcp[0] * hcp[1] != cp)
       add("/hierarchical_context_parallel_sizes",
           strprintf("cp_comm_type a2a+p2p needs [a2a group, ring group] with a product of cp_size (%lld), e.g. [%lld, 2]",
                     ll(cp), ll(std::max<int64_t>(1, cp / 2))));
-  } else if (!hcp.empty()) {
-    add("/hierarchical_context_parallel_sizes", "changes nothing unless cp_comm_type is 'a2a+p2p'; remove it");
   }
   // Ulysses splits heads: over the whole CP group (a2a) or its inner group (a2a+p2p).
   const int64_t a2a = s.cp_comm_type == "a2a" ? cp
@@ -179,24 +364,17 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
     if (!k.set) continue;
     if (mode == Mode::SimuMax12)
       add(std::string("/") + k.key, "is not part of SimuMax v1.2 (it routes with all2all, balanced); remove it or use the default mode");
-    else if (!m.is_moe())
-      add(std::string("/") + k.key, "changes nothing with a dense model; remove it");
   }
   if (mode == Mode::Default && m.is_moe()) {
     if (s.moe_enable_deepep && s.moe_token_dispatcher_type != "flex")
       add("/moe_enable_deepep", "DeepEP is a backend of the flex dispatcher; set moe_token_dispatcher_type to 'flex'");
     if (s.moe_token_dispatcher_type == "flex" && !s.moe_enable_deepep)
       add("/moe_token_dispatcher_type", "the flex dispatcher needs a backend; set moe_enable_deepep to true");
-    // DeepEP's SMs (Buffer.set_num_sms) slow only the compute its kernels run beside.
-    if (s.moe_deepep_num_sms) {
+    // DeepEP's SMs (Buffer.set_num_sms) slow only the compute its kernels run beside (without
+    // the backend or the overlap the count is moot: moot_switches).
+    if (s.moe_deepep_num_sms && s.moe_enable_deepep && s.overlap_moe_expert_parallel_comm) {
       const int64_t sms = *s.moe_deepep_num_sms;
-      if (!s.moe_enable_deepep)
-        add("/moe_deepep_num_sms", "changes nothing without the DeepEP backend; set moe_enable_deepep to true or remove it");
-      else if (!s.overlap_moe_expert_parallel_comm)
-        add("/moe_deepep_num_sms", "changes nothing without overlap_moe_expert_parallel_comm: the dispatch and "
-                                   "combine run alone, their SMs take nothing from compute; remove it or set "
-                                   "overlap_moe_expert_parallel_comm to true");
-      else if (sms < 1)
+      if (sms < 1)
         add("/moe_deepep_num_sms", strprintf("must be at least 1 (Megatron's default: 20), got %lld", ll(sms)));
       else if (sys.sm_count && sms >= *sys.sm_count)
         add("/moe_deepep_num_sms", strprintf("must be below the accelerator's %lld SMs (accelerator.sm_count), leaving "
@@ -206,17 +384,10 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       issues.push_back({src.system, "/accelerator/sm_count",
                         "DeepEP's kernels beside compute (overlap_moe_expert_parallel_comm) take moe_deepep_num_sms of "
                         "the accelerator's SMs; give its SM count (datasheet: A100 108, H100 SXM 132, B200 148)"});
-    if (s.moe_shared_expert_overlap && !m.moe_shared_expert_intermediate_size)
-      add("/moe_shared_expert_overlap", "changes nothing: model " + src.model + " has no shared expert");
-    else if (s.moe_shared_expert_overlap && s.moe_token_dispatcher_type == "allgather")
+    if (s.moe_shared_expert_overlap && m.moe_shared_expert_intermediate_size &&
+        s.moe_token_dispatcher_type == "allgather")
       add("/moe_shared_expert_overlap", "Megatron overlaps the shared expert with the alltoall or flex dispatcher "
                                         "only; set moe_token_dispatcher_type to 'alltoall'");
-    if (m.moe_pad_expert_input_to_capacity) {
-      const std::string why = "changes nothing: model " + src.model + " pads every expert to its capacity "
-                              "(moe_pad_expert_input_to_capacity); set that to false for dropless routing";
-      if (s.moe_router_load_balancing_type) add("/moe_router_load_balancing_type", why);
-      if (s.moe_load_imbalance_factor) add("/moe_load_imbalance_factor", why);
-    }
   }
 
   if (mode == Mode::SimuMax12) {
@@ -232,14 +403,6 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
     std::string path, why;
     if (!pipeline_stages(m, s, stages, &path, &why)) add(path, why);
   }
-  if (mode == Mode::Default && pp == 1 &&
-      (s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split))
-    add(s.account_for_embedding_in_pipeline_split ? "/account_for_embedding_in_pipeline_split"
-                                                  : "/account_for_loss_in_pipeline_split",
-        "changes nothing with pp_size 1 (the one stage holds every layer); remove it");
-  if (mode == Mode::Default && vpp == 1 && s.microbatch_group_size_per_vp_stage)
-    add("/microbatch_group_size_per_vp_stage",
-        "changes nothing without an interleaved pipeline (one virtual stage per rank); remove it");
   // A layout may leave stages empty; the flags give every stage at least one layer, counting the
   // embedding and loss as layers where account_for_*_in_pipeline_split says so (Megatron then
   // builds the first or last stage with no transformer layer).
@@ -283,8 +446,6 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       add("/pipeline_schedule", "SimuMax 1.2 has no zero-bubble schedule; use the default mode");
     if (vpp > 1)
       add("/pipeline_schedule", "zero_bubble_h1 is a non-interleaved schedule; set interleaving_size to 1");
-    if (pp < 2)
-      add("/pipeline_schedule", "zero_bubble_h1 changes nothing with pp_size 1; use 1f1b");
   }
 
   // Overlaps and data-parallel sharding (Megatron). New switches: not part of SimuMax v1.2.
@@ -298,26 +459,16 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
     for (const auto& a : added)
       if (a.set) add(a.key, std::string("not part of SimuMax v1.2; ") + a.instead + ", or use the default mode");
   } else {
-    const int64_t dp = s.world_size / (tp * cp * pp) * cp, edp = s.world_size / (ep * etp * pp);
-    const bool no_dp = dp <= 1 && (!m.is_moe() || edp <= 1);
-    if (s.overlap_grad_reduce && no_dp)
-      add("/overlap_grad_reduce", "changes nothing without data parallelism (dp·cp is 1, and edp for experts); set it to false");
+    // Switches that cannot act here (no data parallelism, tp 1, ...) are moot_switches'.
     if (s.overlap_param_gather && s.zero_state != 1 && s.zero_state != 2)
       add("/overlap_param_gather", strprintf("needs the distributed optimizer's parameter all-gather: zero_state 1 or 2 "
                                              "(data_parallel_sharding_strategy optim or optim_grads), got %lld",
                                              ll(s.zero_state)));
-    else if (s.overlap_param_gather && no_dp)
-      add("/overlap_param_gather", "changes nothing without data parallelism (dp·cp is 1, and edp for experts); set it to false");
-    if (s.tp_comm_overlap && !s.sp())
+    // Megatron asserts sequence parallelism; with tp 1 the switch is moot (moot_switches).
+    if (s.tp_comm_overlap && tp > 1 && !s.sp())
       add("/tp_comm_overlap", strprintf("needs tensor parallelism with sequence parallelism (TransformerEngine "
                                         "userbuffers), got tp_size %lld, enable_sequence_parallel %s",
                                         ll(tp), s.enable_sequence_parallel ? "true" : "false"));
-    if (s.scatter_gather_tensors_in_pipeline && (pp < 2 || tp < 2 || s.sp()))
-      add("/scatter_gather_tensors_in_pipeline",
-          strprintf("changes nothing unless pipeline stages exchange activations replicated over a tensor-parallel "
-                    "group (pp_size > 1, tp_size > 1, no sequence parallelism: it already sends 1/tp); got pp_size "
-                    "%lld, tp_size %lld, sequence parallelism %s; set it to false",
-                    ll(pp), ll(tp), s.sp() ? "on" : "off"));
     // Megatron's arguments.py: EP > 1, and with pp > 1 a virtual pipeline (combined 1F1B exists
     // for the no-pipelining and the interleaved schedules); no full recompute.
     if (s.overlap_moe_expert_parallel_comm) {
@@ -330,9 +481,6 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
         add(key, strprintf("with pp_size %lld Megatron's combined 1F1B needs the interleaved schedule (a virtual "
                            "pipeline); set interleaving_size > 1",
                            ll(pp)));
-      else if (pp == 1 && s.micro_batch_num < 2)
-        add(key, "changes nothing with one micro-batch and no pipeline: no forward runs beside a backward; set "
-                 "micro_batch_num ≥ 2 or remove it");
       if (s.is_recompute() && s.recompute_granularity == "full_block")
         add(key, "Megatron does not support it with full recompute; use selective recompute or none");
     }
@@ -362,12 +510,7 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
     if (s.fp8_param_gather)
       add("/fp8_param_gather", "is not part of SimuMax v1.2; remove it or use the default mode");
   }
-  if (!s.fp8) {
-    if (s.fp8_recipe != defaults.fp8_recipe)
-      add("/fp8_recipe", "changes nothing without fp8; set fp8 to true or remove it");
-    if (s.fp8_param_gather)
-      add("/fp8_param_gather", "changes nothing without fp8; set fp8 to true or remove it");
-  } else if (s.fp8_param_gather && s.zero_state < 1) {
+  if (s.fp8 && s.fp8_param_gather && s.zero_state < 1) {
     add("/fp8_param_gather", "needs the distributed optimizer, whose all-gather it makes fp8 (Megatron asserts "
                              "it): set zero_state to 1, 2 or 3");
   }
@@ -375,16 +518,7 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
     add("/fp8_recipe", "'mxfp8' needs a Blackwell GPU (its MX block-scaled fp8 GEMMs); system '" + sys.sys_name +
                            "' is not one (b200, gb200, b300); use 'blockwise', 'tensorwise' or 'delayed'");
   }
-  if (s.recompute_unit_layers != 1 && s.recompute_granularity != "full_block")
-    add("/recompute_unit_layers", "only applies to recompute_granularity 'full_block' (Megatron's full recompute)");
-  if (!s.fine_grained_activation_offloading) {
-    if (!s.offload_modules.empty())
-      add("/offload_modules", "changes nothing without fine_grained_activation_offloading; set it to true");
-    if (!s.offload_tensors.empty())
-      add("/offload_tensors", "changes nothing without fine_grained_activation_offloading; set it to true");
-    if (s.min_offloaded_tensor_size != defaults.min_offloaded_tensor_size)
-      add("/min_offloaded_tensor_size", "changes nothing without fine_grained_activation_offloading");
-  } else {
+  if (s.fine_grained_activation_offloading) {
     if (s.offload_modules.empty() && s.offload_tensors.empty())
       add("/offload_modules", "fine_grained_activation_offloading needs at least one module: attn_norm, core_attn, "
                               "attn_proj, mlp_norm, expert_fc1, moe_act (or a tensor in offload_tensors)");
@@ -398,8 +532,6 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       issues.push_back({src.system, "/host/link_gbps", "fine_grained_activation_offloading needs the host link's "
                                                       "bandwidth per GPU and direction in GiB/s (PCIe Gen5 x16 moves about 50)"});
   }
-  if (s.optimizer_offload_fraction != 1 && !s.optimizer_cpu_offload)
-    add("/optimizer_offload_fraction", "changes nothing without optimizer_cpu_offload; set optimizer_cpu_offload to true");
   if (s.optimizer_cpu_offload) {
     if (s.zero_state < 1)
       add("/optimizer_cpu_offload", "needs the distributed optimizer (Megatron); set zero_state to 1 or more");
@@ -410,11 +542,6 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       issues.push_back({src.system, "/host/cpu_adam_gbps", "optimizer_cpu_offload needs the optimizer state the CPU "
                                                           "Adam updates per second for one GPU, in GiB/s"});
   }
-  if (s.cross_entropy_fusion_impl != "native" && !s.cross_entropy_loss_fusion)
-    add("/cross_entropy_fusion_impl", "'" + s.cross_entropy_fusion_impl + "' changes nothing without "
-                                      "cross_entropy_loss_fusion; set cross_entropy_loss_fusion to true");
-  if (s.lce_vocab_split_size != defaults.lce_vocab_split_size && s.cross_entropy_fusion_impl != "linear")
-    add("/lce_vocab_split_size", "only applies to cross_entropy_fusion_impl 'linear'");
 
   // Recompute combinations.
   const bool legacy_flags = s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute;
@@ -446,8 +573,8 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   }
   if (s.offload_groupgemm_col_inputs && s.recompute_granularity == "full_block")
     add("/offload_groupgemm_col_inputs", "cannot be combined with full_block recompute");
-  if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
-    add("/cache_groupgemm_col_fp8_inputs", "needs fp8");
+  // Switches with no effect here (a user's input was normalized before: none is left then).
+  for (Moot& x : find_moot(m, s, mode, src.model)) add("/" + x.what.key, x.message);
 
   // Tier and straggler keys of the system file (trainsim's, default mode).
   if (mode == Mode::SimuMax12) {
@@ -496,5 +623,33 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   }
   return issues;
 }
+
+std::vector<NoEffect> moot_switches(const ModelConfig& m, const StrategyConfig& s, Mode mode,
+                                    const std::string& model) {
+  std::vector<NoEffect> out;
+  for (Moot& x : find_moot(m, s, mode, model)) out.push_back(std::move(x.what));
+  return out;
+}
+
+std::vector<NoEffect> normalize_strategy(const ModelConfig& m, StrategyConfig& s, Mode mode,
+                                         const std::string& model) {
+  std::vector<NoEffect> out;
+  if (mode == Mode::SimuMax12) return out;
+  // Each round turns off what is moot now; a switch another one made moot follows in the next.
+  // A switch turned off is at its default, which no rule flags: the rounds end, at most one per
+  // switch.
+  for (int round = 0; round < 64; ++round) {
+    std::vector<Moot> found = find_moot(m, s, mode, model);
+    if (found.empty()) return out;
+    for (Moot& x : found) {
+      x.off(s);
+      out.push_back(std::move(x.what));
+    }
+  }
+  TRAINSIM_ASSERT(false, "normalize_strategy: a switch turned off stays moot");
+  return out;
+}
+
+std::string no_effect_line(const NoEffect& n) { return n.key + "=" + n.value + " " + n.reason + "; turned off"; }
 
 }  // namespace trainsim

@@ -160,6 +160,10 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   j["notes"] = in.notes;
   j["not_modeled"] = in.not_modeled;
   j["ignored"] = in.ignored;
+  nlohmann::ordered_json no_effect = nlohmann::ordered_json::array();
+  for (const NoEffect& n : in.no_effect)
+    no_effect.push_back({{"key", n.key}, {"value", nlohmann::ordered_json::parse(n.value)}, {"reason", n.reason}});
+  j["no_effect"] = no_effect;
   j["peak_alloc_gib"] = e.peak_alloc_bytes() / kGiB;
   j["peak_reserved_gib"] = e.peak_reserved_bytes() / kGiB;
   j["device_memory_gib"] = in.system.mem_bytes / kGiB;
@@ -315,6 +319,7 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
   for (const auto& n : in.notes) o += "note: " + n + "\n";
   if (!in.not_modeled.empty())
     o += "warning: given but not modeled (the prediction ignores them): " + join(in.not_modeled) + "\n";
+  for (const NoEffect& n : in.no_effect) o += "warning: " + no_effect_line(n) + "\n";
   return o;
 }
 

@@ -7,6 +7,7 @@
 #include "config/model_config.h"
 #include "config/strategy_config.h"
 #include "config/system_config.h"
+#include "config/validate.h"
 #include "estimate/estimate.h"
 #include "estimate/throughput.h"
 
@@ -22,6 +23,7 @@ struct PlanInputs {
   std::vector<std::string> notes;        // approximations made while reading the inputs
   std::vector<std::string> not_modeled;  // given Megatron-LM flags that matter but are not modeled
   std::vector<std::string> ignored;      // given Megatron-LM flags that cannot change the prediction
+  std::vector<NoEffect> no_effect;       // switches with no effect in this plan, turned off
 };
 
 /// One JSON document (schema_version 1.0.0): headline numbers in ms/GiB, parameter counts, MFU in

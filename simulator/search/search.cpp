@@ -154,7 +154,7 @@ StrategyConfig Worker::layout_strategy(const Layout& l, int64_t mbs, bool& expre
   s.etp_size = l.etp;
   s.interleaving_size = l.vpp;
   if (l.cp == 1) {
-    // A CP flavour changes nothing without CP (validate_plan rejects it there).
+    // A CP flavour changes nothing without CP (compat mode rejects it there).
     s.cp_comm_type = "a2a";
     s.hierarchical_context_parallel_sizes.clear();
   } else if (sh_.o.mode == Mode::Default && s.cp_comm_type == "a2a") {
@@ -264,7 +264,11 @@ void Worker::run_layout(const Layout& l, size_t index) {
     // Megatron's interleaving rules read micro_batch_num: validate with the count this layout gets.
     if (s.world_size % (l.tp * l.cp * l.pp) == 0 && sh_.o.global_batch % (s.dp_size() * mbs) == 0)
       s.micro_batch_num = sh_.o.global_batch / (s.dp_size() * mbs);
-    std::vector<Issue> issues = validate_plan(sh_.m, s, sh_.sys, PlanSources{}, sh_.o.mode);
+    // A switch of the base strategy with no effect at this layout is turned off, not a reason
+    // to reject it (each recompute variant below starts from `s` again and is normalized on its own).
+    StrategyConfig normal = s;
+    (void)normalize_strategy(sh_.m, normal, sh_.o.mode);
+    std::vector<Issue> issues = validate_plan(sh_.m, normal, sh_.sys, PlanSources{}, sh_.o.mode);
     if (!issues.empty()) {
       reject(illegal_reason(issues), n_kinds);
       continue;
@@ -275,8 +279,10 @@ void Worker::run_layout(const Layout& l, size_t index) {
       continue;
     }
     s.micro_batch_num = sh_.o.global_batch / (dp * mbs);
+    normal = s;
+    (void)normalize_strategy(sh_.m, normal, sh_.o.mode);
     // The derived micro-batch count must respect the plan bounds (pipeline replay memory).
-    if (std::vector<Issue> bound = validate_plan(sh_.m, s, sh_.sys, PlanSources{}); !bound.empty()) {
+    if (std::vector<Issue> bound = validate_plan(sh_.m, normal, sh_.sys, PlanSources{}); !bound.empty()) {
       reject(illegal_reason(bound), n_kinds);
       continue;
     }
@@ -292,6 +298,7 @@ void Worker::run_layout(const Layout& l, size_t index) {
     for (RecomputeKind k : kinds) {  // sorted: None first
       StrategyConfig v = s;
       set_recompute(v, k, chunk_layers);
+      (void)normalize_strategy(sh_.m, v, sh_.o.mode);
       if (k != RecomputeKind::None) {
         std::vector<Issue> vi = validate_plan(sh_.m, v, sh_.sys, PlanSources{}, sh_.o.mode);
         if (!vi.empty()) {

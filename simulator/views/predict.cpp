@@ -22,6 +22,7 @@ Prediction predict(const PlanRequest& request, const std::string& default_model,
   in.notes = pc.notes;
   in.not_modeled = pc.not_modeled;
   in.ignored = pc.ignored;
+  in.no_effect = pc.no_effect;
   const PlanSources src{in.model_source, in.strategy_source, in.system_source};
   const Plan plan = resolve_plan(in.model, in.strategy, in.system, mode, src);
   p.estimate = estimate(plan);

@@ -165,10 +165,19 @@ TEST_F(OverlapTest, ShardingStrategyIsZeroState) {
             "optim_grads, optim_grads_params; did you mean 'optim_grads'?");
 }
 
-TEST_F(OverlapTest, SwitchesThatChangeNothingAreInputErrors) {
+// resolve_plan checks a strategy as given: a switch that changes nothing is an issue there (user
+// inputs are normalized first, which turns it off: tests/config/no_effect_test.cpp); what
+// Megatron-LM rejects is an issue either way.
+TEST_F(OverlapTest, SwitchesThatChangeNothingAreIssuesOfTheStrictCheck) {
   EXPECT_EQ(error_of([&] { (void)resolve_plan(m_, strategy(R"(, "tp_comm_overlap": true)"), sys_, Mode::Default, kSrc); }),
+            "s.json: /tp_comm_overlap: changes nothing with tp_size 1 (no tensor-parallel communication); set it to "
+            "false");
+  EXPECT_EQ(error_of([&] {
+              (void)resolve_plan(m_, strategy(R"(, "tp_size": 2, "enable_sequence_parallel": false, "tp_comm_overlap": true)"),
+                                 sys_, Mode::Default, kSrc);
+            }),
             "s.json: /tp_comm_overlap: needs tensor parallelism with sequence parallelism (TransformerEngine "
-            "userbuffers), got tp_size 1, enable_sequence_parallel true");
+            "userbuffers), got tp_size 2, enable_sequence_parallel false");
   EXPECT_EQ(error_of([&] {
               (void)resolve_plan(m_, strategy(R"(, "zero_state": 0, "overlap_param_gather": true)"), sys_,
                                  Mode::Default, kSrc);
