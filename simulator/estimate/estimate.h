@@ -27,6 +27,7 @@ struct StageMemory {
   double activation_cache_per_mb_bytes = 0;  // saved activations of one micro-batch
   int64_t in_flight_micro_batches = 1;
   double peak_activation_bytes = 0;          // single-micro-batch liveness peak
+  double peak_transient_bytes = 0;           // of the peak, the running op's working memory (not saved)
   double peak_alloc_bytes = 0;               // model + cached micro-batches + peak
   double peak_reserved_bytes = 0;            // peak_alloc / mem_factor
   std::string peak_phase;                    // forward / backward / recompute_forward / ...

@@ -57,6 +57,7 @@ void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& ru
                                         : max_in_flight(rank_steps[static_cast<size_t>(r)], split);
       mem.activation_cache_per_mb_bytes = act.cache_per_mb;
       mem.peak_activation_bytes = act.peak.peak;
+      mem.peak_transient_bytes = act.peak.peak - act.peak.peak_live;
       static const std::string_view kStageNames[] = {"forward", "backward", "recompute_forward", "recompute_backward"};
       const std::string_view stage = kStageNames[act.peak.peak_stage];
       mem.peak_phase.reserve(stage.size() + 4 + act.peak.peak_leaf.size());
@@ -79,21 +80,31 @@ void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& ru
       std::vector<const ActivationResult*> acts;
       for (const ChunkSpec& spec : plan.chunks[ri]) acts.push_back(&results.get(spec).act);
       struct State {
-        double live = 0, best = 0, host = 0, host_max = 0;
+        double live = 0, best = 0, best_transient = 0, host = 0, host_max = 0;
         int64_t live_n = 0, max_n = 0;
+      };
+      // A candidate peak: the live caches plus a chunk's slot, whose transient part is the slot
+      // less the activations live in it.
+      const auto consider = [](State& x, double candidate, double transient) {
+        if (candidate > x.best) x.best_transient = transient;
+        x.best = std::max(x.best, candidate);
       };
       const State w = walk(rank_steps[ri], State{}, [&](State& x, const Step& step) {
         const ActivationResult& a = *acts[static_cast<size_t>(step.chunk)];
         if (step.pass == Pass::Forward) {
-          x.best = std::max(x.best, x.live + a.peak.slot[PeakPoint::kForward]);
+          consider(x, x.live + a.peak.slot[PeakPoint::kForward],
+                   a.peak.slot[PeakPoint::kForward] - a.peak.slot_live[PeakPoint::kForward]);
           x.live += a.cache_per_mb;
           x.host += a.offloaded_per_mb;
           x.host_max = std::max(x.host_max, x.host);
           x.max_n = std::max(x.max_n, ++x.live_n);
         } else {
+          size_t top = PeakPoint::kBackward;
+          for (size_t k : {size_t{PeakPoint::kRecomputeForward}, size_t{PeakPoint::kRecomputeBackward}})
+            if (a.peak.slot[k] > a.peak.slot[top]) top = k;
           const double bwd = std::max({a.peak.slot[PeakPoint::kBackward], a.peak.slot[PeakPoint::kRecomputeForward],
                                        a.peak.slot[PeakPoint::kRecomputeBackward]}) - a.cache_per_mb;
-          x.best = std::max(x.best, x.live + bwd);
+          consider(x, x.live + bwd, a.peak.slot[top] - a.peak.slot_live[top]);
           x.live -= a.cache_per_mb;
           x.host -= a.offloaded_per_mb;
           --x.live_n;
@@ -101,6 +112,7 @@ void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& ru
       });
       mem.in_flight_micro_batches = w.max_n;
       mem.peak_activation_bytes = w.best;
+      mem.peak_transient_bytes = w.best_transient;
       mem.peak_phase = "interleaved schedule replay";
       mem.peak_alloc_bytes = mem.model_bytes + w.best;
       mem.host_bytes += w.host_max;

@@ -93,12 +93,12 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
   double G = 0;
   for (const auto& span : seq.spans())
     for (const Leaf* l = span.begin; l != span.end; ++l) {
-      pk.update(G + l->fpk, PeakPoint::kForward, l->name);
+      pk.update(G, l->fpk, PeakPoint::kForward, l->name);
       const bool rc = span.recompute && l->recompute;
       if (!rc) r.offloaded_per_mb += l->offload_bytes;
       G += forward_keep(*l, rc, s);
     }
-  pk.update(G, PeakPoint::kForward, kForwardEnd);
+  pk.update(G, 0, PeakPoint::kForward, kForwardEnd);
   r.cache_per_mb = G;
   LeafSeq::Pos p{};
   for (bool more = seq.last(p); more;) {
@@ -106,7 +106,7 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
     if (!span.recompute) {
       // No recomputed leaf from here back to the span's start.
       for (const Leaf* l = p.leaf;; --l) {
-        pk.update(G + l->bpk, PeakPoint::kBackward, l->name);
+        pk.update(G, l->bpk, PeakPoint::kBackward, l->name);
         G -= l->cache;
         if (l == span.begin) break;
       }
@@ -116,7 +116,7 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
     }
     const Leaf& l = *p.leaf;
     if (!l.recompute) {
-      pk.update(G + l.bpk, PeakPoint::kBackward, l.name);
+      pk.update(G, l.bpk, PeakPoint::kBackward, l.name);
       G -= l.cache;
       more = seq.prev(p);
       continue;
@@ -126,12 +126,12 @@ ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
     for (LeafSeq::Pos before = j; j.leaf->status != RecomputeStatus::First && seq.prev(before) && seq.rc(before);)
       j = before;
     for (LeafSeq::Pos k = j;; seq.next(k)) {
-      pk.update(G + k.leaf->fpk, PeakPoint::kRecomputeForward, k.leaf->name);
+      pk.update(G, k.leaf->fpk, PeakPoint::kRecomputeForward, k.leaf->name);
       if (k != j) G += recompute_keep(*k.leaf);
       if (k == p) break;
     }
     for (LeafSeq::Pos k = p;; seq.prev(k)) {
-      pk.update(G + k.leaf->bpk, PeakPoint::kRecomputeBackward, k.leaf->name);
+      pk.update(G, k.leaf->bpk, PeakPoint::kRecomputeBackward, k.leaf->name);
       G -= k == j ? forward_keep(*k.leaf, true, s) : recompute_keep(*k.leaf);
       if (k == j) break;
     }

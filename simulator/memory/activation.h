@@ -16,13 +16,19 @@ namespace trainsim {
 struct PeakPoint {
   enum Stage { kForward = 0, kBackward = 1, kRecomputeForward = 2, kRecomputeBackward = 3 };
   double peak = 0;
+  double peak_live = 0;  // of the peak, the saved activations live then (the rest: the op's transient)
   std::array<double, 4> slot{};
+  std::array<double, 4> slot_live{};  // of each slot, the saved activations live then
   int peak_stage = kForward;
   std::string_view peak_leaf;  // a leaf name (static text, see Leaf::name)
-  void update(double v, Stage st, std::string_view leaf) {
+  /// `live`: saved activations held; `transient`: the running op's working memory beyond them.
+  void update(double live, double transient, Stage st, std::string_view leaf) {
+    const double v = live + transient;
     if (v >= peak) {
       peak = v;
+      peak_live = live;
       slot[st] = v;
+      slot_live[st] = live;
       peak_stage = st;
       peak_leaf = leaf;
     }

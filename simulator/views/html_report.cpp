@@ -7,7 +7,9 @@
 
 #include "core/text.h"
 #include "core/units.h"
+#include "estimate/fit.h"
 #include "model/graph.h"
+#include "views/axis.h"
 #include "views/breakdown.h"
 
 namespace trainsim {
@@ -42,35 +44,91 @@ struct Series {
   std::vector<double> values;  // one per category
 };
 
-// Horizontal stacked bars, one per category, with a legend and an optional limit line.
+// One legend entry (a swatch and its name) at (x, y).
+std::string legend_entry(double x, double y, const std::string& fill, const std::string& name, bool line = false,
+                         bool dashed = true) {
+  std::string o = "<g class=\"legend\">";
+  if (line)
+    o += "<line x1=\"" + num(x) + "\" y1=\"" + num(y + 6) + "\" x2=\"" + num(x + 12) + "\" y2=\"" + num(y + 6) +
+         "\" stroke=\"" + fill + "\" stroke-width=\"2\"" + (dashed ? " stroke-dasharray=\"4 2\"" : "") + "/>";
+  else
+    o += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"12\" height=\"12\" fill=\"" + fill + "\"/>";
+  return o + "<text x=\"" + num(x + 16) + "\" y=\"" + num(y + 11) + "\">" + html_escape(name) + "</text></g>";
+}
+
+// Width a legend entry takes: swatch, gap, its text (about 7 px per character of 12 px text).
+double legend_width(const std::string& name) { return 16 + 7 * static_cast<double>(name.size()) + 24; }
+
+// Rows the flowing legend of `names` takes in the plot's width.
+size_t legend_rows(const std::vector<std::string>& names) {
+  size_t rows = names.empty() ? 0 : 1;
+  double x = 0;
+  for (const auto& n : names) {
+    const double w = legend_width(n);
+    if (x > 0 && x + w > kWidth) {
+      ++rows;
+      x = 0;
+    }
+    x += w;
+  }
+  return rows;
+}
+
+// A horizontal axis at `y` from x0 (value t.lo) to x0 + width (t.hi), with its ticks and the unit.
+std::string x_axis(const Ticks& t, double x0, double width, double y, const std::string& unit) {
+  std::string o = "<g class=\"axis\"><line x1=\"" + num(x0) + "\" y1=\"" + num(y) + "\" x2=\"" + num(x0 + width) +
+                  "\" y2=\"" + num(y) + "\" stroke=\"#666\"/>";
+  for (double v : t.values) {
+    const double x = x0 + (v - t.lo) / (t.hi - t.lo) * width;
+    o += "<line x1=\"" + num(x) + "\" y1=\"" + num(y) + "\" x2=\"" + num(x) + "\" y2=\"" + num(y + 4) +
+         "\" stroke=\"#666\"/><text class=\"tick\" x=\"" + num(x) + "\" y=\"" + num(y + 18) +
+         "\" text-anchor=\"middle\">" + tick_label(t, v) + "</text>";
+  }
+  // The unit after the last tick's label (centred on the axis's end: half a label further).
+  const double half_label = 3.5 * static_cast<double>(tick_label(t, t.hi).size());
+  o += "<text class=\"unit\" x=\"" + num(x0 + width + half_label + 6) + "\" y=\"" + num(y + 18) + "\">" +
+       html_escape(unit) + "</text>";
+  return o + "</g>";
+}
+
+// A vertical marker per row (or one across all rows when equal): a limit bars are compared with.
+struct RowLimits {
+  std::vector<double> values;  // one per category, in the bars' unit (0: none)
+  std::string name;            // "memory limit"
+  std::string note;            // what the limit is, after its value
+};
+
+// Horizontal stacked bars, one per category, an x axis with round ticks, a legend of the series
+// drawn, and optional limit markers (`limits`) and a reference line (`reference` at its value).
 std::string stacked_bars(const std::string& id, const std::string& title, const std::vector<std::string>& categories,
-                         const std::vector<Series>& series, const std::string& unit, double limit = 0,
-                         const std::string& limit_name = "") {
-  double max_total = limit;
+                         const std::vector<Series>& series, const std::string& unit, const RowLimits& limits = {},
+                         double reference = 0, const std::string& reference_name = "") {
+  double max_total = std::max(reference, 0.0);
+  for (double l : limits.values) max_total = std::max(max_total, l);
   for (size_t c = 0; c < categories.size(); ++c) {
     double t = 0;
     for (const auto& s : series) t += std::max(0.0, s.values[c]);
     max_total = std::max(max_total, t);
   }
-  if (max_total <= 0) max_total = 1;
+  const Ticks ticks = nice_ticks(0, max_total > 0 ? max_total : 1);
   const double row = 30, top = 30;
-  size_t shown = 0;
+  const bool any_limit = std::any_of(limits.values.begin(), limits.values.end(), [](double v) { return v > 0; });
+  std::vector<std::string> names;
   for (const auto& s : series)
-    for (double v : s.values)
-      if (v > 0) {
-        ++shown;
-        break;
-      }
-  const double legend_rows = static_cast<double>((shown + 4) / 5);
-  const double height = top + row * static_cast<double>(categories.size()) + 30 + 20 * legend_rows;
+    if (std::any_of(s.values.begin(), s.values.end(), [](double v) { return v > 0; })) names.push_back(s.name);
+  if (any_limit) names.push_back(limits.name + limits.note);
+  if (reference > 0) names.push_back(reference_name + " " + strprintf("%.1f", reference) + " " + unit);
+  const double bottom = top + row * static_cast<double>(categories.size());
+  const double legend_top = bottom + 34;
+  const double height = legend_top + 20 * static_cast<double>(legend_rows(names)) + 10;
   std::string o = "<svg id=\"" + id + "\" class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kWidth) +
                   "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(height) +
                   "\" role=\"img\"><title>" + html_escape(title) + "</title>";
   o += "<text x=\"0\" y=\"18\" class=\"t\">" + html_escape(title) + "</text>";
-  const double scale = kPlot / max_total;
+  const double scale = kPlot / ticks.hi;
   for (size_t c = 0; c < categories.size(); ++c) {
     const double y = top + row * static_cast<double>(c);
-    o += "<text x=\"0\" y=\"" + num(y + 18) + "\">" + html_escape(categories[c]) + "</text>";
+    o += "<text class=\"category\" x=\"0\" y=\"" + num(y + 18) + "\">" + html_escape(categories[c]) + "</text>";
     double x = kLabel, total = 0;
     for (size_t s = 0; s < series.size(); ++s) {
       const double v = series[s].values[c];
@@ -81,24 +139,51 @@ std::string stacked_bars(const std::string& id, const std::string& title, const 
            html_escape(series[s].name) + " " + strprintf("%.2f", v) + " " + unit + "</title></rect>";
       x += v * scale;
     }
-    o += "<text x=\"" + num(x + 4) + "\" y=\"" + num(y + 18) + "\">" + strprintf("%.1f", total) + " " + unit + "</text>";
+    double label_x = x + 4;
+    if (c < limits.values.size() && limits.values[c] > 0) {
+      const double lx = kLabel + limits.values[c] * scale;
+      o += "<line class=\"limit\" x1=\"" + num(lx) + "\" y1=\"" + num(y + 1) + "\" x2=\"" + num(lx) + "\" y2=\"" +
+           num(y + row - 1) + "\" stroke=\"#d00\" stroke-width=\"2\" stroke-dasharray=\"4 2\"><title>" +
+           html_escape(categories[c] + ": " + limits.name) + " " + strprintf("%.2f", limits.values[c]) + " " + unit +
+           "</title></line>";
+      label_x = std::max(label_x, lx + 4);
+    }
+    o += "<text class=\"total\" x=\"" + num(label_x) + "\" y=\"" + num(y + 18) + "\">" + strprintf("%.1f", total) + " " +
+         unit + "</text>";
   }
-  const double bottom = top + row * static_cast<double>(categories.size());
-  if (limit > 0) {
-    const double x = kLabel + limit * scale;
-    o += "<line class=\"limit\" x1=\"" + num(x) + "\" y1=\"" + num(top) + "\" x2=\"" + num(x) + "\" y2=\"" + num(bottom) +
-         "\" stroke=\"#d00\" stroke-width=\"2\" stroke-dasharray=\"6 3\"><title>" + html_escape(limit_name) + " " +
-         strprintf("%.1f", limit) + " " + unit + "</title></line>";
-    o += "<text x=\"" + num(std::min(x + 4, kWidth - 160)) + "\" y=\"" + num(bottom + 14) + "\" fill=\"#d00\">" +
-         html_escape(limit_name) + " " + strprintf("%.1f", limit) + " " + unit + "</text>";
+  if (reference > 0) {
+    const double x = kLabel + reference * scale;
+    o += "<line class=\"reference\" x1=\"" + num(x) + "\" y1=\"" + num(top) + "\" x2=\"" + num(x) + "\" y2=\"" +
+         num(bottom) + "\" stroke=\"#888\" stroke-width=\"1\"><title>" + html_escape(reference_name) + " " +
+         strprintf("%.1f", reference) + " " + unit + "</title></line>";
   }
-  size_t k = 0;
+  o += x_axis(ticks, kLabel, kPlot, bottom + 2, unit);
+  // Legend entries flow left to right and wrap (about 7 px per character of 12 px text).
+  double lx = 0, ly = legend_top;
+  auto next = [&](const std::string& name) {
+    const double w = legend_width(name);
+    if (lx > 0 && lx + w > kWidth) {
+      lx = 0;
+      ly += 20;
+    }
+    const std::pair<double, double> at{lx, ly};
+    lx += w;
+    return at;
+  };
   for (size_t s = 0; s < series.size(); ++s) {
     if (std::none_of(series[s].values.begin(), series[s].values.end(), [](double v) { return v > 0; })) continue;
-    const double x = static_cast<double>(k % 5) * 190, y = bottom + 26 + 20 * static_cast<double>(k / 5);
-    o += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"12\" height=\"12\" fill=\"" + color(s) + "\"/>";
-    o += "<text x=\"" + num(x + 16) + "\" y=\"" + num(y + 11) + "\">" + html_escape(series[s].name) + "</text>";
-    ++k;
+    const auto [x, y] = next(series[s].name);
+    o += legend_entry(x, y, color(s), series[s].name);
+  }
+  if (any_limit) {
+    const std::string name = limits.name + limits.note;
+    const auto [x, y] = next(name);
+    o += legend_entry(x, y, "#d00", name, true);
+  }
+  if (reference > 0) {
+    const std::string name = reference_name + " " + strprintf("%.1f", reference) + " " + unit;
+    const auto [x, y] = next(name);
+    o += legend_entry(x, y, "#888", name, true, false);
   }
   return o + "</svg>\n";
 }
@@ -130,25 +215,39 @@ std::string time_plot(const Estimate& e) {
   return stacked_bars("time-per-stage", "Time per stage (ms per step)", cats, s, "ms");
 }
 
-// Memory per reported stage: static parts, activations, allocator reserve; the device limit.
+// Memory per reported stage as the memory model counts it: static parts, the saved activations
+// of the micro-batches in flight at the peak, the running op's transient memory beyond them, the
+// allocator's reserve; each stage's limit from the fit verdict, and the device size.
 std::string memory_plot(const PlanInputs& in, const Estimate& e) {
   std::vector<std::string> cats;
-  std::vector<Series> s = {{"weights", {}},     {"gradients", {}},         {"optimizer states", {}}, {"other static", {}},
-                           {"activations in flight", {}}, {"transient peak", {}}, {"allocator reserve", {}}};
+  std::vector<Series> s = {{"weights", {}},
+                           {"gradients", {}},
+                           {"optimizer states", {}},
+                           {"other static", {}},
+                           {"activations saved (micro-batches in flight)", {}},
+                           {"transient (running op)", {}},
+                           {"allocator reserve", {}}};
+  const FitRule rule = fit_rule(in.system);
+  RowLimits limits;
+  limits.name = "fit limit";
   for (const StageMemory& m : e.stages) {
     cats.push_back(m.name);
-    const double in_flight = m.peak_alloc_bytes - m.model_bytes - m.peak_activation_bytes;
+    const double saved = m.peak_alloc_bytes - m.model_bytes - m.peak_transient_bytes;
     s[0].values.push_back(m.weight_bytes / kGiB);
     s[1].values.push_back(m.grad_bytes / kGiB);
     s[2].values.push_back(m.state_bytes / kGiB);
     s[3].values.push_back((m.model_bytes - m.weight_bytes - m.grad_bytes - m.state_bytes) / kGiB);
-    // Interleaved stages replay their schedule: the whole activation peak is one number there.
-    s[4].values.push_back(in_flight / kGiB);
-    s[5].values.push_back(m.peak_activation_bytes / kGiB);
+    s[4].values.push_back(saved / kGiB);
+    s[5].values.push_back(m.peak_transient_bytes / kGiB);
     s[6].values.push_back((m.peak_reserved_bytes - m.peak_alloc_bytes) / kGiB);
+    const FitVerdict v = fit_verdict(m, rule);
+    const double compared = rule.use_reserved ? m.peak_reserved_bytes : m.peak_alloc_bytes;
+    limits.values.push_back(v.known ? (compared + v.headroom_bytes) / kGiB : 0);
   }
-  return stacked_bars("memory-per-stage", "Memory per stage (GiB, peak)", cats, s, "GiB", in.system.mem_bytes / kGiB,
-                      "device memory");
+  if (!limits.values.empty() && limits.values.front() > 0)
+    limits.note = strprintf(" (the %s peak must stay below it)", rule.use_reserved ? "reserved" : "allocated");
+  return stacked_bars("memory-per-stage", "Memory per stage (GiB, peak)", cats, s, "GiB", limits,
+                      in.system.mem_bytes / kGiB, "device memory");
 }
 
 const char* kind_color(StepKind k) {
@@ -171,15 +270,20 @@ std::string gantt_plot(const Estimate& e) {
   const double span = std::max(e.timeline.span(), 1e-12);
   const double lane = 26, side = 8, gap = 6, top = 30;
   const double per_rank = lane + side + gap;
-  const double height = top + per_rank * e.timeline.ranks + 40;
+  const double axis_y = top + per_rank * e.timeline.ranks;
+  const double height = axis_y + 66;
   std::string o = "<svg id=\"pipeline-gantt\" class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kWidth) +
                   "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(height) +
                   "\" role=\"img\"><title>Pipeline timeline</title>";
   o += "<text x=\"0\" y=\"18\" class=\"t\">Pipeline timeline (" + strprintf("%.1f", span * 1e3) + " ms)</text>";
   for (int32_t r = 0; r < e.timeline.ranks; ++r)
     o += "<text x=\"0\" y=\"" + num(top + per_rank * r + 18) + "\">pp rank " + std::to_string(r) + "</text>";
-  const double scale = kPlot / span;
+  // Time axis in ms over the whole step (round ticks; the last one at or past the step's end).
+  const Ticks ticks = nice_ticks(0, span * 1e3);
+  const double scale = kPlot / (ticks.hi * 1e-3);
+  bool present[16] = {};
   for (const TimelineEvent& ev : e.timeline.events) {
+    present[static_cast<size_t>(ev.kind) % 16] = true;
     const double x = kLabel + ev.start * scale, w = std::max((ev.end - ev.start) * scale, 0.3);
     const bool main = ev.stream == Stream::Compute;
     const double y = top + per_rank * ev.rank + (main ? 0 : lane + 1);
@@ -190,13 +294,18 @@ std::string gantt_plot(const Estimate& e) {
          num(main ? lane : side) + "\" fill=\"" + kind_color(ev.kind) + "\" stroke=\"#fff\" stroke-width=\"0.3\"><title>" +
          label + strprintf(" %.3f-%.3f ms (%s)", ev.start * 1e3, ev.end * 1e3, stream_name(ev.stream)) + "</title></rect>";
   }
-  const double ly = top + per_rank * e.timeline.ranks + 14;
-  const StepKind kinds[] = {StepKind::Forward, StepKind::Backward, StepKind::BackwardWeight, StepKind::P2P,
-                            StepKind::DpComm, StepKind::Optimizer, StepKind::Straggler};
-  for (size_t i = 0; i < std::size(kinds); ++i) {
-    const double x = static_cast<double>(i) * 130;
-    o += "<rect x=\"" + num(x) + "\" y=\"" + num(ly) + "\" width=\"12\" height=\"12\" fill=\"" + kind_color(kinds[i]) + "\"/>";
-    o += "<text x=\"" + num(x + 16) + "\" y=\"" + num(ly + 11) + "\">" + step_kind_name(kinds[i]) + "</text>";
+  o += x_axis(ticks, kLabel, kPlot, axis_y, "ms");
+  // The legend lists the kinds drawn (a backward-weight pass only with a split backward, …).
+  const double ly = axis_y + 30;
+  const StepKind kinds[] = {StepKind::Forward,  StepKind::Backward,  StepKind::BackwardInput, StepKind::BackwardWeight,
+                            StepKind::P2P,      StepKind::EpComm,    StepKind::DpComm,        StepKind::Optimizer,
+                            StepKind::Straggler};
+  double x = 0;
+  for (StepKind k : kinds) {
+    if (!present[static_cast<size_t>(k) % 16]) continue;
+    if (k == StepKind::BackwardInput && present[static_cast<size_t>(StepKind::Backward) % 16]) continue;  // one colour
+    o += legend_entry(x, ly, kind_color(k), step_kind_name(k));
+    x += legend_width(step_kind_name(k));
   }
   return o + "</svg>\n";
 }
@@ -255,6 +364,12 @@ std::string perf_report_section(const PlanInputs& in, const Estimate& e) {
   row("tokens/s per GPU", strprintf("%.1f", e.tokens_per_s_per_gpu), "tokens");
   row("peak reserved memory", strprintf("%.2f GiB of %.0f GiB", e.peak_reserved_bytes() / kGiB, in.system.mem_bytes / kGiB),
       "peak-memory");
+  const FitVerdict fit = fit_verdict(e, fit_rule(in.system));
+  if (fit.known)
+    row("memory verdict",
+        fit.fits ? strprintf("FITS, headroom %.2f GiB", fit.headroom_bytes / kGiB)
+                 : strprintf("DOES NOT FIT, %.2f GiB over the limit", -fit.headroom_bytes / kGiB),
+        "fit-verdict");
   row("plan", html_escape(parallelism_string(in.strategy) + ", " + e.schedule + ", " + e.p2p + " p2p"), "plan");
   o += "</table>\n";
   o += time_plot(e) + memory_plot(in, e) + gantt_plot(e) + top_ops_plot(e, 15);
@@ -289,34 +404,47 @@ std::string search_report_section(const SearchResult& r, const std::string& titl
                  static_cast<long long>(r.evaluated), static_cast<long long>(r.feasible), r.candidates.size(),
                  r.memory_limit_bytes / kGiB);
   const auto& c = r.candidates;
-  double tmax = 0, mmax = r.memory_limit_bytes / kGiB;
+  // Axes over the candidates' range (and the memory limit), with round ticks.
+  double tlo = 1e300, thi = 0, mlo = 1e300, mhi = 0;
   for (const auto& x : c) {
-    tmax = std::max(tmax, x.iteration_time_s * 1e3);
-    mmax = std::max(mmax, x.peak_bytes / kGiB);
+    tlo = std::min(tlo, x.iteration_time_s * 1e3);
+    thi = std::max(thi, x.iteration_time_s * 1e3);
+    mlo = std::min(mlo, x.peak_bytes / kGiB);
+    mhi = std::max(mhi, x.peak_bytes / kGiB);
   }
-  tmax = tmax > 0 ? tmax * 1.05 : 1;
-  mmax = mmax > 0 ? mmax * 1.05 : 1;
-  const double left = 60, top = 30, w = kWidth - 80, h = 380;
-  auto px = [&](double t) { return left + t / tmax * w; };
-  auto py = [&](double m) { return top + h - m / mmax * h; };
+  if (r.memory_limit_bytes > 0) {
+    mlo = std::min(mlo, r.memory_limit_bytes / kGiB);
+    mhi = std::max(mhi, r.memory_limit_bytes / kGiB);
+  }
+  if (c.empty()) tlo = thi = mlo = mhi = 0;
+  const Ticks tt = nice_ticks(tlo, thi), mt = nice_ticks(mlo, mhi);
+  const double left = 70, top = 30, w = kWidth - 130, h = 380;
+  auto px = [&](double t) { return left + (t - tt.lo) / (tt.hi - tt.lo) * w; };
+  auto py = [&](double m) { return top + h - (m - mt.lo) / (mt.hi - mt.lo) * h; };
+  const double legend_y = top + h + 50;
   o += "<svg id=\"search-scatter\" class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kWidth) +
-       "\" height=\"" + num(h + 80) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(h + 80) +
+       "\" height=\"" + num(legend_y + 24) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(legend_y + 24) +
        "\" role=\"img\"><title>Step time vs memory</title>";
   o += "<text x=\"0\" y=\"18\" class=\"t\">" + html_escape(title) + ": step time vs peak memory</text>";
-  o += "<line x1=\"" + num(left) + "\" y1=\"" + num(top + h) + "\" x2=\"" + num(left + w) + "\" y2=\"" + num(top + h) +
-       "\" stroke=\"#444\"/><line x1=\"" + num(left) + "\" y1=\"" + num(top) + "\" x2=\"" + num(left) + "\" y2=\"" +
-       num(top + h) + "\" stroke=\"#444\"/>";
-  for (int i = 0; i <= 5; ++i) {
-    const double t = tmax * i / 5, m = mmax * i / 5;
-    o += "<text x=\"" + num(px(t) - 10) + "\" y=\"" + num(top + h + 16) + "\">" + strprintf("%.0f", t) + "</text>";
-    o += "<text x=\"0\" y=\"" + num(py(m) + 4) + "\">" + strprintf("%.0f", m) + "</text>";
-  }
-  o += "<text x=\"" + num(left + w / 2 - 40) + "\" y=\"" + num(top + h + 36) + "\">step time (ms)</text>";
-  o += "<text x=\"0\" y=\"" + num(top - 4) + "\">GiB</text>";
+  o += x_axis(tt, left, w, top + h, "ms");
+  o += "<text class=\"unit\" x=\"" + num(left + w / 2) + "\" y=\"" + num(top + h + 36) +
+       "\" text-anchor=\"middle\">step time (ms)</text>";
+  o += "<g class=\"axis\"><line x1=\"" + num(left) + "\" y1=\"" + num(top) + "\" x2=\"" + num(left) + "\" y2=\"" +
+       num(top + h) + "\" stroke=\"#666\"/>";
+  for (double m : mt.values)
+    o += "<line x1=\"" + num(left - 4) + "\" y1=\"" + num(py(m)) + "\" x2=\"" + num(left) + "\" y2=\"" + num(py(m)) +
+         "\" stroke=\"#666\"/><text class=\"tick\" x=\"" + num(left - 8) + "\" y=\"" + num(py(m) + 4) +
+         "\" text-anchor=\"end\">" + tick_label(mt, m) + "</text>";
+  o += "<text class=\"unit\" transform=\"rotate(-90)\" x=\"" + num(-(top + h / 2)) + "\" y=\"14\" text-anchor=\"middle\">"
+       "peak memory (GiB)</text></g>";
   if (r.memory_limit_bytes > 0)
     o += "<line class=\"limit\" x1=\"" + num(left) + "\" y1=\"" + num(py(r.memory_limit_bytes / kGiB)) + "\" x2=\"" +
          num(left + w) + "\" y2=\"" + num(py(r.memory_limit_bytes / kGiB)) +
          "\" stroke=\"#d00\" stroke-dasharray=\"6 3\"><title>memory limit</title></line>";
+  o += legend_entry(0, legend_y, "#4e79a7", "candidate");
+  o += legend_entry(190, legend_y, "#e15759", "Pareto front (no plan faster with less memory)", true, false);
+  if (r.memory_limit_bytes > 0)
+    o += legend_entry(570, legend_y, "#d00", strprintf("memory limit %.1f GiB", r.memory_limit_bytes / kGiB), true);
   const std::vector<size_t> front = pareto_front(c);
   std::string path;
   for (size_t i : front)

@@ -33,7 +33,7 @@ ActivationResult flat_walk(const Chunk& chunk, const StrategyConfig& s) {
   double G = 0;
   for (Item& it : items) {
     const Leaf& l = *it.leaf;
-    pk.update(G + l.fpk, PeakPoint::kForward, l.name);
+    pk.update(G, l.fpk, PeakPoint::kForward, l.name);
     if (it.rc) {
       const bool input_kept = l.status == RecomputeStatus::First && !(s.offload_groupgemm_col_inputs && l.grouped);
       it.keep = input_kept ? l.input_bytes : 0;
@@ -43,25 +43,25 @@ ActivationResult flat_walk(const Chunk& chunk, const StrategyConfig& s) {
     }
     G += it.keep;
   }
-  pk.update(G, PeakPoint::kForward, "forward_end");
+  pk.update(G, 0, PeakPoint::kForward, "forward_end");
   r.cache_per_mb = G;
   for (size_t ii = items.size(); ii-- > 0;) {
     if (!items[ii].rc) {
-      pk.update(G + items[ii].leaf->bpk, PeakPoint::kBackward, items[ii].leaf->name);
+      pk.update(G, items[ii].leaf->bpk, PeakPoint::kBackward, items[ii].leaf->name);
       G -= items[ii].keep;
       continue;
     }
     size_t j = ii;
     while (j > 0 && items[j].leaf->status != RecomputeStatus::First && items[j - 1].rc) --j;
     for (size_t k = j; k <= ii; ++k) {
-      pk.update(G + items[k].leaf->fpk, PeakPoint::kRecomputeForward, items[k].leaf->name);
+      pk.update(G, items[k].leaf->fpk, PeakPoint::kRecomputeForward, items[k].leaf->name);
       if (k != j) {
         items[k].keep = cache_of(items[k]);
         G += items[k].keep;
       }
     }
     for (size_t k = ii + 1; k-- > j;) {
-      pk.update(G + items[k].leaf->bpk, PeakPoint::kRecomputeBackward, items[k].leaf->name);
+      pk.update(G, items[k].leaf->bpk, PeakPoint::kRecomputeBackward, items[k].leaf->name);
       G -= items[k].keep;
     }
     ii = j;

@@ -62,11 +62,49 @@ def run(cmd):
     return r
 
 
+# Every text of every plot, with its bounding box in page pixels and its plot's box.
+LAYOUT_JS = """
+const out = [];
+for (const svg of document.querySelectorAll('svg.plot')) {
+  const box = svg.getBoundingClientRect();
+  const texts = [];
+  for (const t of svg.querySelectorAll('text')) {
+    const r = t.getBoundingClientRect();
+    if (r.width === 0) continue;
+    texts.push({s: t.textContent, cls: t.getAttribute('class') || '', l: r.left, r: r.right, t: r.top, b: r.bottom});
+  }
+  out.push({id: svg.id, l: box.left, r: box.right, t: box.top, b: box.bottom, texts: texts,
+            ticks: svg.querySelectorAll('g.axis text.tick').length,
+            legend: Array.from(svg.querySelectorAll('g.legend text')).map(x => x.textContent)});
+}
+return out;
+"""
+
+
+def check_layout(driver, page):
+    """Each plot has an axis with ticks, no text outside the plot, and no two texts overlapping."""
+    for plot in driver.execute_script(LAYOUT_JS):
+        name = f"{page} #{plot['id']}"
+        assert plot["ticks"] >= 2, f"{name}: no axis ticks"
+        texts = plot["texts"]
+        for t in texts:
+            assert t["l"] >= plot["l"] - 0.5 and t["r"] <= plot["r"] + 0.5, f"{name}: '{t['s']}' is clipped"
+            assert t["t"] >= plot["t"] - 0.5 and t["b"] <= plot["b"] + 0.5, f"{name}: '{t['s']}' is clipped"
+        for i, a in enumerate(texts):
+            for b in texts[i + 1:]:
+                # Overlap beyond a pixel of antialiasing in both directions.
+                if min(a["r"], b["r"]) - max(a["l"], b["l"]) > 1 and min(a["b"], b["b"]) - max(a["t"], b["t"]) > 1:
+                    raise AssertionError(f"{name}: '{a['s']}' overlaps '{b['s']}'")
+    return {p["id"]: p for p in driver.execute_script(LAYOUT_JS)}
+
+
 def html(trainsim, out_dir, screenshot):
     os.makedirs(out_dir, exist_ok=True)
     perf = os.path.join(out_dir, "mixtral-ep8.html")
     search = os.path.join(out_dir, "search.html")
+    interleaved = os.path.join(out_dir, "llama3-70b-interleaved.html")
     run([trainsim, "perf", "--model", "mixtral-8x7b", "--strategy", "ep8-pp1-dp8-moe", "--html", perf])
+    run([trainsim, "perf", "--model", "llama3-70b", "--strategy", "tp2-pp4-vpp2-dp1", "--html", interleaved])
     run([trainsim, "search", "--model", "llama3-8b", "--system", "h100-sxm-80g", "--gpus", "16", "--gbs", "64",
          "--quiet", "--html", search])
     driver = browser()
@@ -75,14 +113,28 @@ def html(trainsim, out_dir, screenshot):
         ids = {p.get_attribute("id") for p in plots}
         for want in ("time-per-stage", "memory-per-stage", "pipeline-gantt", "top-ops"):
             assert want in ids, f"perf page lacks plot {want}: {ids}"
+        layout = check_layout(driver, "perf")
+        from selenium.webdriver.common.by import By
+        verdict = driver.find_element(By.ID, "fit-verdict").text
+        assert verdict.startswith("FITS") or verdict.startswith("DOES NOT FIT"), verdict
+        # Legends name only what is drawn: the Mixtral plan has no split backward and no straggler.
+        gantt = layout["pipeline-gantt"]["legend"]
+        assert "forward" in gantt and "backward_weight" not in gantt and "straggler" not in gantt, gantt
+        memory = layout["memory-per-stage"]["legend"]
+        assert any(x.startswith("fit limit") for x in memory) and any(x.startswith("device memory") for x in memory), memory
         if screenshot:
             driver.save_screenshot(screenshot)
+        # An interleaved plan: most of its activations are the micro-batches in flight.
+        check_page(driver, "file://" + os.path.abspath(interleaved), 3, "rect")
+        check_layout(driver, "interleaved")
         check_page(driver, "file://" + os.path.abspath(search), 1, "circle.candidate")
-        from selenium.webdriver.common.by import By
         assert driver.find_elements(By.CSS_SELECTOR, "path.pareto"), "search page lacks the Pareto front"
+        legend = check_layout(driver, "search")["search-scatter"]["legend"]
+        assert "candidate" in legend and any(x.startswith("Pareto front") for x in legend), legend
     finally:
         driver.quit()
-    print("html: perf and search pages render without console errors")
+    print("html: perf and search pages render without console errors, with axes, legends of what is drawn, "
+          "no clipped or overlapping text")
 
 
 def serve(trainsim, out_dir, screenshot):

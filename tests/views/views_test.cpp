@@ -9,6 +9,8 @@
 #include "report/report.h"
 #include "test_errors.h"
 #include "test_presets.h"
+#include "estimate/fit.h"
+#include "views/axis.h"
 #include "views/breakdown.h"
 #include "views/html_report.h"
 #include "views/memory_csv.h"
@@ -109,9 +111,53 @@ TEST(HtmlReport, MixtralPageHasTheHeadlineAndFourPlots) {
   for (const char* id : {"time-per-stage", "memory-per-stage", "pipeline-gantt", "top-ops"})
     EXPECT_NE(html.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
   EXPECT_NE(html.find(strprintf("<td id=\"step-time\">%.2f ms</td>", e.iteration_time_s * 1e3)), std::string::npos);
-  EXPECT_NE(html.find("class=\"limit\""), std::string::npos);  // device memory line
+  EXPECT_NE(html.find("class=\"limit\""), std::string::npos);      // each stage's fit limit
+  EXPECT_NE(html.find("class=\"reference\""), std::string::npos);  // device memory line
   EXPECT_EQ(html.find("<script"), std::string::npos);          // nothing to run, nothing to fetch
   EXPECT_EQ(html.find("http://www.w3.org/2000/svg"), html.find("http"));  // no other URL
+}
+
+// Round steps of 1, 2 or 5 × 10^k, about five ticks, covering the range.
+TEST(Axis, NiceTicksCoverTheRangeWithRoundSteps) {
+  const Ticks a = nice_ticks(0, 3936.1);  // raw step 787 → 1000
+  EXPECT_EQ(a.values, (std::vector<double>{0, 1000, 2000, 3000, 4000}));
+  EXPECT_EQ(tick_label(a, 4000), "4000");
+  const Ticks b = nice_ticks(15076, 30151);  // raw step 3015 → 5000, from 15000
+  EXPECT_EQ(b.values, (std::vector<double>{15000, 20000, 25000, 30000, 35000}));
+  const Ticks c = nice_ticks(0, 0.9);  // raw step 0.18 → 0.2, one decimal
+  EXPECT_DOUBLE_EQ(c.step, 0.2);
+  EXPECT_EQ(c.values.size(), 6u);
+  EXPECT_EQ(tick_label(c, c.values[3]), "0.6");
+  const Ticks d = nice_ticks(73.65, 73.65);  // an empty range is one step wide
+  EXPECT_LT(d.lo, 73.65);
+  EXPECT_GT(d.hi, 73.65);
+}
+
+// The memory chart splits the activations as the memory model counts them and marks each
+// stage's fit limit (the verdict's: reserved peak + headroom); the headline states the verdict.
+TEST(HtmlReport, MemoryChartMarksTheVerdictsLimitAndTheTransientPeak) {
+  const PlanInputs in = inputs("llama3-70b", "tp2-pp4-vpp2-dp1");  // interleaved, does not fit on 80 GiB
+  const Estimate e = estimate(in.model, in.strategy, in.system);
+  const std::string html = perf_html(in, e);
+  const FitRule rule = fit_rule(in.system);
+  const FitVerdict v = fit_verdict(e, rule);
+  ASSERT_TRUE(v.known);
+  EXPECT_FALSE(v.fits);
+  EXPECT_NE(html.find(strprintf("DOES NOT FIT, %.2f GiB over the limit", -v.headroom_bytes / kGiB)), std::string::npos);
+  for (const StageMemory& m : e.stages) {
+    const double limit = m.peak_reserved_bytes + fit_verdict(m, rule).headroom_bytes;
+    EXPECT_NE(html.find(strprintf("%s: fit limit %.2f GiB", m.name.c_str(), limit / kGiB)), std::string::npos) << m.name;
+    // In flight: far more than the transient of the running op (the interleaved pieces held).
+    EXPECT_GT(m.peak_transient_bytes, 0);
+    EXPECT_GT(m.peak_alloc_bytes - m.model_bytes - m.peak_transient_bytes, 10 * m.peak_transient_bytes) << m.name;
+  }
+  EXPECT_NE(html.find("activations saved (micro-batches in flight)"), std::string::npos);
+  EXPECT_NE(html.find("device memory 79.7 GiB"), std::string::npos);
+  // The timeline's legend lists only what is drawn: no weight-gradient pass, DP op or straggler here.
+  EXPECT_EQ(html.find(">backward_weight<"), std::string::npos);
+  EXPECT_EQ(html.find(">straggler<"), std::string::npos);
+  EXPECT_NE(html.find(">p2p<"), std::string::npos);
+  EXPECT_EQ(count(html, "class=\"axis\""), 4u);  // every plot has its axis
 }
 
 TEST(HtmlReport, ParetoFrontKeepsTheUndominated) {
