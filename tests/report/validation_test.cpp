@@ -297,5 +297,35 @@ TEST(ValidationMath, PerLayerMetricsNeedOneStage) {
   }
 }
 
+// The shipped accuracy suite (validation/): every table loads and every case predicts, with a
+// verdict, in the default mode; the memory table compares its three metrics.
+TEST(ShippedTables, EveryCasePredictsWithAVerdict) {
+  const std::string root = std::string(TRAINSIM_SOURCE_DIR) + "/validation";
+  std::vector<std::string> names;
+  for (const auto& dir : find_validation_tables(root)) {
+    const ValidationTable t = load_validation_table(dir);
+    names.push_back(t.name);
+    const ConfigText text = resolve_table_system(t);
+    const SystemConfig sys = load_system(text.text, text.source);
+    for (const auto& c : t.cases) {
+      const CaseResult r = run_validation_case(t, c, sys, text.source);
+      ASSERT_TRUE(r.ok()) << t.name << "/" << c.name << ": " << r.error;
+      ASSERT_EQ(r.predicted.size(), t.metrics.size());
+      for (const double v : r.predicted) EXPECT_GT(v, 0) << t.name << "/" << c.name;
+      EXPECT_TRUE(r.fit.known) << t.name << "/" << c.name;
+      EXPECT_GT(r.peak_alloc_bytes, 0);
+      EXPECT_GE(r.peak_reserved_bytes, r.peak_alloc_bytes);
+    }
+    if (t.name == "b200_megatron") {
+      EXPECT_EQ(t.cases.size(), 22u);
+      EXPECT_EQ(t.metrics, (std::vector<ValidationMetric>{ValidationMetric::IterationMs, ValidationMetric::AllocGib,
+                                                          ValidationMetric::ReservedGib}));
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"a100_pcie_megatron", "b200_megatron", "korthikanti2022",
+                                             "megatron_bridge_2509_b200", "megatron_bridge_2509_h100",
+                                             "narayanan2021", "nemo2407_h100"}));
+}
+
 }  // namespace
 }  // namespace trainsim
