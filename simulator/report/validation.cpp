@@ -449,7 +449,7 @@ CaseResult run_validation_case(const ValidationTable& t, const ValidationCase& c
     (void)resolve_plan(m, s, sys, mode, PlanSources{mpath, spath, system_source});
     r.predicted = predict_metrics(t.metrics, m, s, sys, mode);
     const Estimate e = estimate(m, s, sys, nullptr, mode, /*events=*/false);
-    r.fit = fit_verdict(e, fit_rule(sys));
+    r.fit = fit_verdict(e, fit_rule(sys, mode));
     r.peak_reserved_bytes = e.peak_reserved_bytes();
     r.peak_alloc_bytes = e.peak_alloc_bytes();
     for (const double v : r.predicted)
