@@ -92,11 +92,20 @@ int cmd_perf(const Args& args) {
   }
   if (!html_file.empty()) write_file_atomic(html_file, perf_html(in, e));
   if (!memory_file.empty()) write_file_atomic(memory_file, memory_timeline_csv(e, trace_detail));
-  const FitRule rule = fit_rule(in.system);
+  const FitRule rule = fit_rule(in.system, e.mode);
   if (require_fit && !fit_verdict(e, rule).fits) {
-    std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the limit %.2f GiB "
-                 "(device %.2f GiB less %.2f GiB unusable)\n", e.peak_reserved_bytes() / kGiB,
-                 rule.limit_bytes() / kGiB, rule.device_bytes / kGiB, rule.unusable_bytes / kGiB);
+    const StageMemory* worst = nullptr;  // the stage with the least headroom
+    for (const auto& st : e.stages)
+      if (!worst || fit_verdict(st, rule).headroom_bytes < fit_verdict(*worst, rule).headroom_bytes) worst = &st;
+    if (worst && rule.stage_non_tensor)
+      std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the limit %.2f GiB "
+                   "(device %.2f GiB less %.2f GiB outside PyTorch: CUDA context, NCCL buffers)\n",
+                   worst->peak_reserved_bytes / kGiB, rule.stage_limit_bytes(*worst) / kGiB, rule.device_bytes / kGiB,
+                   worst->non_tensor_bytes / kGiB);
+    else
+      std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the limit %.2f GiB "
+                   "(device %.2f GiB less %.2f GiB unusable)\n", e.peak_reserved_bytes() / kGiB,
+                   rule.limit_bytes() / kGiB, rule.device_bytes / kGiB, rule.unusable_bytes / kGiB);
     return 3;
   }
   return 0;

@@ -306,7 +306,9 @@ int cmd_search(const Args& args) {
   bool json = false, use_reserved = false, use_alloc = false, quiet = false;
   app.add_flag("--json", json, "print a JSON report to stdout instead of the table");
   opt("--threads", "worker threads (default: hardware concurrency)");
-  opt("--gmi-error", "per-GPU memory margin in GiB (default: the system's unusable_mem_gbs, 6 unless set)");
+  opt("--gmi-error", "per-GPU memory margin in GiB, replacing each plan's memory outside PyTorch (default: "
+                     "CUDA context and NCCL buffers per plan, or the system's unusable_mem_gbs when it gives one; "
+                     "--compat simumax-1.2: unusable_mem_gbs, 6 unless set)");
   app.add_flag("--use-reserved", use_reserved, "compare peak reserved memory with the limit (default)");
   app.add_flag("--use-alloc", use_alloc, "compare peak allocated memory with the limit");
   app.add_flag("--quiet", quiet, "no progress line on stderr");
@@ -461,9 +463,14 @@ int cmd_search(const Args& args) {
               model_name.c_str(), static_cast<long long>(o.world_size), sys.sys_name.c_str(),
               static_cast<long long>(o.global_batch), static_cast<long long>(o.base.seq_len),
               rank.c_str());
-  std::printf("memory limit %.2f GiB per GPU (%.2f GiB - %s GiB gmi error, peak %s)\n\n",
-              r.memory_limit_bytes / kGiB, sys.mem_bytes / kGiB,
-              format_number(r.unusable_memory_bytes / kGiB).c_str(), o.use_reserved ? "reserved" : "allocated");
+  if (r.per_plan_non_tensor)
+    std::printf("memory limit %.2f GiB per GPU less each plan's memory outside PyTorch (CUDA context, NCCL "
+                "buffers; peak %s)\n\n",
+                r.memory_limit_bytes / kGiB, o.use_reserved ? "reserved" : "allocated");
+  else
+    std::printf("memory limit %.2f GiB per GPU (%.2f GiB - %s GiB gmi error, peak %s)\n\n",
+                r.memory_limit_bytes / kGiB, sys.mem_bytes / kGiB,
+                format_number(r.unusable_memory_bytes / kGiB).c_str(), o.use_reserved ? "reserved" : "allocated");
   std::fputs(table(r).c_str(), stdout);
   std::fputs(("\n" + summary(r)).c_str(), stdout);
   return 0;

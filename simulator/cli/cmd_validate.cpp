@@ -30,6 +30,13 @@ struct TableRun {
 };
 
 std::string fmt_ms(double v) { return strprintf(v >= 100 ? "%.1f" : "%.3f", v); }
+// A compared value: times in ms, memory in GiB (two decimals, as the tables publish it).
+std::string fmt_value(ValidationMetric m, double v) { return is_memory_metric(m) ? strprintf("%.2f", v) : fmt_ms(v); }
+// The verdict of one case, e.g. "FITS +5.02" or "DOES NOT FIT -6.74" (headroom in GiB).
+std::string fmt_fit(const CaseResult& r) {
+  if (!r.ok() || !r.fit.known) return "-";
+  return strprintf("%s %+.2f", r.fit.fits ? "FITS" : "DOES NOT FIT", r.fit.headroom_bytes / kGiB);
+}
 std::string fmt_pct(double v) { return strprintf("%+.2f", v); }
 std::string fmt_opt_pct(const std::optional<double>& v) { return v ? fmt_pct(*v) : "-"; }
 
@@ -85,8 +92,8 @@ void print_table(const TableRun& run) {
   size_t w = 4;
   for (const auto& c : t.cases) w = std::max(w, c.name.size());
   const int cw = static_cast<int>(w);
-  std::printf("  %-*s  %-12s %10s %10s %9s %8s\n", cw, "case", "metric", "real", "predicted",
-              "error %", "peer %");
+  std::printf("  %-*s  %-12s %10s %10s %9s %8s  %s\n", cw, "case", "metric", "real", "predicted",
+              "error %", "peer %", "fit, headroom GiB");
   for (size_t i = 0; i < t.cases.size(); ++i) {
     const ValidationCase& c = t.cases[i];
     const CaseResult& r = run.results[i];
@@ -98,11 +105,14 @@ void print_table(const TableRun& run) {
         std::printf("  %-*s  FAILED (no system)\n", cw, c.name.c_str());
       continue;
     }
-    for (size_t k = 0; k < t.metrics.size(); ++k)
-      std::printf("  %-*s  %-12s %10s %10s %9s %8s\n", cw, k == 0 ? c.name.c_str() : "",
-                  metric_name(t.metrics[k]), fmt_ms(c.real[k]).c_str(), fmt_ms(r.predicted[k]).c_str(),
+    for (size_t k = 0; k < t.metrics.size(); ++k) {
+      const std::string fit = k == 0 ? "  " + fmt_fit(r) : "";
+      std::printf("  %-*s  %-12s %10s %10s %9s %8s%s\n", cw, k == 0 ? c.name.c_str() : "",
+                  metric_name(t.metrics[k]), fmt_value(t.metrics[k], c.real[k]).c_str(),
+                  fmt_value(t.metrics[k], r.predicted[k]).c_str(),
                   fmt_pct(signed_error_pct(r.predicted[k], c.real[k])).c_str(),
-                  fmt_opt_pct(c.peer_err_pct[k]).c_str());
+                  fmt_opt_pct(c.peer_err_pct[k]).c_str(), fit.c_str());
+    }
   }
   for (const auto& s : run.summary) {
     std::printf("  %s: %lld/%lld compared", metric_name(s.metric), static_cast<long long>(s.compared),
@@ -121,10 +131,13 @@ void print_table(const TableRun& run) {
   }
   // Every real run fit its GPUs: a "does not fit" verdict is a miss of the memory model.
   const FitSummary f = summarize_fit(run.results);
-  if (f.predicted)
+  if (f.predicted) {
     std::printf("  fit verdict: %lld/%lld real runs predicted to fit; least headroom %.2f GiB (%s)\n",
                 static_cast<long long>(f.fits), static_cast<long long>(f.predicted), f.least_headroom_gib,
                 f.least_case.c_str());
+    std::printf("  predicted not to fit: %lld of %lld%s%s\n", static_cast<long long>(f.not_fit.size()),
+                static_cast<long long>(f.predicted), f.not_fit.empty() ? "" : ": ", join(f.not_fit).c_str());
+  }
   std::printf("\n");
 }
 
@@ -145,6 +158,16 @@ void print_overview(const std::vector<TableRun>& runs) {
       std::printf("  %-*s  %-12s %9s %11s %11s %11s %11s\n", tw, r.table.name.c_str(),
                   metric_name(s.metric), n.c_str(), mean.c_str(), max.c_str(), pmean.c_str(), pmax.c_str());
     }
+  // Every run in the tables ran: each "does not fit" is a miss of the memory model.
+  std::printf("fit verdict (every run ran; predicted not to fit = a miss)\n");
+  std::printf("  %-*s  %9s %13s %14s\n", tw, "table", "predicted", "not to fit", "least headroom");
+  for (const auto& r : runs) {
+    const FitSummary f = summarize_fit(r.results);
+    std::printf("  %-*s  %9lld %13s %14s\n", tw, r.table.name.c_str(), static_cast<long long>(f.predicted),
+                f.predicted ? strprintf("%zu of %lld", f.not_fit.size(), static_cast<long long>(f.predicted)).c_str()
+                            : "-",
+                f.predicted ? strprintf("%.2f GiB", f.least_headroom_gib).c_str() : "-");
+  }
 }
 
 nlohmann::ordered_json to_json(const std::vector<TableRun>& runs) {
@@ -178,6 +201,7 @@ nlohmann::ordered_json to_json(const std::vector<TableRun>& runs) {
       }
       jc["metrics"] = metrics;
       const bool verdict = r.ok() && r.fit.known;
+      jc["peak_alloc_gib"] = r.ok() ? nlohmann::ordered_json(r.peak_alloc_bytes / kGiB) : nlohmann::ordered_json();
       jc["peak_reserved_gib"] = r.ok() ? nlohmann::ordered_json(r.peak_reserved_bytes / kGiB) : nlohmann::ordered_json();
       jc["fits"] = verdict ? nlohmann::ordered_json(r.fit.fits) : nlohmann::ordered_json();
       jc["memory_headroom_gib"] = verdict ? nlohmann::ordered_json(r.fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
@@ -206,6 +230,15 @@ nlohmann::ordered_json to_json(const std::vector<TableRun>& runs) {
       summary.push_back(js);
     }
     jt["summary"] = summary;
+    const FitSummary f = summarize_fit(run.results);
+    nlohmann::ordered_json jf;
+    jf["predicted"] = f.predicted;
+    jf["fits"] = f.fits;
+    jf["not_fit"] = static_cast<int64_t>(f.not_fit.size());
+    jf["not_fit_cases"] = f.not_fit;
+    jf["least_headroom_gib"] = f.predicted ? nlohmann::ordered_json(f.least_headroom_gib) : nlohmann::ordered_json();
+    jf["least_case"] = f.least_case;
+    jt["fit"] = jf;
     tables.push_back(jt);
   }
   nlohmann::ordered_json out;
@@ -215,7 +248,7 @@ nlohmann::ordered_json to_json(const std::vector<TableRun>& runs) {
 
 void write_csv(const std::string& path, const std::vector<TableRun>& runs) {
   std::ostringstream out;
-  out << "table,case,metric,real,predicted,error_pct,peer_error_pct,status,message\n";
+  out << "table,case,metric,real,predicted,error_pct,peer_error_pct,fits,memory_headroom_gib,status,message\n";
   for (const auto& run : runs) {
     const ValidationTable& t = run.table;
     for (size_t i = 0; i < t.cases.size(); ++i) {
@@ -229,7 +262,10 @@ void write_csv(const std::string& path, const std::vector<TableRun>& runs) {
               << strprintf("%.4f", signed_error_pct(r.predicted[k], c.real[k]));
         else
           out << ',';
+        const bool verdict = r.ok() && r.fit.known;
         out << ',' << (c.peer_err_pct[k] ? strprintf("%.4f", *c.peer_err_pct[k]) : "") << ','
+            << (verdict ? (r.fit.fits ? "true" : "false") : "") << ','
+            << (verdict ? strprintf("%.4f", r.fit.headroom_bytes / kGiB) : "") << ','
             << (r.ok() ? "ok" : "failed") << ',' << csv_field(r.error) << '\n';
       }
     }

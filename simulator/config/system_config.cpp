@@ -147,6 +147,24 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
     double unusable_gbs = kDefaultUnusableMemGiB;
     a.opt("unusable_mem_gbs", unusable_gbs);
     sys.unusable_mem_bytes = unusable_gbs * kGiB;
+    sys.unusable_mem_given = a.has("unusable_mem_gbs");
+    double context_gbs = kDefaultCudaContextGiB, channel_mib = kDefaultNcclChannelBufferMiB;
+    a.opt("cuda_context_gbs", context_gbs);
+    a.opt("nccl_channels", sys.nccl_channels);
+    a.opt("nccl_channel_buffer_mib", channel_mib);
+    a.opt("allocator_fragmentation", sys.allocator_fragmentation);
+    sys.cuda_context_bytes = context_gbs * kGiB;
+    sys.nccl_channel_buffer_bytes = channel_mib * kMiB;
+    if (!(context_gbs >= 0 && context_gbs < 1e4))
+      issues.add("/accelerator/cuda_context_gbs", "must be in [0, 10000) GiB (a CUDA context takes about 0.5)");
+    if (!(sys.nccl_channels >= 1 && sys.nccl_channels <= 64))
+      issues.add("/accelerator/nccl_channels", strprintf("must be in 1..64 (NCCL's ring channels; at most 32 in NCCL 2.x), "
+                                                         "got %lld", static_cast<long long>(sys.nccl_channels)));
+    if (!(channel_mib >= 0 && channel_mib < 1e4))
+      issues.add("/accelerator/nccl_channel_buffer_mib", "must be in [0, 10000) MiB (NCCL's defaults: 9.1875)");
+    if (!(sys.allocator_fragmentation >= 0 && sys.allocator_fragmentation <= 1))
+      issues.add("/accelerator/allocator_fragmentation",
+                 "must be in [0, 1] (reserved / allocated − 1 of the caching allocator; measured 0.03–0.08)");
     if (!(unusable_gbs >= 0)) issues.add("/accelerator/unusable_mem_gbs", "must be ≥ 0");
     check_magnitude(issues, "/accelerator/unusable_mem_gbs", unusable_gbs, kMaxRate);
     if (mem_gbs > 0 && unusable_gbs >= mem_gbs && a.has("unusable_mem_gbs"))
@@ -354,7 +372,14 @@ std::string system_to_json_text(const SystemConfig& sys, int indent) {
   json acc;
   acc["backend"] = sys.backend;
   acc["mem_gbs"] = clean(sys.mem_bytes / kGiB);
-  if (sys.unusable_mem_bytes != kDefaultUnusableMemGiB * kGiB) acc["unusable_mem_gbs"] = clean(sys.unusable_mem_bytes / kGiB);
+  if (sys.unusable_mem_given || sys.unusable_mem_bytes != kDefaultUnusableMemGiB * kGiB)
+    acc["unusable_mem_gbs"] = clean(sys.unusable_mem_bytes / kGiB);
+  if (sys.cuda_context_bytes != kDefaultCudaContextGiB * kGiB) acc["cuda_context_gbs"] = clean(sys.cuda_context_bytes / kGiB);
+  if (sys.nccl_channels != kDefaultNcclChannels) acc["nccl_channels"] = sys.nccl_channels;
+  if (sys.nccl_channel_buffer_bytes != kDefaultNcclChannelBufferMiB * kMiB)
+    acc["nccl_channel_buffer_mib"] = clean(sys.nccl_channel_buffer_bytes / kMiB);
+  if (sys.allocator_fragmentation != kDefaultAllocatorFragmentation)
+    acc["allocator_fragmentation"] = clean(sys.allocator_fragmentation);
   if (sys.sm_count) acc["sm_count"] = *sys.sm_count;
   acc["mode"] = sys.mode == CostMode::Roofline ? "roofline" : "only_compute";
   for (const auto& [name, op] : sys.ops) {

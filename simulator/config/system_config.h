@@ -115,6 +115,19 @@ enum class CostMode { Roofline, OnlyCompute };
 
 /// Default of `accelerator.unusable_mem_gbs` (GiB): the margin the peer's searches use.
 inline constexpr double kDefaultUnusableMemGiB = 6;
+/// Defaults of the default mode's memory terms (memory/non_tensor.h, docs/memory.md).
+/// `accelerator.cuda_context_gbs`: assumed, the CUDA context of a PyTorch process with the kernel
+/// images it loads lazily (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2); measure it.
+inline constexpr double kDefaultCudaContextGiB = 0.5;
+/// `accelerator.nccl_channels`: NCCL's MAXCHANNELS (32), the ring channels NCCL's topology search
+/// reaches on NVSwitch nodes (H100, B200: "32 coll channels" in NCCL_DEBUG=INFO logs).
+inline constexpr int64_t kDefaultNcclChannels = 32;
+/// `accelerator.nccl_channel_buffer_mib`: SIMPLE 4 + LL128 4.6875 + LL 0.5 MiB per channel
+/// (NCCL's default buffer sizes; memory/non_tensor.h).
+inline constexpr double kDefaultNcclChannelBufferMiB = 9.1875;
+/// `accelerator.allocator_fragmentation`: reserved / allocated − 1 of PyTorch's caching allocator,
+/// the mean over the 10 memory runs of validation/b200_megatron (1.028–1.079; mean 1.0544).
+inline constexpr double kDefaultAllocatorFragmentation = 0.0544;
 
 struct SystemConfig {
   std::string sys_name;
@@ -126,6 +139,15 @@ struct SystemConfig {
   /// Memory outside PyTorch's caching allocator: CUDA context, NCCL buffers, kernel images
   /// (JSON `unusable_mem_gbs`, GiB; default 6, the peer's gmi_error). Fit verdicts subtract it.
   double unusable_mem_bytes = kDefaultUnusableMemGiB * kGiB;
+  /// True when the file gives `unusable_mem_gbs`: in the default mode a given value (a measured
+  /// total outside PyTorch) replaces the CUDA context and NCCL terms below.
+  bool unusable_mem_given = false;
+  /// Default-mode memory terms (trainsim extensions, JSON `accelerator.cuda_context_gbs` GiB,
+  /// `nccl_channels`, `nccl_channel_buffer_mib` MiB, `allocator_fragmentation`).
+  double cuda_context_bytes = kDefaultCudaContextGiB * kGiB;
+  int64_t nccl_channels = kDefaultNcclChannels;
+  double nccl_channel_buffer_bytes = kDefaultNcclChannelBufferMiB * kMiB;
+  double allocator_fragmentation = kDefaultAllocatorFragmentation;
   /// Streaming multiprocessors of the accelerator (JSON `accelerator.sm_count`, trainsim
   /// extension; datasheet value): the share of them a communication kernel takes from compute.
   std::optional<int64_t> sm_count;

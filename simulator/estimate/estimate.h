@@ -29,7 +29,11 @@ struct StageMemory {
   double peak_activation_bytes = 0;          // single-micro-batch liveness peak
   double peak_transient_bytes = 0;           // of the peak, the running op's working memory (not saved)
   double peak_alloc_bytes = 0;               // model + cached micro-batches + peak
-  double peak_reserved_bytes = 0;            // peak_alloc / mem_factor
+  double peak_reserved_bytes = 0;            // peak_alloc / mem_factor (compat), × (1 + fragmentation) (default)
+  /// Device memory outside PyTorch's allocator (default mode: CUDA context + NCCL buffers, or the
+  /// system's unusable_mem_gbs when given; memory/non_tensor.h). 0 in compat mode, whose fit rule
+  /// subtracts the system's flat margin instead.
+  double non_tensor_bytes = 0;
   std::string peak_phase;                    // forward / backward / recompute_forward / ...
   double host_bytes = 0;                     // pinned host memory (optimizer / activation offload)
 };

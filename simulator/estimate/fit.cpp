@@ -4,10 +4,14 @@
 
 namespace trainsim {
 
-FitRule fit_rule(const SystemConfig& sys) {
+FitRule fit_rule(const SystemConfig& sys, Mode mode) {
   FitRule r;
   r.device_bytes = sys.mem_bytes;
-  r.unusable_bytes = sys.unusable_mem_bytes;
+  if (mode == Mode::SimuMax12) {
+    r.unusable_bytes = sys.unusable_mem_bytes;
+  } else {
+    r.stage_non_tensor = true;  // the estimate's terms, or the system's unusable_mem_gbs when given
+  }
   return r;
 }
 
@@ -16,7 +20,7 @@ FitVerdict fit_verdict(const StageMemory& st, const FitRule& rule) {
   FitVerdict v;
   if (rule.device_bytes <= 0) return v;
   v.known = true;
-  v.headroom_bytes = rule.limit_bytes() - peak;
+  v.headroom_bytes = rule.stage_limit_bytes(st) - peak;
   v.fits = v.headroom_bytes >= 0;
   return v;
 }

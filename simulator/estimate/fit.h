@@ -2,6 +2,7 @@
 // --require-fit.
 #pragma once
 
+#include "config/mode.h"
 #include "config/system_config.h"
 #include "estimate/estimate.h"
 
@@ -10,14 +11,24 @@ namespace trainsim {
 /// What a stage's memory is compared with.
 struct FitRule {
   double device_bytes = 0;     // accelerator.mem_gbs
-  double unusable_bytes = 0;   // memory outside PyTorch's caching allocator (CUDA context, NCCL)
+  double unusable_bytes = 0;   // a flat margin outside PyTorch's caching allocator (compat mode, --gmi-error)
   bool use_reserved = true;    // compare the reserved (else the allocated) peak
-  /// Bytes the caching allocator may hold: device − unusable.
+  /// Subtract each stage's own memory outside PyTorch (StageMemory::non_tensor_bytes: CUDA
+  /// context, NCCL buffers; default mode). Off when a flat margin replaces it.
+  bool stage_non_tensor = false;
+  /// Bytes the caching allocator may hold before a stage's own non-tensor memory: device − margin.
   [[nodiscard]] double limit_bytes() const { return device_bytes - unusable_bytes; }
+  /// Bytes a stage's allocator may hold: the limit less the stage's memory outside PyTorch.
+  [[nodiscard]] double stage_limit_bytes(const StageMemory& st) const {
+    return limit_bytes() - (stage_non_tensor ? st.non_tensor_bytes : 0.0);
+  }
 };
 
-/// The rule of a system: its device memory and its `unusable_mem_gbs`, reserved peak compared.
-[[nodiscard]] FitRule fit_rule(const SystemConfig& sys);
+/// The rule of a system. Compat mode (SimuMax's convention): its device memory less the flat
+/// `unusable_mem_gbs` (default 6 GiB). Default mode: its device memory less each stage's memory
+/// outside PyTorch (the estimate's non_tensor_bytes: CUDA context + NCCL buffers, or the
+/// system's `unusable_mem_gbs` when it gives one). Reserved peak compared.
+[[nodiscard]] FitRule fit_rule(const SystemConfig& sys, Mode mode);
 
 struct FitVerdict {
   bool known = false;         // false when the system gives no device memory (mem_gbs 0)

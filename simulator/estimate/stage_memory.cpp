@@ -9,12 +9,15 @@
 #include "estimate/stages.h"
 #include "estimate/tail.h"
 #include "memory/activation.h"
+#include "memory/non_tensor.h"
 
 namespace trainsim::detail {
 
 void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& run, const StepTail& tail, bool events,
                   Estimate& est) {
+  const ModelConfig& m = *plan.model;
   const StrategyConfig& s = *plan.strategy;
+  const SystemConfig& sys = *plan.system;
   const int64_t pp = plan.pp, v = plan.vpp;
   const bool split = plan.split_backward();
   const auto& rank_steps = run.rank_steps;
@@ -22,6 +25,13 @@ void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& ru
   // Memory: static + cached micro-batches in flight + the single-micro-batch peak (1F1B), or a
   // replay of the rank's program over its chunks (interleaved).
   // The static part of rank r's memory into the fresh `mem` (filled in place).
+  // Reserved memory and the memory outside PyTorch: SimuMax's conventions in compat mode (the fit
+  // rule subtracts the flat margin), the terms of memory/non_tensor.h in the default mode.
+  const bool simumax_memory = plan.mode == Mode::SimuMax12;
+  const double non_tensor = simumax_memory ? 0.0 : non_tensor_memory(m, s, sys).total();
+  auto reserved_of = [&](double alloc) {
+    return simumax_memory ? alloc / s.mem_factor : allocator_reserved_bytes(alloc, sys.allocator_fragmentation);
+  };
   auto static_part = [&](int64_t r, StageMemory& mem) {
     const ChunkResult& cr = *whole[static_cast<size_t>(r)];
     const StaticMemory sm = shard_static_memory(cr.params, s);
@@ -66,7 +76,8 @@ void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& ru
                              static_cast<double>(mem.in_flight_micro_batches - 1) * act.cache_per_mb + act.peak.peak;
       // Offloaded activations of every micro-batch in flight wait in host memory.
       mem.host_bytes += static_cast<double>(mem.in_flight_micro_batches) * act.offloaded_per_mb;
-      mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
+      mem.peak_reserved_bytes = reserved_of(mem.peak_alloc_bytes);
+      mem.non_tensor_bytes = non_tensor;
     }
   } else {
     // Interleaved: a chunk's forward adds its transient forward peak on top of the live caches,
@@ -116,7 +127,8 @@ void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& ru
       mem.peak_phase = "interleaved schedule replay";
       mem.peak_alloc_bytes = mem.model_bytes + w.best;
       mem.host_bytes += w.host_max;
-      mem.peak_reserved_bytes = mem.peak_alloc_bytes / s.mem_factor;
+      mem.peak_reserved_bytes = reserved_of(mem.peak_alloc_bytes);
+      mem.non_tensor_bytes = non_tensor;
     }
   }
 

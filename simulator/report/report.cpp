@@ -121,7 +121,9 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   // 2.0.0: mfu / tflops_per_gpu follow --mfu (Megatron-LM's convention by default).
   // 2.1.0: the fit verdict (fits, memory_headroom_gib, memory_limit_gib, unusable_memory_gib),
   // host_memory_gib, and breakdown (per stage: time by layer type and by op, memory by tensor class).
-  j["schema_version"] = "2.1.0";
+  // 2.2.0: non_tensor_memory_gib per stage (default mode: CUDA context + NCCL buffers); the plan's
+  // unusable_memory_gib and memory_limit_gib are those of the stage with the least headroom.
+  j["schema_version"] = "2.2.0";
   j["model"] = in.model_source;
   j["strategy"] = in.strategy_source;
   j["system"] = in.system_source;
@@ -168,10 +170,15 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   j["peak_reserved_gib"] = e.peak_reserved_bytes() / kGiB;
   j["device_memory_gib"] = in.system.mem_bytes / kGiB;
   // The fit verdict (estimate/fit.h, the rule search uses): null when the device memory is unknown.
-  const FitRule rule = fit_rule(in.system);
+  const FitRule rule = fit_rule(in.system, e.mode);
   const FitVerdict plan_fit = fit_verdict(e, rule);
-  j["unusable_memory_gib"] = rule.unusable_bytes / kGiB;
-  j["memory_limit_gib"] = rule.limit_bytes() / kGiB;
+  // The margin outside PyTorch: the flat one (compat) or the stage with the least headroom's own.
+  const StageMemory* worst = nullptr;
+  for (const auto& st : e.stages)
+    if (!worst || fit_verdict(st, rule).headroom_bytes < fit_verdict(*worst, rule).headroom_bytes) worst = &st;
+  const double outside = rule.unusable_bytes + (worst && rule.stage_non_tensor ? worst->non_tensor_bytes : 0.0);
+  j["unusable_memory_gib"] = outside / kGiB;
+  j["memory_limit_gib"] = (rule.device_bytes - outside) / kGiB;
   j["fits"] = plan_fit.known ? nlohmann::ordered_json(plan_fit.fits) : nlohmann::ordered_json();
   j["memory_headroom_gib"] = plan_fit.known ? nlohmann::ordered_json(plan_fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
   double host = 0;
@@ -186,6 +193,7 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
     x["memory_headroom_gib"] = fit.known ? nlohmann::ordered_json(fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
     x["peak_alloc_gib"] = st.peak_alloc_bytes / kGiB;
     x["peak_reserved_gib"] = st.peak_reserved_bytes / kGiB;
+    x["non_tensor_memory_gib"] = (rule.stage_non_tensor ? st.non_tensor_bytes : rule.unusable_bytes) / kGiB;
     x["model_mem_gib"] = st.model_bytes / kGiB;
     x["weight_gib"] = st.weight_bytes / kGiB;
     x["grad_gib"] = st.grad_bytes / kGiB;
@@ -290,7 +298,7 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
     }
     o += "\n";
   }
-  const FitRule rule = fit_rule(in.system);
+  const FitRule rule = fit_rule(in.system, e.mode);
   o += strprintf("\nmemory per stage (GiB)  peak  reserved  weights  grads  optim  act/mb  in-flight  headroom\n");
   for (const auto& st : e.stages) {
     const FitVerdict fit = fit_verdict(st, rule);
@@ -302,7 +310,15 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
                    fit.known && !fit.fits ? "  OUT OF MEMORY" : "");
   }
   const FitVerdict plan_fit = fit_verdict(e, rule);
-  if (plan_fit.known)
+  const StageMemory* worst = nullptr;  // the stage with the least headroom
+  for (const auto& st : e.stages)
+    if (!worst || fit_verdict(st, rule).headroom_bytes < fit_verdict(*worst, rule).headroom_bytes) worst = &st;
+  if (plan_fit.known && worst && rule.stage_non_tensor)
+    o += strprintf("fit        %s: peak reserved %.2f GiB vs limit %.2f GiB (device %.2f − %.2f outside PyTorch: "
+                   "CUDA context, NCCL buffers)\n",
+                   plan_fit.fits ? "FITS" : "DOES NOT FIT", worst->peak_reserved_bytes / kGiB,
+                   rule.stage_limit_bytes(*worst) / kGiB, rule.device_bytes / kGiB, worst->non_tensor_bytes / kGiB);
+  else if (plan_fit.known)
     o += strprintf("fit        %s: peak reserved %.2f GiB vs limit %.2f GiB (device %.2f − unusable %.2f)\n",
                    plan_fit.fits ? "FITS" : "DOES NOT FIT", e.peak_reserved_bytes() / kGiB, rule.limit_bytes() / kGiB,
                    rule.device_bytes / kGiB, rule.unusable_bytes / kGiB);

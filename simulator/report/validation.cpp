@@ -9,6 +9,7 @@
 #include <set>
 
 #include "config/json_reader.h"
+#include "config/plan_request.h"
 #include "config/validate.h"
 #include "core/error.h"
 #include "core/text.h"
@@ -21,7 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr ValidationMetric kMetrics[] = {ValidationMetric::IterationMs, ValidationMetric::LayerFwdMs,
-                                         ValidationMetric::LayerBwdMs, ValidationMetric::LayerMs};
+                                         ValidationMetric::LayerBwdMs,  ValidationMetric::LayerMs,
+                                         ValidationMetric::AllocGib,    ValidationMetric::ReservedGib};
 constexpr const char* kTflopsPeer = "peer_tflops_err_pct";
 
 std::string trim(const std::string& s) {
@@ -121,7 +123,9 @@ double stage_value(const Estimate& e, ValidationMetric m) {
     case ValidationMetric::LayerFwdMs: return st.fwd_per_mb_s;
     case ValidationMetric::LayerBwdMs: return st.bwd_per_mb_s;
     case ValidationMetric::LayerMs: return st.fwd_per_mb_s + st.bwd_per_mb_s;
-    case ValidationMetric::IterationMs: break;
+    case ValidationMetric::IterationMs:
+    case ValidationMetric::AllocGib:
+    case ValidationMetric::ReservedGib: break;
   }
   return e.iteration_time_s;
 }
@@ -134,8 +138,14 @@ const char* metric_name(ValidationMetric m) {
     case ValidationMetric::LayerFwdMs: return "layer_fwd_ms";
     case ValidationMetric::LayerBwdMs: return "layer_bwd_ms";
     case ValidationMetric::LayerMs: return "layer_ms";
+    case ValidationMetric::AllocGib: return "alloc_gib";
+    case ValidationMetric::ReservedGib: return "reserved_gib";
   }
   return "?";
+}
+
+bool is_memory_metric(ValidationMetric m) {
+  return m == ValidationMetric::AllocGib || m == ValidationMetric::ReservedGib;
 }
 
 std::vector<std::string> metric_names() {
@@ -312,6 +322,8 @@ ValidationTable load_validation_table(const std::string& dir) {
   std::set<std::string> names;
   for (const auto& c : t.cases) {
     names.insert(c.name);
+    // A Megatron-LM command line stands for both files.
+    if (fs::is_regular_file(fs::path(t.case_dir(c)) / "megatron_args.txt", ec)) continue;
     for (const char* f : {"model.json", "strategy.json"}) {
       fs::path p = fs::path(t.case_dir(c)) / f;
       if (!fs::is_regular_file(p, ec))
@@ -361,8 +373,9 @@ double time_error_from_tflops_error(double tflops_err_pct) {
 
 std::vector<double> predict_metrics(const std::vector<ValidationMetric>& metrics, const ModelConfig& m,
                                     const StrategyConfig& s, const SystemConfig& sys, Mode mode) {
-  const bool per_layer = std::any_of(metrics.begin(), metrics.end(),
-                                     [](ValidationMetric x) { return x != ValidationMetric::IterationMs; });
+  const bool per_layer = std::any_of(metrics.begin(), metrics.end(), [](ValidationMetric x) {
+    return x != ValidationMetric::IterationMs && !is_memory_metric(x);
+  });
   std::optional<Estimate> half;
   int64_t half_layers = 0;
   if (per_layer) {
@@ -382,13 +395,45 @@ std::vector<double> predict_metrics(const std::vector<ValidationMetric>& metrics
   const Estimate full = estimate(m, s, sys, nullptr, mode);
   std::vector<double> out;
   for (auto metric : metrics) {
-    double v = metric == ValidationMetric::IterationMs
-                   ? full.iteration_time_s
-                   : (stage_value(full, metric) - stage_value(*half, metric)) / static_cast<double>(half_layers);
+    double v = 0;
+    if (metric == ValidationMetric::AllocGib) {
+      v = full.peak_alloc_bytes() / kGiB;
+    } else if (metric == ValidationMetric::ReservedGib) {
+      v = full.peak_reserved_bytes() / kGiB;
+    } else {
+      v = 1e3 * (metric == ValidationMetric::IterationMs
+                     ? full.iteration_time_s
+                     : (stage_value(full, metric) - stage_value(*half, metric)) / static_cast<double>(half_layers));
+    }
     if (!std::isfinite(v)) throw Error(std::string("predicted a non-finite ") + metric_name(metric));
-    out.push_back(v * 1e3);
+    out.push_back(v);
   }
   return out;
+}
+
+ValidationPlan load_validation_plan(const ValidationTable& t, const ValidationCase& c, Mode mode) {
+  const fs::path dir(t.case_dir(c));
+  ValidationPlan p;
+  std::error_code ec;
+  const fs::path args = dir / "megatron_args.txt";
+  if (fs::is_regular_file(args, ec)) {
+    PlanRequest req;
+    req.mode = mode;
+    req.megatron = ConfigText{read_file(args.string()), args.string()};
+    const fs::path hf = dir / "config.json";
+    if (fs::is_regular_file(hf, ec)) req.hf_config = ConfigText{read_file(hf.string()), hf.string()};
+    PlanConfigs pc = build_plan(req, "", "");
+    p.model = std::move(pc.model);
+    p.strategy = std::move(pc.strategy);
+    p.model_source = pc.model_source.empty() ? args.string() : pc.model_source;
+    p.strategy_source = pc.strategy_source.empty() ? args.string() : pc.strategy_source;
+    return p;
+  }
+  p.model_source = (dir / "model.json").string();
+  p.strategy_source = (dir / "strategy.json").string();
+  p.model = load_model(read_file(p.model_source), p.model_source);
+  p.strategy = load_strategy(read_file(p.strategy_source), p.strategy_source);
+  return p;
 }
 
 CaseResult run_validation_case(const ValidationTable& t, const ValidationCase& c, const SystemConfig& sys,
@@ -396,15 +441,17 @@ CaseResult run_validation_case(const ValidationTable& t, const ValidationCase& c
   CaseResult r;
   r.name = c.name;
   try {
-    const fs::path dir(t.case_dir(c));
-    const std::string mpath = (dir / "model.json").string(), spath = (dir / "strategy.json").string();
-    ModelConfig m = load_model(read_file(mpath), mpath);
-    StrategyConfig s = load_strategy(read_file(spath), spath);
+    ValidationPlan p = load_validation_plan(t, c, mode);
+    ModelConfig& m = p.model;
+    StrategyConfig& s = p.strategy;
+    const std::string& mpath = p.model_source;
+    const std::string& spath = p.strategy_source;
     (void)resolve_plan(m, s, sys, mode, PlanSources{mpath, spath, system_source});
     r.predicted = predict_metrics(t.metrics, m, s, sys, mode);
     const Estimate e = estimate(m, s, sys, nullptr, mode, /*events=*/false);
-    r.fit = fit_verdict(e, fit_rule(sys));
+    r.fit = fit_verdict(e, fit_rule(sys, mode));
     r.peak_reserved_bytes = e.peak_reserved_bytes();
+    r.peak_alloc_bytes = e.peak_alloc_bytes();
     for (const double v : r.predicted)
       if (!std::isfinite(v))
         throw Error(strprintf("the prediction is not finite (%g): a number in the inputs is out of any realistic "
@@ -430,6 +477,7 @@ FitSummary summarize_fit(const std::vector<CaseResult>& results) {
     }
     ++f.predicted;
     f.fits += r.fit.fits ? 1 : 0;
+    if (!r.fit.fits) f.not_fit.push_back(r.name);
   }
   return f;
 }

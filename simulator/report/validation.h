@@ -5,7 +5,9 @@
 //                  optional `peer_err_pct_<metric>` / `peer_tflops_err_pct` (the peer simulator's
 //                  published signed error), any other columns are informational;
 //   system.txt     one line: a system preset name, or a file path relative to the table folder;
-//   cases/<case>/  model.json and strategy.json in the SimuMax-compatible format.
+//   cases/<case>/  model.json and strategy.json in the SimuMax-compatible format, or
+//                  megatron_args.txt (a Megatron-LM command line) with an optional config.json
+//                  (a Hugging Face config for the architecture).
 #pragma once
 
 #include <cstdint>
@@ -29,11 +31,17 @@ enum class ValidationMetric {
   LayerFwdMs,   // layer_fwd_ms: forward time of one transformer layer, one micro-batch
   LayerBwdMs,   // layer_bwd_ms: backward (incl. recompute) of one layer, one micro-batch
   LayerMs,      // layer_ms: forward + backward of one layer, one micro-batch
+  AllocGib,     // alloc_gib: peak memory allocated by PyTorch (torch.cuda.max_memory_allocated,
+                //   max over ranks) vs Estimate::peak_alloc_bytes (max over stages), GiB
+  ReservedGib,  // reserved_gib: peak reserved by the caching allocator (max_memory_reserved)
+                //   vs Estimate::peak_reserved_bytes, GiB
 };
 
 [[nodiscard]] const char* metric_name(ValidationMetric m);
 /// Every metric name, in enum order.
 [[nodiscard]] std::vector<std::string> metric_names();
+/// True for the memory metrics (GiB), false for the times (ms).
+[[nodiscard]] bool is_memory_metric(ValidationMetric m);
 
 struct ValidationCase {
   std::string name;
@@ -61,7 +69,7 @@ struct ValidationTable {
 [[nodiscard]] ValidationTable parse_validation_csv(const std::string& text, const std::string& source);
 
 /// Loads a table folder: cases.csv, system.txt, and checks that every row has a case folder
-/// with model.json and strategy.json and every case folder has a row.
+/// with model.json and strategy.json (or megatron_args.txt) and every case folder has a row.
 [[nodiscard]] ValidationTable load_validation_table(const std::string& dir);
 
 /// A table's name: the last component of its folder path ("a/b/" → "b").
@@ -82,7 +90,9 @@ struct ValidationTable {
 [[nodiscard]] double time_error_from_tflops_error(double tflops_err_pct);
 
 /// Predicts the table's metrics for one plan (one value per ValidationTable::metrics).
-/// iteration_ms = Estimate::iteration_time_s. Per-layer metrics need pp_size 1 and an even
+/// iteration_ms = Estimate::iteration_time_s; alloc_gib / reserved_gib = the peak allocated /
+/// reserved bytes of the stage that holds the most (a real run reports the max over ranks).
+/// Per-layer metrics need pp_size 1 and an even
 /// layer_num L: the plan is also estimated with L/2 layers (recompute_layer_num capped at L/2)
 /// and per-layer = (x(L) − x(L/2)) / (L/2) with x the stage's fwd_per_mb_s / bwd_per_mb_s, so
 /// embedding, LM head and loss cancel out.
@@ -98,8 +108,19 @@ struct CaseResult {
   /// verdict of "does not fit" is a miss of the memory model.
   FitVerdict fit;
   double peak_reserved_bytes = 0;
+  double peak_alloc_bytes = 0;
   [[nodiscard]] bool ok() const { return error.empty(); }
 };
+
+/// The model and strategy of a case: cases/<case>/model.json + strategy.json, or
+/// megatron_args.txt (+ config.json when present) read as `trainsim batch` reads them.
+struct ValidationPlan {
+  ModelConfig model;
+  StrategyConfig strategy;
+  std::string model_source, strategy_source;
+};
+[[nodiscard]] ValidationPlan load_validation_plan(const ValidationTable& t, const ValidationCase& c,
+                                                  Mode mode = Mode::Default);
 
 /// Loads the case's model/strategy, checks the plan, predicts its metrics and its fit verdict
 /// on `sys`; any error becomes
@@ -130,6 +151,8 @@ struct FitSummary {
   int64_t fits = 0;       // of those, predicted to fit
   double least_headroom_gib = 0;
   std::string least_case;
+  /// The cases predicted not to fit (every one of them ran: each is a miss), in table order.
+  std::vector<std::string> not_fit;
 };
 [[nodiscard]] FitSummary summarize_fit(const std::vector<CaseResult>& results);
 

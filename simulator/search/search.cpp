@@ -221,10 +221,14 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
     }
     return Outcome::Error;
   }
-  const double scale = sh_.rule.use_reserved ? 1.0 / s.mem_factor : 1.0;
-  // Weights, gradients and optimizer states do not depend on the micro batch or recompute:
-  // when they alone exceed the limit, no variant of this layout fits.
-  for (const auto& st : e.stages) static_oom = static_oom || st.model_bytes * scale > sh_.rule.limit_bytes();
+  // The reserve on the weights, gradients and optimizer states alone (the estimate's rule).
+  const double scale = !sh_.rule.use_reserved         ? 1.0
+                       : sh_.o.mode == Mode::SimuMax12 ? 1.0 / s.mem_factor
+                                                       : 1.0 + sh_.sys.allocator_fragmentation;
+  // Weights, gradients and optimizer states (and the memory outside PyTorch) do not depend on the
+  // micro batch or recompute: when they alone exceed the limit, no variant of this layout fits.
+  for (const auto& st : e.stages)
+    static_oom = static_oom || st.model_bytes * scale > sh_.rule.stage_limit_bytes(st);
   if (!fit_verdict(e, sh_.rule).fits) return Outcome::Oom;
   const double peak = sh_.rule.use_reserved ? e.peak_reserved_bytes() : e.peak_alloc_bytes();
   out.strategy = s;
@@ -412,11 +416,12 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
     bad("/global_batch", "must be in 1..1073741824, got " + std::to_string(o.global_batch));
   if (o.keep < 0) bad("/keep", "must be 0 (all) or more, got " + std::to_string(o.keep));
   // The fit rule of perf (estimate/fit.h), with the search's margin when one is given.
-  FitRule rule = fit_rule(sys);
+  FitRule rule = fit_rule(sys, o.mode);
   rule.use_reserved = o.use_reserved;
   if (o.gmi_error_gib) {
     if (!(*o.gmi_error_gib >= 0)) bad("/gmi_error", "must be a non-negative number of GiB");
     rule.unusable_bytes = *o.gmi_error_gib * kGiB;
+    rule.stage_non_tensor = false;  // the given margin replaces the estimate's terms
   }
   const double limit = rule.limit_bytes();
   if (limit <= 0)
@@ -502,6 +507,7 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   SearchResult r;
   r.memory_limit_bytes = limit;
   r.unusable_memory_bytes = rule.unusable_bytes;
+  r.per_plan_non_tensor = rule.stage_non_tensor;
   const int64_t per_layout = static_cast<int64_t>(space.mbs.size() * space.recompute.size());
   const int64_t total = static_cast<int64_t>(n_layouts) * per_layout;
   unsigned hw = std::thread::hardware_concurrency();

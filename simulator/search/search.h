@@ -91,6 +91,9 @@ struct SearchResult {
   std::string first_estimate_error;  // message of the first estimate_error, if any
   double memory_limit_bytes = 0;    // device memory − unusable_memory_bytes (estimate/fit.h)
   double unusable_memory_bytes = 0; // the margin: --gmi-error or the system's unusable_mem_gbs
+  /// True when each plan's own memory outside PyTorch (default mode: CUDA context, NCCL
+  /// buffers) is subtracted instead of a flat margin (estimate/fit.h).
+  bool per_plan_non_tensor = false;
   double elapsed_s = 0;
   int threads = 1;
 };

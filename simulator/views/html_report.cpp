@@ -227,7 +227,7 @@ std::string memory_plot(const PlanInputs& in, const Estimate& e) {
                            {"activations saved (micro-batches in flight)", {}},
                            {"transient (running op)", {}},
                            {"allocator reserve", {}}};
-  const FitRule rule = fit_rule(in.system);
+  const FitRule rule = fit_rule(in.system, e.mode);
   RowLimits limits;
   limits.name = "fit limit";
   for (const StageMemory& m : e.stages) {
@@ -364,7 +364,7 @@ std::string perf_report_section(const PlanInputs& in, const Estimate& e) {
   row("tokens/s per GPU", strprintf("%.1f", e.tokens_per_s_per_gpu), "tokens");
   row("peak reserved memory", strprintf("%.2f GiB of %.0f GiB", e.peak_reserved_bytes() / kGiB, in.system.mem_bytes / kGiB),
       "peak-memory");
-  const FitVerdict fit = fit_verdict(e, fit_rule(in.system));
+  const FitVerdict fit = fit_verdict(e, fit_rule(in.system, e.mode));
   if (fit.known)
     row("memory verdict",
         fit.fits ? strprintf("FITS, headroom %.2f GiB", fit.headroom_bytes / kGiB)

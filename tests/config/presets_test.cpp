@@ -304,5 +304,41 @@ TEST(PresetFacts, DatasheetSystemFigures) {
   EXPECT_GT(h200.mem_bytes, 140 * 1024.0 * 1024 * 1024);
 }
 
+// Every system preset has its host section (datasheet link, assumed CPU Adam), so the offloading
+// switches run on every preset: fine_grained_activation_offloading with offload_modules and
+// offload_tensors, and optimizer_cpu_offload. Host link per GPU and direction: PCIe Gen4 x16
+// 31.5 GB/s, Gen5 x16 63 GB/s, NVLink-C2C 900 GB/s for one Grace and two GPUs (225 GB/s each);
+// CPU Adam = half the host DRAM bandwidth per GPU × 12/28 (12 B of state updated per 28 B moved).
+TEST(PresetFacts, HostSectionAndOffloadingOnEverySystem) {
+  const std::map<std::string, std::pair<double, double>> host_gb_per_s = {  // link, Adam (GB/s)
+      {"a100", {31.5, 51.2 * 0.5 * 12 / 28}},  {"h100", {63, 76.8 * 0.5 * 12 / 28}},
+      {"h200", {63, 76.8 * 0.5 * 12 / 28}},    {"b200", {63, 89.6 * 0.5 * 12 / 28}},
+      {"gb200", {225, 256 * 0.5 * 12 / 28}}};
+  const ModelConfig dense = load_model_file(preset_path("model", "llama3-8b"));
+  const ModelConfig moe = load_model_file(preset_path("model", "mixtral-8x7b"));
+  int systems = 0;
+  for (const auto& p : preset_files()) {
+    if (p.kind != "system") continue;
+    ++systems;
+    SCOPED_TRACE(p.stem);
+    const SystemConfig sys = load_system_file(p.path);
+    const auto& want = host_gb_per_s.at(p.stem.substr(0, p.stem.find('-')));
+    EXPECT_NEAR(sys.host_link_bytes_per_s / 1e9, want.first, 0.01 * want.first);
+    EXPECT_NEAR(sys.host_adam_bytes_per_s / 1e9, want.second, 0.01 * want.second);
+    for (const bool is_moe : {false, true}) {
+      const StrategyConfig s = load_strategy(
+          std::string(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4, "world_size": 8,
+              "zero_state": 1, "fine_grained_activation_offloading": true, "offload_modules": ["core_attn"],
+              "offload_tensors": ["pre_mlp_layernorm_output")") +
+              (is_moe ? R"(, "dispatched_input"], "ep_size": 8)" : "]") +
+              R"(, "optimizer_cpu_offload": true, "optimizer_offload_fraction": 0.5})",
+          "s.json");
+      const auto issues = validate_plan(is_moe ? moe : dense, s, sys, {});
+      for (const Issue& issue : issues) ADD_FAILURE() << issue.str();
+    }
+  }
+  EXPECT_EQ(systems, 13);
+}
+
 }  // namespace
 }  // namespace trainsim

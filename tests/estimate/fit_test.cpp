@@ -29,9 +29,10 @@ SystemConfig h100_with(const char* key, double value) {
   return load_system(j.dump(), "sys.json");
 }
 
+// Compat mode (SimuMax's convention): a flat margin outside PyTorch.
 TEST(Fit, ReservedPeakAgainstDeviceLessUnusable) {
   const SystemConfig sys = load_system(resolve_config("system", "h100-sxm-80g").text, "h100");
-  const FitRule r = fit_rule(sys);
+  const FitRule r = fit_rule(sys, Mode::SimuMax12);
   // 79.65 GiB device − 6 GiB unusable (the default) = 73.65 GiB limit.
   EXPECT_NEAR(r.limit_bytes() / kGiB, 73.65, 1e-9);
   // 65.8 GiB allocated / 0.94 = 70 GiB reserved: 3.65 GiB headroom.
@@ -71,17 +72,44 @@ TEST(Fit, UnknownWithoutDeviceMemory) {
 }
 
 TEST(Fit, UnusableMemoryComesFromTheSystemFile) {
-  const FitRule r = fit_rule(h100_with("unusable_mem_gbs", 2.5));
+  const FitRule r = fit_rule(h100_with("unusable_mem_gbs", 2.5), Mode::SimuMax12);
   EXPECT_NEAR(r.limit_bytes() / kGiB, 77.15, 1e-9);  // 79.65 − 2.5
-  // Written back only when it differs from the default.
+  // Written back when the file gives it or it differs from the default.
   EXPECT_NE(system_to_json_text(h100_with("unusable_mem_gbs", 2.5)).find("\"unusable_mem_gbs\": 2.5"),
             std::string::npos);
-  EXPECT_EQ(system_to_json_text(h100_with("unusable_mem_gbs", 6)).find("unusable_mem_gbs"), std::string::npos);
+  EXPECT_NE(system_to_json_text(h100_with("unusable_mem_gbs", 6)).find("\"unusable_mem_gbs\": 6"), std::string::npos);
+  EXPECT_EQ(system_to_json_text(load_system(resolve_config("system", "h100-sxm-80g").text, "h100"))
+                .find("unusable_mem_gbs"),
+            std::string::npos);
   EXPECT_EQ(error_of([] { (void)h100_with("unusable_mem_gbs", 80); }),
             "sys.json: /accelerator/unusable_mem_gbs: 80 GiB leaves no memory of the device's 79.65 GiB; expected a "
             "few GiB (CUDA context, NCCL buffers)");
   EXPECT_EQ(error_of([] { (void)h100_with("unusable_mem_gbs", -1); }),
             "sys.json: /accelerator/unusable_mem_gbs: must be ≥ 0");
+}
+
+// Default mode: each stage's own memory outside PyTorch (StageMemory::non_tensor_bytes) comes off
+// the device. A stage 2 GiB over the limit is rejected, 2 GiB under accepted.
+TEST(Fit, DefaultModeSubtractsEachStagesMemoryOutsidePyTorch) {
+  const SystemConfig sys = load_system(resolve_config("system", "h100-sxm-80g").text, "h100");
+  const FitRule r = fit_rule(sys, Mode::Default);
+  EXPECT_TRUE(r.stage_non_tensor);
+  EXPECT_DOUBLE_EQ(r.unusable_bytes, 0);
+  StageMemory st;
+  st.non_tensor_bytes = 1.5 * kGiB;
+  st.peak_reserved_bytes = (79.65 - 1.5 + 2) * kGiB;  // 2 GiB over 78.15
+  FitVerdict v = fit_verdict(st, r);
+  EXPECT_FALSE(v.fits);
+  EXPECT_NEAR(v.headroom_bytes / kGiB, -2, 1e-9);
+  st.peak_reserved_bytes = (79.65 - 1.5 - 2) * kGiB;  // 2 GiB under
+  v = fit_verdict(st, r);
+  EXPECT_TRUE(v.fits);
+  EXPECT_NEAR(v.headroom_bytes / kGiB, 2, 1e-9);
+  // A flat margin (search's --gmi-error) replaces the stage's own.
+  FitRule flat = r;
+  flat.stage_non_tensor = false;
+  flat.unusable_bytes = 6 * kGiB;
+  EXPECT_NEAR(fit_verdict(st, flat).headroom_bytes / kGiB, 79.65 - 6 - (79.65 - 3.5), 1e-9);
 }
 
 // The validation runner's count: failed cases and unknown verdicts are left out.

@@ -124,7 +124,10 @@ TEST(ActivationOffload, SettingsThatCannotWorkAreErrors) {
       out += i.source + " " + i.path + ": " + i.message + "\n";
     return out;
   };
-  const SystemConfig bare = test::preset_system("h100-sxm-80g");
+  // A system without its host section (every preset has one).
+  SystemConfig bare = test::preset_system("h100-sxm-80g");
+  bare.host_link_bytes_per_s = 0;
+  bare.host_adam_bytes_per_s = 0;
   EXPECT_EQ(issues(R"("offload_modules": ["core_attn"])", bare, Mode::Default),
             "strategy /offload_modules: changes nothing without fine_grained_activation_offloading; set it to true\n");
   EXPECT_EQ(issues(R"("fine_grained_activation_offloading": true, "offload_modules": ["expert_fc1"])", bare,

@@ -37,7 +37,7 @@ TEST(Report, JsonHasTheNumbersUsersCheckFirst) {
   const PlanInputs in = plan_on_two_nodes(MfuConvention::Megatron);
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const auto j = nlohmann::json::parse(estimate_to_json(in, e));
-  EXPECT_EQ(j["schema_version"], "2.1.0");
+  EXPECT_EQ(j["schema_version"], "2.2.0");
   EXPECT_EQ(j["parameter_count"], 8030261248LL);
   EXPECT_EQ(j["active_parameter_count"], 8030261248LL);
   ASSERT_EQ(j["parameters_per_stage"].size(), 2u);
@@ -69,18 +69,22 @@ TEST(Report, SummaryLines) {
             std::string::npos);
 }
 
-// The fit verdict per stage: h100-sxm-80g has 79.65 GiB, 6 GiB of it unusable (the default), so
-// each stage's headroom is 73.65 GiB less its reserved peak.
+// The fit verdict per stage: h100-sxm-80g has 79.65 GiB. Outside PyTorch each rank of tp 2, pp 2,
+// dp 4 holds the CUDA context (0.5 GiB) and three NCCL communicators (tp, pp and dp groups of more
+// than one rank) of 32 channels × 9.1875 MiB = 294 MiB: 0.5 + 882/1024 = 1.361328125 GiB, so each
+// stage's headroom is 78.288671875 GiB less its reserved peak.
 TEST(Report, FitVerdictPerStage) {
   const PlanInputs in = plan_on_two_nodes(MfuConvention::Megatron);
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const auto j = nlohmann::json::parse(estimate_to_json(in, e));
-  EXPECT_NEAR(j["memory_limit_gib"].get<double>(), 73.65, 1e-9);
-  EXPECT_NEAR(j["unusable_memory_gib"].get<double>(), 6, 1e-12);
+  const double outside = 0.5 + 882.0 / 1024, limit = 79.65 - outside;
+  EXPECT_NEAR(j["memory_limit_gib"].get<double>(), limit, 1e-9);
+  EXPECT_NEAR(j["unusable_memory_gib"].get<double>(), outside, 1e-12);
   ASSERT_EQ(j["stages"].size(), 2u);
   double least = 1e9;
   for (size_t i = 0; i < 2; ++i) {
-    const double headroom = 73.65 - e.stages[i].peak_reserved_bytes / kGiB;
+    EXPECT_NEAR(j["stages"][i]["non_tensor_memory_gib"].get<double>(), outside, 1e-12);
+    const double headroom = limit - e.stages[i].peak_reserved_bytes / kGiB;
     EXPECT_NEAR(j["stages"][i]["memory_headroom_gib"].get<double>(), headroom, 1e-9);
     EXPECT_EQ(j["stages"][i]["fits"], headroom >= 0);
     least = std::min(least, headroom);
@@ -88,10 +92,19 @@ TEST(Report, FitVerdictPerStage) {
   EXPECT_NEAR(j["memory_headroom_gib"].get<double>(), least, 1e-9);
   EXPECT_EQ(j["fits"], true);
   const std::string s = estimate_summary(in, e);
-  EXPECT_NE(s.find(strprintf("fit        FITS: peak reserved %.2f GiB vs limit 73.65 GiB (device 79.65 − unusable 6.00)",
-                             e.peak_reserved_bytes() / kGiB)),
+  const StageMemory& worst = j["stages"][0]["memory_headroom_gib"] < j["stages"][1]["memory_headroom_gib"]
+                                 ? e.stages[0] : e.stages[1];
+  EXPECT_NE(s.find(strprintf("fit        FITS: peak reserved %.2f GiB vs limit 78.29 GiB (device 79.65 − 1.36 outside "
+                             "PyTorch: CUDA context, NCCL buffers)",
+                             worst.peak_reserved_bytes / kGiB)),
             std::string::npos)
       << s;
+  // Compat mode: SimuMax's flat 6 GiB.
+  const Estimate c = estimate(in.model, in.strategy, in.system, nullptr, Mode::SimuMax12);
+  const auto jc = nlohmann::json::parse(estimate_to_json(in, c));
+  EXPECT_NEAR(jc["memory_limit_gib"].get<double>(), 73.65, 1e-9);
+  EXPECT_NEAR(jc["unusable_memory_gib"].get<double>(), 6, 1e-12);
+  EXPECT_NE(estimate_summary(in, c).find("(device 79.65 − unusable 6.00)"), std::string::npos);
 }
 
 }  // namespace

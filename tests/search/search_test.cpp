@@ -272,6 +272,7 @@ TEST(SearchTest, LimitIsTheFitRuleOfTheSystem) {
   const ModelConfig m = preset_model("llama3-8b");
   SystemConfig sys = preset_system("h100-sxm-80g");
   sys.unusable_mem_bytes = 2.5 * kGiB;
+  sys.unusable_mem_given = true;
   SearchOptions o;
   o.world_size = 8;
   o.global_batch = 8;
@@ -280,11 +281,26 @@ TEST(SearchTest, LimitIsTheFitRuleOfTheSystem) {
   space.tp = {8};
   space.pp = {1};
   space.mbs = {1};
+  // Default mode: the device less each plan's memory outside PyTorch (here the system's measured
+  // 2.5 GiB, which replaces the CUDA context and NCCL terms).
   const SearchResult r = search(m, sys, space, o);
-  EXPECT_NEAR(r.memory_limit_bytes / kGiB, 77.15, 1e-9);
-  EXPECT_NEAR(r.unusable_memory_bytes / kGiB, 2.5, 1e-12);
+  EXPECT_NEAR(r.memory_limit_bytes / kGiB, 79.65, 1e-9);
+  EXPECT_DOUBLE_EQ(r.unusable_memory_bytes, 0);
+  EXPECT_TRUE(r.per_plan_non_tensor);
+  ASSERT_FALSE(r.candidates.empty());
+  for (const auto& st : r.candidates.front().stages) EXPECT_DOUBLE_EQ(st.non_tensor_bytes, 2.5 * kGiB);
+  // Compat mode: SimuMax's flat margin.
+  SearchOptions c = o;
+  c.mode = Mode::SimuMax12;
+  const SearchResult rc = search(m, sys, space, c);
+  EXPECT_NEAR(rc.memory_limit_bytes / kGiB, 77.15, 1e-9);
+  EXPECT_NEAR(rc.unusable_memory_bytes / kGiB, 2.5, 1e-12);
+  EXPECT_FALSE(rc.per_plan_non_tensor);
+  // --gmi-error: a flat margin in either mode.
   o.gmi_error_gib = 10;
-  EXPECT_NEAR(search(m, sys, space, o).memory_limit_bytes / kGiB, 69.65, 1e-9);
+  const SearchResult rg = search(m, sys, space, o);
+  EXPECT_NEAR(rg.memory_limit_bytes / kGiB, 69.65, 1e-9);
+  EXPECT_FALSE(rg.per_plan_non_tensor);
 }
 
 TEST(SearchTest, BadOptionsAreConfigErrors) {

@@ -139,7 +139,7 @@ TEST(HtmlReport, MemoryChartMarksTheVerdictsLimitAndTheTransientPeak) {
   const PlanInputs in = inputs("llama3-70b", "tp2-pp4-vpp2-dp1");  // interleaved, does not fit on 80 GiB
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const std::string html = perf_html(in, e);
-  const FitRule rule = fit_rule(in.system);
+  const FitRule rule = fit_rule(in.system, e.mode);
   const FitVerdict v = fit_verdict(e, rule);
   ASSERT_TRUE(v.known);
   EXPECT_FALSE(v.fits);

@@ -136,12 +136,19 @@ def collect_shapes(trainsim, work):
         cases = os.path.join("validation", table, "cases")
         if os.path.isdir(cases):
             for c in sorted(os.listdir(cases)):
-                plans.append((os.path.join(cases, c, "model.json"), os.path.join(cases, c, "strategy.json")))
-    plans += EXAMPLE_PLANS
+                d = os.path.join(cases, c)
+                if os.path.isfile(os.path.join(d, "megatron_args.txt")):  # a Megatron-LM command line
+                    args = ["--megatron-args", os.path.join(d, "megatron_args.txt")]
+                    if os.path.isfile(os.path.join(d, "config.json")):
+                        args += ["--hf-config", os.path.join(d, "config.json")]
+                    plans.append(args)
+                else:
+                    plans.append(["--model", os.path.join(d, "model.json"), "--strategy", os.path.join(d, "strategy.json")])
+    plans += [["--model", model, "--strategy", strategy] for model, strategy in EXAMPLE_PLANS]
     shapes = {}
     out = os.path.join(work, "shapes.json")
-    for model, strategy in plans:
-        run([trainsim, "shapes", "--model", model, "--strategy", strategy, "--out", out])
+    for args in plans:
+        run([trainsim, "shapes", *args, "--out", out])
         with open(out) as f:
             for s in json.load(f)["shapes"]:
                 shapes[(s["op"], s["key"])] = {"op": s["op"], "key": s["key"]}
