@@ -194,16 +194,14 @@ void lower_megatron_recompute(const ObjectReader& r, const std::optional<std::st
       issues.add(std::string("/") + k, "only applies to recompute_granularity 'full'; selective recompute covers every layer");
   std::vector<std::string> mods = r.has("recompute_modules") ? modules : std::vector<std::string>{"core_attn"};
   if (mods.empty()) issues.add("/recompute_modules", "selective recompute needs at least one module");
-  const std::vector<std::string> valid = {"core_attn", "mlp", "moe", "moe_act", "shared_experts", "layernorm", "mla_up_proj"};
+  const std::vector<std::string>& valid = kMegatronRecomputeModules;
   bool all_valid = true;
   for (size_t i = 0; i < mods.size(); ++i) {
     if (std::find(valid.begin(), valid.end(), mods[i]) != valid.end()) continue;
     all_valid = false;
-    std::string msg = mods[i].rfind("a2a_overlap", 0) == 0
-                          ? "module '" + mods[i] + "' needs the EP all-to-all overlap, which is not modeled; valid values: " + join(valid)
-                          : "unknown module '" + mods[i] + "'; valid values: " + join(valid);
+    std::string msg = "unknown module '" + mods[i] + "'; valid values: " + join(valid);
     const std::string near = suggest(mods[i], valid);
-    if (!near.empty() && mods[i].rfind("a2a_overlap", 0) != 0) msg += "; did you mean '" + near + "'?";
+    if (!near.empty()) msg += "; did you mean '" + near + "'?";
     issues.add("/recompute_modules/" + std::to_string(i), msg);
   }
   if (!all_valid) return;
@@ -347,10 +345,8 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
                                   s.te_version->substr(0, 40) + "\"");
   for (size_t i = 0; i < s.megatron_recompute_modules.size(); ++i) {
     const auto& m = s.megatron_recompute_modules[i];
-    std::vector<std::string> valid = {"layernorm", "mla_up_proj", "moe_act", "mlp", "moe", "core_attn", "shared_experts"};
-    bool ok = false;
-    for (const auto& v : valid) ok = ok || v == m;
-    if (ok) continue;
+    const std::vector<std::string>& valid = kMegatronRecomputeModules;
+    if (std::find(valid.begin(), valid.end(), m) != valid.end()) continue;
     std::string msg = "unknown module '" + m + "'; valid values: " + join(valid);
     issues.add("/megatron_recompute_modules/" + std::to_string(i), msg);
   }

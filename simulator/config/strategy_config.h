@@ -8,6 +8,13 @@
 
 namespace trainsim {
 
+/// Megatron-LM's `--recompute-modules` (selective recompute): what each recomputes is in
+/// passes/recompute.cpp; the a2a_overlap_* ones split a MoE layer as the EP all-to-all overlap
+/// does and need it.
+inline const std::vector<std::string> kMegatronRecomputeModules = {
+    "core_attn", "mlp", "moe", "moe_act", "shared_experts", "routed_experts", "layernorm", "mla_up_proj",
+    "a2a_overlap_attn", "a2a_overlap_post_attn", "a2a_overlap_mlp"};
+
 struct StrategyConfig {
   int64_t seq_len = 0;
   int64_t micro_batch_size = 0;

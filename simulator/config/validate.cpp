@@ -491,7 +491,7 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       add("/" + k, "Megatron's recompute keys are not part of SimuMax v1.2; use recompute_granularity full_block, "
                    "attn_only, mlp_only, sdp_only or selective_recompute with recompute_layer_num, or the default mode");
     for (const auto& mod : s.megatron_recompute_modules)
-      if (mod == "core_attn" || mod == "shared_experts")
+      if (mod == "core_attn" || mod == "shared_experts" || mod == "routed_experts" || mod.rfind("a2a_overlap_", 0) == 0)
         add("/megatron_recompute_modules", "module '" + mod + "' is not part of SimuMax v1.2's Megatron recompute "
                                            "model; valid values: layernorm, mla_up_proj, moe_act, mlp, moe");
     if (s.cross_entropy_fusion_impl != "native")
@@ -557,8 +557,13 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
         add("/megatron_recompute_modules", "'moe_act' needs a moe model with grouped GEMM");
       if ((mod == "layernorm" || mod == "moe_act") && s.fp8)
         add("/megatron_recompute_modules", "'" + mod + "' cannot be combined with fp8");
-      if ((mod == "moe" || mod == "moe_act" || mod == "shared_experts") && !m.is_moe())
+      if ((mod == "moe" || mod == "moe_act" || mod == "shared_experts" || mod == "routed_experts") && !m.is_moe())
         add("/megatron_recompute_modules", "'" + mod + "' needs a moe model");
+      // The a2a_overlap_* modules are the pieces the EP all-to-all overlap cuts a MoE layer into.
+      if (mod.rfind("a2a_overlap_", 0) == 0 && (!m.is_moe() || !s.overlap_moe_expert_parallel_comm))
+        add("/megatron_recompute_modules",
+            "'" + mod + "' recomputes a piece of the EP all-to-all overlap: it needs a moe model and "
+            "overlap_moe_expert_parallel_comm (--overlap-moe-expert-parallel-comm)");
       if (mod == "shared_experts" && m.is_moe() && !m.moe_shared_expert_intermediate_size)
         add("/megatron_recompute_modules", "'shared_experts' needs a model with shared experts");
     }

@@ -96,6 +96,25 @@ void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const StrategyC
         // input, the attention kernel re-runs in backward; the output and lse are not kept.
         for (auto& l : L)
           if (l.name == "core_attention") l.recompute = true;
+      } else if ((mod == "routed_experts" || mod == "a2a_overlap_mlp") && moe) {
+        // The routed experts' MLP (grouped GEMMs, their fp8 casts and the activation) under one
+        // checkpoint whose input is the dispatched tokens; a2a_overlap_mlp also re-runs the
+        // shared expert, which the EP overlap schedules with the experts.
+        for (size_t i = attn_end + 1; i < L.size(); ++i) {
+          const std::string_view n = L[i].name;
+          if (n.rfind("experts.", 0) == 0 || n == "expert_swiglu" ||
+              (mod == "a2a_overlap_mlp" && n.rfind("shared_expert.", 0) == 0))
+            L[i].recompute = true;
+        }
+      } else if (mod == "a2a_overlap_attn" && moe) {
+        // The attention piece of the overlapped layer: everything before the pre-MLP norm.
+        for (size_t i = 0; i < attn_end; ++i) L[i].recompute = true;
+      } else if (mod == "a2a_overlap_post_attn" && moe) {
+        // The post-attention piece: the pre-MLP norm and the router (the dispatch stays).
+        for (size_t i = attn_end; i < L.size(); ++i) {
+          const std::string_view n = L[i].name;
+          if (n == "pre_mlp_layernorm" || n == "router" || n == "router.quantizer") L[i].recompute = true;
+        }
       } else if (mod == "shared_experts" && moe) {
         // The shared expert MLP under one checkpoint: its input kept, its internals re-run.
         for (size_t i = attn_end + 1; i < L.size(); ++i)

@@ -131,12 +131,8 @@ TEST(MegatronRecompute, KeysThatChangeNothingAreErrors) {
               (void)strategy(R"("recompute_granularity": "selective", "recompute_modules": ["core_atn"])");
             }),
             "s.json: /recompute_modules/0: unknown module 'core_atn'; valid values: core_attn, mlp, moe, moe_act, "
-            "shared_experts, layernorm, mla_up_proj; did you mean 'core_attn'?");
-  EXPECT_EQ(error_of([] {
-              (void)strategy(R"("recompute_granularity": "selective", "recompute_modules": ["a2a_overlap_attn"])");
-            }),
-            "s.json: /recompute_modules/0: module 'a2a_overlap_attn' needs the EP all-to-all overlap, which is not "
-            "modeled; valid values: core_attn, mlp, moe, moe_act, shared_experts, layernorm, mla_up_proj");
+            "shared_experts, routed_experts, layernorm, mla_up_proj, a2a_overlap_attn, a2a_overlap_post_attn, "
+            "a2a_overlap_mlp; did you mean 'core_attn'?");
   EXPECT_EQ(error_of([] {
               (void)strategy(R"("recompute_granularity": "full", "recompute_method": "block",
                                 "recompute_num_layers": 2, "recompute_layer_num": 2)");
