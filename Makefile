@@ -20,7 +20,7 @@ CUDNN_FE_DIR     := $(BUILD_DIR)/_deps/cudnn_frontend
 VENV      ?= $(BUILD_DIR)/venv
 # Python environment of `make python-test`: the trainsim package (`pip install .`) and pytest.
 PY_VENV   ?= $(BUILD_DIR)/pyvenv
-PY_BUILD_REQUIRES := 'scikit-build-core>=0.10' 'nanobind>=2.0' pytest
+PY_BUILD_REQUIRES := 'scikit-build-core>=1.1' 'nanobind>=2.0' pytest
 # Builds compile through ccache when it is installed; the CMake build and `pip install .`
 # (build-python/, same flags) then share their objects.
 CCACHE    := $(shell command -v ccache 2>/dev/null)
@@ -67,15 +67,14 @@ test: build
 
 # The Python package: a venv with the build requirements from PyPI, then `pip install .` (its
 # CMake build persists in build-python/; no build isolation, so that a rebuild reuses it). The
-# compiler is the CMake build's: with the same flags, ccache gives its objects back.
+# compiler and flags are the CMake build's: ccache gives its objects back.
 $(PY_VENV)/.installed:
 	python3 -m venv $(PY_VENV)
 	$(PY_VENV)/bin/pip install -q $(PY_BUILD_REQUIRES)
 	touch $@
 
-python: setup $(BUILD_DIR)/CMakeCache.txt $(PY_VENV)/.installed
-	CXX="$$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' $(BUILD_DIR)/CMakeCache.txt)" \
-	  CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY_VENV)/bin/pip install --no-build-isolation .
+python: setup $(PY_VENV)/.installed
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY_VENV)/bin/pip install --no-build-isolation .
 
 # The Python tests compare with the CLI of the CMake build; pytest's exit code (1: failures,
 # 5: no test collected, ...) fails the target.
