@@ -36,3 +36,15 @@ def test_python_md_runs_and_prints_what_it_shows(tmp_path):
             exec(compile(code, "docs/python.md", "exec"), namespace)
         if expected is not None:
             assert out.getvalue() == expected, code
+
+
+def test_readme_python_example_runs():
+    readme = (ROOT / "README.md").read_text()
+    code = [b for lang, b in ((m.group(1), m.group(2)) for m in BLOCK.finditer(readme)) if lang == "python"]
+    assert len(code) == 1 and len(code[0].strip().splitlines()) == 5
+    out = io.StringIO()
+    namespace = {}
+    with contextlib.redirect_stdout(out):
+        exec(compile(code[0], "README.md", "exec"), namespace)
+    assert out.getvalue() == "2.186 s/step, MFU 0.366, fits: True\n"
+    assert len(namespace["table"]) == 10
