@@ -118,6 +118,13 @@ def test_errors_are_the_cli_errors(cli_args, kwargs):
     assert same_as_cli(cli_args, **kwargs) is None
 
 
+def test_wrong_types_are_usage_errors():
+    with pytest.raises(trainsim.UsageError, match="^model: expected a preset name, a file path or a dict, got int$"):
+        trainsim.perf(model=8)
+    with pytest.raises(trainsim.UsageError, match="^megatron_args: expected the command line as a string, got list$"):
+        trainsim.perf(megatron_args=["--tp", "2"])
+
+
 def test_error_attributes():
     with pytest.raises(trainsim.UsageError) as e:
         trainsim.perf(set={"tp_sise": 2})

@@ -75,8 +75,9 @@ def test_search_errors_are_the_cli_errors(cli_args, kwargs):
 
 
 def test_search_unknown_keyword():
-    with pytest.raises(trainsim.UsageError, match="unknown option 'gpu'; did you mean 'gpus'"):
+    with pytest.raises(trainsim.UsageError, match="unknown option 'gpu'; did you mean 'gpus'") as e:
         trainsim.search("llama3-8b", "h100-sxm-80g", gpu=8, gbs=32)
+    assert e.value.suggestion == "gpus" and e.value.issues == ()
 
 
 def test_batch_equals_cli(tmp_path):

@@ -35,6 +35,19 @@ Document = Union[str, "_os.PathLike[str]", Mapping[str, Any]]
 
 _NONE = ("", "", "")
 
+# What the extension sets on the errors it raises; these defaults serve the ones raised here.
+for _cls in (Error, InputError, UsageError):
+    _cls.issues = ()
+    _cls.source = None
+    _cls.path = None
+    _cls.suggestion = None
+
+
+def _usage_error(message: str, suggestion: Optional[str] = None) -> UsageError:
+    e = UsageError(message)
+    e.suggestion = suggestion
+    return e
+
 
 def _input(kind: str, value: Optional[Document]) -> tuple:
     """(name or path, document text, document label) for the extension."""
@@ -44,7 +57,7 @@ def _input(kind: str, value: Optional[Document]) -> tuple:
         return ("", _json.dumps(value), f"{kind} (dict)")
     if isinstance(value, (str, _os.PathLike)):
         return (_os.fspath(value), "", "")
-    raise UsageError(f"{kind}: expected a preset name, a file path or a dict, got {type(value).__name__}")
+    raise _usage_error(f"{kind}: expected a preset name, a file path or a dict, got {type(value).__name__}")
 
 
 def _hf_input(value: Optional[Document]) -> tuple:
@@ -52,7 +65,7 @@ def _hf_input(value: Optional[Document]) -> tuple:
         return _input("hf_config", value)
     if isinstance(value, (str, _os.PathLike)):
         return (_os.fspath(value), "", "")
-    raise UsageError(f"hf_config: expected a config.json dict or path, got {type(value).__name__}")
+    raise _usage_error(f"hf_config: expected a config.json dict or path, got {type(value).__name__}")
 
 
 def _megatron_input(value: Optional[Union[str, "_os.PathLike[str]"]]) -> tuple:
@@ -63,7 +76,7 @@ def _megatron_input(value: Optional[Union[str, "_os.PathLike[str]"]]) -> tuple:
         return ("", value, "megatron_args (string)")
     if isinstance(value, _os.PathLike):
         return (_os.fspath(value), "", "")
-    raise UsageError(f"megatron_args: expected the command line as a string, got {type(value).__name__}")
+    raise _usage_error(f"megatron_args: expected the command line as a string, got {type(value).__name__}")
 
 
 def _set_text(key: str, value: Any) -> str:
@@ -276,7 +289,7 @@ def search(model: Optional[Document] = None, system: Optional[Document] = None, 
             import difflib
             close = difflib.get_close_matches(k, list(_SEARCH_OPTIONS), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise UsageError(f"search: unknown option '{k}'{hint}")
+            raise _usage_error(f"search: unknown option '{k}'{hint}", close[0] if close else None)
         if v is not None:
             given[_SEARCH_OPTIONS[k]] = _list_text(v)
     plan = _plan(model, strategy, hf_config, megatron_args, set)
