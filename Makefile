@@ -10,7 +10,7 @@ JOBS      ?= 2
 CMAKE_ARGS ?=
 PACKAGES  := cmake g++ make pkg-config nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev \
              libopenmpi-dev openmpi-bin libbenchmark-dev python3 python3-pip python3-venv clang libclang-rt-dev \
-             chromium chromium-driver python3-selenium libcpp-httplib-dev
+             chromium chromium-driver python3-selenium libcpp-httplib-dev ccache
 
 # cudnn-frontend C++ headers (attention bench) from the PyPI wheel; any Python tag works, the
 # headers are the same. Without network or pip the attention bench is built disabled.
@@ -18,8 +18,16 @@ CUDNN_FE_VERSION ?= 1.32.0
 CUDNN_FE_DIR     := $(BUILD_DIR)/_deps/cudnn_frontend
 # Python environment of `make measured-systems` (pinned in tools/measured/requirements.txt).
 VENV      ?= $(BUILD_DIR)/venv
+# Python environment of `make python-test`: the trainsim package (`pip install .`) and pytest.
+PY_VENV   ?= $(BUILD_DIR)/pyvenv
+PY_BUILD_REQUIRES := 'scikit-build-core>=1.1' 'nanobind>=2.0' pytest
+# Builds compile through ccache when it is installed; the CMake build and `pip install .`
+# (build-python/, same flags) then share their objects.
+CCACHE    := $(shell command -v ccache 2>/dev/null)
+export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: all setup configure build run test asan bench clean calibrate measured-venv measured-systems fuzz fuzz-short
+.PHONY: all setup configure build run test asan bench clean calibrate measured-venv measured-systems fuzz fuzz-short \
+        python python-test
 
 all: build
 
@@ -35,7 +43,7 @@ setup:
 	fi
 
 $(BUILD_DIR)/CMakeCache.txt:
-	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache) $(CMAKE_ARGS)
 
 $(CUDNN_FE_DIR)/include/cudnn_frontend.h:
 	@mkdir -p $(CUDNN_FE_DIR)
@@ -55,6 +63,23 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	$(MAKE) python-test
+
+# The Python package: a venv with the build requirements from PyPI, then `pip install .` (its
+# CMake build persists in build-python/; no build isolation, so that a rebuild reuses it). The
+# compiler and flags are the CMake build's: ccache gives its objects back.
+$(PY_VENV)/.installed:
+	python3 -m venv $(PY_VENV)
+	$(PY_VENV)/bin/pip install -q $(PY_BUILD_REQUIRES)
+	touch $@
+
+python: setup $(PY_VENV)/.installed
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY_VENV)/bin/pip install --no-build-isolation .
+
+# The Python tests compare with the CLI of the CMake build; pytest's exit code (1: failures,
+# 5: no test collected, ...) fails the target.
+python-test: build python
+	TRAINSIM_CLI=$(CURDIR)/$(BUILD_DIR)/bin/trainsim $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python
 
 # Estimate speed on the 128 golden cases (Google Benchmark; figures in docs/cost-model.md).
 bench: build
@@ -121,4 +146,4 @@ fuzz-short:
 	$(MAKE) fuzz FUZZ_SECONDS=60
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR) build-python

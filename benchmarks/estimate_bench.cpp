@@ -8,6 +8,8 @@
 //   `trainsim batch` (the benchmarks above repeat one case, which warms them for it)
 // Also the scaling benchmarks: one pipeline plan (llama3-70b, tp8-pp8-dp4-zero1 on h100-sxm-80g,
 // default mode) over 64, 1,024 and 16,384 micro-batches, whose time per estimate stays flat.
+// And predict/: one whole prediction from preset names as `trainsim perf` and the Python module run
+// it (the figure a Python call is compared with in docs/python.md).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 
 #include "config/presets.h"
 #include "estimate/estimate.h"
+#include "views/predict.h"
 
 namespace {
 
@@ -40,7 +43,7 @@ class MedianReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const auto& r : runs) {
       const std::string name = r.benchmark_name();
-      if (r.run_type == Run::RT_Iteration && name.rfind("scaling/", 0) != 0)
+      if (r.run_type == Run::RT_Iteration && name.rfind("scaling/", 0) != 0 && name.rfind("predict/", 0) != 0)
         (name.rfind("cached/", 0) == 0 ? cached_us : cpu_us).push_back(r.GetAdjustedCPUTime());
     }
     ConsoleReporter::ReportRuns(runs);
@@ -163,6 +166,18 @@ int main(int argc, char** argv) {
           benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::Default, false));
       })->Unit(benchmark::kMicrosecond);
     }
+    // One whole prediction from preset names, as `trainsim perf` and the Python module's
+    // trainsim.perf() run it (views/predict.h): request, plan, system, estimate with its timeline
+    // events. The in-process C++ figure that a Python call is compared with (docs/python.md).
+    benchmark::RegisterBenchmark("predict/llama3-8b/tp2-pp2-dp2-zero1/h100-sxm-80g", [](benchmark::State& st) {
+      trainsim::PlanArgs a;
+      a.model = "llama3-8b";
+      a.strategies = {"tp2-pp2-dp2-zero1"};
+      const trainsim::ConfigText sys = trainsim::resolve_config("system", "h100-sxm-80g");
+      for (auto _ : st)
+        benchmark::DoNotOptimize(trainsim::predict(trainsim::make_request(a), "", "", sys,
+                                                   trainsim::MfuConvention::Megatron, trainsim::Mode::Default));
+    })->Unit(benchmark::kMicrosecond);
     MedianReporter reporter;
     benchmark::RunSpecifiedBenchmarks(&reporter);
     print_median("estimate", reporter.cpu_us);

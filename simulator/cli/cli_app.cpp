@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 
 #include "config/presets.h"
 #include "core/error.h"
@@ -56,13 +54,6 @@ bool parse_args(CLI::App& app, const std::string& command, const std::vector<std
     throw UsageError(command + ": unexpected argument '" + extras.front() + "'");
   }
   return true;
-}
-
-std::string read_input(const std::string& path) {
-  if (path != "-") return read_file(path);
-  std::string text(std::istreambuf_iterator<char>(std::cin), {});
-  if (std::cin.bad()) throw ConfigError("<stdin>", "", "cannot read standard input");
-  return text;
 }
 
 }  // namespace trainsim::cli

@@ -14,7 +14,4 @@ namespace trainsim::cli {
 /// unexpected argument, a missing value or a value CLI11 rejects is a UsageError naming `command`.
 [[nodiscard]] bool parse_args(CLI::App& app, const std::string& command, const std::vector<std::string>& args);
 
-/// The whole of a file, or of stdin when `path` is "-". Throws ConfigError naming the path.
-[[nodiscard]] std::string read_input(const std::string& path);
-
 }  // namespace trainsim::cli

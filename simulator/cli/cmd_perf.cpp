@@ -22,13 +22,6 @@
 
 namespace trainsim::cli {
 
-namespace {
-// The plan `trainsim perf` runs without arguments (and `make run`).
-constexpr const char* kDefaultModel = "llama3-8b";
-constexpr const char* kDefaultStrategy = "tp2-pp2-dp2-zero1";
-constexpr const char* kDefaultSystem = "h100-sxm-80g";
-}  // namespace
-
 int cmd_perf(const Args& args) {
   CLI::App app("Predict step time, MFU and memory of one plan. Without a model or strategy, the "
                "default plan (" + std::string(kDefaultModel) + ", " + kDefaultStrategy + ") is used.",

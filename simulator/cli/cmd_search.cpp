@@ -1,293 +1,26 @@
 // `trainsim search`: the fastest strategies for a model on N GPUs that fit in device memory.
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdio>
-#include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/cli_app.h"
 #include "cli/commands.h"
 #include "cli/plan_options.h"
-#include "config/plan_request.h"
 #include "config/output_file.h"
-#include "config/presets.h"
-#include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "search/search.h"
 #include "views/html_report.h"
+#include "views/search_report.h"
 
 namespace trainsim::cli {
-namespace {
-
-// Option values as given (CLI11 binds each option to one map entry); parsed below with the
-// search's own list and range syntax.
-struct Values {
-  std::map<std::string, std::string> given;
-  [[nodiscard]] bool has(const std::string& k) const { return given.count(k) && !given.at(k).empty(); }
-  [[nodiscard]] std::string get(const std::string& k, const std::string& fallback = "") const {
-    return has(k) ? given.at(k) : fallback;
-  }
-};
-
-// Bound on the values a list option expands to (ranges included).
-constexpr size_t kMaxListValues = size_t{1} << 17;
-
-int64_t parse_int(const std::string& flag, const std::string& text) {
-  int64_t v = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
-    throw UsageError("search: --" + flag + ": '" + text + "' is not an integer");
-  return v;
-}
-
-double parse_number(const std::string& flag, const std::string& text) {
-  double v = 0;
-  if (!trainsim::parse_double(text, v))
-    throw UsageError("search: --" + flag + ": '" + text + "' is not a number");
-  return v;
-}
-
-std::vector<std::string> split_commas(const std::string& flag, const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    size_t comma = text.find(',', start);
-    std::string item =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (item.empty()) throw UsageError("search: --" + flag + ": empty item in '" + text + "'");
-    out.push_back(item);
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
-  }
-}
-
-// "1,2,4", "1-16" or a mix ("1,2,8-10"); values must be ≥ `lo`.
-std::vector<int64_t> parse_int_list(const Values& p, const std::string& flag, int64_t lo = 1) {
-  std::vector<int64_t> out;
-  if (!p.has(flag)) return out;
-  for (const auto& item : split_commas(flag, p.get(flag))) {
-    size_t dash = item.find('-', 1);
-    const int64_t a = parse_int(flag, item.substr(0, dash));
-    const int64_t b = dash == std::string::npos ? a : parse_int(flag, item.substr(dash + 1));
-    if (a < lo || b < a || b - a > 100000)
-      throw UsageError(
-          strprintf("search: --%s: '%s' is not a value or range ≥ %lld (e.g. 1,2,4 or 1-16)",
-                    flag.c_str(), item.c_str(), static_cast<long long>(lo)));
-    // Many overlapping ranges could otherwise allocate without bound before deduplication.
-    if (out.size() + static_cast<size_t>(b - a + 1) > kMaxListValues)
-      throw UsageError(strprintf("search: --%s: more than %zu values", flag.c_str(), kMaxListValues));
-    for (int64_t v = a; v <= b; ++v) out.push_back(v);
-  }
-  return out;
-}
-
-std::vector<RecomputeKind> parse_recompute(const Values& p) {
-  std::vector<RecomputeKind> out;
-  if (!p.has("recompute")) return out;
-  const std::vector<std::string> names = {"none",         "full",          "full_block",
-                                          "selective",    "selective_all", "selective_attn",
-                                          "selective_mlp"};
-  for (const auto& item : split_commas("recompute", p.get("recompute"))) {
-    if (item == "none")
-      out.push_back(RecomputeKind::None);
-    else if (item == "full" || item == "full_block")
-      out.push_back(RecomputeKind::FullBlock);
-    else if (item == "selective")
-      out.insert(out.end(), {RecomputeKind::SelectiveAll, RecomputeKind::SelectiveAttn,
-                             RecomputeKind::SelectiveMlp});
-    else if (item == "selective_all")
-      out.push_back(RecomputeKind::SelectiveAll);
-    else if (item == "selective_attn")
-      out.push_back(RecomputeKind::SelectiveAttn);
-    else if (item == "selective_mlp")
-      out.push_back(RecomputeKind::SelectiveMlp);
-    else {
-      std::string msg =
-          "search: --recompute: unknown choice '" + item + "'; valid values: " + join(names);
-      if (std::string s = suggest(item, names); !s.empty()) msg += "; did you mean '" + s + "'?";
-      throw UsageError(msg);
-    }
-  }
-  return out;
-}
-
-std::vector<bool> parse_sp(const Values& p) {
-  std::vector<bool> out;
-  if (!p.has("sp")) return out;
-  for (const auto& item : split_commas("sp", p.get("sp"))) {
-    if (item != "on" && item != "off")
-      throw UsageError("search: --sp: '" + item +
-                       "' is not a choice; valid values: on, off, on,off");
-    out.push_back(item == "on");
-  }
-  return out;
-}
-
-std::string split_text(const Candidate& c) {
-  const StrategyConfig& s = c.strategy;
-  if (s.num_layers_in_first_pipeline_stage)
-    return "first:" + std::to_string(*s.num_layers_in_first_pipeline_stage);
-  if (s.num_layers_in_last_pipeline_stage)
-    return "last:" + std::to_string(*s.num_layers_in_last_pipeline_stage);
-  return "even";
-}
-
-std::string recompute_text(const Candidate& c) {
-  std::string out = recompute_kind_name(c.recompute);
-  if (c.recompute == RecomputeKind::FullBlock)
-    out += " x" + std::to_string(c.strategy.recompute_layer_num);
-  return out;
-}
-
-// The stage whose total sets the iteration time.
-const StageTime& critical_stage(const Candidate& c) {
-  size_t best = 0;
-  for (size_t i = 1; i < c.stage_times.size(); ++i)
-    if (c.stage_times[i].total_s > c.stage_times[best].total_s) best = i;
-  return c.stage_times[best];
-}
-
-std::string counts_text(const SearchResult& r) {
-  std::string out;
-  for (const auto& [reason, n] : r.rejected_by_reason)
-    out += (out.empty() ? "" : ", ") + reason + " " + std::to_string(n);
-  return out;
-}
-
-std::string table(const SearchResult& r) {
-  std::string out =
-      strprintf("%4s %3s %3s %3s %5s %3s %3s %3s %-8s %4s %5s %4s %-3s %-15s %9s %6s %10s %8s\n",
-                "rank", "tp", "cp", "pp", "dp", "ep", "etp", "vpp", "split", "mbs", "mbc", "zero",
-                "sp", "recompute", "time_s", "mfu", "tok/s/gpu", "mem_gib");
-  for (size_t i = 0; i < r.candidates.size(); ++i) {
-    const Candidate& c = r.candidates[i];
-    const StrategyConfig& s = c.strategy;
-    out += strprintf(
-        "%4zu %3lld %3lld %3lld %5lld %3lld %3lld %3lld %-8s %4lld %5lld %4lld %-3s %-15s %9.3f "
-        "%6.4f %10.1f %8.2f\n",
-        i + 1, static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
-        static_cast<long long>(s.pp_size), static_cast<long long>(s.dp_size()),
-        static_cast<long long>(s.ep_size), static_cast<long long>(s.etp_size),
-        static_cast<long long>(s.interleaving_size), split_text(c).c_str(),
-        static_cast<long long>(s.micro_batch_size), static_cast<long long>(s.micro_batch_num),
-        static_cast<long long>(s.zero_state), s.enable_sequence_parallel ? "on" : "off",
-        recompute_text(c).c_str(), c.iteration_time_s, c.mfu, c.tokens_per_s_per_gpu,
-        c.peak_bytes / kGiB);
-  }
-  if (r.candidates.empty())
-    out +=
-        "(no strategy fits: more GPUs, --zero 2,3, a smaller --mbs or a smaller --gmi-error may "
-        "help)\n";
-  return out;
-}
-
-std::string summary(const SearchResult& r) {
-  std::string out = strprintf(
-      "%lld candidates in %.3f s (%.0f candidates/s, %lld estimates, %d threads): %lld feasible, "
-      "%lld rejected\n",
-      static_cast<long long>(r.evaluated), r.elapsed_s,
-      r.elapsed_s > 0 ? static_cast<double>(r.evaluated) / r.elapsed_s : 0.0,
-      static_cast<long long>(r.estimate_calls), r.threads, static_cast<long long>(r.feasible),
-      static_cast<long long>(r.evaluated - r.feasible));
-  if (!r.rejected_by_reason.empty()) out += "  rejected: " + counts_text(r) + "\n";
-  if (!r.first_estimate_error.empty())
-    out += "  first estimate error: " + r.first_estimate_error + "\n";
-  return out;
-}
-
-std::string csv(const SearchResult& r) {
-  std::string out =
-      "rank,tp,cp,pp,dp,ep,etp,edp,vpp,split,mbs,mbc,zero,sp,recompute,recompute_layer_num,"
-      "iteration_time_s,mfu,tflops_per_gpu,tokens_per_s_per_gpu,peak_memory_gib,"
-      "critical_stage,fwd_compute_s,bwd_compute_s,recompute_s,tp_comm_s,pp_comm_s,dp_comm_s,"
-      "optimizer_s,bubble_s,stage_peak_alloc_gib,stage_peak_reserved_gib\n";
-  for (size_t i = 0; i < r.candidates.size(); ++i) {
-    const Candidate& c = r.candidates[i];
-    const StrategyConfig& s = c.strategy;
-    const StageTime& t = critical_stage(c);
-    std::string alloc, reserved;
-    for (const auto& st : c.stages) {
-      alloc += (alloc.empty() ? "" : ";") + st.name + "=" +
-               strprintf("%.4f", st.peak_alloc_bytes / kGiB);
-      reserved += (reserved.empty() ? "" : ";") + st.name + "=" +
-                  strprintf("%.4f", st.peak_reserved_bytes / kGiB);
-    }
-    out += strprintf(
-        "%zu,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%lld,%lld,%lld,%s,%s,%lld,"
-        "%.6f,%.6f,%.4f,%.3f,%.4f,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%s,%s\n",
-        i + 1, static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
-        static_cast<long long>(s.pp_size), static_cast<long long>(s.dp_size()),
-        static_cast<long long>(s.ep_size), static_cast<long long>(s.etp_size),
-        static_cast<long long>(s.edp_size()), static_cast<long long>(s.interleaving_size),
-        split_text(c).c_str(), static_cast<long long>(s.micro_batch_size),
-        static_cast<long long>(s.micro_batch_num), static_cast<long long>(s.zero_state),
-        s.enable_sequence_parallel ? "on" : "off", recompute_kind_name(c.recompute),
-        static_cast<long long>(s.recompute_layer_num), c.iteration_time_s, c.mfu, c.tflops_per_gpu,
-        c.tokens_per_s_per_gpu, c.peak_bytes / kGiB, t.name.c_str(), t.fwd_compute_s,
-        t.bwd_compute_s, t.recompute_s, t.tp_comm_s, t.pp_comm_s, t.dp_comm_s, t.optimizer_s,
-        t.bubble_s, alloc.c_str(), reserved.c_str());
-  }
-  return out;
-}
-
-nlohmann::ordered_json candidate_json(const Candidate& c, size_t rank) {
-  const StrategyConfig& s = c.strategy;
-  nlohmann::ordered_json j;
-  j["rank"] = rank;
-  j["tp"] = s.tp_size;
-  j["cp"] = s.cp_size;
-  j["pp"] = s.pp_size;
-  j["dp"] = s.dp_size();
-  j["ep"] = s.ep_size;
-  j["etp"] = s.etp_size;
-  j["edp"] = s.edp_size();
-  j["vpp"] = s.interleaving_size;
-  j["split"] = pipeline_split_name(c.split);
-  j["mbs"] = s.micro_batch_size;
-  j["mbc"] = s.micro_batch_num;
-  j["zero"] = s.zero_state;
-  j["sp"] = s.enable_sequence_parallel;
-  j["recompute"] = recompute_kind_name(c.recompute);
-  j["recompute_layer_num"] = s.recompute_layer_num;
-  j["iteration_time_s"] = c.iteration_time_s;
-  j["mfu"] = c.mfu;
-  j["tflops_per_gpu"] = c.tflops_per_gpu;
-  j["tokens_per_s_per_gpu"] = c.tokens_per_s_per_gpu;
-  j["peak_memory_gib"] = c.peak_bytes / kGiB;
-  for (const auto& t : c.stage_times)
-    j["stage_times"].push_back({{"name", t.name},
-                                {"fwd_compute_s", t.fwd_compute_s},
-                                {"bwd_compute_s", t.bwd_compute_s},
-                                {"recompute_s", t.recompute_s},
-                                {"tp_comm_s", t.tp_comm_s},
-                                {"pp_comm_s", t.pp_comm_s},
-                                {"dp_comm_s", t.dp_comm_s},
-                                {"optimizer_s", t.optimizer_s},
-                                {"pipeline_s", t.pipeline_s},
-                                {"bubble_s", t.bubble_s},
-                                {"total_s", t.total_s}});
-  for (const auto& m : c.stages)
-    j["stages"].push_back({{"name", m.name},
-                           {"model_gib", m.model_bytes / kGiB},
-                           {"activation_cache_per_mb_gib", m.activation_cache_per_mb_bytes / kGiB},
-                           {"in_flight_micro_batches", m.in_flight_micro_batches},
-                           {"peak_alloc_gib", m.peak_alloc_bytes / kGiB},
-                           {"peak_reserved_gib", m.peak_reserved_bytes / kGiB},
-                           {"peak_phase", m.peak_phase}});
-  j["strategy"] = nlohmann::ordered_json::parse(strategy_to_json_text(s));
-  return j;
-}
-
-}  // namespace
 
 int cmd_search(const Args& args) {
   CLI::App app("Find the fastest strategies for a model on N GPUs that fit in device memory.", "trainsim search");
   PlanOptions po;
   add_plan_options(app, po, {.strategy_repeatable = false, .shortcuts = false});
-  Values p;
+  SearchArgs p;
   auto opt = [&](const std::string& names, const std::string& help) {
     const std::string key = names.substr(2, names.find(',') == std::string::npos ? std::string::npos : names.find(',') - 2);
     return app.add_option(names, p.given[key], help);
@@ -325,75 +58,14 @@ int cmd_search(const Args& args) {
   std::string compat;
   add_compat_option(app, compat);
   if (!parse_args(app, "search", args)) return 0;
-  if (!p.has("system")) throw UsageError("search: --system is required");
-  if (use_reserved && use_alloc) throw UsageError("search: --use-reserved and --use-alloc exclude each other");
-
-  // The base strategy: --strategy, the Megatron command line, or the strategy defaults.
-  PlanRequest request = make_request(po);
-  request.mode = compat_mode(compat, "search");
-  request.normalize = false;  // each candidate is normalized with its own sizes
-  const bool own_strategy = request.strategy || request.megatron;
-  if (!own_strategy)
-    request.strategy = ConfigText{R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 1})",
-                                  "(search defaults)"};
-  const PlanConfigs plan = build_plan(request, "", "");
-  warn_about(plan, "search");
-  const ModelConfig& model = plan.model;
-  ConfigText yt = resolve_config("system", p.get("system"));
-  const SystemConfig sys = load_system(yt.text, yt.source);
-
-  SearchOptions o;
-  o.mode = request.mode;
-  o.base = plan.strategy;
-  if (p.has("seq")) o.base.seq_len = parse_int("seq", p.get("seq"));
-  if (o.base.seq_len <= 0) o.base.seq_len = 4096;
-  if (!request.megatron)
-    for (const char* req : {"gpus", "global-batch"})
-      if (!p.has(req)) throw UsageError(std::string("search: --") + req + " is required");
-  o.world_size = p.has("gpus") ? parse_int("gpus", p.get("gpus")) : o.base.world_size;
-  o.global_batch = p.has("global-batch") ? parse_int("global-batch", p.get("global-batch")) : o.base.global_batch_size();
-  if (o.world_size < 1) throw UsageError("search: --gpus must be at least 1");
-  if (o.global_batch < 1) throw UsageError("search: --global-batch must be at least 1");
-  if (o.base.seq_len < 1) throw UsageError("search: --seq must be at least 1");
-  o.keep = p.has("top") ? parse_int("top", p.get("top")) : 10;
-  if (o.keep < 0) throw UsageError("search: --top must be 0 (every feasible candidate) or more");
-  const std::string rank = p.get("rank-by", "time");
-  if (rank == "time")
-    o.rank_by = RankBy::Time;
-  else if (rank == "mfu")
-    o.rank_by = RankBy::Mfu;
-  else if (rank == "tokens")
-    o.rank_by = RankBy::Tokens;
-  else
-    throw UsageError("search: --rank-by: unknown value '" + rank +
-                     "'; valid values: time, mfu, tokens");
-  if (p.has("threads")) {
-    const int64_t t = parse_int("threads", p.get("threads"));
-    if (t < 1 || t > 1024) throw UsageError("search: --threads must be in 1..1024");
-    o.threads = static_cast<int>(t);
-  }
-  if (p.has("gmi-error")) {
-    o.gmi_error_gib = parse_number("gmi-error", p.get("gmi-error"));
-    if (!(*o.gmi_error_gib >= 0))
-      throw UsageError("search: --gmi-error must be a non-negative number of GiB");
-  }
-  o.use_reserved = !use_alloc;
-
-  SearchSpace space;
-  space.tp = parse_int_list(p, "tp");
-  space.pp = parse_int_list(p, "pp");
-  space.cp = parse_int_list(p, "cp");
-  space.ep = parse_int_list(p, "ep");
-  space.etp = parse_int_list(p, "etp");
-  space.vpp = parse_int_list(p, "vpp");
-  space.mbs = parse_int_list(p, "mbs");
-  space.zero = parse_int_list(p, "zero", 0);
-  for (int64_t z : space.zero)
-    if (z > 3)
-      throw UsageError("search: --zero: " + std::to_string(z) +
-                       " is not a ZeRO stage; valid values: 0, 1, 2, 3");
-  space.recompute = parse_recompute(p);
-  space.sp = parse_sp(p);
+  p.use_reserved = use_reserved;
+  p.use_alloc = use_alloc;
+  p.compat = compat;
+  SearchRun run = prepare_search(po, p, [](const PlanConfigs& plan) { warn_about(plan, "search"); });
+  const ModelConfig& model = run.plan.model;
+  const SystemConfig& sys = run.system;
+  SearchOptions& o = run.options;
+  const std::string& rank = run.rank_by;
 
   const bool show_progress = !quiet;
   const bool tty = isatty(fileno(stderr)) != 0;
@@ -412,51 +84,18 @@ int cmd_search(const Args& args) {
   // Without --top, the HTML scatter shows every feasible candidate; the other outputs the best 10.
   const bool plot_all = p.has("html") && !p.has("top");
   if (plot_all) o.keep = kMaxKeep;
-  SearchResult r = search(model, sys, space, o);
+  SearchResult r = search(model, sys, run.space, o);
   if (progress_shown && tty) std::fputs("\n", stderr);
 
-  const std::string model_name = model.model_name.empty() ? plan.model_source : model.model_name;
+  const std::string model_name = search_model_name(run);
   if (p.has("html"))
     write_file_atomic(p.get("html"), search_html(r, strprintf("%s on %lld GPUs", model_name.c_str(),
                                                               static_cast<long long>(o.world_size))));
   if (plot_all && r.candidates.size() > 10) r.candidates.resize(10);
-  if (p.has("csv")) write_file_atomic(p.get("csv"), csv(r));
+  if (p.has("csv")) write_file_atomic(p.get("csv"), search_csv(r));
   if (json) {
-    const SearchSpace full = default_search_space(model, sys, o.world_size, space, o.mode);
-    nlohmann::ordered_json j;
-    j["schema_version"] = "1.0.0";
-    j["provenance"] = {{"tool", "trainsim search"},
-                       {"version", TRAINSIM_VERSION},
-                       {"command", command_line("trainsim search", args)},
-                       {"date", utc_timestamp()}};
-    nlohmann::ordered_json in;
-    in["model"] = model_name;
-    in["system"] = sys.sys_name;
-    in["world_size"] = o.world_size;
-    in["global_batch"] = o.global_batch;
-    in["seq_len"] = o.base.seq_len;
-    in["rank_by"] = rank;
-    in["memory"] = o.use_reserved ? "reserved" : "allocated";
-    in["gmi_error_gib"] = r.unusable_memory_bytes / kGiB;
-    in["memory_limit_gib"] = r.memory_limit_bytes / kGiB;
-    in["space"] = {{"tp", full.tp},   {"pp", full.pp},     {"cp", full.cp},
-                   {"ep", full.ep},   {"etp", full.etp},   {"vpp", full.vpp},
-                   {"mbs", full.mbs}, {"zero", full.zero}, {"sp", full.sp}};
-    for (RecomputeKind k : full.recompute)
-      in["space"]["recompute"].push_back(recompute_kind_name(k));
-    j["search"] = in;
-    j["evaluated"] = r.evaluated;
-    j["feasible"] = r.feasible;
-    j["estimate_calls"] = r.estimate_calls;
-    j["elapsed_s"] = r.elapsed_s;
-    j["threads"] = r.threads;
-    j["rejected_by_reason"] = r.rejected_by_reason;
-    if (!r.first_estimate_error.empty()) j["first_estimate_error"] = r.first_estimate_error;
-    j["candidates"] = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < r.candidates.size(); ++i)
-      j["candidates"].push_back(candidate_json(r.candidates[i], i + 1));
-    std::fputs((j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
-    std::fputs(summary(r).c_str(), stderr);
+    std::fputs(search_json(run, r, command_line("trainsim search", args)).c_str(), stdout);
+    std::fputs(search_summary(r).c_str(), stderr);
     return 0;
   }
   std::printf("search: %s on %lld GPUs (%s), global batch %lld, seq %lld, ranked by %s\n",
@@ -471,8 +110,8 @@ int cmd_search(const Args& args) {
     std::printf("memory limit %.2f GiB per GPU (%.2f GiB - %s GiB gmi error, peak %s)\n\n",
                 r.memory_limit_bytes / kGiB, sys.mem_bytes / kGiB,
                 format_number(r.unusable_memory_bytes / kGiB).c_str(), o.use_reserved ? "reserved" : "allocated");
-  std::fputs(table(r).c_str(), stdout);
-  std::fputs(("\n" + summary(r)).c_str(), stdout);
+  std::fputs(search_table(r).c_str(), stdout);
+  std::fputs(("\n" + search_summary(r)).c_str(), stdout);
   return 0;
 }
 

@@ -1,11 +1,8 @@
 // `trainsim validate`: predicts every case of the accuracy tables (validation/) and reports the
 // signed error against the real measurement, next to the peer simulator's published error.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,17 +14,10 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "report/validation.h"
+#include "views/validate_report.h"
 
 namespace trainsim::cli {
 namespace {
-
-struct TableRun {
-  ValidationTable table;
-  std::string system_source;
-  std::string system_error;  // the table's system could not be loaded
-  std::vector<CaseResult> results;
-  std::vector<MetricSummary> summary;
-};
 
 std::string fmt_ms(double v) { return strprintf(v >= 100 ? "%.1f" : "%.3f", v); }
 // A compared value: times in ms, memory in GiB (two decimals, as the tables publish it).
@@ -48,40 +38,6 @@ std::string indent_lines(const std::string& msg, const std::string& pad) {
     if (ch == '\n') out += pad;
   }
   return out;
-}
-
-std::string csv_field(const std::string& s) {
-  std::string flat;
-  for (char ch : s) flat += ch == '\n' ? std::string(" | ") : std::string(1, ch);
-  if (flat.find_first_of(",\"") == std::string::npos) return flat;
-  std::string out = "\"";
-  for (char ch : flat) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return out + "\"";
-}
-
-TableRun run_table(ValidationTable t, Mode mode) {
-  TableRun run;
-  run.table = std::move(t);
-  std::optional<SystemConfig> sys;
-  try {
-    ConfigText text = resolve_table_system(run.table);
-    run.system_source = text.source;
-    sys = load_system(text.text, text.source);
-  } catch (const Error& e) {
-    run.system_error = e.what();
-  }
-  for (const auto& c : run.table.cases) {
-    if (!sys) {
-      CaseResult failed;
-      failed.name = c.name;
-      failed.error = "system: " + run.system_error;
-      run.results.push_back(failed);
-      continue;
-    }
-    run.results.push_back(run_validation_case(run.table, c, *sys, run.system_source, mode));
-  }
-  run.summary = summarize(run.table, run.results);
-  return run;
 }
 
 void print_table(const TableRun& run) {
@@ -170,109 +126,6 @@ void print_overview(const std::vector<TableRun>& runs) {
   }
 }
 
-nlohmann::ordered_json to_json(const std::vector<TableRun>& runs) {
-  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(); };
-  nlohmann::ordered_json tables = nlohmann::ordered_json::array();
-  for (const auto& run : runs) {
-    const ValidationTable& t = run.table;
-    nlohmann::ordered_json jt;
-    jt["name"] = t.name;
-    jt["dir"] = t.dir;
-    jt["system"] = t.system;
-    jt["system_source"] = run.system_source;
-    if (!run.system_error.empty()) jt["system_error"] = run.system_error;
-    nlohmann::ordered_json cases = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < t.cases.size(); ++i) {
-      const ValidationCase& c = t.cases[i];
-      const CaseResult& r = run.results[i];
-      nlohmann::ordered_json jc;
-      jc["case"] = c.name;
-      jc["ok"] = r.ok();
-      if (!r.ok()) jc["error"] = r.error;
-      nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
-      for (size_t k = 0; k < t.metrics.size(); ++k) {
-        nlohmann::ordered_json jm;
-        jm["real"] = c.real[k];
-        jm["predicted"] = r.ok() ? nlohmann::ordered_json(r.predicted[k]) : nlohmann::ordered_json();
-        jm["error_pct"] = r.ok() ? nlohmann::ordered_json(signed_error_pct(r.predicted[k], c.real[k]))
-                                 : nlohmann::ordered_json();
-        jm["peer_error_pct"] = opt(c.peer_err_pct[k]);
-        metrics[metric_name(t.metrics[k])] = jm;
-      }
-      jc["metrics"] = metrics;
-      const bool verdict = r.ok() && r.fit.known;
-      jc["peak_alloc_gib"] = r.ok() ? nlohmann::ordered_json(r.peak_alloc_bytes / kGiB) : nlohmann::ordered_json();
-      jc["peak_reserved_gib"] = r.ok() ? nlohmann::ordered_json(r.peak_reserved_bytes / kGiB) : nlohmann::ordered_json();
-      jc["fits"] = verdict ? nlohmann::ordered_json(r.fit.fits) : nlohmann::ordered_json();
-      jc["memory_headroom_gib"] = verdict ? nlohmann::ordered_json(r.fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
-      cases.push_back(jc);
-    }
-    jt["cases"] = cases;
-    nlohmann::ordered_json summary = nlohmann::ordered_json::array();
-    for (const auto& s : run.summary) {
-      nlohmann::ordered_json js;
-      js["metric"] = metric_name(s.metric);
-      js["cases"] = s.cases;
-      js["compared"] = s.compared;
-      js["mean_abs_error_pct"] = s.compared ? nlohmann::ordered_json(s.mean_abs_err_pct) : nlohmann::ordered_json();
-      js["max_abs_error_pct"] = s.compared ? nlohmann::ordered_json(s.max_abs_err_pct) : nlohmann::ordered_json();
-      js["max_case"] = s.max_case;
-      js["peer_compared"] = s.peer_compared;
-      js["peer_mean_abs_error_pct"] =
-          s.peer_compared ? nlohmann::ordered_json(s.peer_mean_abs_err_pct) : nlohmann::ordered_json();
-      js["peer_max_abs_error_pct"] =
-          s.peer_compared ? nlohmann::ordered_json(s.peer_max_abs_err_pct) : nlohmann::ordered_json();
-      js["peer_published"] = s.peer_published;
-      js["peer_published_mean_abs_error_pct"] =
-          s.peer_published ? nlohmann::ordered_json(s.peer_published_mean_abs_err_pct) : nlohmann::ordered_json();
-      js["peer_published_max_abs_error_pct"] =
-          s.peer_published ? nlohmann::ordered_json(s.peer_published_max_abs_err_pct) : nlohmann::ordered_json();
-      summary.push_back(js);
-    }
-    jt["summary"] = summary;
-    const FitSummary f = summarize_fit(run.results);
-    nlohmann::ordered_json jf;
-    jf["predicted"] = f.predicted;
-    jf["fits"] = f.fits;
-    jf["not_fit"] = static_cast<int64_t>(f.not_fit.size());
-    jf["not_fit_cases"] = f.not_fit;
-    jf["least_headroom_gib"] = f.predicted ? nlohmann::ordered_json(f.least_headroom_gib) : nlohmann::ordered_json();
-    jf["least_case"] = f.least_case;
-    jt["fit"] = jf;
-    tables.push_back(jt);
-  }
-  nlohmann::ordered_json out;
-  out["tables"] = tables;
-  return out;
-}
-
-void write_csv(const std::string& path, const std::vector<TableRun>& runs) {
-  std::ostringstream out;
-  out << "table,case,metric,real,predicted,error_pct,peer_error_pct,fits,memory_headroom_gib,status,message\n";
-  for (const auto& run : runs) {
-    const ValidationTable& t = run.table;
-    for (size_t i = 0; i < t.cases.size(); ++i) {
-      const ValidationCase& c = t.cases[i];
-      const CaseResult& r = run.results[i];
-      for (size_t k = 0; k < t.metrics.size(); ++k) {
-        out << csv_field(t.name) << ',' << csv_field(c.name) << ',' << metric_name(t.metrics[k]) << ','
-            << format_number(c.real[k]) << ',';
-        if (r.ok())
-          out << format_number(r.predicted[k]) << ','
-              << strprintf("%.4f", signed_error_pct(r.predicted[k], c.real[k]));
-        else
-          out << ',';
-        const bool verdict = r.ok() && r.fit.known;
-        out << ',' << (c.peer_err_pct[k] ? strprintf("%.4f", *c.peer_err_pct[k]) : "") << ','
-            << (verdict ? (r.fit.fits ? "true" : "false") : "") << ','
-            << (verdict ? strprintf("%.4f", r.fit.headroom_bytes / kGiB) : "") << ','
-            << (r.ok() ? "ok" : "failed") << ',' << csv_field(r.error) << '\n';
-      }
-    }
-  }
-  write_file_atomic(path, out.str());
-}
-
 }  // namespace
 
 int cmd_validate(const Args& args) {
@@ -292,51 +145,12 @@ int cmd_validate(const Args& args) {
   if (!parse_args(app, "validate", args)) return 0;
   const Mode mode = compat_mode(compat, "validate");
 
-  std::vector<std::string> dirs = find_validation_tables(root);
-  if (!wanted.empty()) {
-    std::vector<std::string> names, picked;
-    for (const auto& d : dirs) names.push_back(validation_table_name(d));
-    for (const auto& want : wanted) {
-      auto it = std::find(names.begin(), names.end(), want);
-      if (it == names.end()) {
-        std::string msg = "no table '" + want + "'";
-        std::string s = suggest(want, names);
-        if (!s.empty()) msg += "; did you mean '" + s + "'?";
-        throw ConfigError(root, "", msg + "; tables: " + join(names));
-      }
-      picked.push_back(dirs[static_cast<size_t>(it - names.begin())]);
-    }
-    dirs = picked;
-  }
-
-  // Input errors in the tables stop the run before any prediction.
-  std::vector<ValidationTable> tables;
-  for (const auto& d : dirs) tables.push_back(load_validation_table(d));
-  // Side-by-side runs (datasheet vs measured system files) swap a table's system, not its cases.
-  for (const auto& spec : system_swaps) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      throw UsageError("validate: --system: expected NAME=SYSTEM, got '" + spec + "'");
-    const std::string from = spec.substr(0, eq), to = spec.substr(eq + 1);
-    std::vector<std::string> named;
-    bool used = false;
-    for (auto& t : tables) {
-      if (std::find(named.begin(), named.end(), t.system) == named.end()) named.push_back(t.system);
-      if (t.system != from) continue;
-      t.system = to;
-      used = true;
-    }
-    if (!used) {
-      std::string msg = "validate: --system: no table uses system '" + from + "'";
-      if (std::string sug = suggest(from, named); !sug.empty()) msg += "; did you mean '" + sug + "'?";
-      throw UsageError(msg + "; the tables use: " + join(named));
-    }
-  }
+  std::vector<ValidationTable> tables = load_validation_tables(root, wanted, system_swaps);
 
   std::vector<TableRun> runs;
   int64_t failed = 0, total = 0;
   for (auto& t : tables) {
-    runs.push_back(run_table(std::move(t), mode));
+    runs.push_back(run_validation_table(std::move(t), mode));
     for (const auto& r : runs.back().results) {
       ++total;
       failed += r.ok() ? 0 : 1;
@@ -347,13 +161,13 @@ int cmd_validate(const Args& args) {
     }
   }
   if (json) {
-    std::printf("%s\n", to_json(runs).dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::fputs(validate_json(runs).c_str(), stdout);
   } else {
     print_overview(runs);
     if (failed)
       std::printf("%lld of %lld cases failed\n", static_cast<long long>(failed), static_cast<long long>(total));
   }
-  if (!csv.empty()) write_csv(csv, runs);
+  if (!csv.empty()) write_file_atomic(csv, validate_csv(runs));
   // Large errors are the report, not a failure; a case that could not be predicted is.
   return failed ? 1 : 0;
 }

@@ -23,8 +23,7 @@ int cmd_import(const Args& args);    // Hugging Face config / Megatron command l
 int cmd_serve(const Args& args);     // local web app and JSON API
 
 /// Declares --compat on a subcommand, storing its value in `value`; compat_mode turns it into
-/// the mode ("" → default; UsageError naming `command` for an unknown mode).
+/// the mode.
 void add_compat_option(CLI::App& app, std::string& value);
-[[nodiscard]] Mode compat_mode(const std::string& value, const std::string& command);
 
 }  // namespace trainsim::cli

@@ -11,13 +11,7 @@
 
 namespace trainsim::cli {
 
-struct PlanOptions {
-  std::string model, hf_config, megatron_args;
-  std::vector<std::string> strategies;  // one, or several where the command allows it
-  bool mtp = false;
-  std::vector<std::string> sets;
-  std::vector<std::string> shortcut_values;  // parallel to override_shortcuts(); "" = not given
-};
+using PlanOptions = PlanArgs;
 
 struct PlanOptionSet {
   bool strategy_repeatable = false;
@@ -26,10 +20,6 @@ struct PlanOptionSet {
 
 /// Declares the plan options on `app`, bound to `o` (which must outlive the parse).
 void add_plan_options(CLI::App& app, PlanOptions& o, PlanOptionSet which = {});
-
-/// Reads the given files (or stdin for "-") and resolves presets; `strategy_index` picks one of
-/// several --strategy values.
-[[nodiscard]] PlanRequest make_request(const PlanOptions& o, size_t strategy_index = 0);
 
 /// Prints the notes and the not-modeled flags of a plan to stderr (for commands without a summary).
 void warn_about(const PlanConfigs& p, const std::string& command);

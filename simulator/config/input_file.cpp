@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
+#include <iterator>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -138,6 +140,13 @@ void check_utf8(std::string_view text, const std::string& source) {
   throw ConfigError(source, "", strprintf("invalid UTF-8 at byte %zu (%s): byte 0x%02X", bad,
                                           text_position(text, bad).c_str(),
                                           static_cast<unsigned>(static_cast<unsigned char>(text[bad]))));
+}
+
+std::string read_input(const std::string& path) {
+  if (path != "-") return read_file(path);
+  std::string text(std::istreambuf_iterator<char>(std::cin), {});
+  if (std::cin.bad()) throw ConfigError("<stdin>", "", "cannot read standard input");
+  return text;
 }
 
 }  // namespace trainsim

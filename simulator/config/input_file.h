@@ -20,6 +20,9 @@ inline constexpr size_t kDefaultMaxInputBytes = size_t{64} << 20;
 /// naming the path.
 [[nodiscard]] std::string read_file(const std::string& path);
 
+/// The whole of a file (read_file), or of stdin when `path` is "-". Throws ConfigError naming the path.
+[[nodiscard]] std::string read_input(const std::string& path);
+
 /// Byte offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no overlong
 /// forms, no surrogates, nothing above U+10FFFF), or std::string_view::npos when all of it is.
 [[nodiscard]] size_t find_invalid_utf8(std::string_view text);

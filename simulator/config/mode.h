@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace trainsim {
@@ -13,5 +14,8 @@ enum class Mode : uint8_t { Default, SimuMax12 };
 [[nodiscard]] const char* mode_name(Mode m);
 /// "default" or "simumax-1.2"; nullopt for anything else.
 [[nodiscard]] std::optional<Mode> parse_mode(std::string_view text);
+/// The value of a `--compat` option: "" → default, "simumax-1.2"; anything else is a UsageError
+/// naming `command` (perf, search, ...) with a suggestion.
+[[nodiscard]] Mode compat_mode(const std::string& value, const std::string& command);
 
 }  // namespace trainsim

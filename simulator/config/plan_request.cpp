@@ -3,10 +3,12 @@
 #include "config/plan_request.h"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "config/input_file.h"
 #include "config/json_reader.h"
 #include "config/megatron_args.h"
 #include "core/error.h"
@@ -312,6 +314,40 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
     out.no_effect.insert(out.no_effect.end(), off.begin(), off.end());
   }
   return out;
+}
+
+PlanRequest make_request(const PlanArgs& o, size_t strategy_index) {
+  int stdin_users = 0;
+  for (const std::string* v : {&o.model, &o.hf_config, &o.megatron_args}) stdin_users += *v == "-";
+  for (const auto& v : o.strategies) stdin_users += v == "-";
+  if (stdin_users > 1) throw UsageError("only one input can be read from stdin ('-')");
+  auto json_input = [](const char* kind, const std::string& arg) {
+    return arg == "-" ? ConfigText{read_input("-"), "<stdin>"} : resolve_config(kind, arg);
+  };
+  PlanRequest r;
+  if (!o.model.empty()) r.model = json_input("model", o.model);
+  if (!o.hf_config.empty()) {
+    const std::string path = o.hf_config == "-" ? "-" : hf_config_path(o.hf_config);
+    r.hf_config = ConfigText{read_input(path), path == "-" ? "<stdin>" : path};
+  }
+  r.hf.mtp = o.mtp;
+  if (o.mtp && o.hf_config.empty()) throw UsageError("--mtp needs --hf-config");
+  if (strategy_index < o.strategies.size()) r.strategy = json_input("strategy", o.strategies[strategy_index]);
+  if (!o.megatron_args.empty())
+    r.megatron = ConfigText{read_input(o.megatron_args), o.megatron_args == "-" ? "<stdin>" : o.megatron_args};
+  for (const auto& s : o.sets) r.overrides.push_back(parse_set_option(s));
+  for (size_t i = 0; i < o.shortcut_values.size(); ++i) {
+    if (o.shortcut_values[i].empty()) continue;
+    const Shortcut& sc = override_shortcuts()[i];
+    // Every shortcut is a count: a malformed one is a usage error, like any malformed option value.
+    const std::string& v = o.shortcut_values[i];
+    int64_t n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size())
+      throw UsageError(std::string("--") + sc.option + ": '" + o.shortcut_values[i] + "' is not an integer");
+    r.overrides.push_back({sc.key, o.shortcut_values[i], std::string("--") + sc.option + " " + o.shortcut_values[i]});
+  }
+  return r;
 }
 
 }  // namespace trainsim

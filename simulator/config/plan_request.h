@@ -58,6 +58,20 @@ struct Shortcut {
 /// UsageError with a suggestion.
 [[nodiscard]] Override parse_set_option(const std::string& text);
 
+/// The plan inputs as given on a command line (or to the Python module): preset names or file
+/// paths ("-" = stdin), `--set` texts and shortcut values.
+struct PlanArgs {
+  std::string model, hf_config, megatron_args;
+  std::vector<std::string> strategies;  // one, or several where the command allows it
+  bool mtp = false;
+  std::vector<std::string> sets;
+  std::vector<std::string> shortcut_values;  // parallel to override_shortcuts(); "" = not given
+};
+
+/// Reads the given files (or stdin for "-") and resolves presets; `strategy_index` picks one of
+/// several strategies.
+[[nodiscard]] PlanRequest make_request(const PlanArgs& o, size_t strategy_index = 0);
+
 /// Builds the plan. Model: `model`, `hf_config` or the Megatron model flags (a Megatron model
 /// flag that disagrees with the model file is an error); strategy: `strategy` or `megatron`.
 /// Whichever is absent falls back to the given default preset names (empty = required).

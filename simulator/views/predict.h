@@ -9,6 +9,11 @@
 
 namespace trainsim {
 
+// The plan `trainsim perf` runs without arguments (and `make run`, the web app, the Python module).
+inline constexpr const char* kDefaultModel = "llama3-8b";
+inline constexpr const char* kDefaultStrategy = "tp2-pp2-dp2-zero1";
+inline constexpr const char* kDefaultSystem = "h100-sxm-80g";
+
 struct Prediction {
   PlanInputs in;
   Estimate estimate;

@@ -16,11 +16,6 @@ namespace trainsim {
 
 namespace {
 
-// The default plan of `trainsim perf` (cmd_perf.cpp).
-constexpr const char* kDefaultModel = "llama3-8b";
-constexpr const char* kDefaultStrategy = "tp2-pp2-dp2-zero1";
-constexpr const char* kDefaultSystem = "h100-sxm-80g";
-
 // Bad input in a request, with the input or key it concerns.
 struct FieldError : Error {
   FieldError(std::string f, const std::string& message) : Error(message), field(std::move(f)) {}

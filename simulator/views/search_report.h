@@ -1,0 +1,61 @@
+// `trainsim search` as a library: the command's options, as given on its command line, turned
+// into a search; and its outputs. The CLI and the Python module run the same code.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "config/plan_request.h"
+#include "config/system_config.h"
+#include "search/search.h"
+
+namespace trainsim {
+
+/// The search options as texts, keyed by the CLI's long option name without dashes ("system",
+/// "gpus", "global-batch", "seq", "top", "rank-by", "threads", "gmi-error", "tp", "pp", "cp",
+/// "ep", "etp", "vpp", "mbs", "zero", "recompute", "sp"); lists as "1,2,4" or "1-16".
+struct SearchArgs {
+  std::map<std::string, std::string> given;
+  bool use_reserved = false, use_alloc = false;
+  std::string compat;
+  [[nodiscard]] bool has(const std::string& k) const { return given.count(k) && !given.at(k).empty(); }
+  [[nodiscard]] std::string get(const std::string& k, const std::string& fallback = "") const {
+    return has(k) ? given.at(k) : fallback;
+  }
+};
+
+/// A search ready to run: the base plan, the system, the options and the space.
+struct SearchRun {
+  PlanConfigs plan;
+  SystemConfig system;
+  SearchOptions options;
+  SearchSpace space;
+  std::string rank_by;  // as given: time, mfu or tokens
+};
+
+/// Documents given in place of files (the Python module): `add` puts them into the request that
+/// the plan arguments made; `system` replaces the "system" option.
+struct SearchDocuments {
+  std::function<void(PlanRequest&)> add;
+  std::optional<ConfigText> system;
+};
+
+/// Checks the options and builds the search (UsageError / ConfigError with the CLI's messages);
+/// `on_plan` sees the base plan as soon as it is built (the CLI prints its notes there).
+[[nodiscard]] SearchRun prepare_search(const PlanArgs& plan, const SearchArgs& args,
+                                       const std::function<void(const PlanConfigs&)>& on_plan = {},
+                                       const SearchDocuments& documents = {});
+
+/// The model's name in reports: its model_name, else where it came from.
+[[nodiscard]] std::string search_model_name(const SearchRun& run);
+
+/// The ranked table, the counts line(s), the CSV (`--csv`) and the JSON report (`--json`;
+/// `command` goes into its provenance) of a result.
+[[nodiscard]] std::string search_table(const SearchResult& r);
+[[nodiscard]] std::string search_summary(const SearchResult& r);
+[[nodiscard]] std::string search_csv(const SearchResult& r);
+[[nodiscard]] std::string search_json(const SearchRun& run, const SearchResult& r, const std::string& command);
+
+}  // namespace trainsim
