@@ -121,10 +121,10 @@ const Rule kRules[] = {
     {"--tp-comm-overlap-rs-dgrad", Use::NotModeled, "TP reduce-scatter overlapped with the dgrad GEMM"},
     {"--delay-wgrad-compute", Use::NotModeled, "delayed weight-gradient GEMMs"},
     {"--defer-embedding-wgrad-compute", Use::NotModeled, "deferred embedding weight gradient"},
-    {"--use-megatron-fsdp", Use::NotModeled, "Megatron FSDP"},
+    {"--use-megatron-fsdp", Use::Special, ""},
     {"--use-torch-fsdp2", Use::NotModeled, "PyTorch FSDP2"},
     {"--data-parallel-sharding-strategy=no_shard", Use::Ignored, ""},
-    {"--data-parallel-sharding-strategy", Use::NotModeled, "FSDP sharding strategy"},
+    {"--data-parallel-sharding-strategy", Use::Special, ""},
     {"--outer-dp-sharding-strategy=no_shard", Use::Ignored, ""},
     {"--outer-dp-sharding-strategy", Use::NotModeled, "hybrid FSDP outer sharding"},
     {"--num-distributed-optimizer-instances=1", Use::Ignored, ""},
@@ -555,6 +555,15 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
   if (auto etp = int_of("--expert-tensor-parallel-size")) {
     out.strategy["etp_size"] = *etp;
     out.expert_tp_given = true;
+  }
+  // Megatron FSDP (--use-megatron-fsdp) shards as --data-parallel-sharding-strategy says (default
+  // no_shard); the sharding strategy is the ZeRO stage, so it replaces the distributed
+  // optimizer's zero_state 1. Without Megatron FSDP the sharding flag is not read.
+  if (has("--use-megatron-fsdp")) {
+    out.strategy["data_parallel_sharding_strategy"] = value_of("--data-parallel-sharding-strategy").value_or("no_shard");
+    out.strategy.erase("zero_state");
+  } else if (has("--data-parallel-sharding-strategy")) {
+    out.ignored.push_back("--data-parallel-sharding-strategy");
   }
   out.global_batch_size = int_of("--global-batch-size");
   out.layers_per_virtual_stage = int_of("--num-layers-per-virtual-pipeline-stage");

@@ -205,6 +205,13 @@ std::vector<Moot> find_moot(const ModelConfig& m, const StrategyConfig& s, Mode 
     if (s.overlap_param_gather && (s.zero_state == 1 || s.zero_state == 2) && no_dp)
       add("overlap_param_gather", "true", why, "set it to false",
           [](StrategyConfig& x) { x.overlap_param_gather = false; });
+    // Megatron FSDP (optim_grads_params, zero_state 3) takes overlap_param_gather for its
+    // prefetching, which the model of its per-step gathers always does: nothing left to switch.
+    if (s.overlap_param_gather && s.zero_state == 3)
+      add("overlap_param_gather", "true",
+          "changes nothing with zero_state 3 (Megatron FSDP's parameter gathers are prefetched ahead of the "
+          "layers that need them)",
+          "set it to false", [](StrategyConfig& x) { x.overlap_param_gather = false; });
     // With tp > 1 and no sequence parallelism Megatron rejects it (validate_plan).
     if (s.tp_comm_overlap && tp == 1)
       add("tp_comm_overlap", "true", "changes nothing with tp_size 1 (no tensor-parallel communication)",

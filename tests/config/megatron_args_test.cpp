@@ -137,7 +137,7 @@ TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
       {"--moe-layer-freq 1", 'm', "dense_layers"},
       {"--ddp-bucket-size 40000000", 'n', ""},
       {"--overlap-param-gather", 's', "overlap_param_gather"},
-      {"--data-parallel-sharding-strategy optim_grads_params", 'n', ""},
+      {"--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params", 's', "data_parallel_sharding_strategy"},
       {"--tp-comm-overlap", 's', "tp_comm_overlap"},
       {"--hierarchical-context-parallel-sizes 2 4", 's', "hierarchical_context_parallel_sizes"},
       {"--moe-enable-deepep", 's', "moe_enable_deepep"},
@@ -153,7 +153,7 @@ TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
       {"--fp8-param-gather", 's', "fp8_param_gather"},
       {"--delay-wgrad-compute", 'n', ""},
       {"--cuda-graph-impl transformer_engine", 'n', ""},
-      {"--use-megatron-fsdp", 'n', ""},
+      {"--use-megatron-fsdp", 's', "data_parallel_sharding_strategy"},
   };
   for (const auto& c : cases) {
     const MegatronArgs a = parse_megatron_args(std::string("--num-layers 8 --num-experts 4 ") + c.args, "f");
@@ -166,6 +166,25 @@ TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
     }
     EXPECT_TRUE(a.ignored.empty()) << c.args;
   }
+}
+
+// Megatron FSDP: the sharding strategy is the ZeRO stage (it replaces the distributed optimizer's
+// zero_state 1), no_shard by default; without --use-megatron-fsdp the sharding flag is not read.
+TEST(MegatronArgs, MegatronFsdpShardsAsItsStrategySays) {
+  const MegatronArgs fsdp = parse_megatron_args(
+      "--num-layers 8 --use-distributed-optimizer --use-megatron-fsdp --data-parallel-sharding-strategy "
+      "optim_grads_params",
+      "f");
+  EXPECT_EQ(fsdp.strategy["data_parallel_sharding_strategy"], "optim_grads_params");
+  EXPECT_FALSE(fsdp.strategy.contains("zero_state"));
+  EXPECT_TRUE(fsdp.not_modeled.empty());
+  EXPECT_EQ(parse_megatron_args("--num-layers 8 --use-megatron-fsdp", "f").strategy["data_parallel_sharding_strategy"],
+            "no_shard");
+  const MegatronArgs plain =
+      parse_megatron_args("--num-layers 8 --use-distributed-optimizer --data-parallel-sharding-strategy optim_grads", "f");
+  EXPECT_FALSE(plain.strategy.contains("data_parallel_sharding_strategy"));
+  EXPECT_EQ(plain.strategy["zero_state"], 1);
+  EXPECT_EQ(plain.ignored, (std::vector<std::string>{"--data-parallel-sharding-strategy"}));
 }
 
 // The acceptance test: a torchrun command line predicts exactly what the equivalent strategy

@@ -105,6 +105,21 @@ TEST(NoEffect, ReadmeWhatIfsTurnMootSwitchesOff) {
 }
 
 // What the strict check says of a strategy that was not normalized: the same rules, as errors.
+// Megatron FSDP (optim_grads_params) takes --overlap-param-gather for its prefetching, which its
+// modeled gathers always do: turned off and reported, not rejected.
+TEST(NoEffect, MegatronFsdpTurnsTheParamGatherOverlapOff) {
+  const std::string line = read_file(kExamples + "llama3.1-8b/megatron_args.sh") +
+                           " --use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params";
+  const PlanConfigs p = build_plan(readme_request({}, line), "", "");
+  EXPECT_EQ(p.strategy.zero_state, 3);
+  EXPECT_EQ(lines_of(p.no_effect),
+            (std::vector<std::string>{"overlap_param_gather=true changes nothing with zero_state 3 (Megatron FSDP's "
+                                      "parameter gathers are prefetched ahead of the layers that need them); turned "
+                                      "off"}));
+  EXPECT_FALSE(p.strategy.overlap_param_gather);
+  EXPECT_NO_THROW(check(p));
+}
+
 TEST(NoEffect, ValidatePlanReportsWhatNormalizeTurnsOff) {
   const PlanConfigs tp4 = build_plan(readme_request(kTp4Gbs128), "", "");
   StrategyConfig raw = tp4.strategy;
