@@ -11,6 +11,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "search/search.h"
+#include "views/predict.h"
 #include "views/html_report.h"
 #include "views/search_report.h"
 
@@ -25,7 +26,7 @@ int cmd_search(const Args& args) {
     const std::string key = names.substr(2, names.find(',') == std::string::npos ? std::string::npos : names.find(',') - 2);
     return app.add_option(names, p.given[key], help);
   };
-  opt("--system", "system preset name or JSON file (required)");
+  opt("--system", std::string("system preset name or JSON file (default ") + kDefaultSystem + ", as perf)");
   opt("--gpus,--world-size", "world size (required unless --megatron-args gives it)");
   opt("--global-batch,--gbs", "sequences per step (required unless --megatron-args gives it); mbc = G / (dp·mbs)");
   opt("--seq", "sequence length (default: the base strategy's, else 4096)");
@@ -33,6 +34,8 @@ int cmd_search(const Args& args) {
                                                    "its other switches from)")->expected(1);
   opt("--top", "best candidates shown and written (default 10; 0 = every feasible one)");
   opt("--rank-by", "time (default), mfu or tokens");
+  opt("--mfu", "convention of the candidates' MFU and TFLOP/s: megatron (default, as perf and Megatron-LM "
+               "count them) or simumax");
   opt("--csv", "write the ranked candidates to this CSV file");
   opt("--html", "write an HTML report: step time vs memory of every feasible candidate (up to 65536; or of the "
                 "--top ones when given) with the Pareto front");

@@ -235,8 +235,10 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
   out.split = split;
   out.recompute = k;
   out.iteration_time_s = e.iteration_time_s;
-  out.mfu = e.mfu;
-  out.tflops_per_gpu = e.tflops_per_gpu;
+  const Throughput t = sh_.o.mfu == MfuConvention::Megatron ? megatron_throughput(sh_.m, s, sh_.sys, e)
+                                                            : Throughput{e.tflops_per_gpu, e.mfu};
+  out.mfu = t.mfu;
+  out.tflops_per_gpu = t.tflops_per_gpu;
   out.tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
   out.peak_bytes = peak;
   out.stage_times = std::move(e.stage_times);

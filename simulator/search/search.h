@@ -13,6 +13,7 @@
 #include "config/strategy_config.h"
 #include "config/system_config.h"
 #include "estimate/estimate.h"
+#include "estimate/throughput.h"
 
 namespace trainsim {
 
@@ -60,6 +61,8 @@ struct SearchOptions {
   int64_t keep = 10;  // best candidates returned (0 = every feasible one)
   int threads = 0;    // worker threads (0 = hardware concurrency)
   Mode mode = Mode::Default;
+  /// The candidates' MFU and TFLOP/s: Megatron-LM's count (as `perf` shows it) or SimuMax's.
+  MfuConvention mfu = MfuConvention::Megatron;
   /// Called from the calling thread about every progress_interval_s while workers run.
   std::function<void(const SearchProgress&)> progress;
   double progress_interval_s = 1.0;

@@ -2,6 +2,8 @@
 // the Python module run the same code.
 #include "views/batch.h"
 
+#include "estimate/throughput.h"
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -127,10 +129,12 @@ BatchSummary run_batch(const BatchRun& b, const std::function<void(const std::st
           require_finite(e, {base + "model.json", base + "strategy.json", b.system_text.source});
           const double us = std::chrono::duration<double, std::micro>(t1 - t0).count();
           total_us += us;
+          // MFU as perf shows it: Megatron-LM's count; SimuMax's in compat mode (its expected.csv).
+          const double mfu = mode == Mode::SimuMax12 ? e.mfu : megatron_throughput(l.m, l.s, sys, e).mfu;
           row = strprintf("%s,%.4f,%.4f,%.4f,%.4f,%.5f,%.1f,\n", csv_escape(name).c_str(),
                           e.iteration_time_s * 1e3, e.peak_alloc_bytes() / kGiB,
                           e.stages.front().peak_alloc_bytes / kGiB,
-                          e.stages.back().peak_alloc_bytes / kGiB, e.mfu, us);
+                          e.stages.back().peak_alloc_bytes / kGiB, mfu, us);
         } catch (const Error& err) {
           error = err.what();
         } catch (const std::exception& err) {

@@ -2,6 +2,8 @@
 // its outputs (table, summary, CSV, JSON). The CLI and the Python module both run it.
 #include "views/search_report.h"
 
+#include "views/predict.h"
+
 #include <charconv>
 #include <nlohmann/json.hpp>
 
@@ -195,7 +197,6 @@ nlohmann::ordered_json candidate_json(const Candidate& c, size_t rank) {
 
 SearchRun prepare_search(const PlanArgs& po, const SearchArgs& p,
                          const std::function<void(const PlanConfigs&)>& on_plan, const SearchDocuments& documents) {
-  if (!p.has("system") && !documents.system) throw UsageError("search: --system is required");
   if (p.use_reserved && p.use_alloc) throw UsageError("search: --use-reserved and --use-alloc exclude each other");
   SearchRun run;
   // The base strategy: --strategy, the Megatron command line, or the strategy defaults.
@@ -209,7 +210,8 @@ SearchRun prepare_search(const PlanArgs& po, const SearchArgs& p,
                                   "(search defaults)"};
   run.plan = build_plan(request, "", "");
   if (on_plan) on_plan(run.plan);
-  const ConfigText yt = documents.system ? *documents.system : resolve_config("system", p.get("system"));
+  // The system: given, or perf's default preset.
+  const ConfigText yt = documents.system ? *documents.system : resolve_config("system", p.get("system", kDefaultSystem));
   run.system = load_system(yt.text, yt.source);
 
   SearchOptions& o = run.options;
@@ -227,6 +229,7 @@ SearchRun prepare_search(const PlanArgs& po, const SearchArgs& p,
   if (o.base.seq_len < 1) throw UsageError("search: --seq must be at least 1");
   o.keep = p.has("top") ? parse_int("top", p.get("top")) : 10;
   if (o.keep < 0) throw UsageError("search: --top must be 0 (every feasible candidate) or more");
+  o.mfu = parse_mfu_convention(p.get("mfu", "megatron"), "--mfu");
   run.rank_by = p.get("rank-by", "time");
   const std::string& rank = run.rank_by;
   if (rank == "time")

@@ -54,7 +54,8 @@ def test_search_to_pandas_or_records():
 
 
 @pytest.mark.parametrize("cli_args, kwargs", [
-    (["--model", "llama3-8b", "--gpus", "8", "--gbs", "32"], {"model": "llama3-8b", "gpus": 8, "gbs": 32}),
+    (["--model", "llama3-8b", "--gpus", "8", "--gbs", "32", "--mfu", "fast"],
+     {"model": "llama3-8b", "gpus": 8, "gbs": 32, "mfu": "fast"}),
     (["--model", "llama3-8b", "--system", "h100-sxm-80g", "--gbs", "32"],
      {"model": "llama3-8b", "system": "h100-sxm-80g", "gbs": 32}),
     (["--model", "llama3-8b", "--system", "h100-sxm-80g", "--gpus", "8", "--gbs", "32", "--tp", "2-1"],

@@ -62,7 +62,8 @@ TEST(Report, SummaryLines) {
   const std::string s = estimate_summary(in, e);
   EXPECT_NE(s.find("parameters 8.03 B (8,030,261,248); per stage 4.02 B, 4.02 B\n"), std::string::npos) << s;
   EXPECT_NE(s.find(strprintf("(straggler x%.3f adds ", e.straggler_ratio)), std::string::npos) << s;
-  EXPECT_NE(s.find(strprintf("MFU            %10.2f %%  (simumax convention; megatron: ", e.mfu * 100)),
+  EXPECT_NE(s.find(strprintf("MFU            %10.2f %%  (simumax convention, of the 989 TFLOP/s default peak; megatron: ",
+                             e.mfu * 100)),
             std::string::npos)
       << s;
   EXPECT_NE(s.find("warning: given but not modeled (the prediction ignores them): --tp-comm-overlap: "),

@@ -66,6 +66,26 @@ TEST_F(SmallSearchTest, BestCandidateIsLegalAndFits) {
     EXPECT_LE(r.candidates[i - 1].iteration_time_s, r.candidates[i].iteration_time_s);
 }
 
+// One MFU convention: every candidate's MFU and TFLOP/s are what perf shows for its plan
+// (Megatron-LM's count by default), or SimuMax's on request.
+TEST_F(SmallSearchTest, CandidatesCountMfuAsPerfDoes) {
+  const SearchResult r = search(model_, sys_, space_, opt_);
+  ASSERT_FALSE(r.candidates.empty());
+  SearchOptions simumax = opt_;
+  simumax.mfu = MfuConvention::SimuMax;
+  const SearchResult s = search(model_, sys_, space_, simumax);
+  ASSERT_EQ(s.candidates.size(), r.candidates.size());
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const Candidate& c = r.candidates[i];
+    const Estimate e = estimate(model_, c.strategy, sys_);
+    const Throughput t = megatron_throughput(model_, c.strategy, sys_, e);
+    EXPECT_DOUBLE_EQ(c.mfu, t.mfu);
+    EXPECT_DOUBLE_EQ(c.tflops_per_gpu, t.tflops_per_gpu);
+    EXPECT_DOUBLE_EQ(s.candidates[i].mfu, e.mfu);  // same ranking by time, the other count
+    EXPECT_NE(c.mfu, e.mfu);
+  }
+}
+
 // Calls estimate() on every combination, every recompute layer count included, and applies
 // the search's definitions: recompute only when the plan does not fit without it; full_block
 // on the fewest layers that fit.

@@ -209,7 +209,7 @@ def _list_text(value: Any) -> str:
 # Keyword → the CLI option it stands for.
 _SEARCH_OPTIONS = {
     "gpus": "gpus", "global_batch": "global-batch", "gbs": "global-batch", "seq": "seq", "top": "top",
-    "rank_by": "rank-by", "threads": "threads", "gmi_error": "gmi-error", "tp": "tp", "pp": "pp",
+    "rank_by": "rank-by", "mfu": "mfu", "threads": "threads", "gmi_error": "gmi-error", "tp": "tp", "pp": "pp",
     "cp": "cp", "ep": "ep", "etp": "etp", "vpp": "vpp", "mbs": "mbs", "zero": "zero",
     "recompute": "recompute", "sp": "sp",
 }
@@ -280,7 +280,7 @@ def search(model: Optional[Document] = None, system: Optional[Document] = None, 
            set: Optional[Mapping[str, Any]] = None, compat: Optional[str] = None,
            use_alloc: bool = False, **options: Any) -> SearchResult:
     """Ranks strategies for a model, as ``trainsim search``. Options are the CLI's, with ``_``
-    for ``-``: gpus, global_batch (or gbs), seq, top, rank_by, threads, gmi_error and the candidate
+    for ``-``: gpus, global_batch (or gbs), seq, top, rank_by, mfu, threads, gmi_error and the candidate
     lists tp, pp, cp, ep, etp, vpp, mbs, zero, recompute, sp (a value, a list or a CLI text such
     as "1-8"). ``strategy`` is the base strategy."""
     given = {}
