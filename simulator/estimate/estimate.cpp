@@ -705,7 +705,7 @@ class ChunkResults {
     env_.log->merge(r->log);
     for (const auto& t : r->ops.templates) {
       if (std::find(merged_.begin(), merged_.end(), &t->log) != merged_.end()) {
-        env_.log->hits += t->log.hits;
+        env_.log->add_counts(t->log);
       } else {
         env_.log->merge(t->log);
         merged_.push_back(&t->log);
@@ -1441,6 +1441,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.tokens_per_s_per_gpu = tokens / est.iteration_time_s / static_cast<double>(plan.world);
   est.misses = std::move(log.misses);
   est.efficiency_hits = log.hits;
+  est.efficiency_interpolated = log.interpolated;
+  est.efficiency_extrapolated = log.extrapolated;
   return est;
 }
 

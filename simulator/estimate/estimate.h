@@ -115,6 +115,8 @@ struct Estimate {
   std::vector<StageMemory> stages;
   std::vector<EfficiencyMiss> misses;
   int64_t efficiency_hits = 0;
+  /// Lookups a measured model answered between its points, and beyond them (held at the edge).
+  int64_t efficiency_interpolated = 0, efficiency_extrapolated = 0;
   double pipeline_s = 0;       // the replayed pipeline (max over ranks), before the straggler
   /// Every op of the step per rank and stream: the pipeline, then the straggler allowance, the
   /// data-parallel communication and the optimizer step.
