@@ -252,6 +252,23 @@ GemmAnswer GemmModel::predict(double m, double n, double k) const {
   return predict_on(s, m, n, k);
 }
 
+uint64_t GemmModel::content_hash() const {
+  uint64_t h = 1469598103934665603ull;
+  const auto bytes = [&](const void* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      h ^= static_cast<const unsigned char*>(p)[i];
+      h *= 1099511628211ull;
+    }
+  };
+  for (const auto* v : {&m_, &n_, &k_, &y_}) {
+    const size_t n = v->size();
+    bytes(&n, sizeof n);
+    bytes(v->data(), n * sizeof(double));
+  }
+  bytes(provenance_json.data(), provenance_json.size());
+  return h;
+}
+
 std::vector<GemmModel::HeldOut> GemmModel::leave_one_out() const {
   GemmModel without = *this;
   std::vector<HeldOut> out;

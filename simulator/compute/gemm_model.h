@@ -68,6 +68,9 @@ class GemmModel {
   };
   [[nodiscard]] std::vector<HeldOut> leave_one_out() const;
 
+  /// FNV-1a over the axes, the nodes' values and the provenance (a system's fingerprint).
+  [[nodiscard]] uint64_t content_hash() const;
+
   /// Free-text provenance (JSON object text) as written in the system file.
   std::string provenance_json;
 

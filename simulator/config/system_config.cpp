@@ -373,9 +373,18 @@ std::vector<std::pair<std::string, double>> EfficiencyTable::entries() const {
   return out;
 }
 
+namespace {
+// The system's JSON text; `models`: with the models' grids (else a placeholder per model).
+std::string system_json_text(const SystemConfig& sys, int indent, bool models);
+}  // namespace
+
 void refresh_fingerprint(SystemConfig& sys) {
   sys.fingerprint = 0;
-  const std::string text = system_to_json_text(sys, -1);
+  // The models enter by their content hash, not their text (formatting a grid of 35,700 times
+  // took 20 times the rest of loading a system).
+  std::string text = system_json_text(sys, -1, false);
+  for (const auto& [name, op] : sys.ops)
+    if (op.gemm_model) text += name + ":" + std::to_string(op.gemm_model->content_hash()) + "\n";
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (unsigned char c : text) {
     h ^= c;
@@ -439,7 +448,11 @@ std::string gemm_model_json(const GemmModel& m, int indent) {
 
 int64_t nvlink_domain(const SystemConfig& sys) { return sys.nvlink_domain_size.value_or(sys.num_per_node); }
 
-std::string system_to_json_text(const SystemConfig& sys, int indent) {
+std::string system_to_json_text(const SystemConfig& sys, int indent) { return system_json_text(sys, indent, true); }
+
+namespace {
+
+std::string system_json_text(const SystemConfig& sys, int indent, bool models) {
   json j;
   if (!sys.schema_version.empty()) j["schema_version"] = sys.schema_version;
   if (!sys.description.empty()) j["description"] = sys.description;
@@ -505,12 +518,14 @@ std::string system_to_json_text(const SystemConfig& sys, int indent) {
   if (!sys.provenance_json.empty()) j["provenance"] = json::parse(sys.provenance_json);
   std::string text = j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   for (const auto& [name, op] : sys.ops) {
-    if (!op.gemm_model) continue;
+    if (!op.gemm_model || !models) continue;
     const std::string mark = "\"\\u0001gemm_model:" + json(name).dump().substr(1);
     const size_t at = text.find(mark);
     if (at != std::string::npos) text.replace(at, mark.size(), gemm_model_json(*op.gemm_model, indent));
   }
   return text;
 }
+
+}  // namespace
 
 }  // namespace trainsim

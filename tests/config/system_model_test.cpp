@@ -54,6 +54,9 @@ TEST(SystemModelTest, ReadsAndWritesTheGemmGrid) {
   const SystemConfig back = load_system(text, "back.json");
   EXPECT_EQ(system_to_json_text(back), text);
   EXPECT_EQ(back.fingerprint, sys.fingerprint);
+  // The fingerprint follows the grid's values (hashed, not formatted).
+  EXPECT_NE(load_system(replaced(tiny(), "[1, null, 8]", "[1, null, 8.5]"), "t").fingerprint, sys.fingerprint);
+  EXPECT_EQ(load_system(tiny(), "other name").fingerprint, sys.fingerprint);
   // Without a model, no `model` member.
   SystemConfig plain = sys;
   plain.ops["matmul"].gemm_model.reset();
