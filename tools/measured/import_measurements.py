@@ -8,7 +8,7 @@ so the measured system files come out of the same merge as a calibration on our 
 
   make measured-systems                                   # venv + this tool, every GPU
   build/venv/bin/python tools/measured/import_measurements.py build [--gpu h100_sxm] [--source WHEEL]
-  build/venv/bin/python tools/measured/import_measurements.py evaluate   # predictor held-out error
+  build/venv/bin/python tools/measured/import_measurements.py evaluate   # models' and predictors' held-out error
 
 Run from the repository root. Exit status: 0 ok, 1 input/IO error, 2 usage.
 """
@@ -173,6 +173,24 @@ def base_file(spec, work):
     return path
 
 
+def write_gemm_grids(gpu, spec, version, device, bf16, fp8, work):
+    """trainsim-gemm-grid documents of every table point (matmul: bf16, fp8_matmul: the fp8
+    table), for `trainsim system build --gemm-grid`. Returns the command-line arguments."""
+    args = []
+    for op, table, dtype in (("matmul", bf16, "bfloat16"), ("fp8_matmul", fp8, spec["fp8"])):
+        grid = {"kind": "trainsim-gemm-grid", "op": op, "device": device, "dtype": dtype,
+                "provenance": {"package": PACKAGE, "version": version, "system": gpu,
+                               "framework": "TensorRT-LLM " + spec["gemm"].split("/")[1],
+                               "table": f"systems/data/{gpu}/gemm/{spec['gemm']}/gemm_perf.parquet ({dtype})",
+                               "time_s": "table latency (ms) × 1e-3"},
+                "points": [[m, n, k, t] for (m, n, k), t in sorted(table.t.items())]}
+        path = os.path.join(work, f"gemm_grid_{op}.json")
+        with open(path, "w") as f:
+            json.dump(grid, f)
+        args += ["--gemm-grid", path]
+    return args
+
+
 def build_gpu(gpu, root, version, shapes, args):
     spec = GPUS[gpu]
     work = os.path.join(args.work, gpu)
@@ -234,18 +252,7 @@ def build_gpu(gpu, root, version, shapes, args):
 
     # Every measured GEMM of the tables, from which `system build` fits the op's model (the
     # kernels.json entries above then only set the op fallbacks, the mean over the plans' shapes).
-    grids = []
-    for op, table, dtype in (("matmul", bf16, "bfloat16"), ("fp8_matmul", fp8, spec["fp8"])):
-        grid = {"kind": "trainsim-gemm-grid", "op": op, "device": device, "dtype": dtype,
-                "provenance": {"package": PACKAGE, "version": version, "system": gpu,
-                               "framework": "TensorRT-LLM " + spec["gemm"].split("/")[1],
-                               "table": f"systems/data/{gpu}/gemm/{spec['gemm']}/gemm_perf.parquet ({dtype})",
-                               "time_s": "table latency (ms) × 1e-3"},
-                "points": [[m, n, k, t] for (m, n, k), t in sorted(table.t.items())]}
-        path = os.path.join(work, f"gemm_grid_{op}.json")
-        with open(path, "w") as f:
-            json.dump(grid, f)
-        grids += ["--gemm-grid", path]
+    grids = write_gemm_grids(gpu, spec, version, device, bf16, fp8, work)
 
     # The description says what the file is (system build would keep the base's).
     sizes = sorted({int(n.rsplit("_x", 1)[1]) for n in (os.path.basename(f)[:-5] for f in files)})
@@ -290,11 +297,30 @@ def nccl_errors(gpu, spec, comm_path):
     return out
 
 
-def evaluate(root, args):
-    """Held-out error of the GEMM predictor and of the reference interpolation."""
+def model_loo(gpu, spec, root, version, args):
+    """Leave-one-out of the simulator's GEMM models (`trainsim system evaluate`) fitted on every
+    table point: all points, and those with m >= 256 (training shapes)."""
+    work = os.path.join(args.work, gpu)
+    os.makedirs(work, exist_ok=True)
+    bf16, device = load_gemm(root, gpu, spec, "bfloat16")
+    fp8 = bf16 if spec["fp8"] == "bfloat16" else load_gemm(root, gpu, spec, spec["fp8"])[0]
+    grids = write_gemm_grids(gpu, spec, version, device, bf16, fp8, work)
+    out = os.path.join(work, "gemm_models.json")
+    run([args.trainsim, "system", "build", "--base", spec["base"], *grids, "--out", out])
+    for min_m in ("0", "256"):
+        print(f"{gpu} GEMM models, " + run([args.trainsim, "system", "evaluate", "--system", out, "--min-m", min_m]),
+              end="")
+
+
+def evaluate(root, version, args):
+    """Held-out error of the simulator's GEMM models, of the importer's predictors and of the
+    reference interpolation."""
+    if not os.access(args.trainsim, os.X_OK):
+        fail(f"{args.trainsim}: not built; run `make build` first")
     report = {}
     for gpu in args.gpu:
         spec = GPUS[gpu]
+        model_loo(gpu, spec, root, version, args)
         for dtype in ["bfloat16"] + ([spec["fp8"]] if spec["fp8"] != "bfloat16" else []):
             table, _ = load_gemm(root, gpu, spec, dtype)
             ours, base = [], []
@@ -359,7 +385,7 @@ def main(argv):
     try:
         root, version, tmp = package_root(args.source)
         if args.action == "evaluate":
-            evaluate(root, args)
+            evaluate(root, version, args)
             return 0
         for exe in (args.trainsim, args.comm_bench):
             if not os.access(exe, os.X_OK):
