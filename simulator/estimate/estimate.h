@@ -77,6 +77,9 @@ struct OpCost {
   double bytes = 0;           // memory traffic of all phases (recompute included)
   double efficiency = 0;      // FLOP-weighted FLOP efficiency of its kernels (0: no FLOPs)
   bool measured = false;      // every FLOP kernel with a shape key used a measured efficiency
+  /// How those efficiencies were obtained, the least direct: measured, interpolated or
+  /// extrapolated by a model (`measured` false: some took the op default).
+  EfficiencySource source = EfficiencySource::Default;
   double cache_bytes = 0;     // activations it saves for the backward
   /// Forward and backward pass durations (kernels + collectives; backward includes recompute).
   [[nodiscard]] double fwd_total_s() const { return fwd_s + fwd_comm_s; }

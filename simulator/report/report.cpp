@@ -89,7 +89,7 @@ nlohmann::ordered_json rows_json(const std::vector<BreakdownRow>& rows) {
     x["flops"] = r.flops;
     x["bytes"] = r.bytes;
     x["efficiency"] = r.efficiency;
-    x["efficiency_source"] = r.measured ? "measured" : "fallback";
+    x["efficiency_source"] = efficiency_label(r.measured, r.source);
     out.push_back(x);
   }
   return out;
