@@ -74,6 +74,13 @@ GemmModel::GemmModel(const std::vector<GemmPoint>& points) {
     std::sort(axis->begin(), axis->end());
     axis->erase(std::unique(axis->begin(), axis->end()), axis->end());
   }
+  // Points scattered over unrelated m, n and k would span a grid of up to points³ nodes.
+  const double nodes = static_cast<double>(m_.size()) * static_cast<double>(n_.size()) * static_cast<double>(k_.size());
+  if (nodes > std::max(kGemmMaxNodesPerPoint * static_cast<double>(by_node.size()), kGemmMinNodeLimit))
+    throw std::invalid_argument(std::to_string(by_node.size()) + " points span a grid of " + std::to_string(m_.size()) +
+                                " m × " + std::to_string(n_.size()) + " n × " + std::to_string(k_.size()) +
+                                " k nodes; a GEMM grid needs points on shared m, n and k values (at most " +
+                                std::to_string(static_cast<int>(kGemmMaxNodesPerPoint)) + " nodes per point)");
   y_.assign(m_.size() * n_.size() * k_.size(), kNaN);
   for (const auto& [node, t] : by_node) {
     const auto find = [](const std::vector<double>& a, double v) {

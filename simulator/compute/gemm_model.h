@@ -37,6 +37,11 @@ inline constexpr double kGemmMTile = 32;
 /// m that is a multiple of this (or below it) is interpolated on the aligned series.
 inline constexpr double kGemmMAlign = 16;
 
+/// A grid built from points may have at most this many nodes per point (the published tables
+/// fill theirs: 35,816 nodes for 35,700 points), or kGemmMinNodeLimit nodes.
+inline constexpr double kGemmMaxNodesPerPoint = 64;
+inline constexpr double kGemmMinNodeLimit = 1 << 16;
+
 /// One measured GEMM: rows m, columns n, reduction k, time in seconds.
 struct GemmPoint {
   double m = 0, n = 0, k = 0, time_s = 0;
@@ -51,7 +56,8 @@ class GemmModel {
  public:
   GemmModel() = default;
   /// The grid spanned by the points' distinct m, n and k; nodes without a point are holes.
-  /// Throws std::invalid_argument for a non-positive or non-finite value, naming the point.
+  /// Throws std::invalid_argument for a non-positive or non-finite value, naming the point, and
+  /// for a grid of more nodes than the limits above allow.
   explicit GemmModel(const std::vector<GemmPoint>& points);
   /// From axes and times in m-major, then n, then k order (time ≤ 0 or NaN: a hole).
   GemmModel(std::vector<double> m, std::vector<double> n, std::vector<double> k, std::vector<double> time_s);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/json_reader.h"
+#include "core/error.h"
 
 namespace trainsim {
 
@@ -47,7 +48,12 @@ void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::stri
     }
   }
   issues.throw_if_any();
-  auto model = std::make_shared<GemmModel>(points);
+  std::shared_ptr<GemmModel> model;
+  try {
+    model = std::make_shared<GemmModel>(points);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(source, "/points", e.what());
+  }
   nlohmann::json mp = nlohmann::json::object();
   mp["fitted_by"] = "trainsim system build --gemm-grid";
   mp["file"] = source;

@@ -121,6 +121,18 @@ TEST(GemmModelTest, NoAnswerWithoutPointsOrForEmptyShapes) {
 
 TEST(GemmModelTest, RejectsBadPointsAndGrids) {
   EXPECT_THROW(grid({{32, 64, 64, 0}}), std::invalid_argument);
+  // 41 points on their own m, n and k: 68,921 nodes, more than 64 per point and 65,536.
+  std::vector<GemmPoint> scattered;
+  for (int i = 1; i <= 41; ++i) scattered.push_back({32.0 * i, 32.0 * i, 32.0 * i, 1e-6});
+  try {
+    (void)grid(scattered);
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "41 points span a grid of 41 m × 41 n × 41 k nodes; a GEMM grid needs points on shared m, "
+                           "n and k values (at most 64 nodes per point)");
+  }
+  scattered.pop_back();  // 40³ = 64,000 nodes: accepted
+  EXPECT_EQ(grid(scattered).points(), 40u);
   EXPECT_THROW(grid({{-1, 64, 64, 1e-6}}), std::invalid_argument);
   EXPECT_THROW(GemmModel({64, 32}, {64}, {64}, {1e-6, 1e-6}), std::invalid_argument);  // not increasing
   EXPECT_THROW(GemmModel({32, 64}, {64}, {64}, {1e-6}), std::invalid_argument);        // wrong count

@@ -110,6 +110,20 @@ TEST(SystemModelTest, GemmGridFitsTheModelWithProvenance) {
     EXPECT_NE(msg.find("/op: the base system has no op class 'fp8_matmul'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("/points/0: expected [m, n, k, time_s], four numbers > 0, got [1,2,3]"), std::string::npos) << msg;
   }
+  // Points on unrelated m, n and k: an input error naming the file, not an allocation of
+  // points³ nodes.
+  std::string scattered = R"({"kind": "trainsim-gemm-grid", "op": "matmul", "device": "X", "points": [)";
+  for (int i = 1; i <= 41; ++i) scattered += (i > 1 ? ", [" : "[") + std::to_string(32 * i) + ", " +
+                                             std::to_string(32 * i) + ", " + std::to_string(32 * i) + ", 1e-6]";
+  try {
+    merge_gemm_grid(sys, scattered + "]}", "scattered.json");
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("scattered.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/points: 41 points span a grid of 41 m × 41 n × 41 k nodes"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
