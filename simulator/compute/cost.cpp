@@ -111,6 +111,14 @@ const BandwidthConfig& ClassTable::add_bandwidth(const char* name) {
   return c;
 }
 
+EfficiencySource efficiency_source_of(const ComputeOpConfig& op, const PackedKey& key) {
+  if (key.empty()) return EfficiencySource::Default;
+  if (op.accurate.find(key) != nullptr) return EfficiencySource::Measured;
+  double eff = 0;
+  if (op.gemm_model && key.kind == KeyKind::Matmul) return model_efficiency(*op.gemm_model, key, op.peak_flops, eff);
+  return EfficiencySource::Default;
+}
+
 double memory_time(ClassTable& classes, double bytes, const char* bw_name) {
   if (bytes == 0) return 0;
   return stream_time(classes.bandwidth(bw_name), bytes);

@@ -82,6 +82,10 @@ class ClassTable {
   SmallVector<std::pair<const char*, const BandwidthConfig*>, 8> bandwidths_;
 };
 
+/// How op class `op` answers `key` without running an estimate: Measured (a table entry or a
+/// model's measured node), Interpolated or Extrapolated (its model), else Default.
+[[nodiscard]] EfficiencySource efficiency_source_of(const ComputeOpConfig& op, const PackedKey& key);
+
 /// Seconds for one kernel: max(flops/(peak·eff), bytes/(bw·eff) + latency) in roofline mode.
 /// `log` may be null.
 [[nodiscard]] KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log);

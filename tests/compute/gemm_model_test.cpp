@@ -188,6 +188,11 @@ TEST(GemmModelTest, KernelCostAsksTheModelAfterTheTable) {
   EXPECT_EQ(log.interpolated, 1);
   EXPECT_EQ(log.extrapolated, 1);
   EXPECT_TRUE(log.misses.empty());
+  // The same answers without an estimate (`trainsim shapes`' in_system).
+  EXPECT_EQ(efficiency_source_of(mm, listed), EfficiencySource::Measured);
+  EXPECT_EQ(efficiency_source_of(mm, kernel(2, 32, KeyLayout::NN).key), EfficiencySource::Interpolated);
+  EXPECT_EQ(efficiency_source_of(mm, kernel(1, 512, KeyLayout::TN).key), EfficiencySource::Extrapolated);
+  EXPECT_EQ(efficiency_source_of(mm, PackedKey{}), EfficiencySource::Default);
   // Without a model the same key falls back to the op default and is a miss.
   mm.gemm_model.reset();
   ClassTable plain(sys);
@@ -197,6 +202,7 @@ TEST(GemmModelTest, KernelCostAsksTheModelAfterTheTable) {
   EXPECT_FALSE(c.measured);
   EXPECT_DOUBLE_EQ(c.efficiency, 0.25);
   ASSERT_EQ(log2.misses.size(), 1u);
+  EXPECT_EQ(efficiency_source_of(mm, kernel(2, 32, KeyLayout::NN).key), EfficiencySource::Default);
   // Merging adds the counts.
   log2.merge(log);
   EXPECT_EQ(log2.hits, 2);

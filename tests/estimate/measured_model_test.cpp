@@ -12,6 +12,7 @@
 #include "config/strategy_config.h"
 #include "config/system_config.h"
 #include "estimate/estimate.h"
+#include "estimate/shapes.h"
 
 namespace trainsim {
 namespace {
@@ -44,6 +45,11 @@ TEST(MeasuredModelTest, ValidationPlansGemmsNeverTakeTheOpDefault) {
       for (const auto& m : e.misses)
         EXPECT_TRUE(std::string(m.op) != "matmul" && std::string(m.op) != "fp8_matmul")
             << c.path().filename() << ": " << m.op << " " << format_packed_key(m.key);
+      // `trainsim shapes --system` counts the GEMM shapes as known.
+      for (const ShapeUse& u : list_shapes(load_model(read_file(mp), mp), load_strategy(read_file(sp), sp), sys))
+        if (u.op == "matmul" || u.op == "fp8_matmul") {
+          EXPECT_TRUE(u.in_system) << c.path().filename() << ": " << u.key;
+        }
       measured += e.efficiency_hits;
       interpolated += e.efficiency_interpolated;
       extrapolated += e.efficiency_extrapolated;
