@@ -3,11 +3,13 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
 #include <stdexcept>
 #include <vector>
 
 #include "config/json_reader.h"
 #include "core/error.h"
+#include "core/text.h"
 
 namespace trainsim {
 
@@ -71,6 +73,32 @@ void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::stri
   model->provenance_json = mp.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   c.gemm_model = std::move(model);
   refresh_fingerprint(sys);
+}
+
+std::vector<std::string> model_summaries(const SystemConfig& sys) {
+  std::vector<std::string> out;
+  for (const auto& [name, op] : sys.ops) {
+    if (!op.gemm_model) continue;
+    std::string points = std::to_string(op.gemm_model->points());
+    for (int i = static_cast<int>(points.size()) - 3; i > 0; i -= 3) points.insert(static_cast<size_t>(i), ",");
+    std::string line = name + ": GEMM model of " + points + " measured points";
+    std::vector<std::string> from;
+    const auto prov = nlohmann::json::parse(op.gemm_model->provenance_json.empty() ? "{}" : op.gemm_model->provenance_json,
+                                            nullptr, false);
+    if (prov.is_object()) {
+      const auto text = [](const nlohmann::json& j, const char* key) {
+        return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+      };
+      const nlohmann::json src = prov.contains("source") ? prov["source"] : nlohmann::json();
+      std::string package = text(src, "package");
+      if (!package.empty() && !text(src, "version").empty()) package += " " + text(src, "version");
+      if (!package.empty()) from.push_back(package);
+      if (!text(prov, "device").empty()) from.push_back(text(prov, "device"));
+    }
+    if (!from.empty()) line += " (" + join(from, ", ") + ")";
+    out.push_back(line);
+  }
+  return out;
 }
 
 }  // namespace trainsim

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "config/system_config.h"
 
@@ -14,5 +15,9 @@ namespace trainsim {
 /// must exist in `sys`; its per-shape entries are dropped (the model answers every dense GEMM
 /// key, its measured nodes exactly). Throws ConfigError naming `source` and the JSON path on bad input.
 void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::string& source);
+
+/// One line per op class with an efficiency model, naming what it was fitted on, e.g.
+/// "matmul: GEMM model of 35,700 measured points (aiconfigurator-core 0.12.0, NVIDIA H100 80GB HBM3)".
+[[nodiscard]] std::vector<std::string> model_summaries(const SystemConfig& sys);
 
 }  // namespace trainsim

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/model_merge.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "estimate/fit.h"
@@ -321,6 +322,7 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
   o += strprintf("\nefficiency %lld shape lookups measured, %s%zu shapes fell back to op defaults%s\n",
                  static_cast<long long>(e.efficiency_hits), modelled.c_str(), e.misses.size(),
                  e.misses.empty() ? "" : " (see --json efficiency_misses; measure them with kernels_bench)");
+  for (const auto& line : model_summaries(in.system)) o += "           " + line + "\n";
   for (const auto& n : in.notes) o += "note: " + n + "\n";
   if (!in.not_modeled.empty())
     o += "warning: given but not modeled (the prediction ignores them): " + join(in.not_modeled) + "\n";

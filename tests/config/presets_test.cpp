@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config/model_config.h"
+#include "config/model_merge.h"
 #include "config/presets.h"
 #include "config/strategy_config.h"
 #include "config/system_config.h"
@@ -212,6 +213,10 @@ TEST_P(PresetTest, CarriesItsFacts) {
       EXPECT_EQ(mp["source"]["version"], "0.12.0") << op;
       EXPECT_EQ(mp["points"], model->points()) << op;
       EXPECT_TRUE(sys.ops.at(op).accurate.empty()) << op;
+      if (p.stem == "h100-sxm-80g-measured") {
+        EXPECT_EQ(model_summaries(sys).back(),
+                  "matmul: GEMM model of 35,700 measured points (aiconfigurator-core 0.12.0, NVIDIA H100 80GB HBM3)");
+      }
       // The 4096³ bf16 GEMM is in every table: measured, at a plausible efficiency.
       const GemmAnswer a = model->predict(4096, 4096, 4096);
       EXPECT_EQ(a.source, EfficiencySource::Measured) << op;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "config/input_file.h"
 #include "config/model_merge.h"
@@ -57,6 +58,7 @@ TEST(SystemModelTest, ReadsAndWritesTheGemmGrid) {
   // The fingerprint follows the grid's values (hashed, not formatted).
   EXPECT_NE(load_system(replaced(tiny(), "[1, null, 8]", "[1, null, 8.5]"), "t").fingerprint, sys.fingerprint);
   EXPECT_EQ(load_system(tiny(), "other name").fingerprint, sys.fingerprint);
+  EXPECT_EQ(model_summaries(sys), std::vector<std::string>{"matmul: GEMM model of 2 measured points"});
   // Without a model, no `model` member.
   SystemConfig plain = sys;
   plain.ops["matmul"].gemm_model.reset();
@@ -97,6 +99,7 @@ TEST(SystemModelTest, GemmGridFitsTheModelWithProvenance) {
   ASSERT_TRUE(model);
   EXPECT_EQ(model->points(), 3u);
   EXPECT_TRUE(sys.ops.at("matmul").accurate.empty());
+  EXPECT_EQ(model_summaries(sys), std::vector<std::string>{"matmul: GEMM model of 3 measured points (tables 1.0, GPU X)"});
   EXPECT_NE(sys.fingerprint, before);
   EXPECT_EQ(model->provenance_json,
             R"({"device":"GPU X","dtype":"bfloat16","file":"grid.json","fitted_by":"trainsim system build --gemm-grid",)"
