@@ -49,8 +49,9 @@ int evaluate(const std::string& system_arg, double min_m) {
     double mean = 0;
     for (double e : errs) mean += e;
     if (!errs.empty()) mean /= static_cast<double>(errs.size());
-    const double p90 =
-        errs.empty() ? 0 : errs[std::min(errs.size() - 1, static_cast<size_t>(std::ceil(0.9 * static_cast<double>(errs.size()))) - 1)];
+    // The 90th percentile: the ceil(0.9·n)-th smallest error (as tools/measured error_summary).
+    const auto rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(errs.size())));
+    const double p90 = errs.empty() ? 0 : errs[std::min(errs.size(), rank) - 1];
     std::printf("  %-12s %-10s %7zu %8zu %7.2f %7.2f %7.1f%s\n", name.c_str(), "gemm_grid",
                 op.gemm_model->points(), errs.size(), 100 * mean, 100 * p90, errs.empty() ? 0.0 : 100 * errs.back(),
                 without ? strprintf("  (%zu without a neighbour)", without).c_str() : "");

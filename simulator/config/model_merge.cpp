@@ -83,8 +83,8 @@ std::vector<std::string> model_summaries(const SystemConfig& sys) {
     for (int i = static_cast<int>(points.size()) - 3; i > 0; i -= 3) points.insert(static_cast<size_t>(i), ",");
     std::string line = name + ": GEMM model of " + points + " measured points";
     std::vector<std::string> from;
-    const auto prov = nlohmann::json::parse(op.gemm_model->provenance_json.empty() ? "{}" : op.gemm_model->provenance_json,
-                                            nullptr, false);
+    const std::string& text_of = op.gemm_model->provenance_json;
+    const auto prov = nlohmann::json::parse(text_of.empty() ? "{}" : text_of, nullptr, false);
     if (prov.is_object()) {
       const auto text = [](const nlohmann::json& j, const char* key) {
         return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
