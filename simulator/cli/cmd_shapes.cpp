@@ -16,6 +16,7 @@
 #include "config/strategy_config.h"
 #include "config/system_config.h"
 #include "core/error.h"
+#include "compute/cost.h"
 #include "estimate/shapes.h"
 
 namespace trainsim::cli {
@@ -78,7 +79,8 @@ int cmd_shapes(const Args& args) {
       e.count = use.count;
       if (have_system) {
         auto op = sys.ops.find(use.op);
-        e.in_system = op != sys.ops.end() && op->second.accurate.count(use.key) > 0;
+        const auto key = pack_shape_key(use.key);
+        e.in_system = op != sys.ops.end() && key && efficiency_source_of(op->second, *key) != EfficiencySource::Default;
       }
       e.plans.push_back(plan);
       doc.shapes.push_back(std::move(e));
@@ -101,9 +103,12 @@ int cmd_shapes(const Args& args) {
   } else {
     std::fputs(text.c_str(), stdout);
   }
-  if (have_system)
-    std::fprintf(stderr, "trainsim shapes: %zu of %zu shapes have no measurement in system '%s'\n",
-                 missing, doc.shapes.size(), sys.sys_name.c_str());
+  if (have_system) {
+    bool models = false;
+    for (const auto& [name, op] : sys.ops) models = models || op.gemm_model != nullptr;
+    std::fprintf(stderr, "trainsim shapes: %zu of %zu shapes have no measurement%s in system '%s'\n", missing,
+                 doc.shapes.size(), models ? " or model answer" : "", sys.sys_name.c_str());
+  }
   return 0;
 }
 

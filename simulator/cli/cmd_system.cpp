@@ -1,6 +1,10 @@
-// `trainsim system build`: merges kernels_bench and comm_bench measurements into a base system
-// file and writes a system JSON the simulator reads back.
+// `trainsim system build`: merges kernels_bench and comm_bench measurements and measured GEMM
+// grids into a base system file and writes a system JSON the simulator reads back.
+// `trainsim system evaluate`: leave-one-out error of a system file's efficiency models.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -8,26 +12,83 @@
 #include "cli/commands.h"
 #include "config/comm_merge.h"
 #include "config/kernels_merge.h"
+#include "config/model_merge.h"
 #include "config/output_file.h"
 #include "config/presets.h"
 #include "config/system_config.h"
 #include "core/error.h"
+#include "core/text.h"
 
 namespace trainsim::cli {
 
+namespace {
+
+// `system evaluate`: every measured node of each GEMM model predicted without it.
+int evaluate(const std::string& system_arg, double min_m) {
+  const ConfigText text = resolve_config("system", system_arg);
+  const SystemConfig sys = load_system(text.text, text.source);
+  std::printf("%s: leave-one-out of the efficiency models (m >= %g), relative time error |predicted/measured - 1|\n",
+              text.source.c_str(), min_m);
+  std::printf("  %-12s %-10s %7s %8s %7s %7s %7s\n", "op", "model", "points", "held out", "mean %", "p90 %",
+              "max %");
+  int models = 0;
+  for (const auto& [name, op] : sys.ops) {
+    if (!op.gemm_model) continue;
+    ++models;
+    std::vector<double> errs;
+    size_t without = 0;
+    for (const auto& h : op.gemm_model->leave_one_out()) {
+      if (h.m < min_m) continue;
+      if (h.predicted_s > 0) {
+        errs.push_back(std::fabs(h.predicted_s / h.measured_s - 1));
+      } else {
+        ++without;
+      }
+    }
+    std::sort(errs.begin(), errs.end());
+    double mean = 0;
+    for (double e : errs) mean += e;
+    if (!errs.empty()) mean /= static_cast<double>(errs.size());
+    // The 90th percentile: the ceil(0.9·n)-th smallest error (as tools/measured error_summary).
+    const auto rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(errs.size())));
+    const double p90 = errs.empty() ? 0 : errs[std::min(errs.size(), rank) - 1];
+    std::printf("  %-12s %-10s %7zu %8zu %7.2f %7.2f %7.1f%s\n", name.c_str(), "gemm_grid",
+                op.gemm_model->points(), errs.size(), 100 * mean, 100 * p90, errs.empty() ? 0.0 : 100 * errs.back(),
+                without ? strprintf("  (%zu without a neighbour)", without).c_str() : "");
+  }
+  if (models == 0) std::printf("  no efficiency models in this system file\n");
+  return 0;
+}
+
+}  // namespace
+
 int cmd_system(const Args& args) {
-  CLI::App app("system build: merge kernels_bench and comm_bench measurements into a base system file.",
-               "trainsim system build");
-  std::string action, base_arg, kernels, comm, out, name;
-  app.add_option("ACTION", action, "the only action: build")->required()->check(CLI::IsMember({"build"}));
-  app.add_option("--base", base_arg, "system preset or file to start from (declared peaks, networks, latencies)")
-      ->required();
-  app.add_option("--kernels", kernels, "kernels_bench output (kernels.json)");
-  app.add_option("--comm", comm, "comm_bench output (comm.json)");
-  app.add_option("--out", out, "where to write the merged system JSON")->required();
-  app.add_option("--name", name, "sys_name of the result (default: the base's)");
-  if (!parse_args(app, "system build", args)) return 0;
-  if (kernels.empty() && comm.empty()) throw UsageError("system build: give --kernels, --comm or both");
+  CLI::App app("system build: merge kernels_bench and comm_bench measurements and measured GEMM grids into a base "
+               "system file; system evaluate: leave-one-out error of a system file's efficiency models.",
+               "trainsim system");
+  std::string action, base_arg, kernels, comm, out, name, description, system_arg;
+  std::vector<std::string> grids;
+  double min_m = 0;
+  app.add_option("ACTION", action, "build or evaluate")->required()->check(CLI::IsMember({"build", "evaluate"}));
+  app.add_option("--base", base_arg, "build: system preset or file to start from (declared peaks, networks, latencies)");
+  app.add_option("--kernels", kernels, "build: kernels_bench output (kernels.json)");
+  app.add_option("--comm", comm, "build: comm_bench output (comm.json)");
+  app.add_option("--gemm-grid", grids, "build: measured GEMM grid (trainsim-gemm-grid JSON); fits the op's model "
+                                       "(repeatable, one per op class)");
+  app.add_option("--out", out, "build: where to write the merged system JSON");
+  app.add_option("--name", name, "build: sys_name of the result (default: the base's)");
+  app.add_option("--description", description, "build: description of the result (default: the base's)");
+  app.add_option("--system", system_arg, "evaluate: system preset or file whose models are held out point by point");
+  app.add_option("--min-m", min_m, "evaluate: only held-out points with at least this many rows (default 0: all)");
+  if (!parse_args(app, "system", args)) return 0;
+  if (action == "evaluate") {
+    if (system_arg.empty()) throw UsageError("system evaluate: give --system PRESET|FILE");
+    return evaluate(system_arg, min_m);
+  }
+  if (base_arg.empty()) throw UsageError("system build: --base is required");
+  if (out.empty()) throw UsageError("system build: --out is required");
+  if (kernels.empty() && comm.empty() && grids.empty())
+    throw UsageError("system build: give --kernels, --comm, --gemm-grid or several");
 
   ConfigText base = resolve_config("system", base_arg);
   SystemConfig sys = load_system(base.text, base.source);
@@ -42,7 +103,9 @@ int cmd_system(const Args& args) {
   sys.provenance_json = prov.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (!kernels.empty()) merge_kernels(sys, read_file(kernels), kernels);
   if (!comm.empty()) merge_comm(sys, read_file(comm), comm);
+  for (const auto& g : grids) merge_gemm_grid(sys, read_file(g), g);
   if (!name.empty()) sys.sys_name = name;
+  if (!description.empty()) sys.description = description;
   if (sys.schema_version.empty()) sys.schema_version = "1.0.0";
 
   std::string text = system_to_json_text(sys);

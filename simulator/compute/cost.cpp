@@ -40,7 +40,7 @@ void EfficiencyLog::miss(const char* op, const PackedKey& key, size_t hash, doub
 }
 
 void EfficiencyLog::merge(const EfficiencyLog& other) {
-  hits += other.hits;
+  add_counts(other);
   if (misses.empty() && index_.empty()) {
     // Into an empty log (an estimate's first chunk): the other's misses and index as they are.
     if (other.misses.empty()) return;
@@ -74,6 +74,16 @@ double stream_time(const BandwidthConfig& bw, double bytes) {
   return bytes / (bw.bytes_per_s * bw.efficient_factor) + bw.latency_s;
 }
 
+// The efficiency of a dense GEMM key from the op's model: its FLOPs (2·b·m·n·k) at the
+// predicted time. Key fields: b, m, k, n.
+[[gnu::noinline]] EfficiencySource model_efficiency(const GemmModel& model, const PackedKey& key, double peak,
+                                                    double& eff) {
+  const double rows = key.num[0] * key.num[1], k = key.num[2], n = key.num[3];
+  const GemmAnswer a = model.predict(rows, n, k);
+  if (a.source != EfficiencySource::Default) eff = 2 * rows * n * k / (peak * a.time_s);
+  return a.source;
+}
+
 }  // namespace
 
 const ComputeOpConfig* ClassTable::op(const char* name) {
@@ -101,6 +111,14 @@ const BandwidthConfig& ClassTable::add_bandwidth(const char* name) {
   return c;
 }
 
+EfficiencySource efficiency_source_of(const ComputeOpConfig& op, const PackedKey& key) {
+  if (key.empty()) return EfficiencySource::Default;
+  if (op.accurate.find(key) != nullptr) return EfficiencySource::Measured;
+  double eff = 0;
+  if (op.gemm_model && key.kind == KeyKind::Matmul) return model_efficiency(*op.gemm_model, key, op.peak_flops, eff);
+  return EfficiencySource::Default;
+}
+
 double memory_time(ClassTable& classes, double bytes, const char* bw_name) {
   if (bytes == 0) return 0;
   return stream_time(classes.bandwidth(bw_name), bytes);
@@ -115,26 +133,30 @@ KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log)
     const bool known = found != nullptr;
     const ComputeOpConfig& op = known ? *found : sys.ops.at("default");
     double eff = op.efficient_factor;
-    bool hit = false;
+    EfficiencySource source = EfficiencySource::Default;
     if (!k.key.empty() && (known || log)) {
       const size_t hash = PackedKeyHash{}(k.key);
       if (known) {
         if (const double* e = op.accurate.find(k.key, hash)) {
           eff = *e;
-          hit = true;
+          source = EfficiencySource::Measured;
+        } else if (op.gemm_model && k.key.kind == KeyKind::Matmul) {
+          source = model_efficiency(*op.gemm_model, k.key, op.peak_flops, eff);
         }
       }
       if (log) {
-        if (hit) {
-          ++log->hits;
-        } else {
-          log->miss(k.op, k.key, hash, k.flops, eff);
+        switch (source) {
+          case EfficiencySource::Measured: ++log->hits; break;
+          case EfficiencySource::Interpolated: ++log->interpolated; break;
+          case EfficiencySource::Extrapolated: ++log->extrapolated; break;
+          case EfficiencySource::Default: log->miss(k.op, k.key, hash, k.flops, eff); break;
         }
       }
     }
     compute = k.flops / (op.peak_flops * eff);
     out.efficiency = eff;
-    out.measured = hit;
+    out.measured = source != EfficiencySource::Default;
+    out.source = source;
   }
   const double io = k.bytes == 0 ? 0 : stream_time(classes.bandwidth(k.bw), k.bytes);
   out.time_s = sys.mode == CostMode::OnlyCompute ? (compute != 0 ? compute : io) : std::max(compute, io);

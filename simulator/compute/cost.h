@@ -21,14 +21,23 @@ struct EfficiencyMiss {
   double used_efficiency = 0;
 };
 
-/// Records efficiency-table hits and misses (deduplicated by op and key, in the order first met).
+/// Records efficiency lookups: measured (table entry or measured model node), answered by a
+/// model between or beyond its measured points, and misses (deduplicated by op and key, in the
+/// order first met), which took the op's default.
 struct EfficiencyLog {
   std::vector<EfficiencyMiss> misses;
   int64_t hits = 0;
+  int64_t interpolated = 0, extrapolated = 0;
   /// `hash` is PackedKeyHash{}(key), computed once per kernel for the table lookup and the log.
   void miss(const char* op, const PackedKey& key, size_t hash, double flops, double used);
-  /// Adds `other`'s hits and the misses not recorded yet (a chunk's log into its estimate's).
+  /// Adds `other`'s counts and the misses not recorded yet (a chunk's log into its estimate's).
   void merge(const EfficiencyLog& other);
+  /// Adds `other`'s counts only (a layer template's, already merged once).
+  void add_counts(const EfficiencyLog& other) {
+    hits += other.hits;
+    interpolated += other.interpolated;
+    extrapolated += other.extrapolated;
+  }
 
  private:
   // Open addressing over `misses`: a slot holds the upper half of a key's hash and 1 + the index
@@ -46,7 +55,8 @@ struct EfficiencyLog {
 struct KernelCost {
   double time_s = 0;
   double efficiency = 0;
-  bool measured = false;  // the efficiency came from the shape-keyed table, not the op default
+  bool measured = false;  // the efficiency came from the table or the op's model, not its default
+  EfficiencySource source = EfficiencySource::Default;
 };
 
 /// The op and bandwidth classes that kernels name, resolved against one system as first met.
@@ -71,6 +81,10 @@ class ClassTable {
   SmallVector<std::pair<const char*, const ComputeOpConfig*>, 8> ops_;
   SmallVector<std::pair<const char*, const BandwidthConfig*>, 8> bandwidths_;
 };
+
+/// How op class `op` answers `key` without running an estimate: Measured (a table entry or a
+/// model's measured node), Interpolated or Extrapolated (its model), else Default.
+[[nodiscard]] EfficiencySource efficiency_source_of(const ComputeOpConfig& op, const PackedKey& key);
 
 /// Seconds for one kernel: max(flops/(peak·eff), bytes/(bw·eff) + latency) in roofline mode.
 /// `log` may be null.

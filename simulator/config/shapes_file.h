@@ -20,7 +20,7 @@ struct ShapeEntry {
   ShapeKey shape;                // parsed from `key`
   double flops = 0;              // FLOP of one call (simulator convention)
   int64_t count = 0;             // calls per micro-batch, summed over the plans using it
-  std::optional<bool> in_system; // measured in the --system file (absent: no system given)
+  std::optional<bool> in_system; // measured in the --system file, or answered by its model (absent: no system given)
   std::vector<int64_t> plans;    // indices into ShapesDoc::plans
 };
 

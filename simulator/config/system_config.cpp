@@ -96,6 +96,73 @@ void read_net_op(const json& j, const std::string& path, IssueList& issues, NetO
   for (const auto& [k, v] : dp_bw) check_magnitude(issues, path + "/dp_fixed_bw/" + k, v, kMaxRate, kMinPositive);
 }
 
+// Numbers of a model array (`what`: which values are allowed), null where `holes`.
+bool read_numbers(const json& j, const std::string& path, IssueList& issues, bool holes, std::vector<double>& out) {
+  if (!j.is_array()) {
+    issues.add(path, "expected an array of numbers");
+    return false;
+  }
+  out.reserve(j.size());
+  for (size_t i = 0; i < j.size(); ++i) {
+    const json& v = j[i];
+    if (holes && v.is_null()) {
+      out.push_back(0);
+      continue;
+    }
+    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>())) {
+      issues.add(path + "/" + std::to_string(i),
+                 std::string("expected a number > 0") + (holes ? " or null (not measured)" : "") + ", got " + v.dump());
+      return false;
+    }
+    out.push_back(v.get<double>());
+  }
+  return true;
+}
+
+// `accelerator.op.<op>.model`: a GEMM grid (compute/gemm_model.h).
+std::shared_ptr<const GemmModel> read_gemm_model(const json& j, const std::string& path, const std::string& op,
+                                                 IssueList& issues) {
+  ObjectReader r(j, path, issues);
+  std::string kind;
+  r.req("kind", kind);
+  std::vector<double> axes[3], times;
+  bool ok = kind == "gemm_grid";
+  if (!kind.empty() && !ok) issues.add(path + "/kind", "unknown model kind '" + kind + "'; valid values: gemm_grid");
+  if (ok && op != "matmul" && op != "fp8_matmul")
+    issues.add(path, "a gemm_grid model answers dense GEMM shape keys: only the op classes matmul and fp8_matmul "
+                     "carry one, not '" + op + "'");
+  const char* names[3] = {"m", "n", "k"};
+  for (int a = 0; a < 3; ++a) {
+    r.ignore(names[a]);
+    if (!j.contains(names[a])) {
+      issues.add(path + "/" + names[a], "required array is missing (grid axis, increasing)");
+      ok = false;
+    } else {
+      ok = read_numbers(j[names[a]], path + "/" + names[a], issues, false, axes[a]) && ok;
+    }
+  }
+  r.ignore("time_us");
+  if (!j.contains("time_us")) {
+    issues.add(path + "/time_us", "required array is missing (µs per node, m-major, then n, then k; null: not measured)");
+    ok = false;
+  } else {
+    ok = read_numbers(j["time_us"], path + "/time_us", issues, true, times) && ok;
+  }
+  std::string provenance;
+  if (const json* prov = r.object("provenance", false)) provenance = prov->dump();
+  r.finish();
+  if (!ok) return nullptr;
+  for (double& t : times) t *= kMicro;
+  try {
+    auto model = std::make_shared<GemmModel>(std::move(axes[0]), std::move(axes[1]), std::move(axes[2]), std::move(times));
+    model->provenance_json = provenance;
+    return model;
+  } catch (const std::invalid_argument& e) {
+    issues.add(path, e.what());
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 SystemConfig load_system(const std::string& text, const std::string& source) {
@@ -194,6 +261,8 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
         op.has_accurate = r.has("accurate_efficient_factor");
         std::map<std::string, double> accurate;
         r.opt("accurate_efficient_factor", accurate);
+        if (const json* model = r.object("model", false))
+          op.gemm_model = read_gemm_model(*model, p + "/model", it.key(), issues);
         r.finish();
         if (!(tflops > 0) && it.value().is_object() && it.value().contains("tflops"))
           issues.add(p + "/tflops", "must be > 0");
@@ -322,9 +391,18 @@ std::vector<std::pair<std::string, double>> EfficiencyTable::entries() const {
   return out;
 }
 
+namespace {
+// The system's JSON text; `models`: with the models' grids (else a placeholder per model).
+std::string system_json_text(const SystemConfig& sys, int indent, bool models);
+}  // namespace
+
 void refresh_fingerprint(SystemConfig& sys) {
   sys.fingerprint = 0;
-  const std::string text = system_to_json_text(sys, -1);
+  // The models enter by their content hash, not their text (formatting a grid of 35,700 times
+  // took 20 times the rest of loading a system).
+  std::string text = system_json_text(sys, -1, false);
+  for (const auto& [name, op] : sys.ops)
+    if (op.gemm_model) text += name + ":" + std::to_string(op.gemm_model->content_hash()) + "\n";
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (unsigned char c : text) {
     h ^= c;
@@ -356,11 +434,43 @@ json bandwidth_json(const BandwidthConfig& bw) {
   return j;
 }
 
+// A GEMM model as JSON text: kind, provenance, axes, then the times one line per m (µs, 5
+// significant digits; null for a node not measured).
+std::string gemm_model_json(const GemmModel& m, int indent) {
+  const std::string nl = indent < 0 ? "" : "\n";
+  std::string o = "{\"kind\": \"gemm_grid\"";
+  if (!m.provenance_json.empty()) o += ", \"provenance\": " + m.provenance_json;
+  const auto axis = [&](const char* name, const std::vector<double>& v) {
+    o += strprintf(", \"%s\": [", name);
+    for (size_t i = 0; i < v.size(); ++i) o += strprintf(i ? ", %.17g" : "%.17g", v[i]);
+    o += "]";
+  };
+  axis("m", m.m_axis());
+  axis("n", m.n_axis());
+  axis("k", m.k_axis());
+  o += ", \"time_us\": [";
+  for (size_t i = 0; i < m.m_axis().size(); ++i) {
+    o += nl;
+    for (size_t j = 0; j < m.n_axis().size(); ++j)
+      for (size_t l = 0; l < m.k_axis().size(); ++l) {
+        const double t = m.time_at(i, j, l);
+        const bool last = i + 1 == m.m_axis().size() && j + 1 == m.n_axis().size() && l + 1 == m.k_axis().size();
+        o += t > 0 ? strprintf("%.5g", t / kMicro) : std::string("null");
+        if (!last) o += j + 1 == m.n_axis().size() && l + 1 == m.k_axis().size() ? "," : ", ";
+      }
+  }
+  return o + nl + "]}";
+}
+
 }  // namespace
 
 int64_t nvlink_domain(const SystemConfig& sys) { return sys.nvlink_domain_size.value_or(sys.num_per_node); }
 
-std::string system_to_json_text(const SystemConfig& sys, int indent) {
+std::string system_to_json_text(const SystemConfig& sys, int indent) { return system_json_text(sys, indent, true); }
+
+namespace {
+
+std::string system_json_text(const SystemConfig& sys, int indent, bool models) {
   json j;
   if (!sys.schema_version.empty()) j["schema_version"] = sys.schema_version;
   if (!sys.description.empty()) j["description"] = sys.description;
@@ -391,6 +501,8 @@ std::string system_to_json_text(const SystemConfig& sys, int indent) {
       for (const auto& [k, v] : op.accurate.entries()) a[k] = v;
       o["accurate_efficient_factor"] = a;
     }
+    // The model's text is put in after the dump: its grid on one line per m, not per number.
+    if (op.gemm_model) o["model"] = "\x01gemm_model:" + name;
     acc["op"][name] = o;
   }
   for (const auto& [name, bw] : sys.bandwidths) acc["bandwidth"][name] = bandwidth_json(bw);
@@ -429,7 +541,16 @@ std::string system_to_json_text(const SystemConfig& sys, int indent) {
   }
   j["networks"] = nets;
   if (!sys.provenance_json.empty()) j["provenance"] = json::parse(sys.provenance_json);
-  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::string text = j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  for (const auto& [name, op] : sys.ops) {
+    if (!op.gemm_model || !models) continue;
+    const std::string mark = "\"\\u0001gemm_model:" + json(name).dump().substr(1);
+    const size_t at = text.find(mark);
+    if (at != std::string::npos) text.replace(at, mark.size(), gemm_model_json(*op.gemm_model, indent));
+  }
+  return text;
 }
+
+}  // namespace
 
 }  // namespace trainsim

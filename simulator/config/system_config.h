@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "compute/gemm_model.h"
 #include "config/indexed_map.h"
 #include "config/shape_key.h"
 #include "core/units.h"
@@ -59,6 +61,9 @@ struct ComputeOpConfig {
   double efficient_factor = 0;   // fallback efficiency for shapes not in `accurate`
   bool has_accurate = false;     // the JSON had an `accurate_efficient_factor` member
   EfficiencyTable accurate;      // shape key → measured efficiency
+  /// Efficiency model of the shapes `accurate` lacks (JSON `model`, trainsim extension; matmul
+  /// and fp8_matmul: `kind` gemm_grid). Shared: systems are copied, models are not edited.
+  std::shared_ptr<const GemmModel> gemm_model;
 };
 
 /// A bandwidth class (`accelerator.bandwidth.<name>` or `networks.<group>.bandwidth`).

@@ -50,7 +50,7 @@ const ChunkResult& ChunkResults::get(const ChunkSpec& spec) {
   env_.log->merge(r->log);
   for (const auto& t : r->ops.templates) {
     if (std::find(merged_.begin(), merged_.end(), &t->log) != merged_.end()) {
-      env_.log->hits += t->log.hits;
+      env_.log->add_counts(t->log);
     } else {
       env_.log->merge(t->log);
       merged_.push_back(&t->log);

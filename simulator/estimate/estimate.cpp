@@ -97,6 +97,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.tokens_per_s_per_gpu = tokens / est.iteration_time_s / static_cast<double>(plan.world);
   est.misses = std::move(log.misses);
   est.efficiency_hits = log.hits;
+  est.efficiency_interpolated = log.interpolated;
+  est.efficiency_extrapolated = log.extrapolated;
   return est;
 }
 

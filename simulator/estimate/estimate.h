@@ -82,6 +82,9 @@ struct OpCost {
   double bytes = 0;           // memory traffic of all phases (recompute included)
   double efficiency = 0;      // FLOP-weighted FLOP efficiency of its kernels (0: no FLOPs)
   bool measured = false;      // every FLOP kernel with a shape key used a measured efficiency
+  /// How those efficiencies were obtained, the least direct: measured, interpolated or
+  /// extrapolated by a model (`measured` false: some took the op default).
+  EfficiencySource source = EfficiencySource::Default;
   double cache_bytes = 0;     // activations it saves for the backward
   /// Forward and backward pass durations (kernels + collectives; backward includes recompute).
   [[nodiscard]] double fwd_total_s() const { return fwd_s + fwd_comm_s; }
@@ -120,6 +123,8 @@ struct Estimate {
   std::vector<StageMemory> stages;
   std::vector<EfficiencyMiss> misses;
   int64_t efficiency_hits = 0;
+  /// Lookups a measured model answered between its points, and beyond them (held at the edge).
+  int64_t efficiency_interpolated = 0, efficiency_extrapolated = 0;
   double pipeline_s = 0;       // the replayed pipeline (max over ranks), before the straggler
   /// Every op of the step per rank and stream: the pipeline, then the straggler allowance, the
   /// data-parallel communication and the optimizer step.

@@ -84,6 +84,7 @@ void leaf_cost(OpCost& o, const Env& env, const Leaf& l, bool recomputed, const 
   double t[3] = {0, 0, 0}, flops[3] = {0, 0, 0}, bytes[3] = {0, 0, 0};
   double eff_flops = 0;
   bool keyed = false, all_measured = true;
+  EfficiencySource source = EfficiencySource::Measured;
   for (int ph = 0; ph < 3; ++ph)
     for (const auto& k : l.kernels[ph]) {
       const KernelCost c = kernel_cost(*env.classes, k, env.log);
@@ -94,6 +95,7 @@ void leaf_cost(OpCost& o, const Env& env, const Leaf& l, bool recomputed, const 
       if (k.flops != 0 && !k.key.empty()) {
         keyed = true;
         all_measured = all_measured && c.measured;
+        source = std::max(source, c.source);
       }
     }
   o.fwd_s = t[kFwd];
@@ -105,6 +107,7 @@ void leaf_cost(OpCost& o, const Env& env, const Leaf& l, bool recomputed, const 
   const double all_flops = o.fwd_flops + o.bwd_flops;
   o.efficiency = all_flops != 0 ? eff_flops / all_flops : 0;
   o.measured = keyed && all_measured;
+  o.source = o.measured ? source : EfficiencySource::Default;
   o.cache_bytes = l.cache;
   const bool recompute = recomputed && l.recompute && !l.variance && env.s.enable_recompute;
   const bool repeats = recompute && l.recompute_repeats_comm;

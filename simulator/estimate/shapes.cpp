@@ -5,6 +5,7 @@
 #include <string_view>
 #include <utility>
 
+#include "compute/cost.h"
 #include "model/graph.h"
 #include "plan/plan.h"
 
@@ -35,7 +36,7 @@ std::vector<ShapeUse> list_shapes(const ModelConfig& m, const StrategyConfig& s,
         u.key = format_packed_key(k.key);
         u.flops = k.flops;
         auto op = sys.ops.find(k.op);
-        u.in_system = op != sys.ops.end() && op->second.accurate.find(k.key) != nullptr;
+        u.in_system = op != sys.ops.end() && efficiency_source_of(op->second, k.key) != EfficiencySource::Default;
         u.count = count;
         out.push_back(u);
       }

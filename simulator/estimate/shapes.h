@@ -16,7 +16,7 @@ struct ShapeUse {
   std::string op;        // accelerator op class: matmul, fp8_matmul, group_matmul, sdp_fwd, sdp_bwd, ...
   std::string key;       // exact lookup key (the peer's format)
   double flops = 0;      // FLOP of one call under the simulator's convention
-  bool in_system = false;  // the system file has a measured efficiency for it
+  bool in_system = false;  // the system file has a measured efficiency for it, or a model answering it
   int64_t count = 0;     // calls per micro-batch over all stages
 };
 

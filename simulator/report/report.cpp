@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/model_merge.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "estimate/fit.h"
@@ -89,7 +90,7 @@ nlohmann::ordered_json rows_json(const std::vector<BreakdownRow>& rows) {
     x["flops"] = r.flops;
     x["bytes"] = r.bytes;
     x["efficiency"] = r.efficiency;
-    x["efficiency_source"] = r.measured ? "measured" : "fallback";
+    x["efficiency_source"] = efficiency_label(r.measured, r.source);
     out.push_back(x);
   }
   return out;
@@ -239,6 +240,10 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   j["networks"] = nets;
   j["breakdown"] = breakdown_json(e);
   j["efficiency_hits"] = e.efficiency_hits;
+  if (e.efficiency_interpolated + e.efficiency_extrapolated > 0) {
+    j["efficiency_interpolated"] = e.efficiency_interpolated;
+    j["efficiency_extrapolated"] = e.efficiency_extrapolated;
+  }
   nlohmann::ordered_json misses = nlohmann::ordered_json::array();
   for (const auto& mm : e.misses)
     misses.push_back({{"op", mm.op}, {"key", format_packed_key(mm.key)}, {"flops", mm.flops}, {"used_efficiency", mm.used_efficiency}});
@@ -334,9 +339,15 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
   if (host > 0) o += strprintf("host       %.2f GiB of pinned host memory per GPU (offloaded optimizer states, activations)\n", host / kGiB);
   o += "\nnetworks   ";
   for (const auto& [g, n] : e.networks) o.append(g).append("=").append(n).append(" ");
-  o += strprintf("\nefficiency %lld shape lookups measured, %zu shapes fell back to op defaults%s\n",
-                 static_cast<long long>(e.efficiency_hits), e.misses.size(),
+  const std::string modelled =
+      e.efficiency_interpolated + e.efficiency_extrapolated == 0
+          ? ""
+          : strprintf("%lld interpolated and %lld extrapolated by the op's measured model, ",
+                      static_cast<long long>(e.efficiency_interpolated), static_cast<long long>(e.efficiency_extrapolated));
+  o += strprintf("\nefficiency %lld shape lookups measured, %s%zu shapes fell back to op defaults%s\n",
+                 static_cast<long long>(e.efficiency_hits), modelled.c_str(), e.misses.size(),
                  e.misses.empty() ? "" : " (see --json efficiency_misses; measure them with kernels_bench)");
+  for (const auto& line : model_summaries(in.system)) o += "           " + line + "\n";
   for (const auto& n : in.notes) o += "note: " + n + "\n";
   if (!in.not_modeled.empty())
     o += "warning: given but not modeled (the prediction ignores them): " + join(in.not_modeled) + "\n";

@@ -17,6 +17,7 @@ void add(BreakdownRow& row, const OpCost& o, double n, bool instance) {
   const double flops = (o.fwd_flops + o.bwd_flops) * n;
   const double before = row.fwd_bwd_flops;
   if (before + flops > 0) row.efficiency = (row.efficiency * before + o.efficiency * flops) / (before + flops);
+  row.source = row.instances == 0 ? o.source : std::max(row.source, o.source);
   row.measured = row.instances == 0 ? o.measured : row.measured && o.measured;
   row.instances += instance ? 1 : 0;
   row.fwd_s += o.fwd_s * n;
@@ -75,7 +76,7 @@ std::string breakdown_table(const Estimate& e, BreakdownLevel level) {
       o += strprintf("  %5d  %-12s %-22s %5lld %8.1f %8.1f %7.1f %8.1f %7.1f %7.1f %5.2f  %s\n", b.rank,
                      r.layer_type.c_str(), r.op.empty() ? "-" : r.op.c_str(), static_cast<long long>(r.instances),
                      r.fwd_s * 1e3, r.bwd_s * 1e3, r.recompute_s * 1e3, r.comm_s * 1e3, r.flops / 1e12, r.bytes / 1e9,
-                     r.efficiency, r.measured ? "measured" : "fallback");
+                     r.efficiency, efficiency_label(r.measured, r.source));
   return o;
 }
 

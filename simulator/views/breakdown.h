@@ -20,7 +20,8 @@ struct BreakdownRow {
   double flops = 0, bytes = 0;    // recompute included
   double fwd_bwd_flops = 0;       // forward and backward FLOPs, what `efficiency` averages over
   double efficiency = 0;   // FLOP-weighted FLOP efficiency (0: no FLOPs)
-  bool measured = false;   // every keyed kernel used a measured efficiency
+  bool measured = false;   // every keyed kernel used a measured efficiency (or a model's)
+  EfficiencySource source = EfficiencySource::Default;  // the least direct of them
   [[nodiscard]] double total_s() const { return fwd_s + bwd_s + recompute_s + comm_s; }
 };
 

@@ -110,7 +110,7 @@ void write_slice(Writer& w, int pid, const TimelineEvent& ev, const OpSlice& s) 
     nlohmann::ordered_json a = args;
     a["flops"] = s.flops;
     a["efficiency"] = o.efficiency;
-    a["efficiency_source"] = o.measured ? "measured" : "fallback";
+    a["efficiency_source"] = efficiency_label(o.measured, o.source);
     w.complete(pid, kCompute, std::string(o.name), s.start, s.split, std::move(a));
     const double kernels = o.fwd_s + o.bwd_s + o.recompute_s;
     for (size_t g = 0; g < o.hidden_comm_by_group_s.size() && kernels > 0; ++g)

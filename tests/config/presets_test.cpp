@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config/model_config.h"
+#include "config/model_merge.h"
 #include "config/presets.h"
 #include "config/strategy_config.h"
 #include "config/system_config.h"
@@ -194,15 +195,36 @@ TEST_P(PresetTest, CarriesItsFacts) {
   if (copied) {
     EXPECT_EQ(sys.description.rfind("SimuMax v1.2 calibrated", 0), 0u);
   } else if (measured) {
-    // Imported from NVIDIA's published tables (tools/measured): the file names its source, and
-    // the GEMM and attention shapes of the validation cases carry a measured efficiency.
+    // Imported from NVIDIA's published tables (tools/measured): the file names its source, the
+    // GEMM classes carry a model of every table point (A100: 9,240; the others 35,700) naming
+    // its package, and the attention shapes of the validation cases a measured efficiency.
     EXPECT_NE(sys.description.find("built by `make measured-systems` from the measurements NVIDIA publishes in "
                                    "aiconfigurator-core"),
               std::string::npos);
     const auto prov = nlohmann::json::parse(sys.provenance_json);
     EXPECT_EQ(prov["kernels"]["measurement_provenance"]["source"]["package"], "aiconfigurator-core");
     EXPECT_EQ(prov["comm_bench"]["import"]["source"]["package"], "aiconfigurator-core");
-    for (const char* op : {"matmul", "fp8_matmul", "sdp_fwd", "sdp_bwd"}) {
+    for (const char* op : {"matmul", "fp8_matmul"}) {
+      const auto& model = sys.ops.at(op).gemm_model;
+      ASSERT_TRUE(model) << op;
+      EXPECT_EQ(model->points(), p.stem == "a100-sxm-80g-measured" ? 9240u : 35700u) << op;
+      const auto mp = nlohmann::json::parse(model->provenance_json);
+      EXPECT_EQ(mp["source"]["package"], "aiconfigurator-core") << op;
+      EXPECT_EQ(mp["source"]["version"], "0.12.0") << op;
+      EXPECT_EQ(mp["points"], model->points()) << op;
+      EXPECT_TRUE(sys.ops.at(op).accurate.empty()) << op;
+      if (p.stem == "h100-sxm-80g-measured") {
+        EXPECT_EQ(model_summaries(sys).back(),
+                  "matmul: GEMM model of 35,700 measured points (aiconfigurator-core 0.12.0, NVIDIA H100 80GB HBM3)");
+      }
+      // The 4096³ bf16 GEMM is in every table: measured, at a plausible efficiency.
+      const GemmAnswer a = model->predict(4096, 4096, 4096);
+      EXPECT_EQ(a.source, EfficiencySource::Measured) << op;
+      const double eff = 2.0 * 4096 * 4096 * 4096 / (a.time_s * sys.ops.at(op).peak_flops);
+      EXPECT_GT(eff, 0.3) << op;
+      EXPECT_LT(eff, 1.0) << op;
+    }
+    for (const char* op : {"sdp_fwd", "sdp_bwd"}) {
       EXPECT_GE(sys.ops.at(op).accurate.size(), 20u) << op;
       for (const auto& [key, eff] : sys.ops.at(op).accurate.entries()) {
         EXPECT_GT(eff, 0.05) << op << " " << key;

@@ -8,7 +8,7 @@ so the measured system files come out of the same merge as a calibration on our 
 
   make measured-systems                                   # venv + this tool, every GPU
   build/venv/bin/python tools/measured/import_measurements.py build [--gpu h100_sxm] [--source WHEEL]
-  build/venv/bin/python tools/measured/import_measurements.py evaluate   # predictor held-out error
+  build/venv/bin/python tools/measured/import_measurements.py evaluate   # models' and predictors' held-out error
 
 Run from the repository root. Exit status: 0 ok, 1 input/IO error, 2 usage.
 """
@@ -180,6 +180,24 @@ def base_file(spec, work):
     return path
 
 
+def write_gemm_grids(gpu, spec, version, device, bf16, fp8, work):
+    """trainsim-gemm-grid documents of every table point (matmul: bf16, fp8_matmul: the fp8
+    table), for `trainsim system build --gemm-grid`. Returns the command-line arguments."""
+    args = []
+    for op, table, dtype in (("matmul", bf16, "bfloat16"), ("fp8_matmul", fp8, spec["fp8"])):
+        grid = {"kind": "trainsim-gemm-grid", "op": op, "device": device, "dtype": dtype,
+                "provenance": {"package": PACKAGE, "version": version, "system": gpu,
+                               "framework": "TensorRT-LLM " + spec["gemm"].split("/")[1],
+                               "table": f"systems/data/{gpu}/gemm/{spec['gemm']}/gemm_perf.parquet ({dtype})",
+                               "time_s": "table latency (ms) × 1e-3"},
+                "points": [[m, n, k, t] for (m, n, k), t in sorted(table.t.items())]}
+        path = os.path.join(work, f"gemm_grid_{op}.json")
+        with open(path, "w") as f:
+            json.dump(grid, f)
+        args += ["--gemm-grid", path]
+    return args
+
+
 def build_gpu(gpu, root, version, shapes, args):
     spec = GPUS[gpu]
     work = os.path.join(args.work, gpu)
@@ -201,9 +219,11 @@ def build_gpu(gpu, root, version, shapes, args):
                    "framework": "TensorRT-LLM " + spec["gemm"].split("/")[1], "tables": tables},
         "derived": {
             "time_s": "table latency (ms) × 1e-3; one figure per shape (n = 1)",
-            "interpolated": "shape not in the table: GEMM log-linear trilinear interpolation of throughput on "
-                            "32-row-padded m; attention FLOP-scaled nearest measured shapes, across head dims "
-                            "log-linear on the time per FLOP (docs/calibration.md)",
+            "interpolated": "shape not in the table: attention FLOP-scaled nearest measured shapes, across head "
+                            "dims log-linear on the time per FLOP (docs/calibration.md)",
+            "gemm_model": "matmul and fp8_matmul: every table point in the op's model (gemm_grid), evaluated by the "
+                          "simulator for any shape; the kernel entries of these ops set only the op fallback "
+                          "(mean over the plans' shapes)",
             "as_tn": "NN/NT gradient GEMMs timed as the forward-layout (TN) GEMM of the same dims",
             "sdp_bwd": f"2.5 × forward time / {mt.SDP_BWD_EFFICIENCY_RATIO} (backward not in the tables)",
             "not_imported": "group_matmul (MoE), MLA attention (qk_head_dim != v_head_dim), memory-bound "
@@ -237,28 +257,27 @@ def build_gpu(gpu, root, version, shapes, args):
     with open(comm, "w") as f:
         json.dump(comm_doc, f, indent=1)
 
-    out = os.path.join(args.out_dir, spec["out"] + "-measured.json")
-    run([args.trainsim, "system", "build", "--base", base_file(spec, work), "--kernels", kernels, "--comm", comm,
-         "--out", out, "--name", spec["out"].replace("-", "_") + "_measured"])
-    # The description says what the file is; system build keeps the base's.
-    with open(out) as f:
-        sys_json = json.load(f)
+    # Every measured GEMM of the tables, from which `system build` fits the op's model (the
+    # kernels.json entries above then only set the op fallbacks, the mean over the plans' shapes).
+    grids = write_gemm_grids(gpu, spec, version, device, bf16, fp8, work)
+
+    # The description says what the file is (system build would keep the base's).
     sizes = sorted({int(n.rsplit("_x", 1)[1]) for n in (os.path.basename(f)[:-5] for f in files)})
     base = spec["base"] + (" with GB200's peaks and memory" if spec.get("base_override") else "")
-    sys_json["description"] = (
+    description = (
         f"{device}: built by `make measured-systems` from the measurements NVIDIA publishes in {PACKAGE} "
         f"{version} ({gpu}: TensorRT-LLM {spec['gemm'].split('/')[1]} GEMM and context-attention tables, NCCL "
-        f"{spec['nccl']} table). GEMM and fused-attention efficiencies for the shapes of the validation cases and "
-        f"example plans: measured where the table has the shape, else interpolated; gradient GEMMs as the "
-        f"forward layout; attention backward derived. NVLink collectives fitted (alpha-beta) on groups of "
+        f"{spec['nccl']} table). GEMM efficiencies from a model of every table point ({len(bf16.t):,} bf16, "
+        f"{len(fp8.t):,} {spec['fp8']}), evaluated for any shape: measured where the table has it, else "
+        f"interpolated; gradient GEMMs as the forward layout. Fused-attention efficiencies for the shapes of the "
+        f"validation cases and example plans: measured where the table has the shape, else interpolated; backward "
+        f"derived. NVLink collectives fitted (alpha-beta) on groups of "
         f"{', '.join(map(str, sizes))} GPUs. Everything else (peaks, memory-bound classes, MoE, inter-node) from "
         f"the base: {base}. "
         f"See provenance and docs/calibration.md.")
-    text = json.dumps(sys_json, indent=1) + "\n"
-    tmp = out + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, out)
+    out = os.path.join(args.out_dir, spec["out"] + "-measured.json")
+    run([args.trainsim, "system", "build", "--base", base_file(spec, work), "--kernels", kernels, "--comm", comm,
+         *grids, "--out", out, "--name", spec["out"].replace("-", "_") + "_measured", "--description", description])
     print(f"{gpu}: wrote {out} ({len(results)} kernel entries: {counts}; {len(files)} NCCL series)")
 
 
@@ -285,11 +304,30 @@ def nccl_errors(gpu, spec, comm_path):
     return out
 
 
-def evaluate(root, args):
-    """Held-out error of the GEMM predictor and of the reference interpolation."""
+def model_loo(gpu, spec, root, version, args):
+    """Leave-one-out of the simulator's GEMM models (`trainsim system evaluate`) fitted on every
+    table point: all points, and those with m >= 256 (training shapes)."""
+    work = os.path.join(args.work, gpu)
+    os.makedirs(work, exist_ok=True)
+    bf16, device = load_gemm(root, gpu, spec, "bfloat16")
+    fp8 = bf16 if spec["fp8"] == "bfloat16" else load_gemm(root, gpu, spec, spec["fp8"])[0]
+    grids = write_gemm_grids(gpu, spec, version, device, bf16, fp8, work)
+    out = os.path.join(work, "gemm_models.json")
+    run([args.trainsim, "system", "build", "--base", spec["base"], *grids, "--out", out])
+    for min_m in ("0", "256"):
+        print(f"{gpu} GEMM models, " + run([args.trainsim, "system", "evaluate", "--system", out, "--min-m", min_m]),
+              end="")
+
+
+def evaluate(root, version, args):
+    """Held-out error of the simulator's GEMM models, of the importer's predictors and of the
+    reference interpolation."""
+    if not os.access(args.trainsim, os.X_OK):
+        fail(f"{args.trainsim}: not built; run `make build` first")
     report = {}
     for gpu in args.gpu:
         spec = GPUS[gpu]
+        model_loo(gpu, spec, root, version, args)
         for dtype in ["bfloat16"] + ([spec["fp8"]] if spec["fp8"] != "bfloat16" else []):
             table, _ = load_gemm(root, gpu, spec, dtype)
             ours, base = [], []
@@ -354,7 +392,7 @@ def main(argv):
     try:
         root, version, tmp = package_root(args.source)
         if args.action == "evaluate":
-            evaluate(root, args)
+            evaluate(root, version, args)
             return 0
         for exe in (args.trainsim, args.comm_bench):
             if not os.access(exe, os.X_OK):

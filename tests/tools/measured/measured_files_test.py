@@ -47,21 +47,34 @@ class ImportedNumbersTest(unittest.TestCase):
         self.assertEqual(prov["package"], "aiconfigurator-core")
         self.assertEqual(prov["version"], VERSION)
 
-    def test_measured_gemm_efficiencies_reproduce_the_table(self):
+    def test_gemm_models_hold_every_table_point(self):
+        # The matmul model's grid holds each bf16 row of the table (µs, 5 significant digits)
+        # and nothing else: the other nodes are null.
         spec = im.GPUS["h100_sxm"]
         table, _ = im.load_gemm(ROOT_PKG, "h100_sxm", spec, "bfloat16")
-        acc = system("h100-sxm-80g")["accelerator"]["op"]["matmul"]["accurate_efficient_factor"]
-        checked = 0
-        for key, eff in acc.items():
-            if mt.parse_key(key)["layout"] != "TN" or mt.matmul_problem(key) not in table.t:
-                continue
-            t = table.t[mt.matmul_problem(key)]
-            self.assertAlmostEqual(eff, mt.gemm_flops(key) / (t * 989e12), delta=1e-12, msg=key)
-            checked += 1
-        self.assertGreaterEqual(checked, 20)
+        model = system("h100-sxm-80g")["accelerator"]["op"]["matmul"]["model"]
+        self.assertEqual(model["kind"], "gemm_grid")
+        self.assertEqual(model["provenance"]["points"], len(table.t))
+        self.assertEqual(model["provenance"]["source"]["version"], VERSION)
+        ms, ns, ks, times = model["m"], model["n"], model["k"], model["time_us"]
+        self.assertEqual(len(times), len(ms) * len(ns) * len(ks))
+        held = 0
+        for i, m in enumerate(ms):
+            for j, n in enumerate(ns):
+                for l, k in enumerate(ks):
+                    v = times[(i * len(ns) + j) * len(ks) + l]
+                    t = table.t.get((m, n, k))
+                    if t is None:
+                        self.assertIsNone(v, msg=(m, n, k))
+                        continue
+                    self.assertLess(abs(v * 1e-6 / t - 1), 5e-5, msg=(m, n, k))
+                    held += 1
+        self.assertEqual(held, len(table.t))
         # One by hand: 4096³ bf16 took 0.174285 ms (4096×4096×4096 row of gemm_perf.parquet).
-        key = "b=1, m=4096, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16"
-        self.assertAlmostEqual(acc[key], 2 * 4096**3 / (0.174285e-3 * 989e12), delta=1e-5)
+        at = (ms.index(4096) * len(ns) + ns.index(4096)) * len(ks) + ks.index(4096)
+        self.assertAlmostEqual(times[at], 174.28, delta=0.01)
+        # The plans' per-shape GEMM entries are gone (the model answers them).
+        self.assertEqual(system("h100-sxm-80g")["accelerator"]["op"]["matmul"]["accurate_efficient_factor"], {})
 
     def test_measured_attention_reproduces_the_table(self):
         att = im.load_attention(ROOT_PKG, "a100_sxm", im.GPUS["a100_sxm"])

@@ -1,0 +1,104 @@
+// GEMM efficiency model: measured times of y[m,n] = x[m,k]·W[n,k]ᵀ on a grid of (m, n, k),
+// evaluated for any shape at estimate time (docs/calibration.md, "Efficiency models").
+//
+// Answer for a shape (m = rows, b·m of a shape key):
+// - a measured grid node: its time;
+// - otherwise y = log(t / (pad(m)·n·k)), the log of the inverse throughput on rows padded to
+//   kGemmMTile, interpolated trilinearly in (log m, log n, log k) over the enclosing grid cell;
+//   m is interpolated on its own series (multiples of kGemmMAlign, or the others: the published
+//   tables time every m and m+1, a partial tile costing like the m+1 rows);
+// - a cell corner without a measurement: y from its nearest measured neighbours along each
+//   axis, log-linear between the two sides, the axes weighted by 1 / (log span) (the closer the
+//   neighbours, the more they count);
+// - beyond the grid: y held at the nearest edge (throughput of the largest or smallest measured
+//   shape), reported as extrapolated.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainsim {
+
+/// How a kernel's efficiency was obtained (Measured to Extrapolated: ever less direct).
+enum class EfficiencySource : uint8_t { Default, Measured, Interpolated, Extrapolated };
+
+/// "default", "measured", "interpolated", "extrapolated".
+[[nodiscard]] const char* efficiency_source_name(EfficiencySource s);
+/// The label of an op's efficiency in breakdowns and traces: "fallback" when some kernel took
+/// the op default, else how the least direct one was obtained.
+[[nodiscard]] inline const char* efficiency_label(bool measured, EfficiencySource s) {
+  return measured ? efficiency_source_name(s) : "fallback";
+}
+
+/// Rows are padded to this multiple: held-out mean error on the H100 bf16 table (m >= 256, equal
+/// axis weights) 4.03 % at 32, 4.03 % unpadded, 4.21 % at 128 (docs/calibration.md).
+inline constexpr double kGemmMTile = 32;
+/// m that is a multiple of this (or below it) is interpolated on the aligned series.
+inline constexpr double kGemmMAlign = 16;
+
+/// A grid built from points may have at most this many nodes per point (the published tables
+/// fill theirs: 35,816 nodes for 35,700 points), or kGemmMinNodeLimit nodes.
+inline constexpr double kGemmMaxNodesPerPoint = 64;
+inline constexpr double kGemmMinNodeLimit = 1 << 16;
+
+/// One measured GEMM: rows m, columns n, reduction k, time in seconds.
+struct GemmPoint {
+  double m = 0, n = 0, k = 0, time_s = 0;
+};
+
+struct GemmAnswer {
+  double time_s = 0;  // 0 when source is Default (no measured point to go by)
+  EfficiencySource source = EfficiencySource::Default;
+};
+
+class GemmModel {
+ public:
+  GemmModel() = default;
+  /// The grid spanned by the points' distinct m, n and k; nodes without a point are holes.
+  /// Throws std::invalid_argument for a non-positive or non-finite value, naming the point, and
+  /// for a grid of more nodes than the limits above allow.
+  explicit GemmModel(const std::vector<GemmPoint>& points);
+  /// From axes and times in m-major, then n, then k order (time ≤ 0 or NaN: a hole).
+  GemmModel(std::vector<double> m, std::vector<double> n, std::vector<double> k, std::vector<double> time_s);
+
+  [[nodiscard]] bool empty() const { return points_ == 0; }
+  [[nodiscard]] size_t points() const { return points_; }
+  [[nodiscard]] const std::vector<double>& m_axis() const { return m_; }
+  [[nodiscard]] const std::vector<double>& n_axis() const { return n_; }
+  [[nodiscard]] const std::vector<double>& k_axis() const { return k_; }
+  /// Time of node (i, j, l) in seconds, or 0 for a hole.
+  [[nodiscard]] double time_at(size_t i, size_t j, size_t l) const;
+
+  /// The predicted time of an m × n × k GEMM and how it was obtained.
+  [[nodiscard]] GemmAnswer predict(double m, double n, double k) const;
+
+  /// Leave-one-out: every measured node predicted by the model without it.
+  struct HeldOut {
+    double m, n, k, measured_s, predicted_s;  // predicted_s 0: no neighbour to go by
+  };
+  [[nodiscard]] std::vector<HeldOut> leave_one_out() const;
+
+  /// FNV-1a over the axes, the nodes' values and the provenance (a system's fingerprint).
+  [[nodiscard]] uint64_t content_hash() const;
+
+  /// Free-text provenance (JSON object text) as written in the system file.
+  std::string provenance_json;
+
+ private:
+  [[nodiscard]] size_t at(size_t i, size_t j, size_t l) const { return (i * n_.size() + j) * k_.size() + l; }
+  // y of node (i, j, l) on m series s (i indexes the series), measured or estimated from its
+  // neighbours; false when it has none. `edge` is set when only one-sided neighbours were found.
+  bool node_y(int s, size_t i, size_t j, size_t l, double& y, bool& edge) const;
+  [[nodiscard]] GemmAnswer predict_on(int s, double m, double n, double k) const;
+  void index();
+
+  std::vector<double> m_, n_, k_;  // sorted axes
+  std::vector<double> y_;          // log(t / (pad(m)·n·k)) per node, NaN for a hole
+  std::vector<double> lm_, ln_, lk_;
+  // The m series: indices into m_ of the aligned and of the other rows.
+  std::vector<size_t> series_[2];
+  size_t points_ = 0;
+};
+
+}  // namespace trainsim

@@ -1,0 +1,214 @@
+// GEMM efficiency model on synthetic grids with hand-computed answers: measured nodes, log-space
+// interpolation on padded rows, the m series, holes filled from their neighbours (axes weighted
+// by 1 / log span), clamped extrapolation, leave-one-out; and its use by kernel_cost.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "compute/cost.h"
+#include "compute/gemm_model.h"
+
+namespace trainsim {
+namespace {
+
+GemmModel grid(const std::vector<GemmPoint>& points) { return GemmModel(points); }
+
+// Along m only (n = k = 64): 1 µs at m = 32, 8 µs at m = 128, i.e. 1/32 and 1/16 µs per row.
+GemmModel along_m() { return grid({{32, 64, 64, 1e-6}, {128, 64, 64, 8e-6}}); }
+
+TEST(GemmModelTest, MeasuredNodeAnswersItsTime) {
+  const GemmModel g = along_m();
+  EXPECT_EQ(g.points(), 2u);
+  const GemmAnswer a = g.predict(128, 64, 64);
+  EXPECT_EQ(a.source, EfficiencySource::Measured);
+  EXPECT_NEAR(a.time_s, 8e-6, 1e-18);
+}
+
+TEST(GemmModelTest, InterpolatesTimePerRowInLogSpace) {
+  const GemmModel g = along_m();
+  // m = 64 sits half-way in log m: time per row sqrt(1/32 · 1/16) µs, × 64 rows = 2·sqrt(2) µs.
+  GemmAnswer a = g.predict(64, 64, 64);
+  EXPECT_EQ(a.source, EfficiencySource::Interpolated);
+  EXPECT_NEAR(a.time_s, 2 * std::sqrt(2.0) * 1e-6, 1e-15);
+  // m = 40 is paid as 64 padded rows at weight log(1.25)/log(4) towards m = 128:
+  // 64 · 1/32 µs · 2^(log(1.25)/log(4)) = 2 · sqrt(1.25) µs = sqrt(5) µs. (40 is not a multiple
+  // of 16, but the grid has no unaligned rows: the aligned series answers.)
+  a = g.predict(40, 64, 64);
+  EXPECT_EQ(a.source, EfficiencySource::Interpolated);
+  EXPECT_NEAR(a.time_s, std::sqrt(5.0) * 1e-6, 1e-15);
+}
+
+TEST(GemmModelTest, BeyondTheGridHoldsTheEdgeThroughput) {
+  const GemmModel g = along_m();
+  // 256 rows at the m = 128 throughput (1/16 µs per row): 16 µs.
+  GemmAnswer a = g.predict(256, 64, 64);
+  EXPECT_EQ(a.source, EfficiencySource::Extrapolated);
+  EXPECT_NEAR(a.time_s, 16e-6, 1e-15);
+  // n four times the largest: four times the time of n = 64.
+  a = g.predict(128, 256, 64);
+  EXPECT_EQ(a.source, EfficiencySource::Extrapolated);
+  EXPECT_NEAR(a.time_s, 32e-6, 1e-15);
+}
+
+TEST(GemmModelTest, UnalignedRowsUseTheirOwnSeries) {
+  // Aligned rows 32, 128 as above; the m + 1 rows 33, 129 twice as slow per padded row
+  // (33 → 64 padded rows at 1/16 µs: 4 µs; 129 → 160 rows at 1/8 µs: 20 µs).
+  const GemmModel g = grid({{32, 64, 64, 1e-6}, {128, 64, 64, 8e-6}, {33, 64, 64, 4e-6}, {129, 64, 64, 20e-6}});
+  // m = 64 is aligned: 2·sqrt(2) µs as without the other series.
+  EXPECT_NEAR(g.predict(64, 64, 64).time_s, 2 * std::sqrt(2.0) * 1e-6, 1e-15);
+  // m = 65 (96 padded rows) between 33 and 129 at weight log(65/33)/log(129/33) on the
+  // per-padded-row times 1/16 and 1/8 µs.
+  const double w = std::log(65.0 / 33) / std::log(129.0 / 33);
+  const GemmAnswer a = g.predict(65, 64, 64);
+  EXPECT_EQ(a.source, EfficiencySource::Interpolated);
+  EXPECT_NEAR(a.time_s, 96 * (1.0 / 16) * std::pow(2.0, w) * 1e-6, 1e-15);
+}
+
+TEST(GemmModelTest, HoleFilledFromItsNeighboursWeightedByLogSpan) {
+  // Node (64, 64, 64) is not measured. Along m its neighbours 32 and 128 (log span log 4) give
+  // 1e-9 s per m·n·k; along n, 16 and 256 (log span log 16) give 8e-9. Weights 1/log 4 and
+  // 1/log 16, i.e. 2/3 and 1/3: (1e-9)^(2/3) · (8e-9)^(1/3) = 2e-9 s per m·n·k.
+  const double a = 1e-9, b = 8e-9;
+  const GemmModel g = grid({{32, 64, 64, a * 32 * 64 * 64},
+                     {128, 64, 64, a * 128 * 64 * 64},
+                     {64, 16, 64, b * 64 * 16 * 64},
+                     {64, 256, 64, b * 64 * 256 * 64}});
+  EXPECT_EQ(g.points(), 4u);
+  const GemmAnswer ans = g.predict(64, 64, 64);
+  EXPECT_EQ(ans.source, EfficiencySource::Interpolated);
+  EXPECT_NEAR(ans.time_s, 2e-9 * 64 * 64 * 64, 1e-15);
+}
+
+TEST(GemmModelTest, LeaveOneOutPredictsEachNodeWithoutIt) {
+  const GemmModel g = grid({{32, 64, 64, 1e-6}, {64, 64, 64, 3e-6}, {128, 64, 64, 8e-6}});
+  const auto held = g.leave_one_out();
+  ASSERT_EQ(held.size(), 3u);
+  // m = 32 without itself: only its neighbour 64 on one side, held (3/64 µs per row): 1.5 µs.
+  EXPECT_EQ(held[0].m, 32);
+  EXPECT_NEAR(held[0].measured_s, 1e-6, 1e-18);
+  EXPECT_NEAR(held[0].predicted_s, 1.5e-6, 1e-15);
+  // m = 64 from 32 and 128: 2·sqrt(2) µs against 3 measured.
+  EXPECT_NEAR(held[1].measured_s, 3e-6, 1e-18);
+  EXPECT_NEAR(held[1].predicted_s, 2 * std::sqrt(2.0) * 1e-6, 1e-15);
+  // m = 128 from 64: 3/64 µs per row · 128 = 6 µs.
+  EXPECT_NEAR(held[2].predicted_s, 6e-6, 1e-15);
+  // The model itself is unchanged.
+  EXPECT_EQ(g.predict(64, 64, 64).source, EfficiencySource::Measured);
+}
+
+TEST(GemmModelTest, OneSidedNeighbourIsAnExtrapolation) {
+  const GemmModel g = grid({{32, 64, 64, 1e-6}, {64, 64, 64, 3e-6}});
+  const auto held = g.leave_one_out();
+  ASSERT_EQ(held.size(), 2u);
+  // The grid axis is m = 32, 64: the held-out 64 has a neighbour on one side only.
+  GemmModel without({32, 64}, {64}, {64}, {1e-6, 0});
+  const GemmAnswer a = without.predict(64, 64, 64);
+  EXPECT_EQ(a.source, EfficiencySource::Extrapolated);
+  EXPECT_NEAR(a.time_s, 2e-6, 1e-15);
+  EXPECT_NEAR(held[1].predicted_s, 2e-6, 1e-15);
+}
+
+TEST(GemmModelTest, NoAnswerWithoutPointsOrForEmptyShapes) {
+  EXPECT_EQ(GemmModel().predict(64, 64, 64).source, EfficiencySource::Default);
+  EXPECT_EQ(along_m().predict(0, 64, 64).source, EfficiencySource::Default);
+  EXPECT_EQ(along_m().predict(64, std::nan(""), 64).source, EfficiencySource::Default);
+  // A grid of holes only.
+  EXPECT_EQ(GemmModel({32, 64}, {64}, {64}, {0, 0}).predict(48, 64, 64).source, EfficiencySource::Default);
+}
+
+TEST(GemmModelTest, RejectsBadPointsAndGrids) {
+  EXPECT_THROW(grid({{32, 64, 64, 0}}), std::invalid_argument);
+  // 41 points on their own m, n and k: 68,921 nodes, more than 64 per point and 65,536.
+  std::vector<GemmPoint> scattered;
+  for (int i = 1; i <= 41; ++i) scattered.push_back({32.0 * i, 32.0 * i, 32.0 * i, 1e-6});
+  try {
+    (void)grid(scattered);
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "41 points span a grid of 41 m × 41 n × 41 k nodes; a GEMM grid needs points on shared m, "
+                           "n and k values (at most 64 nodes per point)");
+  }
+  scattered.pop_back();  // 40³ = 64,000 nodes: accepted
+  EXPECT_EQ(grid(scattered).points(), 40u);
+  EXPECT_THROW(grid({{-1, 64, 64, 1e-6}}), std::invalid_argument);
+  EXPECT_THROW(GemmModel({64, 32}, {64}, {64}, {1e-6, 1e-6}), std::invalid_argument);  // not increasing
+  EXPECT_THROW(GemmModel({32, 64}, {64}, {64}, {1e-6}), std::invalid_argument);        // wrong count
+}
+
+TEST(GemmModelTest, SourceNames) {
+  EXPECT_STREQ(efficiency_source_name(EfficiencySource::Default), "default");
+  EXPECT_STREQ(efficiency_source_name(EfficiencySource::Measured), "measured");
+  EXPECT_STREQ(efficiency_source_name(EfficiencySource::Interpolated), "interpolated");
+  EXPECT_STREQ(efficiency_source_name(EfficiencySource::Extrapolated), "extrapolated");
+}
+
+// kernel_cost: a table entry first, then the model, then the op default; the log counts each.
+TEST(GemmModelTest, KernelCostAsksTheModelAfterTheTable) {
+  SystemConfig sys;
+  sys.ops["default"].efficient_factor = 0.5;
+  sys.ops["default"].peak_flops = 1e15;
+  ComputeOpConfig& mm = sys.ops["matmul"];
+  mm.peak_flops = 1e15;
+  mm.efficient_factor = 0.25;
+  mm.gemm_model = std::make_shared<GemmModel>(along_m());
+  sys.bandwidths["default"].bytes_per_s = 1e12;
+  const PackedKey listed = matmul_key(1, 48, 64, 64, KeyLayout::TN, false, KeyDtype::bf16);
+  mm.accurate.set(format_packed_key(listed), 0.125);
+  ClassTable classes(sys);
+  EfficiencyLog log;
+  const auto kernel = [](double b, double m, KeyLayout layout) {
+    Kernel k;
+    k.op = "matmul";
+    k.flops = 2 * b * m * 64 * 64;
+    k.key = matmul_key(b, m, 64, 64, layout, false, KeyDtype::bf16);
+    return k;
+  };
+  // Listed key: the table's 0.125.
+  KernelCost c = kernel_cost(classes, kernel(1, 48, KeyLayout::TN), &log);
+  EXPECT_EQ(c.source, EfficiencySource::Measured);
+  EXPECT_DOUBLE_EQ(c.efficiency, 0.125);
+  // b·m = 2·32 = 64 rows, a data-gradient layout: the model's 2·sqrt(2) µs, efficiency
+  // 2·64·64·64 / (1e15 · 2·sqrt(2) µs).
+  c = kernel_cost(classes, kernel(2, 32, KeyLayout::NN), &log);
+  EXPECT_EQ(c.source, EfficiencySource::Interpolated);
+  EXPECT_TRUE(c.measured);
+  EXPECT_NEAR(c.time_s, 2 * std::sqrt(2.0) * 1e-6, 1e-15);
+  EXPECT_NEAR(c.efficiency, 2.0 * 64 * 64 * 64 / (1e15 * 2 * std::sqrt(2.0) * 1e-6), 1e-12);
+  // A measured node of the model counts as measured.
+  c = kernel_cost(classes, kernel(1, 128, KeyLayout::TN), &log);
+  EXPECT_EQ(c.source, EfficiencySource::Measured);
+  EXPECT_NEAR(c.time_s, 8e-6, 1e-15);
+  c = kernel_cost(classes, kernel(1, 512, KeyLayout::TN), &log);
+  EXPECT_EQ(c.source, EfficiencySource::Extrapolated);
+  EXPECT_NEAR(c.time_s, 32e-6, 1e-15);
+  EXPECT_EQ(log.hits, 2);
+  EXPECT_EQ(log.interpolated, 1);
+  EXPECT_EQ(log.extrapolated, 1);
+  EXPECT_TRUE(log.misses.empty());
+  // The same answers without an estimate (`trainsim shapes`' in_system).
+  EXPECT_EQ(efficiency_source_of(mm, listed), EfficiencySource::Measured);
+  EXPECT_EQ(efficiency_source_of(mm, kernel(2, 32, KeyLayout::NN).key), EfficiencySource::Interpolated);
+  EXPECT_EQ(efficiency_source_of(mm, kernel(1, 512, KeyLayout::TN).key), EfficiencySource::Extrapolated);
+  EXPECT_EQ(efficiency_source_of(mm, PackedKey{}), EfficiencySource::Default);
+  // Without a model the same key falls back to the op default and is a miss.
+  mm.gemm_model.reset();
+  ClassTable plain(sys);
+  EfficiencyLog log2;
+  c = kernel_cost(plain, kernel(2, 32, KeyLayout::NN), &log2);
+  EXPECT_EQ(c.source, EfficiencySource::Default);
+  EXPECT_FALSE(c.measured);
+  EXPECT_DOUBLE_EQ(c.efficiency, 0.25);
+  ASSERT_EQ(log2.misses.size(), 1u);
+  EXPECT_EQ(efficiency_source_of(mm, kernel(2, 32, KeyLayout::NN).key), EfficiencySource::Default);
+  // Merging adds the counts.
+  log2.merge(log);
+  EXPECT_EQ(log2.hits, 2);
+  EXPECT_EQ(log2.interpolated, 1);
+  EXPECT_EQ(log2.extrapolated, 1);
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,82 @@
+// The measured presets' GEMM models answer every dense GEMM of the validation plans: no matmul or
+// fp8_matmul kernel takes the op default, and most shapes are not measured points (the model
+// interpolates them). The presets are committed: no published-table package needed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "config/model_config.h"
+#include "config/plan_request.h"
+#include "config/presets.h"
+#include "config/strategy_config.h"
+#include "config/system_config.h"
+#include "estimate/estimate.h"
+#include "estimate/shapes.h"
+
+namespace trainsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The last line of a validation table's system.txt (its system preset).
+std::string table_system(const fs::path& table) {
+  std::ifstream in(table / "system.txt");
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] != '#') last = line;
+  return last;
+}
+
+TEST(MeasuredModelTest, ValidationPlansGemmsNeverTakeTheOpDefault) {
+  int cases = 0;
+  int64_t measured = 0, interpolated = 0, extrapolated = 0;
+  for (const auto& table : fs::directory_iterator(fs::path(TRAINSIM_SOURCE_DIR) / "validation")) {
+    if (!fs::is_directory(table.path() / "cases")) continue;
+    const std::string base = table_system(table.path());
+    if (base != "h100-sxm-80g" && base != "a100-sxm-80g") continue;
+    const ConfigText st = resolve_config("system", base + "-measured");
+    const SystemConfig sys = load_system(st.text, st.source);
+    for (const auto& c : fs::directory_iterator(table.path() / "cases")) {
+      // A case: model and strategy files, or a Megatron command line (with an optional config.json).
+      ModelConfig model;
+      StrategyConfig strategy;
+      const fs::path args = c.path() / "megatron_args.txt";
+      if (fs::is_regular_file(args)) {
+        PlanRequest req;
+        req.megatron = ConfigText{read_file(args.string()), args.string()};
+        if (fs::is_regular_file(c.path() / "config.json"))
+          req.hf_config = ConfigText{read_file((c.path() / "config.json").string()), "config.json"};
+        PlanConfigs pc = build_plan(req, "", "");
+        model = std::move(pc.model);
+        strategy = std::move(pc.strategy);
+      } else {
+        const std::string mp = (c.path() / "model.json").string(), sp = (c.path() / "strategy.json").string();
+        model = load_model(read_file(mp), mp);
+        strategy = load_strategy(read_file(sp), sp);
+      }
+      const Estimate e = estimate(model, strategy, sys, nullptr, Mode::Default, false);
+      ++cases;
+      for (const auto& m : e.misses)
+        EXPECT_TRUE(std::string(m.op) != "matmul" && std::string(m.op) != "fp8_matmul")
+            << c.path().filename() << ": " << m.op << " " << format_packed_key(m.key);
+      // `trainsim shapes --system` counts the GEMM shapes as known.
+      for (const ShapeUse& u : list_shapes(model, strategy, sys))
+        if (u.op == "matmul" || u.op == "fp8_matmul") {
+          EXPECT_TRUE(u.in_system) << c.path().filename() << ": " << u.key;
+        }
+      measured += e.efficiency_hits;
+      interpolated += e.efficiency_interpolated;
+      extrapolated += e.efficiency_extrapolated;
+    }
+  }
+  EXPECT_EQ(cases, 29);  // korthikanti2022 5, narayanan2021 10, nemo2407_h100 9, megatron_bridge_2509_h100 5
+  EXPECT_GT(interpolated, 0);
+  EXPECT_GT(measured, 0);
+  std::printf("lookups: %lld measured, %lld interpolated, %lld extrapolated\n", static_cast<long long>(measured),
+              static_cast<long long>(interpolated), static_cast<long long>(extrapolated));
+}
+
+}  // namespace
+}  // namespace trainsim
