@@ -44,11 +44,13 @@ int cmd_perf(const Args& args) {
   app.add_option("--trace-detail", trace_detail,
                  "micro-batches drawn op by op at each end of the step in --trace and --memory-timeline "
                  "(default 2; -1: all)");
-  std::string breakdown, memory_file, html_file;
+  std::string breakdown, memory_file, html_file, csv_file;
   app.add_option("--html", html_file, "write a self-contained HTML report (time and memory per stage, pipeline, top ops)");
   app.add_option("--memory-timeline", memory_file,
                  "write allocated memory per stage after each op as CSV (peak and what was live there)");
   app.add_option("--breakdown", breakdown, "add time by layer type or by op per stage to the summary: layer or op");
+  app.add_option("--csv", csv_file, "with --breakdown: also write its rows to this CSV file (one row per stage and op "
+                                    "or layer type, for a spreadsheet)");
   add_compat_option(app, compat);
   if (!parse_args(app, "perf", args)) return 0;
   const Mode mode = compat_mode(compat, "perf");
@@ -57,6 +59,7 @@ int cmd_perf(const Args& args) {
                      std::to_string(trace_detail));
   std::optional<BreakdownLevel> level;
   if (!breakdown.empty()) level = parse_breakdown_level(breakdown, "perf: --breakdown");
+  if (!csv_file.empty() && !level) throw UsageError("perf: --csv writes the breakdown's rows: give --breakdown layer|op");
 
   const MfuConvention convention = parse_mfu_convention(mfu, "--mfu");
   // A Megatron command line or an HF config describes the user's own run: no default model then.
@@ -84,6 +87,7 @@ int cmd_perf(const Args& args) {
                  static_cast<long long>(ts.aggregated_steps));
   }
   if (!html_file.empty()) write_file_atomic(html_file, perf_html(in, e));
+  if (!csv_file.empty()) write_file_atomic(csv_file, breakdown_csv(e, *level));
   if (!memory_file.empty()) write_file_atomic(memory_file, memory_timeline_csv(e, trace_detail));
   const FitRule rule = fit_rule(in.system, e.mode);
   if (require_fit && !fit_verdict(e, rule).fits) {

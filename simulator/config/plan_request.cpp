@@ -98,17 +98,64 @@ const std::vector<Shortcut>& override_shortcuts() {
   return shortcuts;
 }
 
+bool is_system_key(const std::string& key) { return key.find('.') != std::string::npos; }
+
+ConfigText apply_system_overrides(const ConfigText& system, const std::vector<Override>& overrides) {
+  if (std::none_of(overrides.begin(), overrides.end(), [](const Override& o) { return is_system_key(o.key); }))
+    return system;
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(system.text);
+  } catch (const nlohmann::json::exception&) {
+    return system;  // the system reader reports the malformed document
+  }
+  std::string origins;
+  for (const Override& o : overrides) {
+    if (!is_system_key(o.key)) continue;
+    // A path of existing keys: a typo is an error naming the key that is not there.
+    nlohmann::json* at = &doc;
+    std::string walked;
+    size_t start = 0;
+    while (true) {
+      const size_t dot = o.key.find('.', start);
+      const std::string part = o.key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      if (!at->is_object() || !at->contains(part)) {
+        std::vector<std::string> have;
+        if (at->is_object())
+          for (const auto& [k, v] : at->items()) have.push_back(k);
+        std::string msg = o.origin + ": the system " + system.source + " has no key '" + part + "'" +
+                          (walked.empty() ? "" : " under '" + walked + "'");
+        if (!have.empty()) msg += "; keys there: " + join(have);
+        if (std::string s = suggest(part, have); !s.empty()) msg += "; did you mean '" + s + "'?";
+        throw UsageError(msg);
+      }
+      at = &(*at)[part];
+      walked += (walked.empty() ? "" : ".") + part;
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    if (at->is_object() || at->is_array())
+      throw UsageError(o.origin + ": '" + o.key + "' is a section of the system; set one of its values");
+    *at = typed_value(o.value);
+    origins += (origins.empty() ? "" : ", ") + o.origin;
+  }
+  return {doc.dump(1), system.source + " with " + origins};
+}
+
 Override parse_set_option(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
     throw UsageError("--set: expected key=value, got '" + text + "'");
   Override o{text.substr(0, eq), text.substr(eq + 1), "--set " + text};
+  if (is_system_key(o.key)) return o;  // checked against the system document when it is read
   std::vector<std::string> keys = strategy_keys();
   keys.insert(keys.end(), model_keys().begin(), model_keys().end());
   keys.emplace_back("dp_size");
   keys.emplace_back("global_batch_size");
   if (std::find(keys.begin(), keys.end(), o.key) == keys.end()) {
-    std::string msg = "--set: unknown key '" + o.key + "' (model or strategy keys, dp_size, global_batch_size)";
+    std::string msg = "--set: unknown key '" + o.key +
+                      "' (model or strategy keys, dp_size, global_batch_size, or a system key path such as "
+                      "accelerator.mem_gbs)";
     // "tp" → "tp_size" before the edit distance, which finds "fp8" as close.
     std::string s = std::find(keys.begin(), keys.end(), o.key + "_size") != keys.end() ? o.key + "_size"
                                                                                        : suggest(o.key, keys);
@@ -208,6 +255,7 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
   std::optional<std::pair<int64_t, std::string>> dp, gbs;
   const std::vector<std::string> skeys = strategy_keys();
   for (const Override& o : req.overrides) {
+    if (is_system_key(o.key)) continue;  // applied to the system document (apply_system_overrides)
     const nlohmann::json v = typed_value(o.value);
     if (o.key == "dp_size" || o.key == "global_batch_size") {
       if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (int64_t{1} << 32))

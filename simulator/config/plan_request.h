@@ -25,6 +25,14 @@ struct Override {
   std::string origin;
 };
 
+/// A `--set` key that names a value of the system document by its path ("accelerator.mem_gbs"):
+/// model and strategy keys have no dot.
+[[nodiscard]] bool is_system_key(const std::string& key);
+
+/// The system document with the `--set` overrides of system keys applied (each path must exist
+/// in it; its value replaced, typed as the other overrides); the document itself when none.
+[[nodiscard]] ConfigText apply_system_overrides(const ConfigText& system, const std::vector<Override>& overrides);
+
 struct PlanRequest {
   std::optional<ConfigText> model;     // model JSON
   std::optional<ConfigText> hf_config; // Hugging Face config.json

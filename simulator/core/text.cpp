@@ -79,4 +79,12 @@ std::string strprintf(const char* fmt, ...) {
   return out;
 }
 
+std::string csv_escape(std::string v) {
+  std::replace(v.begin(), v.end(), '\n', ' ');
+  if (v.find_first_of(",\"") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 }  // namespace trainsim

@@ -21,6 +21,10 @@ namespace trainsim {
 /// leading '+', no hex). Returns false, leaving `out` alone, on anything else or on overflow.
 [[nodiscard]] bool parse_double(std::string_view s, double& out);
 
+/// One CSV field (RFC 4180): quoted when it holds a comma or a quote (quotes doubled); newlines
+/// become spaces so that a row stays one line.
+[[nodiscard]] std::string csv_escape(std::string v);
+
 /// printf-style formatting into a std::string.
 [[nodiscard]] std::string strprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 

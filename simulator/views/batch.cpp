@@ -16,18 +16,6 @@
 #include "estimate/finite.h"
 
 namespace trainsim {
-namespace {
-
-std::string csv_escape(std::string v) {
-  std::replace(v.begin(), v.end(), '\n', ' ');
-  if (v.find_first_of(",\"") == std::string::npos) return v;
-  std::string out = "\"";
-  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
-}  // namespace
-
 BatchRun prepare_batch(const BatchOptions& o) {
   std::error_code ec;
   if (!std::filesystem::is_directory(o.dir, ec)) throw ConfigError(o.dir, "", "not a directory");

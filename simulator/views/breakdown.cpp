@@ -68,6 +68,18 @@ BreakdownLevel parse_breakdown_level(const std::string& value, const std::string
   throw UsageError(msg);
 }
 
+std::string breakdown_csv(const Estimate& e, BreakdownLevel level) {
+  std::string o = "stage,layer_type,op,count,fwd_ms,bwd_ms,recompute_ms,comm_ms,total_ms,tflop,gb,efficiency,"
+                  "efficiency_source\n";
+  for (const StageBreakdown& b : stage_breakdowns(e))
+    for (const BreakdownRow& r : level == BreakdownLevel::Layer ? b.by_layer_type : b.by_op)
+      o += strprintf("%d,%s,%s,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.4f,%s\n", b.rank, csv_escape(r.layer_type).c_str(),
+                     csv_escape(r.op).c_str(), static_cast<long long>(r.instances), r.fwd_s * 1e3, r.bwd_s * 1e3,
+                     r.recompute_s * 1e3, r.comm_s * 1e3, r.total_s() * 1e3, r.flops / 1e12, r.bytes / 1e9,
+                     r.efficiency, efficiency_label(r.measured, r.source));
+  return o;
+}
+
 std::string breakdown_table(const Estimate& e, BreakdownLevel level) {
   std::string o = level == BreakdownLevel::Layer ? "\ntime by layer type (ms per iteration)\n" : "\ntime by op (ms per iteration)\n";
   o += "  stage  layer type   op                     count      fwd      bwd  recomp     comm   TFLOP      GB   eff  source\n";

@@ -39,5 +39,8 @@ enum class BreakdownLevel { Layer, Op };
 [[nodiscard]] BreakdownLevel parse_breakdown_level(const std::string& value, const std::string& flag);
 /// The summary's table of one level, per stage (milliseconds, TFLOP, GB).
 [[nodiscard]] std::string breakdown_table(const Estimate& e, BreakdownLevel level);
+/// The same rows as CSV for a spreadsheet: a header, then one row per stage and op (or layer
+/// type), in full precision (ms, TFLOP, GB).
+[[nodiscard]] std::string breakdown_csv(const Estimate& e, BreakdownLevel level);
 
 }  // namespace trainsim

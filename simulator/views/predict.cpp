@@ -14,10 +14,11 @@ Prediction predict(const PlanRequest& request, const std::string& default_model,
   PlanInputs& in = p.in;
   in.model = pc.model;
   in.strategy = pc.strategy;
-  in.system = load_system(system.text, system.source);
+  const ConfigText sys = apply_system_overrides(system, request.overrides);
+  in.system = load_system(sys.text, sys.source);
   in.model_source = pc.model_source;
   in.strategy_source = pc.strategy_source;
-  in.system_source = system.source;
+  in.system_source = sys.source;
   in.mfu = mfu;
   in.notes = pc.notes;
   in.not_modeled = pc.not_modeled;

@@ -211,7 +211,8 @@ SearchRun prepare_search(const PlanArgs& po, const SearchArgs& p,
   run.plan = build_plan(request, "", "");
   if (on_plan) on_plan(run.plan);
   // The system: given, or perf's default preset.
-  const ConfigText yt = documents.system ? *documents.system : resolve_config("system", p.get("system", kDefaultSystem));
+  const ConfigText yt = apply_system_overrides(
+      documents.system ? *documents.system : resolve_config("system", p.get("system", kDefaultSystem)), request.overrides);
   run.system = load_system(yt.text, yt.source);
 
   SearchOptions& o = run.options;

@@ -30,7 +30,8 @@ TEST(PlanRequest, OverridesAndShortcuts) {
   EXPECT_EQ(p.strategy.dtype, "fp16");
   EXPECT_EQ(p.strategy_source, "preset:strategy/tp2-pp2-dp2-zero1 with --tp 4, --dp 4, --gbs 64, --set zero_state=2, --set dtype=fp16");
   EXPECT_EQ(error_of([] { (void)parse_set_option("tp=2"); }),
-            "--set: unknown key 'tp' (model or strategy keys, dp_size, global_batch_size); did you mean 'tp_size'?");
+            "--set: unknown key 'tp' (model or strategy keys, dp_size, global_batch_size, or a system key path such as "
+            "accelerator.mem_gbs); did you mean 'tp_size'?");
   EXPECT_EQ(error_of([] { (void)parse_set_option("tp_size"); }), "--set: expected key=value, got 'tp_size'");
   r.overrides = {parse_set_option("tp_size=two")};
   EXPECT_EQ(error_of([&] { (void)build_plan(r, "llama3-8b", "tp2-pp2-dp2-zero1"); }),

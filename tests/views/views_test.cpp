@@ -82,6 +82,25 @@ TEST(Breakdown, JsonCarriesTheRowsAndMemoryClasses) {
   EXPECT_TRUE(top["efficiency_source"] == "measured" || top["efficiency_source"] == "fallback");
 }
 
+// The CSV export (perf --breakdown op --csv FILE): a header, then one row per stage and op, the
+// numbers of the summary's table in full precision.
+TEST(Breakdown, CsvHasOneRowPerStageAndOp) {
+  const PlanInputs in = inputs("mixtral-8x7b", "ep8-pp1-dp8-moe");
+  const Estimate e = estimate(in.model, in.strategy, in.system);
+  const std::string csv = breakdown_csv(e, BreakdownLevel::Op);
+  size_t rows = 0;
+  for (const StageBreakdown& b : stage_breakdowns(e)) rows += b.by_op.size();
+  EXPECT_EQ(count(csv, "\n"), rows + 1);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "stage,layer_type,op,count,fwd_ms,bwd_ms,recompute_ms,comm_ms,total_ms,tflop,gb,efficiency,efficiency_source");
+  const BreakdownRow top = stage_breakdowns(e)[0].by_op[0];  // a copy: the breakdowns are a temporary
+  EXPECT_NE(csv.find(strprintf("\n0,%s,%s,%lld,%.6g,", top.layer_type.c_str(), top.op.c_str(),
+                               static_cast<long long>(top.instances), top.fwd_s * 1e3)),
+            std::string::npos)
+      << csv;
+  EXPECT_EQ(csv_escape("a,\"b\"\nc"), "\"a,\"\"b\"\" c\"");
+}
+
 TEST(Breakdown, UnknownLevelIsAUsageError) {
   EXPECT_EQ(test::error_of<UsageError>([] { (void)parse_breakdown_level("ops", "perf: --breakdown"); }),
             "perf: --breakdown: unknown level 'ops'; valid values: layer, op; did you mean 'op'?");
