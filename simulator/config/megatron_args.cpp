@@ -465,9 +465,31 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
     }
     if (rule->use == Use::Special) continue;
     std::string tmpl = rule->text;
-    if (const auto pos = tmpl.find("$v"); pos != std::string::npos)
-      tmpl.replace(pos, 2, values.empty() ? std::string() : values[0]);
-    const nlohmann::json set = nlohmann::json::parse(tmpl);
+    if (const auto pos = tmpl.find("$v"); pos != std::string::npos) {
+      // The value as JSON text where the template puts it: escaped inside a string, a number as
+      // argparse reads it elsewhere ("052" is 52, as Megatron-LM's int() takes it).
+      const std::string v = values.empty() ? std::string() : values[0];
+      const bool quoted = pos > 0 && tmpl[pos - 1] == '"';
+      std::string as_json = v;
+      int64_t n = 0;
+      double d = 0;
+      if (quoted) {
+        const std::string dumped = nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        as_json = dumped.substr(1, dumped.size() - 2);
+      } else if (parse_int(v, n)) {
+        as_json = std::to_string(n);
+      } else if (parse_double(v, d)) {
+        as_json = strprintf("%.17g", d);
+      }
+      tmpl.replace(pos, 2, as_json);
+    }
+    nlohmann::json set;
+    try {
+      set = nlohmann::json::parse(tmpl);
+    } catch (const nlohmann::json::exception&) {
+      throw ConfigError(source, flag, "'" + (values.empty() ? std::string() : values[0]) +
+                                          "' is not a value this flag takes (a number is expected)");
+    }
     nlohmann::json& target = rule->use == Use::Model ? out.model : out.strategy;
     for (const auto& [k, v] : set.items()) {
       target[k] = v;

@@ -168,6 +168,17 @@ TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
   }
 }
 
+// A flag's value becomes JSON as Megatron-LM's argparse reads it: "052" is the integer 52 (a fuzzer
+// found it aborting the parse: not a JSON number), a string value keeps its quotes (escaped), and
+// what is not an integer stays an input error naming the flag.
+TEST(MegatronArgs, ValuesBecomeJsonAsArgparseReadsThem) {
+  EXPECT_EQ(parse_megatron_args("--num-layers 8 --kv-channels 052", "f").model["head_size"], 52);
+  EXPECT_EQ(error_of([] { (void)parse_megatron_args("--num-layers 8 --fp8-recipe 'bl\"ock'", "f"); }),
+            "f: --fp8-recipe: 'bl\"ock' is not a valid choice; valid values: tensorwise, delayed, mxfp8, blockwise, custom");
+  EXPECT_EQ(error_of([] { (void)parse_megatron_args("--num-layers 8 --kv-channels x1", "f"); }),
+            "f: --kv-channels: 'x1' is not an integer");
+}
+
 // Megatron FSDP: the sharding strategy is the ZeRO stage (it replaces the distributed optimizer's
 // zero_state 1), no_shard by default; without --use-megatron-fsdp the sharding flag is not read.
 TEST(MegatronArgs, MegatronFsdpShardsAsItsStrategySays) {
