@@ -84,6 +84,7 @@ const Rule kRules[] = {
     {"--cp-comm-type", Use::Special, ""},
     {"--hierarchical-context-parallel-sizes", Use::Special, ""},
     {"--moe-enable-deepep", Use::Strategy, R"({"moe_enable_deepep": true})"},
+    {"--moe-flex-dispatcher-backend", Use::Strategy, R"({"moe_flex_dispatcher_backend": "$v"})"},
     {"--moe-deepep-num-sms", Use::Strategy, R"({"moe_deepep_num_sms": $v})"},
     {"--moe-permute-fusion", Use::Strategy, R"({"moe_permute_fusion": true})"},
     {"--moe-shared-expert-overlap", Use::Strategy, R"({"moe_shared_expert_overlap": true})"},

@@ -321,7 +321,8 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
                                   ": SimuMax v1.2 has all2all only (simulated as alltoall)");
     }
     // SimuMax v1.2 has none of these: the flags stay warnings there.
-    for (const char* key : {"hierarchical_context_parallel_sizes", "moe_enable_deepep", "moe_deepep_num_sms",
+    for (const char* key : {"hierarchical_context_parallel_sizes", "moe_enable_deepep", "moe_flex_dispatcher_backend",
+                            "moe_deepep_num_sms",
                             "moe_permute_fusion",
                             "moe_router_load_balancing_type", "moe_shared_expert_overlap"}) {
       if (!compat || !strategy_doc.contains(key) || overridden(key)) continue;

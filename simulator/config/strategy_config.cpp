@@ -104,6 +104,7 @@ const OptStrField kOptStrFields[] = {
     {"pipeline_model_parallel_layout", &StrategyConfig::pipeline_model_parallel_layout},
     {"data_parallel_sharding_strategy", &StrategyConfig::data_parallel_sharding_strategy},
     {"moe_token_dispatcher_type", &StrategyConfig::moe_token_dispatcher_type},
+    {"moe_flex_dispatcher_backend", &StrategyConfig::moe_flex_dispatcher_backend},
     {"moe_router_load_balancing_type", &StrategyConfig::moe_router_load_balancing_type},
 };
 
@@ -335,6 +336,10 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   }
   if (s.moe_token_dispatcher_type)
     check_choice(issues, "moe_token_dispatcher_type", *s.moe_token_dispatcher_type, {"allgather", "alltoall", "flex"});
+  if (s.moe_flex_dispatcher_backend)
+    check_choice(issues, "moe_flex_dispatcher_backend", *s.moe_flex_dispatcher_backend, {"deepep", "hybridep"});
+  if (s.moe_enable_deepep && s.moe_flex_dispatcher_backend == std::optional<std::string>("hybridep"))
+    issues.add("/moe_enable_deepep", "contradicts moe_flex_dispatcher_backend 'hybridep'; give one of the two");
   if (s.moe_router_load_balancing_type)
     check_choice(issues, "moe_router_load_balancing_type", *s.moe_router_load_balancing_type,
                  {"aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none"});

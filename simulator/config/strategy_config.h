@@ -30,7 +30,8 @@ struct StrategyConfig {
   // Context parallel and MoE dispatch (Megatron)
   std::vector<int64_t> hierarchical_context_parallel_sizes;  // a2a+p2p: {a2a group, ring group}
   std::optional<std::string> moe_token_dispatcher_type;  // allgather, alltoall, flex (unset: all2all)
-  bool moe_enable_deepep = false;                        // flex dispatcher backend DeepEP
+  bool moe_enable_deepep = false;                        // flex dispatcher backend DeepEP (before Megatron 0.16)
+  std::optional<std::string> moe_flex_dispatcher_backend;  // deepep (Megatron 0.16+'s default) or hybridep
   std::optional<int64_t> moe_deepep_num_sms;             // SMs DeepEP's kernels take (unset: Megatron's 20)
   bool moe_permute_fusion = false;                       // TE fused permute / unpermute
   std::optional<std::string> moe_router_load_balancing_type;  // aux_loss (Megatron's default), ...
@@ -125,6 +126,12 @@ struct StrategyConfig {
   }
   /// Sequence parallel is in effect (flag set and tp > 1).
   [[nodiscard]] bool sp() const { return enable_sequence_parallel && tp_size > 1; }
+  /// The flex dispatcher runs DeepEP's kernels: its backend is deepep (Megatron 0.16+'s default
+  /// for `--moe-token-dispatcher-type flex`, or the older `--moe-enable-deepep`), not hybridep.
+  [[nodiscard]] bool deepep_backend() const {
+    return moe_token_dispatcher_type == std::optional<std::string>("flex") &&
+           moe_flex_dispatcher_backend.value_or("deepep") == "deepep";
+  }
   [[nodiscard]] bool is_recompute() const {
     return enable_recompute && (recompute_granularity.has_value() || megatron_recompute);
   }

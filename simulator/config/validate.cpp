@@ -134,6 +134,9 @@ std::vector<Moot> find_moot(const ModelConfig& m, const StrategyConfig& s, Mode 
           [](StrategyConfig& x) { x.moe_token_dispatcher_type.reset(); });
     if (s.moe_enable_deepep)
       add("moe_enable_deepep", "true", why, "remove it", [](StrategyConfig& x) { x.moe_enable_deepep = false; });
+    if (s.moe_flex_dispatcher_backend)
+      add("moe_flex_dispatcher_backend", json_text(*s.moe_flex_dispatcher_backend), why, "remove it",
+          [](StrategyConfig& x) { x.moe_flex_dispatcher_backend.reset(); });
     if (s.moe_deepep_num_sms)
       add("moe_deepep_num_sms", json_text(*s.moe_deepep_num_sms), why, "remove it",
           [](StrategyConfig& x) { x.moe_deepep_num_sms.reset(); });
@@ -150,8 +153,13 @@ std::vector<Moot> find_moot(const ModelConfig& m, const StrategyConfig& s, Mode 
           [](StrategyConfig& x) { x.moe_shared_expert_overlap = false; });
   }
   if (!compat && m.is_moe()) {
+    // Megatron reads the flex dispatcher's backend only with the flex dispatcher.
+    if (s.moe_flex_dispatcher_backend && s.moe_token_dispatcher_type != std::optional<std::string>("flex"))
+      add("moe_flex_dispatcher_backend", json_text(*s.moe_flex_dispatcher_backend),
+          "changes nothing without the flex dispatcher (moe_token_dispatcher_type 'flex')", "remove it",
+          [](StrategyConfig& x) { x.moe_flex_dispatcher_backend.reset(); });
     // DeepEP's SMs (Buffer.set_num_sms) slow only the compute its kernels run beside.
-    if (s.moe_deepep_num_sms && !s.moe_enable_deepep)
+    if (s.moe_deepep_num_sms && !s.deepep_backend())
       add("moe_deepep_num_sms", json_text(*s.moe_deepep_num_sms), "changes nothing without the DeepEP backend",
           "set moe_enable_deepep to true or remove it", [](StrategyConfig& x) { x.moe_deepep_num_sms.reset(); });
     else if (s.moe_deepep_num_sms && !s.overlap_moe_expert_parallel_comm)
@@ -362,6 +370,7 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   const struct { const char* key; bool set; } moe_keys[] = {
       {"moe_token_dispatcher_type", s.moe_token_dispatcher_type && *s.moe_token_dispatcher_type != "alltoall"},
       {"moe_enable_deepep", s.moe_enable_deepep},
+      {"moe_flex_dispatcher_backend", s.moe_flex_dispatcher_backend.has_value()},
       {"moe_deepep_num_sms", s.moe_deepep_num_sms.has_value()},
       {"moe_permute_fusion", s.moe_permute_fusion},
       {"moe_router_load_balancing_type", s.moe_router_load_balancing_type.has_value()},
@@ -375,11 +384,11 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
   if (mode == Mode::Default && m.is_moe()) {
     if (s.moe_enable_deepep && s.moe_token_dispatcher_type != "flex")
       add("/moe_enable_deepep", "DeepEP is a backend of the flex dispatcher; set moe_token_dispatcher_type to 'flex'");
-    if (s.moe_token_dispatcher_type == "flex" && !s.moe_enable_deepep)
-      add("/moe_token_dispatcher_type", "the flex dispatcher needs a backend; set moe_enable_deepep to true");
+    // The flex dispatcher's backend is DeepEP unless moe_flex_dispatcher_backend says hybridep
+    // (Megatron 0.16+: --moe-flex-dispatcher-backend, default deepep).
     // DeepEP's SMs (Buffer.set_num_sms) slow only the compute its kernels run beside (without
     // the backend or the overlap the count is moot: moot_switches).
-    if (s.moe_deepep_num_sms && s.moe_enable_deepep && s.overlap_moe_expert_parallel_comm) {
+    if (s.moe_deepep_num_sms && s.deepep_backend() && s.overlap_moe_expert_parallel_comm) {
       const int64_t sms = *s.moe_deepep_num_sms;
       if (sms < 1)
         add("/moe_deepep_num_sms", strprintf("must be at least 1 (Megatron's default: 20), got %lld", ll(sms)));
@@ -387,7 +396,7 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
         add("/moe_deepep_num_sms", strprintf("must be below the accelerator's %lld SMs (accelerator.sm_count), leaving "
                                              "some to compute; got %lld", ll(*sys.sm_count), ll(sms)));
     }
-    if (s.moe_enable_deepep && s.overlap_moe_expert_parallel_comm && !sys.sm_count)
+    if (s.deepep_backend() && s.overlap_moe_expert_parallel_comm && !sys.sm_count)
       issues.push_back({src.system, "/accelerator/sm_count",
                         "DeepEP's kernels beside compute (overlap_moe_expert_parallel_comm) take moe_deepep_num_sms of "
                         "the accelerator's SMs; give its SM count (datasheet: A100 108, H100 SXM 132, B200 148)"});

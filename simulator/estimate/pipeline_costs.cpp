@@ -39,7 +39,7 @@ void pipeline_costs(const Plan& plan, const Env& env, ChunkResults& results, Pip
   // The all-to-all kernels take the EP network's processor_usage share of the SMs; DeepEP's take
   // moe_deepep_num_sms of the accelerator's SMs.
   if (plan.a2a_overlap)
-    costs.a2a_slowdown = s.moe_enable_deepep
+    costs.a2a_slowdown = s.deepep_backend()
                              ? deepep_slowdown(s.moe_deepep_num_sms.value_or(kDeepEpDefaultNumSms), *sys.sm_count)
                              : contention(env, Group::EP);
   costs.p2p = pp > 1 ? collective_time(sys, s, nets.net(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;

@@ -244,6 +244,35 @@ TEST(NoEffect, ReportedInJsonAndSummary) {
   EXPECT_EQ(nlohmann::json::parse(estimate_to_json(q.in, q.estimate))["no_effect"], nlohmann::json::array());
 }
 
+// The flex dispatcher (Megatron 0.16+): its backend is DeepEP by default, or HybridEP with
+// --moe-flex-dispatcher-backend hybridep; "flex" alone was refused ("needs a backend").
+TEST(NoEffect, FlexDispatcherRunsWithEitherBackend) {
+  auto plan = [](const std::vector<Override>& sets) {
+    PlanRequest r;
+    r.hf_config = ConfigText{read_file(kExamples + "mixtral-8x7b/config.json"), "config.json"};
+    r.megatron = ConfigText{read_file(kExamples + "mixtral-8x7b/megatron_args.sh"), "megatron_args.sh"};
+    r.overrides = sets;
+    return build_plan(r, "", "");
+  };
+  const PlanConfigs flex = plan({set("moe_token_dispatcher_type=flex")});
+  EXPECT_TRUE(flex.strategy.deepep_backend());
+  EXPECT_NO_THROW(check(flex));
+  const PlanConfigs hybrid = plan({set("moe_token_dispatcher_type=flex"), set("moe_flex_dispatcher_backend=hybridep")});
+  EXPECT_FALSE(hybrid.strategy.deepep_backend());
+  EXPECT_NO_THROW(check(hybrid));
+  // The backend without the flex dispatcher: not read by Megatron, turned off.
+  const PlanConfigs a2a = plan({set("moe_flex_dispatcher_backend=hybridep")});
+  EXPECT_EQ(lines_of(a2a.no_effect),
+            (std::vector<std::string>{"moe_flex_dispatcher_backend=\"hybridep\" changes nothing without the flex "
+                                      "dispatcher (moe_token_dispatcher_type 'flex'); turned off"}));
+  EXPECT_FALSE(a2a.strategy.moe_flex_dispatcher_backend);
+  // From a command line.
+  EXPECT_EQ(parse_megatron_args("--num-experts 8 --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep",
+                                "f")
+                .strategy["moe_flex_dispatcher_backend"],
+            "hybridep");
+}
+
 // Finding: "--tp 3" on 64 GPUs and 32 heads must name the sizes, not a batch derived from them.
 TEST(NoEffect, SizesThatDoNotFactorNameTheRootCause) {
   PlanRequest r;
