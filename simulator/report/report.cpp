@@ -309,13 +309,20 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
     o += "\n";
   }
   const FitRule rule = fit_rule(in.system, e.mode);
-  o += strprintf("\nmemory per stage (GiB)  peak  reserved  weights  grads  optim  act/mb  in-flight  headroom\n");
+  // The columns add and multiply as they read: peak = weights + grads + optim + other static +
+  // saved + transient; saved = act/mb × in-flight, in-flight in micro-batches of the whole stage
+  // (an interleaved stage holds pieces of its virtual chunks: a fraction of a micro-batch each).
+  o += strprintf("\nmemory per stage (GiB)  peak  reserved  weights  grads  optim  other  act/mb  in-flight  saved  "
+                 "transient  headroom\n");
   for (const auto& st : e.stages) {
     const FitVerdict fit = fit_verdict(st, rule);
-    o += strprintf("  %-16s %8.2f %9.2f %8.2f %6.2f %6.2f %7.2f %9lld %9s%s\n", st.name.c_str(),
+    const double saved = st.peak_alloc_bytes - st.model_bytes - st.peak_transient_bytes;
+    const double other_static = st.model_bytes - st.weight_bytes - st.grad_bytes - st.state_bytes;
+    const double in_flight = st.activation_cache_per_mb_bytes > 0 ? saved / st.activation_cache_per_mb_bytes : 0;
+    o += strprintf("  %-16s %8.2f %9.2f %8.2f %6.2f %6.2f %6.2f %7.2f %10.2f %6.2f %10.2f %9s%s\n", st.name.c_str(),
                    st.peak_alloc_bytes / kGiB, st.peak_reserved_bytes / kGiB, st.weight_bytes / kGiB,
-                   st.grad_bytes / kGiB, st.state_bytes / kGiB, st.activation_cache_per_mb_bytes / kGiB,
-                   static_cast<long long>(st.in_flight_micro_batches),
+                   st.grad_bytes / kGiB, st.state_bytes / kGiB, other_static / kGiB,
+                   st.activation_cache_per_mb_bytes / kGiB, in_flight, saved / kGiB, st.peak_transient_bytes / kGiB,
                    fit.known ? strprintf("%.2f", fit.headroom_bytes / kGiB).c_str() : "-",
                    fit.known && !fit.fits ? "  OUT OF MEMORY" : "");
   }

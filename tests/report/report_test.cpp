@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 #include "config/presets.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "test_presets.h"
 
 namespace trainsim {
 namespace {
@@ -54,6 +57,32 @@ TEST(Report, JsonHasTheNumbersUsersCheckFirst) {
   EXPECT_DOUBLE_EQ(j["straggler_added_ms"].get<double>(), worst.pipeline_s * (e.straggler_ratio - 1) * 1e3);
   EXPECT_EQ(j["not_modeled"][0], "--tp-comm-overlap: TP communication overlapped with GEMMs (userbuffers)");
   EXPECT_EQ(j["ignored"][0], "--lr");
+}
+
+// The memory table's columns add and multiply as they read: peak = weights + grads + optim +
+// other + saved + transient, saved = act/mb × in-flight (an interleaved plan holds pieces of its
+// virtual chunks: in-flight counts micro-batches of the whole stage, fractional).
+TEST(Report, MemoryColumnsAddUpToThePeak) {
+  PlanInputs in;
+  in.model = test::preset_model("llama3-70b");
+  in.strategy = load_strategy(resolve_config("strategy", "tp2-pp4-vpp2-dp1").text, "tp2-pp4-vpp2-dp1");
+  in.system = test::preset_system("h100-sxm-80g");
+  const Estimate e = estimate(in.model, in.strategy, in.system);
+  const std::string s = estimate_summary(in, e);
+  const size_t at = s.find("memory per stage (GiB)");
+  ASSERT_NE(at, std::string::npos);
+  std::istringstream rows(s.substr(s.find('\n', at) + 1));
+  for (size_t i = 0; i < e.stages.size(); ++i) {
+    std::string name;
+    double peak, reserved, weights, grads, optim, other, act, in_flight, saved, transient;
+    rows >> name >> peak >> reserved >> weights >> grads >> optim >> other >> act >> in_flight >> saved >> transient;
+    rows.ignore(1000, '\n');
+    EXPECT_EQ(name, e.stages[i].name);
+    EXPECT_NEAR(weights + grads + optim + other + saved + transient, peak, 0.03) << name;
+    EXPECT_NEAR(act * in_flight, saved, 0.01 * saved + 0.01) << name;
+    EXPECT_GT(in_flight, 1.5) << name;  // more than one micro-batch's worth, not the 5-11 pieces
+    EXPECT_LT(in_flight, static_cast<double>(e.stages[i].in_flight_micro_batches)) << name;
+  }
 }
 
 TEST(Report, SummaryLines) {
