@@ -21,6 +21,7 @@ int cmd_system(const Args& args);    // `system build`: merge measurements into 
 int cmd_presets(const Args& args);   // list embedded presets
 int cmd_import(const Args& args);    // Hugging Face config / Megatron command line → JSON files
 int cmd_serve(const Args& args);     // local web app and JSON API
+int cmd_sweep(const Args& args);     // one plan over the values of one or two keys
 
 /// Declares --compat on a subcommand, storing its value in `value`; compat_mode turns it into
 /// the mode.

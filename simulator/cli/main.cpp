@@ -25,6 +25,7 @@ const Command kCommands[] = {
     {"system", trainsim::cli::cmd_system, "system build: merge measurements into a system file"},
     {"presets", trainsim::cli::cmd_presets, "list the embedded model/strategy/system presets"},
     {"import", trainsim::cli::cmd_import, "write model/strategy JSON from a Hugging Face config or Megatron-LM command line"},
+    {"sweep", trainsim::cli::cmd_sweep, "one plan over the values of one or two keys (hardware what-ifs): table, CSV, chart"},
     {"serve", trainsim::cli::cmd_serve, "local web app: edit a plan and see the prediction and plots live"},
 };
 

@@ -15,6 +15,8 @@
 #include "views/html_report.h"
 #include "views/memory_csv.h"
 #include "views/step_ops.h"
+#include "views/sweep.h"
+#include "views/predict.h"
 
 namespace trainsim {
 namespace {
@@ -177,6 +179,35 @@ TEST(HtmlReport, MemoryChartMarksTheVerdictsLimitAndTheTransientPeak) {
   EXPECT_EQ(html.find(">straggler<"), std::string::npos);
   EXPECT_NE(html.find(">p2p<"), std::string::npos);
   EXPECT_EQ(count(html, "class=\"axis\""), 4u);  // every plot has its axis
+}
+
+// trainsim sweep: every combination is the prediction perf makes with the same --set values; a
+// combination that is no plan is a row with its error; a misspelled key is refused up front.
+TEST(Sweep, PointsArePerfsPredictions) {
+  const std::vector<SweepAxis> axes = {parse_sweep_axis("accelerator.mem_gbs=40,141"),
+                                       parse_sweep_axis("tp_size=2,3")};
+  const ConfigText sys = resolve_config("system", kDefaultSystem);
+  const std::vector<SweepPoint> points = run_sweep(PlanRequest{}, kDefaultModel, kDefaultStrategy, sys,
+                                                   Mode::Default, axes);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[1].values, (std::vector<std::string>{"40", "3"}));
+  EXPECT_NE(points[1].error.find("/tp_size: 3 does not divide"), std::string::npos) << points[1].error;
+  PlanRequest r;
+  r.overrides = {parse_set_option("accelerator.mem_gbs=141"), parse_set_option("tp_size=2")};
+  const Prediction pr = predict(r, kDefaultModel, kDefaultStrategy, sys, MfuConvention::Megatron, Mode::Default);
+  EXPECT_TRUE(points[2].error.empty());
+  EXPECT_DOUBLE_EQ(points[2].step_ms, pr.estimate.iteration_time_s * 1e3);
+  EXPECT_DOUBLE_EQ(points[2].peak_reserved_gib, pr.estimate.peak_reserved_bytes() / kGiB);
+  // The device size moves the headroom only: 141 − 40 GiB.
+  EXPECT_NEAR(points[2].headroom_gib - points[0].headroom_gib, 101, 1e-9);
+  const std::string csv = sweep_csv(axes, points);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "accelerator.mem_gbs,tp_size,step_time_ms,mfu,peak_reserved_gib,headroom_gib,fits,error");
+  EXPECT_EQ(count(csv, "\n"), 5u);
+  EXPECT_NE(sweep_html(axes, points, "t").find("id=\"sweep-heatmap\""), std::string::npos);
+  EXPECT_NE(sweep_html({axes[0]}, {points[0], points[2]}, "t").find("id=\"sweep-line\""), std::string::npos);
+  EXPECT_EQ(test::error_of<Error>([] { (void)parse_sweep_axis("tp=1,2"); }).rfind("--set: unknown key 'tp'", 0), 0u);
+  EXPECT_EQ(test::error_of<Error>([] { (void)parse_sweep_axis("tp_size"); }),
+            "--vary: expected KEY=V1,V2,..., got 'tp_size'");
 }
 
 TEST(HtmlReport, ParetoFrontKeepsTheUndominated) {
