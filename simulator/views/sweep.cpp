@@ -117,7 +117,7 @@ std::string sweep_table(const std::vector<SweepAxis>& axes, const std::vector<Sw
   for (size_t i = 0; i < axes.size(); ++i) o += strprintf("%-*s  ", w[i], axes[i].key.c_str());
   o += "   step ms     MFU  reserved GiB  headroom GiB  fits\n";
   for (const auto& p : points) {
-    for (size_t i = 0; i < p.values.size(); ++i) o += strprintf("%-*s  ", w[i], p.values[i].c_str());
+    for (size_t i = 0; i < std::min(p.values.size(), w.size()); ++i) o += strprintf("%-*s  ", w[i], p.values[i].c_str());
     if (p.error.empty())
       o += strprintf("%10.2f %7.4f %13.2f %13.2f  %s\n", p.step_ms, p.mfu, p.peak_reserved_gib, p.headroom_gib,
                      p.fits ? "yes" : "NO");

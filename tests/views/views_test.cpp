@@ -204,7 +204,10 @@ TEST(Sweep, PointsArePerfsPredictions) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "accelerator.mem_gbs,tp_size,step_time_ms,mfu,peak_reserved_gib,headroom_gib,fits,error");
   EXPECT_EQ(count(csv, "\n"), 5u);
   EXPECT_NE(sweep_html(axes, points, "t").find("id=\"sweep-heatmap\""), std::string::npos);
-  EXPECT_NE(sweep_html({axes[0]}, {points[0], points[2]}, "t").find("id=\"sweep-line\""), std::string::npos);
+  const std::vector<SweepPoint> line = run_sweep(PlanRequest{}, kDefaultModel, kDefaultStrategy, sys, Mode::Default,
+                                                 {axes[0]});
+  ASSERT_EQ(line.size(), 2u);
+  EXPECT_NE(sweep_html({axes[0]}, line, "t").find("id=\"sweep-line\""), std::string::npos);
   EXPECT_EQ(test::error_of<Error>([] { (void)parse_sweep_axis("tp=1,2"); }).rfind("--set: unknown key 'tp'", 0), 0u);
   EXPECT_EQ(test::error_of<Error>([] { (void)parse_sweep_axis("tp_size"); }),
             "--vary: expected KEY=V1,V2,..., got 'tp_size'");
