@@ -87,4 +87,15 @@ std::string csv_escape(std::string v) {
   return out + "\"";
 }
 
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out(1);
+  for (char c : text) {
+    if (c == sep)
+      out.emplace_back();
+    else
+      out.back() += c;
+  }
+  return out;
+}
+
 }  // namespace trainsim

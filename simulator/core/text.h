@@ -21,6 +21,9 @@ namespace trainsim {
 /// leading '+', no hex). Returns false, leaving `out` alone, on anything else or on overflow.
 [[nodiscard]] bool parse_double(std::string_view s, double& out);
 
+/// The parts of `text` between `sep`s, empty parts kept ("a,,b" → a, "", b; "" → one empty part).
+[[nodiscard]] std::vector<std::string> split(const std::string& text, char sep);
+
 /// One CSV field (RFC 4180): quoted when it holds a comma or a quote (quotes doubled); newlines
 /// become spaces so that a row stays one line.
 [[nodiscard]] std::string csv_escape(std::string v);

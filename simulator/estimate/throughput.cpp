@@ -68,9 +68,13 @@ Throughput megatron_throughput(const ModelConfig& m, const StrategyConfig& s, co
   if (!(e.iteration_time_s > 0)) return t;
   const double flops = megatron_step_flops(m, s, e.padded_vocab, e.global_batch_size);
   t.tflops_per_gpu = flops / e.iteration_time_s / static_cast<double>(s.world_size) / kTera;
-  const auto it = sys.ops.find("default");
-  if (it != sys.ops.end() && it->second.peak_flops > 0) t.mfu = t.tflops_per_gpu * kTera / it->second.peak_flops;
+  if (const double peak = mfu_peak_flops(sys); peak > 0) t.mfu = t.tflops_per_gpu * kTera / peak;
   return t;
+}
+
+double mfu_peak_flops(const SystemConfig& sys) {
+  const auto it = sys.ops.find("default");
+  return it != sys.ops.end() && it->second.peak_flops > 0 ? it->second.peak_flops : 0;
 }
 
 }  // namespace trainsim

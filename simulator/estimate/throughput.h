@@ -29,6 +29,10 @@ struct Throughput {
 };
 
 /// Megatron-convention throughput of an estimate.
+/// The peak MFU is measured against: the system's `default` op class (the bf16 dense peak of the
+/// presets, fp8 runs included, as Megatron-LM users quote it), FLOP/s; 0 when it has none.
+[[nodiscard]] double mfu_peak_flops(const SystemConfig& sys);
+
 [[nodiscard]] Throughput megatron_throughput(const ModelConfig& m, const StrategyConfig& s,
                                              const SystemConfig& sys, const Estimate& e);
 

@@ -282,10 +282,7 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
   const Throughput& other = meg ? mfu.simumax : mfu.megatron;
   o += strprintf("step time      %10.2f ms  (straggler x%.3f adds %.2f ms)\n", e.iteration_time_s * 1e3,
                  e.straggler_ratio, straggler_added_s(e) * 1e3);
-  // The peak MFU is measured against: the system's `default` op class (the bf16 dense peak of the
-  // presets, fp8 runs included, as Megatron-LM users quote it).
-  const auto peak = in.system.ops.find("default");
-  const double peak_tflops = peak != in.system.ops.end() ? peak->second.peak_flops / kTera : 0;
+  const double peak_tflops = mfu_peak_flops(in.system) / kTera;
   o += strprintf("MFU            %10.2f %%  (%s convention, of the %.0f TFLOP/s default peak; %s: %.2f %%)\n",
                  mfu.headline.mfu * 100, mfu_convention_name(in.mfu), peak_tflops, meg ? "simumax" : "megatron",
                  other.mfu * 100);

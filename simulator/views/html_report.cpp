@@ -359,8 +359,7 @@ std::string perf_report_section(const PlanInputs& in, const Estimate& e) {
   row("step time", strprintf("%.2f ms", e.iteration_time_s * 1e3), "step-time");
   const Throughput t = in.mfu == MfuConvention::Megatron ? megatron_throughput(in.model, in.strategy, in.system, e)
                                                          : Throughput{e.tflops_per_gpu, e.mfu};
-  const auto peak = in.system.ops.find("default");
-  const double peak_tflops = peak != in.system.ops.end() ? peak->second.peak_flops / kTera : 0;
+  const double peak_tflops = mfu_peak_flops(in.system) / kTera;
   row("MFU (" + std::string(mfu_convention_name(in.mfu)) + strprintf(", of the %.0f TFLOP/s default peak)", peak_tflops),
       strprintf("%.2f %%", t.mfu * 100), "mfu");
   row("TFLOP/s per GPU", strprintf("%.1f", t.tflops_per_gpu), "tflops");

@@ -38,17 +38,10 @@ double parse_number(const std::string& flag, const std::string& text) {
 }
 
 std::vector<std::string> split_commas(const std::string& flag, const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    size_t comma = text.find(',', start);
-    std::string item =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  std::vector<std::string> out = split(text, ',');
+  for (const auto& item : out)
     if (item.empty()) throw UsageError("search: --" + flag + ": empty item in '" + text + "'");
-    out.push_back(item);
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
-  }
+  return out;
 }
 
 // "1,2,4", "1-16" or a mix ("1,2,8-10"); values must be ≥ `lo`.

@@ -17,17 +17,6 @@ namespace trainsim {
 
 namespace {
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out(1);
-  for (char c : text) {
-    if (c == ',')
-      out.emplace_back();
-    else
-      out.back() += c;
-  }
-  return out;
-}
-
 // Bound on the points of one sweep (each is a whole prediction).
 constexpr size_t kMaxSweepPoints = 4096;
 
@@ -41,7 +30,7 @@ SweepAxis parse_sweep_axis(const std::string& text) {
     throw UsageError("--vary: expected KEY=V1,V2,..., got '" + text + "'");
   SweepAxis a;
   a.key = text.substr(0, eq);
-  for (const std::string& v : split_commas(text.substr(eq + 1))) {
+  for (const std::string& v : split(text.substr(eq + 1), ',')) {
     if (v.empty()) throw UsageError("--vary " + a.key + ": an empty value in '" + text.substr(eq + 1) + "'");
     a.values.push_back(v);
   }
