@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "config/presets.h"
+#include "system/presets.h"
 #include "estimate/estimate.h"
 #include "views/predict.h"
 

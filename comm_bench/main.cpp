@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "checks.h"
-#include "config/output_file.h"
-#include "config/presets.h"
+#include "inputs/output_file.h"
+#include "system/presets.h"
 #include "core/error.h"
 #include "groups.h"
 #include "nccl_tests.h"

@@ -16,7 +16,7 @@
 
 #include "checks.h"
 #include "collectives.h"
-#include "config/output_file.h"
+#include "inputs/output_file.h"
 #include "groups.h"
 #include "launch.h"
 #include "nvml.h"

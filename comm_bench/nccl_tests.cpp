@@ -13,7 +13,7 @@
 #include <set>
 #include <sstream>
 
-#include "config/json_reader.h"
+#include "inputs/json_reader.h"
 #include "core/error.h"
 #include "core/text.h"
 

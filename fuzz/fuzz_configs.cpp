@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "config/model_config.h"
-#include "config/strategy_config.h"
-#include "config/system_config.h"
+#include "inputs/model_config.h"
+#include "inputs/strategy_config.h"
+#include "system/system_config.h"
 #include "core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

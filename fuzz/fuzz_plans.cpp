@@ -10,15 +10,15 @@
 #include <string>
 #include <string_view>
 
-#include "config/model_config.h"
-#include "config/presets.h"
-#include "config/strategy_config.h"
-#include "config/system_config.h"
+#include "inputs/model_config.h"
+#include "system/presets.h"
+#include "inputs/strategy_config.h"
+#include "system/system_config.h"
 #include "core/error.h"
 #include "estimate/estimate.h"
 #include "estimate/finite.h"
 #include "plan/plan.h"
-#include "report/report.h"
+#include "views/report.h"
 
 namespace {
 

@@ -4,12 +4,12 @@
 #include <cstdint>
 #include <string>
 
-#include "config/comm_merge.h"
-#include "config/kernels_file.h"
-#include "config/kernels_merge.h"
-#include "config/presets.h"
-#include "config/shapes_file.h"
-#include "config/system_config.h"
+#include "calibration/comm_merge.h"
+#include "calibration/kernels_file.h"
+#include "calibration/kernels_merge.h"
+#include "system/presets.h"
+#include "calibration/shapes_file.h"
+#include "system/system_config.h"
 #include "core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "config/hf_config.h"
-#include "config/megatron_args.h"
-#include "config/plan_request.h"
+#include "inputs/hf_config.h"
+#include "inputs/megatron_args.h"
+#include "inputs/plan_request.h"
 #include "core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "config/kernels_file.h"
+#include "calibration/kernels_file.h"
 #include "plan.h"
 #include "self_check.h"
 

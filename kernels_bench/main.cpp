@@ -12,9 +12,9 @@
 
 #include "backend.h"
 #include "cli/cli_app.h"
-#include "config/output_file.h"
-#include "config/presets.h"
-#include "config/shapes_file.h"
+#include "inputs/output_file.h"
+#include "system/presets.h"
+#include "calibration/shapes_file.h"
 #include "core/error.h"
 #include "plan.h"
 #include "runner.h"

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "config/shape_key.h"
-#include "config/shapes_file.h"
+#include "calibration/shape_key.h"
+#include "calibration/shapes_file.h"
 
 namespace trainsim::kb {
 

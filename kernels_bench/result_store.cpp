@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/json_reader.h"
-#include "config/output_file.h"
-#include "config/presets.h"
+#include "inputs/json_reader.h"
+#include "inputs/output_file.h"
+#include "system/presets.h"
 #include "core/error.h"
 
 namespace trainsim::kb {

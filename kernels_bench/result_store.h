@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "config/kernels_file.h"
+#include "calibration/kernels_file.h"
 
 namespace trainsim::kb {
 

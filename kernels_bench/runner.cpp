@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "config/shape_key.h"
+#include "calibration/shape_key.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "device_errors.h"

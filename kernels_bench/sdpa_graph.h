@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "config/shape_key.h"
+#include "calibration/shape_key.h"
 
 namespace trainsim::kb {
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "config/kernels_file.h"
+#include "calibration/kernels_file.h"
 
 namespace trainsim::kb {
 

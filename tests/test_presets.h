@@ -1,9 +1,9 @@
 // Loading embedded presets in tests.
 #pragma once
 
-#include "config/model_config.h"
-#include "config/presets.h"
-#include "config/system_config.h"
+#include "inputs/model_config.h"
+#include "system/presets.h"
+#include "system/system_config.h"
 
 namespace trainsim::test {
 

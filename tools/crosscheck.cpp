@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/json_reader.h"
-#include "config/kernels_file.h"
+#include "inputs/json_reader.h"
+#include "calibration/kernels_file.h"
 #include "core/error.h"
 #include "core/text.h"
 

@@ -4,7 +4,7 @@
 #include <exception>
 
 #include "cli/cli_app.h"
-#include "config/presets.h"
+#include "system/presets.h"
 #include "core/error.h"
 #include "crosscheck.h"
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "config/presets.h"
+#include "system/presets.h"
 #include "core/error.h"
 #include "core/text.h"
 

@@ -7,7 +7,7 @@
 
 #include "cli/cli_app.h"
 #include "cli/commands.h"
-#include "config/output_file.h"
+#include "inputs/output_file.h"
 #include "views/batch.h"
 
 namespace trainsim::cli {

@@ -6,9 +6,9 @@
 #include "cli/cli_app.h"
 #include "cli/commands.h"
 #include "cli/plan_options.h"
-#include "config/hf_config.h"
-#include "config/output_file.h"
-#include "config/plan_request.h"
+#include "inputs/hf_config.h"
+#include "inputs/output_file.h"
+#include "inputs/plan_request.h"
 #include "core/error.h"
 
 namespace trainsim::cli {

@@ -3,7 +3,7 @@
 
 #include "cli/cli_app.h"
 #include "cli/commands.h"
-#include "config/presets.h"
+#include "system/presets.h"
 
 namespace trainsim::cli {
 

@@ -7,7 +7,7 @@
 #include "cli/cli_app.h"
 #include "cli/commands.h"
 #include "cli/plan_options.h"
-#include "config/output_file.h"
+#include "inputs/output_file.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "search/search.h"

@@ -5,7 +5,7 @@
 #include "cli/cli_app.h"
 #include "cli/commands.h"
 #include "cli/plan_options.h"
-#include "config/output_file.h"
+#include "inputs/output_file.h"
 #include "core/error.h"
 #include "views/predict.h"
 #include "views/sweep.h"

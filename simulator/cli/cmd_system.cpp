@@ -10,12 +10,12 @@
 
 #include "cli/cli_app.h"
 #include "cli/commands.h"
-#include "config/comm_merge.h"
-#include "config/kernels_merge.h"
-#include "config/model_merge.h"
-#include "config/output_file.h"
-#include "config/presets.h"
-#include "config/system_config.h"
+#include "calibration/comm_merge.h"
+#include "calibration/kernels_merge.h"
+#include "inputs/model_merge.h"
+#include "inputs/output_file.h"
+#include "system/presets.h"
+#include "system/system_config.h"
 #include "core/error.h"
 #include "core/text.h"
 

@@ -8,12 +8,12 @@
 
 #include "cli/cli_app.h"
 #include "cli/commands.h"
-#include "config/output_file.h"
-#include "config/system_config.h"
+#include "inputs/output_file.h"
+#include "system/system_config.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"
-#include "report/validation.h"
+#include "validation/runner.h"
 #include "views/validate_report.h"
 
 namespace trainsim::cli {

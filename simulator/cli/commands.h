@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "cli/cli_app.h"
-#include "config/mode.h"
+#include "inputs/mode.h"
 
 namespace trainsim::cli {
 

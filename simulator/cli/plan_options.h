@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "config/plan_request.h"
+#include "inputs/plan_request.h"
 
 namespace trainsim::cli {
 

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "config/mode.h"
-#include "config/strategy_config.h"
-#include "config/system_config.h"
+#include "inputs/mode.h"
+#include "inputs/strategy_config.h"
+#include "system/system_config.h"
 #include "model/graph.h"
 
 namespace trainsim {

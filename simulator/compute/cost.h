@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/system_config.h"
+#include "system/system_config.h"
 #include "core/small_vector.h"
 #include "model/graph.h"
 

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "compute/cost.h"
-#include "config/mode.h"
-#include "config/model_config.h"
-#include "config/strategy_config.h"
-#include "config/system_config.h"
+#include "inputs/mode.h"
+#include "inputs/model_config.h"
+#include "inputs/strategy_config.h"
+#include "system/system_config.h"
 #include "plan/plan.h"
 #include "timeline/timeline.h"
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "config/validate.h"
+#include "plan/validate.h"
 #include "estimate/estimate.h"
 
 namespace trainsim {

@@ -2,8 +2,8 @@
 // --require-fit.
 #pragma once
 
-#include "config/mode.h"
-#include "config/system_config.h"
+#include "inputs/mode.h"
+#include "system/system_config.h"
 #include "estimate/estimate.h"
 
 namespace trainsim {

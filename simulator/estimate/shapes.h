@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "config/model_config.h"
-#include "config/strategy_config.h"
-#include "config/system_config.h"
+#include "inputs/model_config.h"
+#include "inputs/strategy_config.h"
+#include "system/system_config.h"
 
 namespace trainsim {
 

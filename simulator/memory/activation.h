@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "config/strategy_config.h"
+#include "inputs/strategy_config.h"
 #include "model/graph.h"
 
 namespace trainsim {

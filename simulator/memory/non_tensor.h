@@ -8,9 +8,9 @@
 
 #include <cstdint>
 
-#include "config/model_config.h"
-#include "config/strategy_config.h"
-#include "config/system_config.h"
+#include "inputs/model_config.h"
+#include "inputs/strategy_config.h"
+#include "system/system_config.h"
 
 namespace trainsim {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "config/strategy_config.h"
+#include "inputs/strategy_config.h"
 
 namespace trainsim {
 

@@ -11,10 +11,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "config/mode.h"
-#include "config/model_config.h"
-#include "config/shape_key.h"
-#include "config/strategy_config.h"
+#include "inputs/mode.h"
+#include "inputs/model_config.h"
+#include "calibration/shape_key.h"
+#include "inputs/strategy_config.h"
 #include "core/small_vector.h"
 
 namespace trainsim {

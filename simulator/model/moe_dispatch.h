@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "config/mode.h"
-#include "config/model_config.h"
-#include "config/strategy_config.h"
+#include "inputs/mode.h"
+#include "inputs/model_config.h"
+#include "inputs/strategy_config.h"
 
 namespace trainsim {
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "config/pipeline_layout.h"
+#include "plan/pipeline_layout.h"
 
 namespace trainsim {
 namespace {

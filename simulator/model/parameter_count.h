@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "config/model_config.h"
-#include "config/strategy_config.h"
+#include "inputs/model_config.h"
+#include "inputs/strategy_config.h"
 
 namespace trainsim {
 

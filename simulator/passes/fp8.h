@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "config/strategy_config.h"
+#include "inputs/strategy_config.h"
 #include "model/graph.h"
 
 namespace trainsim {

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "config/strategy_config.h"
+#include "inputs/strategy_config.h"
 #include "model/graph.h"
 
 namespace trainsim {

@@ -5,9 +5,9 @@
 
 #include <vector>
 
-#include "config/mode.h"
-#include "config/model_config.h"
-#include "config/strategy_config.h"
+#include "inputs/mode.h"
+#include "inputs/model_config.h"
+#include "inputs/strategy_config.h"
 #include "model/graph.h"
 
 namespace trainsim {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "config/pipeline_layout.h"
+#include "plan/pipeline_layout.h"
 #include "model/moe_dispatch.h"
 #include "passes/fp8.h"
 #include "core/error.h"

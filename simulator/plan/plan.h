@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "comm/collective.h"
-#include "config/mode.h"
-#include "config/model_config.h"
-#include "config/strategy_config.h"
-#include "config/system_config.h"
-#include "config/validate.h"
+#include "inputs/mode.h"
+#include "inputs/model_config.h"
+#include "inputs/strategy_config.h"
+#include "system/system_config.h"
+#include "plan/validate.h"
 #include "core/small_vector.h"
 #include "model/graph.h"
 #include "schedule/lower.h"

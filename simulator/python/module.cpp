@@ -13,13 +13,13 @@
 #include <utility>
 #include <vector>
 
-#include "config/mode.h"
-#include "config/plan_request.h"
-#include "config/presets.h"
+#include "inputs/mode.h"
+#include "inputs/plan_request.h"
+#include "system/presets.h"
 #include "core/error.h"
 #include "estimate/fit.h"
 #include "estimate/throughput.h"
-#include "report/report.h"
+#include "views/report.h"
 #include "views/batch.h"
 #include "views/breakdown.h"
 #include "views/predict.h"

@@ -15,7 +15,7 @@
 #include <thread>
 #include <tuple>
 
-#include "config/validate.h"
+#include "plan/validate.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <filesystem>
 
-#include "config/plan_request.h"
+#include "inputs/plan_request.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"

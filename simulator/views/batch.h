@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "config/mode.h"
-#include "config/presets.h"
-#include "config/system_config.h"
+#include "inputs/mode.h"
+#include "system/presets.h"
+#include "system/system_config.h"
 
 namespace trainsim {
 

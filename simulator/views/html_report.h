@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "report/report.h"
+#include "views/report.h"
 #include "search/search.h"
 
 namespace trainsim {

@@ -2,10 +2,10 @@
 // they return the same document for the same inputs.
 #pragma once
 
-#include "config/mode.h"
-#include "config/plan_request.h"
-#include "config/presets.h"
-#include "report/report.h"
+#include "inputs/mode.h"
+#include "inputs/plan_request.h"
+#include "system/presets.h"
+#include "views/report.h"
 
 namespace trainsim {
 

@@ -7,8 +7,8 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-#include "config/output_file.h"
-#include "config/presets.h"
+#include "inputs/output_file.h"
+#include "system/presets.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"

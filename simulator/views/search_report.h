@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "config/plan_request.h"
-#include "config/system_config.h"
+#include "inputs/plan_request.h"
+#include "system/system_config.h"
 #include "search/search.h"
 
 namespace trainsim {

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "config/mode.h"
-#include "config/plan_request.h"
-#include "config/presets.h"
+#include "inputs/mode.h"
+#include "inputs/plan_request.h"
+#include "system/presets.h"
 
 namespace trainsim {
 

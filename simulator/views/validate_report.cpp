@@ -8,7 +8,7 @@
 #include <optional>
 #include <sstream>
 
-#include "config/presets.h"
+#include "system/presets.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"

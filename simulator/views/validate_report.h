@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "config/mode.h"
-#include "report/validation.h"
+#include "inputs/mode.h"
+#include "validation/runner.h"
 
 namespace trainsim {
 

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "comm/collective.h"
-#include "config/comm_merge.h"
-#include "config/system_config.h"
+#include "calibration/comm_merge.h"
+#include "system/system_config.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "results.h"

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "checks.h"
-#include "config/output_file.h"
+#include "inputs/output_file.h"
 #include "results.h"
 
 namespace comm_bench {

@@ -3,9 +3,9 @@
 // predicted GEMM time equals the measured one.
 #include <gtest/gtest.h>
 
-#include "config/kernels_file.h"
-#include "config/kernels_merge.h"
-#include "config/presets.h"
+#include "calibration/kernels_file.h"
+#include "calibration/kernels_merge.h"
+#include "system/presets.h"
 #include "estimate/estimate.h"
 #include "estimate/shapes.h"
 

@@ -6,10 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/presets.h"
+#include "system/presets.h"
 #include "core/units.h"
 #include "estimate/fit.h"
-#include "report/report.h"
+#include "views/report.h"
 #include "search/search.h"
 #include "test_presets.h"
 #include "views/web_api.h"

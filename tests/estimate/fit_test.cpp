@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/presets.h"
+#include "system/presets.h"
 #include "core/units.h"
-#include "report/validation.h"
+#include "validation/runner.h"
 #include "test_errors.h"
 
 namespace trainsim {

@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "config/presets.h"
+#include "system/presets.h"
 #include "core/units.h"
 #include "estimate/estimate.h"
 

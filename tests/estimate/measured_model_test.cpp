@@ -7,11 +7,11 @@
 #include <fstream>
 #include <string>
 
-#include "config/model_config.h"
-#include "config/plan_request.h"
-#include "config/presets.h"
-#include "config/strategy_config.h"
-#include "config/system_config.h"
+#include "inputs/model_config.h"
+#include "inputs/plan_request.h"
+#include "system/presets.h"
+#include "inputs/strategy_config.h"
+#include "system/system_config.h"
 #include "estimate/estimate.h"
 #include "estimate/shapes.h"
 

@@ -166,7 +166,7 @@ TEST_F(OverlapTest, ShardingStrategyIsZeroState) {
 }
 
 // resolve_plan checks a strategy as given: a switch that changes nothing is an issue there (user
-// inputs are normalized first, which turns it off: tests/config/no_effect_test.cpp); what
+// inputs are normalized first, which turns it off: tests/plan/no_effect_test.cpp); what
 // Megatron-LM rejects is an issue either way.
 TEST_F(OverlapTest, SwitchesThatChangeNothingAreIssuesOfTheStrictCheck) {
   EXPECT_EQ(error_of([&] { (void)resolve_plan(m_, strategy(R"(, "tp_comm_overlap": true)"), sys_, Mode::Default, kSrc); }),

@@ -1,7 +1,7 @@
 // Structural properties of the estimate that must hold for any plan.
 #include <gtest/gtest.h>
 
-#include "config/presets.h"
+#include "system/presets.h"
 #include "test_presets.h"
 #include "estimate/estimate.h"
 

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "config/presets.h"
+#include "system/presets.h"
 #include "core/error.h"
 
 namespace trainsim {

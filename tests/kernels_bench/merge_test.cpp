@@ -3,10 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/kernels_file.h"
-#include "config/kernels_merge.h"
-#include "config/presets.h"
-#include "config/system_config.h"
+#include "calibration/kernels_file.h"
+#include "calibration/kernels_merge.h"
+#include "system/presets.h"
+#include "system/system_config.h"
 #include "core/error.h"
 #include "core/units.h"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "config/presets.h"
+#include "system/presets.h"
 #include "core/error.h"
 #include "plan.h"
 

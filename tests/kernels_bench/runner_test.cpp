@@ -8,7 +8,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "config/presets.h"
+#include "system/presets.h"
 #include "core/error.h"
 #include "device_errors.h"
 #include "runner.h"

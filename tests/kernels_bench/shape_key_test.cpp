@@ -1,7 +1,7 @@
 // Shape keys: exact round trips, FLOP convention, error messages.
 #include <gtest/gtest.h>
 
-#include "config/shape_key.h"
+#include "calibration/shape_key.h"
 #include "core/error.h"
 
 namespace trainsim {

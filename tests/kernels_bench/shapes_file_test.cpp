@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/presets.h"
-#include "config/shapes_file.h"
+#include "system/presets.h"
+#include "calibration/shapes_file.h"
 #include "core/error.h"
 
 namespace trainsim {

@@ -10,11 +10,11 @@
 #include <string>
 #include <utility>
 
-#include "config/presets.h"
+#include "system/presets.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "estimate/estimate.h"
-#include "report/validation.h"
+#include "validation/runner.h"
 #include "test_presets.h"
 
 namespace trainsim {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/collective.h"
-#include "config/validate.h"
+#include "plan/validate.h"
 #include "estimate/estimate.h"
 #include "model/graph.h"
 #include "test_errors.h"

@@ -2,7 +2,7 @@
 // the head of Llama 3 8B (h 4096, vocab 128256) with s 4096, b 1, tp 1.
 #include <gtest/gtest.h>
 
-#include "config/validate.h"
+#include "plan/validate.h"
 #include "core/units.h"
 #include "memory/activation.h"
 #include "model/graph.h"

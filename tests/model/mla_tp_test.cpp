@@ -2,7 +2,7 @@
 // attention, row-parallel output projection (Megatron MLASelfAttention).
 #include <gtest/gtest.h>
 
-#include "config/validate.h"
+#include "plan/validate.h"
 #include "model/graph.h"
 #include "test_presets.h"
 

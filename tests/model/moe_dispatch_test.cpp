@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "config/presets.h"
-#include "config/validate.h"
+#include "system/presets.h"
+#include "plan/validate.h"
 #include "estimate/estimate.h"
 #include "model/graph.h"
 #include "test_presets.h"

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "config/hf_config.h"
-#include "config/presets.h"
+#include "inputs/hf_config.h"
+#include "system/presets.h"
 
 namespace trainsim {
 namespace {

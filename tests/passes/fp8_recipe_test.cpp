@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "comm/collective.h"
-#include "config/validate.h"
+#include "plan/validate.h"
 #include "estimate/estimate.h"
 #include "core/units.h"
 #include "memory/activation.h"

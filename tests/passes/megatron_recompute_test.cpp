@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "config/validate.h"
+#include "plan/validate.h"
 #include "core/units.h"
 #include "memory/activation.h"
 #include "model/graph.h"

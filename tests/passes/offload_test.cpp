@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/validate.h"
+#include "plan/validate.h"
 #include "core/units.h"
 #include "estimate/estimate.h"
 #include "memory/activation.h"

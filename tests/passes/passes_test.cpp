@@ -1,7 +1,7 @@
 // Passes over a layer's leaves: fp8 quantizer insertion and recompute roles.
 #include <gtest/gtest.h>
 
-#include "config/strategy_config.h"
+#include "inputs/strategy_config.h"
 #include "passes/fp8.h"
 #include "passes/recompute.h"
 

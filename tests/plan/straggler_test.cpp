@@ -6,7 +6,7 @@
 
 #include "estimate/estimate.h"
 #include "plan/plan.h"
-#include "report/report.h"
+#include "views/report.h"
 #include "test_errors.h"
 #include "test_presets.h"
 

@@ -8,9 +8,9 @@
 #include <map>
 #include <tuple>
 
-#include "config/presets.h"
+#include "system/presets.h"
 #include "test_presets.h"
-#include "config/validate.h"
+#include "plan/validate.h"
 #include "core/error.h"
 #include "core/units.h"
 

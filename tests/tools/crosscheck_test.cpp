@@ -1,7 +1,7 @@
 // Cross-check of two result files: matching, ratios, the acceptance and input errors.
 #include <gtest/gtest.h>
 
-#include "config/presets.h"
+#include "system/presets.h"
 #include "core/error.h"
 #include "crosscheck.h"
 

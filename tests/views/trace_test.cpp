@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "config/plan_request.h"
+#include "inputs/plan_request.h"
 #include "test_presets.h"
 #include "views/step_ops.h"
 

@@ -3,10 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/plan_request.h"
-#include "config/presets.h"
+#include "inputs/plan_request.h"
+#include "system/presets.h"
 #include "core/text.h"
-#include "report/report.h"
+#include "views/report.h"
 #include "test_errors.h"
 #include "test_presets.h"
 #include "estimate/fit.h"

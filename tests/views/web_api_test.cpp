@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/presets.h"
-#include "report/report.h"
+#include "system/presets.h"
+#include "views/report.h"
 #include "views/predict.h"
 
 namespace trainsim {

@@ -1,0 +1,172 @@
+// Merges comm_bench fits into a system config.
+//
+// A fit says t(size) = α + x/B with x = size·scale·(n+offset)/n (comm_bench/fit.h). The
+// simulator (SimuMax config.py compute_net_op_time) computes
+//   t = x/(gbps·2^30·eff) + lat·h(n) + fixed(n),  h(n) = (n+offset)·scale if num_per_node == 8
+//   and the op is a collective, else 1,
+// so the merge sets eff = B/(gbps·2^30) and splits α into lat·h(n) + fixed(n).
+#include "calibration/comm_merge.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "inputs/json_reader.h"
+#include "inputs/schema_version.h"
+#include "core/error.h"
+#include "core/text.h"
+#include "core/units.h"
+
+namespace trainsim {
+namespace {
+
+using nlohmann::json;
+
+struct OpRow {
+  const char* name;
+  double scale, offset;
+};
+// SimuMax canonical scale/offset (system JSON networks.*.op).
+constexpr OpRow kOps[] = {{"all_reduce", 2, -1}, {"all_gather", 1, -1}, {"reduce_scatter", 1, -1},
+                          {"p2p", 1, 0}, {"all2all", 1, -1}};
+const char* const kNetworks[] = {"high_intra_node", "low_intra_node", "inter_node", "intra_node_pcie_2x",
+                                 "intra_node_pcie_4x", "intra_node_pcie_8x"};
+
+const OpRow* find_op(const std::string& name) {
+  for (const auto& r : kOps)
+    if (name == r.name) return &r;
+  return nullptr;
+}
+
+std::string unknown_value(const std::string& what, const std::string& v, const std::vector<std::string>& valid) {
+  std::string msg = "unknown " + what + " '" + v + "'; valid values: " + join(valid);
+  if (std::string s = suggest(v, valid); !s.empty()) msg += "; did you mean '" + s + "'?";
+  return msg;
+}
+
+struct Measured {
+  double latency_s;      // α
+  double bytes_per_s;    // B
+};
+
+}  // namespace
+
+void merge_comm(SystemConfig& sys, const std::string& comm_json_text, const std::string& source) {
+  json doc = parse_json(comm_json_text, source);
+  IssueList issues(source);
+  ObjectReader top(doc, "", issues);
+  std::string version;
+  top.req("schema_version", version);
+  bool complete = true;
+  top.opt("complete", complete);
+  const json* prov = top.object("provenance", false);
+  for (const char* k : {"units", "groups", "points", "skipped", "notes", "fits"}) top.ignore(k);
+  top.finish();
+  check_schema_major(doc, "1", issues);
+  const json* fits = doc.is_object() && doc.contains("fits") ? &doc["fits"] : nullptr;
+  if (doc.is_object() && (!fits || !fits->is_array())) issues.add("/fits", "required array is missing");
+  issues.throw_if_any();
+
+  std::vector<std::string> op_names, net_names(std::begin(kNetworks), std::end(kNetworks));
+  for (const auto& r : kOps) op_names.emplace_back(r.name);
+  // network → op → n → measurement
+  std::map<std::string, std::map<std::string, std::map<int64_t, Measured>>> by_net;
+  for (size_t i = 0; i < fits->size(); ++i) {
+    const std::string path = "/fits/" + std::to_string(i);
+    ObjectReader r((*fits)[i], path, issues);
+    std::string op, network, kind = "intra_node";
+    int64_t n = 0;
+    double lat_us = 0, bw_gbs = 0;
+    r.req("op", op);
+    r.req("network", network);
+    r.req("n", n);
+    r.req("latency_us", lat_us);
+    r.req("bus_bandwidth_gbs", bw_gbs);
+    r.opt("kind", kind);
+    for (const char* k : {"group", "r2", "max_rel_residual", "small_points", "large_points", "method"}) r.ignore(k);
+    r.finish();
+    if (!(*fits)[i].is_object()) continue;
+    // Whole-world groups mix NVLink and network hops, single ranks move no data: reported only.
+    if (kind == "world" || kind == "single") continue;
+    bool ok = true;
+    if (!find_op(op)) {
+      issues.add(path + "/op", unknown_value("collective", op, op_names));
+      ok = false;
+    }
+    if (std::find(net_names.begin(), net_names.end(), network) == net_names.end()) {
+      issues.add(path + "/network", unknown_value("network", network, net_names));
+      ok = false;
+    }
+    if (n < 2) issues.add(path + "/n", "must be ≥ 2, got " + std::to_string(n));
+    if (lat_us < 0) issues.add(path + "/latency_us", "must be ≥ 0");
+    if (!(bw_gbs > 0)) issues.add(path + "/bus_bandwidth_gbs", "must be > 0");
+    if (!ok || n < 2 || lat_us < 0 || !(bw_gbs > 0)) continue;
+    auto [it, inserted] = by_net[network][op].emplace(n, Measured{lat_us * kMicro, bw_gbs * 1e9});
+    if (!inserted)
+      issues.add(path, strprintf("second fit for %s on %s with n = %lld", op.c_str(), network.c_str(),
+                                 static_cast<long long>(n)));
+  }
+  const bool has_pcie = std::any_of(by_net.begin(), by_net.end(),
+                                    [](const auto& kv) { return kv.first.rfind("intra_node_pcie", 0) == 0; });
+  if (has_pcie && by_net.count("high_intra_node"))
+    issues.add("/fits", "fits mix NVLink (high_intra_node) and PCIe (intra_node_pcie_*) intra-node classes");
+  issues.throw_if_any();
+
+  for (const auto& [net_name, ops] : by_net) {
+    const bool existed = sys.networks.count(net_name) > 0;
+    NetworkConfig& net = sys.networks[net_name];
+    // inter_node bandwidth is per node: the simulator divides it among up to num_per_node GPUs
+    // (SimuMax compute_net_op_time), and comm_bench measures it with every GPU of a node busy.
+    const double per_node = net_name == "inter_node" ? static_cast<double>(sys.num_per_node) : 1.0;
+    std::map<std::string, double> op_bw;
+    double min_lat = INFINITY;
+    for (const auto& [op_name, by_n] : ops) {
+      const OpRow& row = *find_op(op_name);
+      NetOpConfig& op = net.ops[op_name];
+      op.scale = row.scale;
+      op.offset = row.offset;
+      // Bandwidth from the largest group measured (the TP/EP size that dominates step time).
+      op_bw[op_name] = by_n.rbegin()->second.bytes_per_s * per_node;
+      auto hops = [&](int64_t n) {
+        return sys.num_per_node == 8 && row.offset != 0 ? (static_cast<double>(n) + row.offset) * row.scale : 1.0;
+      };
+      // Per-hop latency = the smallest per-hop α over group sizes; the rest of each α is that
+      // size's fixed latency (≥ 0), so every measured size is reproduced exactly.
+      double lat = INFINITY;
+      for (const auto& [n, m] : by_n) lat = std::min(lat, m.latency_s / hops(n));
+      op.latency_s = lat;
+      op.fixed_latency_s = 0.0;
+      op.fixed_latency_s_by_comm_num.clear();
+      op.has_fixed_by_comm_num = true;
+      for (const auto& [n, m] : by_n)
+        op.fixed_latency_s_by_comm_num[std::to_string(n)] = std::max(0.0, m.latency_s - lat * hops(n));
+      min_lat = std::min(min_lat, lat);
+    }
+    if (!existed || !(net.bandwidth.bytes_per_s > 0)) {
+      double max_bw = 0;
+      for (const auto& [k, v] : op_bw) max_bw = std::max(max_bw, v);
+      net.bandwidth.bytes_per_s = max_bw;
+      net.bandwidth.efficient_factor = 1;
+      net.bandwidth.latency_s = min_lat;
+    }
+    if (!existed)
+      for (const auto& r : kOps)
+        if (!net.ops.count(r.name)) net.ops[r.name] = NetOpConfig{r.scale, r.offset, {}, {}, {}, {}, {}, false};
+    for (const auto& [op_name, bw] : op_bw) net.ops[op_name].efficient_factor = bw / net.bandwidth.bytes_per_s;
+  }
+  if (has_pcie) sys.intra_with_pcie = true;
+  if (by_net.count("high_intra_node")) sys.intra_with_pcie = false;
+
+  json p = json::object();
+  if (!sys.provenance_json.empty()) {
+    json old = json::parse(sys.provenance_json, nullptr, false);
+    if (old.is_object()) p = old;
+  }
+  json comm = prov ? *prov : json::object();
+  comm["source"] = source;
+  comm["complete"] = complete;
+  p["comm_bench"] = comm;
+  sys.provenance_json = p.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  refresh_fingerprint(sys);
+}
+
+}  // namespace trainsim

@@ -1,0 +1,23 @@
+// Fits efficiency models from measured grids and puts them into a system config
+// (`trainsim system build --gemm-grid`).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "system/system_config.h"
+
+namespace trainsim {
+
+/// Reads a GEMM grid document (`kind` trainsim-gemm-grid: `op` matmul or fp8_matmul, `device`,
+/// optional `dtype` and `provenance`, `points` [[m, n, k, time_s], ...]) and sets the op's model
+/// in `sys`, its provenance naming the source, the device and the number of points. The op class
+/// must exist in `sys`; its per-shape entries are dropped (the model answers every dense GEMM
+/// key, its measured nodes exactly). Throws ConfigError naming `source` and the JSON path on bad input.
+void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::string& source);
+
+/// One line per op class with an efficiency model, naming what it was fitted on, e.g.
+/// "matmul: GEMM model of 35,700 measured points (aiconfigurator-core 0.12.0, NVIDIA H100 80GB HBM3)".
+[[nodiscard]] std::vector<std::string> model_summaries(const SystemConfig& sys);
+
+}  // namespace trainsim

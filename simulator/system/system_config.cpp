@@ -1,0 +1,556 @@
+// System JSON reader and writer (SimuMax-compatible; `gbps` is GiB/s, latencies in µs).
+#include "system/system_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "inputs/json_reader.h"
+#include "core/text.h"
+#include "core/units.h"
+
+namespace trainsim {
+namespace {
+
+using nlohmann::json;
+
+// Plausibility ranges of system numbers (in the file's units). Beyond them the cost model's
+// products overflow or underflow: 1e300 TFLOPS gave a 1e300 ms step time, 1e300 GiB an infinite
+// device, both with exit 0.
+constexpr double kMaxRate = 1e6;        // TFLOPS, GiB/s (1 EFLOPS, 1 PiB/s per GPU)
+constexpr double kMaxFactor = 100;      // efficiency factors and scales
+constexpr double kMinPositive = 1e-6;   // smallest positive rate or factor
+constexpr double kMaxLatencyUs = 1e9;   // 1000 s
+
+void check_magnitude(IssueList& issues, const std::string& path, double v, double max, double min_positive = 0) {
+  if (v > max || v < -max)
+    issues.add(path, "must be at most " + format_number(max) + " in magnitude, got " + format_number(v));
+  else if (v > 0 && v < min_positive)
+    issues.add(path, "must be 0 or at least " + format_number(min_positive) + ", got " + format_number(v));
+}
+
+void read_bandwidth(const json& j, const std::string& path, IssueList& issues, BandwidthConfig& bw,
+                    bool gbps_required) {
+  ObjectReader r(j, path, issues);
+  double gbps = 0, lat_us = 0, fixed_us = 0;
+  if (gbps_required) {
+    r.req("gbps", gbps);
+  } else {
+    r.opt("gbps", gbps);
+  }
+  r.opt("efficient_factor", bw.efficient_factor);
+  r.opt("latency_us", lat_us);
+  bw.has_fixed_latency = r.has("fixed_latency");
+  r.opt("fixed_latency", fixed_us);
+  std::map<std::string, double> by_num;
+  r.opt("fixed_latency_us_by_comm_num", by_num);
+  r.finish();
+  if (!(gbps > 0) && gbps_required) issues.add(path + "/gbps", "must be > 0");
+  if (!(bw.efficient_factor > 0)) issues.add(path + "/efficient_factor", "must be > 0");
+  if (lat_us < 0) issues.add(path + "/latency_us", "must be ≥ 0");
+  if (fixed_us < 0) issues.add(path + "/fixed_latency", "must be ≥ 0");
+  check_magnitude(issues, path + "/gbps", gbps, kMaxRate, kMinPositive);
+  check_magnitude(issues, path + "/efficient_factor", bw.efficient_factor, kMaxFactor, kMinPositive);
+  check_magnitude(issues, path + "/latency_us", lat_us, kMaxLatencyUs);
+  check_magnitude(issues, path + "/fixed_latency", fixed_us, kMaxLatencyUs);
+  for (const auto& [k, v] : by_num)
+    check_magnitude(issues, path + "/fixed_latency_us_by_comm_num/" + k, v, kMaxLatencyUs);
+  bw.bytes_per_s = gbps * kGiB;
+  bw.latency_s = lat_us * kMicro;
+  bw.fixed_latency_s = fixed_us * kMicro;
+  for (const auto& [k, v] : by_num) bw.fixed_latency_s_by_comm_num[k] = v * kMicro;
+}
+
+void read_net_op(const json& j, const std::string& path, IssueList& issues, NetOpConfig& op) {
+  ObjectReader r(j, path, issues);
+  r.opt("scale", op.scale);
+  r.opt("offset", op.offset);
+  r.opt("efficient_factor", op.efficient_factor);
+  std::optional<double> lat, fixed;
+  r.opt("latency_us", lat);
+  r.opt("fixed_latency_us", fixed);
+  if (lat) op.latency_s = *lat * kMicro;
+  if (fixed) op.fixed_latency_s = *fixed * kMicro;
+  std::map<std::string, double> by_num, dp_bw;
+  op.has_fixed_by_comm_num = r.has("fixed_latency_us_by_comm_num");
+  r.opt("fixed_latency_us_by_comm_num", by_num);
+  r.opt("dp_fixed_bw", dp_bw);
+  r.finish();
+  for (const auto& [k, v] : by_num) op.fixed_latency_s_by_comm_num[k] = v * kMicro;
+  for (const auto& [k, v] : dp_bw) op.dp_fixed_bw[k] = v * kGiB;
+  if (op.efficient_factor && !(*op.efficient_factor > 0))
+    issues.add(path + "/efficient_factor", "must be > 0");
+  if (!(op.scale > 0)) issues.add(path + "/scale", "must be > 0");
+  if (lat && *lat < 0) issues.add(path + "/latency_us", "must be ≥ 0");
+  if (fixed && *fixed < 0) issues.add(path + "/fixed_latency_us", "must be ≥ 0");
+  for (const auto& [k, v] : dp_bw)
+    if (!(v > 0)) issues.add(path + "/dp_fixed_bw/" + k, "must be > 0");
+  check_magnitude(issues, path + "/scale", op.scale, kMaxFactor, kMinPositive);
+  check_magnitude(issues, path + "/offset", op.offset, kMaxLatencyUs);
+  if (op.efficient_factor)
+    check_magnitude(issues, path + "/efficient_factor", *op.efficient_factor, kMaxFactor, kMinPositive);
+  if (lat) check_magnitude(issues, path + "/latency_us", *lat, kMaxLatencyUs);
+  if (fixed) check_magnitude(issues, path + "/fixed_latency_us", *fixed, kMaxLatencyUs);
+  for (const auto& [k, v] : by_num)
+    check_magnitude(issues, path + "/fixed_latency_us_by_comm_num/" + k, v, kMaxLatencyUs);
+  for (const auto& [k, v] : dp_bw) check_magnitude(issues, path + "/dp_fixed_bw/" + k, v, kMaxRate, kMinPositive);
+}
+
+// Numbers of a model array (`what`: which values are allowed), null where `holes`.
+bool read_numbers(const json& j, const std::string& path, IssueList& issues, bool holes, std::vector<double>& out) {
+  if (!j.is_array()) {
+    issues.add(path, "expected an array of numbers");
+    return false;
+  }
+  out.reserve(j.size());
+  for (size_t i = 0; i < j.size(); ++i) {
+    const json& v = j[i];
+    if (holes && v.is_null()) {
+      out.push_back(0);
+      continue;
+    }
+    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>())) {
+      issues.add(path + "/" + std::to_string(i),
+                 std::string("expected a number > 0") + (holes ? " or null (not measured)" : "") + ", got " + v.dump());
+      return false;
+    }
+    out.push_back(v.get<double>());
+  }
+  return true;
+}
+
+// `accelerator.op.<op>.model`: a GEMM grid (compute/gemm_model.h).
+std::shared_ptr<const GemmModel> read_gemm_model(const json& j, const std::string& path, const std::string& op,
+                                                 IssueList& issues) {
+  ObjectReader r(j, path, issues);
+  std::string kind;
+  r.req("kind", kind);
+  std::vector<double> axes[3], times;
+  bool ok = kind == "gemm_grid";
+  if (!kind.empty() && !ok) issues.add(path + "/kind", "unknown model kind '" + kind + "'; valid values: gemm_grid");
+  if (ok && op != "matmul" && op != "fp8_matmul")
+    issues.add(path, "a gemm_grid model answers dense GEMM shape keys: only the op classes matmul and fp8_matmul "
+                     "carry one, not '" + op + "'");
+  const char* names[3] = {"m", "n", "k"};
+  for (int a = 0; a < 3; ++a) {
+    r.ignore(names[a]);
+    if (!j.contains(names[a])) {
+      issues.add(path + "/" + names[a], "required array is missing (grid axis, increasing)");
+      ok = false;
+    } else {
+      ok = read_numbers(j[names[a]], path + "/" + names[a], issues, false, axes[a]) && ok;
+    }
+  }
+  r.ignore("time_us");
+  if (!j.contains("time_us")) {
+    issues.add(path + "/time_us", "required array is missing (µs per node, m-major, then n, then k; null: not measured)");
+    ok = false;
+  } else {
+    ok = read_numbers(j["time_us"], path + "/time_us", issues, true, times) && ok;
+  }
+  std::string provenance;
+  if (const json* prov = r.object("provenance", false)) provenance = prov->dump();
+  r.finish();
+  if (!ok) return nullptr;
+  for (double& t : times) t *= kMicro;
+  try {
+    auto model = std::make_shared<GemmModel>(std::move(axes[0]), std::move(axes[1]), std::move(axes[2]), std::move(times));
+    model->provenance_json = provenance;
+    return model;
+  } catch (const std::invalid_argument& e) {
+    issues.add(path, e.what());
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+SystemConfig load_system(const std::string& text, const std::string& source) {
+  json doc = parse_json(text, source);
+  IssueList issues(source);
+  SystemConfig sys;
+  ObjectReader top(doc, "", issues);
+  top.opt("schema_version", sys.schema_version);
+  top.opt("description", sys.description);
+  if (const json* prov = top.object("provenance", false)) sys.provenance_json = prov->dump();
+  top.req("sys_name", sys.sys_name);
+  top.opt("num_per_node", sys.num_per_node);
+  sys.has_fc8 = top.has("FC8");
+  top.opt("FC8", sys.fc8);
+  if (sys.num_per_node < 1 || sys.num_per_node > (1 << 16))
+    issues.add("/num_per_node", "must be in 1..65536");
+  top.opt("nvlink_domain_size", sys.nvlink_domain_size);
+  if (sys.nvlink_domain_size && (*sys.nvlink_domain_size < sys.num_per_node || *sys.nvlink_domain_size > (1 << 20) ||
+                                 *sys.nvlink_domain_size % std::max<int64_t>(1, sys.num_per_node) != 0))
+    issues.add("/nvlink_domain_size", strprintf("must be a multiple of num_per_node (%lld) up to 1048576, got %lld",
+                                                static_cast<long long>(sys.num_per_node),
+                                                static_cast<long long>(*sys.nvlink_domain_size)));
+  top.opt("straggler_jitter", sys.straggler_jitter);
+  if (sys.straggler_jitter && !(*sys.straggler_jitter >= 0 && *sys.straggler_jitter <= 1))
+    issues.add("/straggler_jitter", "must be in [0, 1] (relative step-time jitter of one node), got " +
+                                        format_number(*sys.straggler_jitter));
+
+  if (const json* host = top.object("host", false)) {
+    ObjectReader h(*host, "/host", issues);
+    double link_gbps = 0, adam_gbps = 0;
+    h.opt("link_gbps", link_gbps);
+    h.opt("cpu_adam_gbps", adam_gbps);
+    h.finish();
+    for (const auto& [key, v] : {std::pair<const char*, double>{"link_gbps", link_gbps}, {"cpu_adam_gbps", adam_gbps}}) {
+      if (!(v >= 0)) issues.add(std::string("/host/") + key, "must be ≥ 0");
+      check_magnitude(issues, std::string("/host/") + key, v, kMaxRate, kMinPositive);
+    }
+    sys.host_link_bytes_per_s = link_gbps * kGiB;
+    sys.host_adam_bytes_per_s = adam_gbps * kGiB;
+  }
+  if (const json* acc = top.object("accelerator", true)) {
+    ObjectReader a(*acc, "/accelerator", issues);
+    a.opt("backend", sys.backend);
+    double mem_gbs = 0;
+    a.opt("mem_gbs", mem_gbs);
+    sys.mem_bytes = mem_gbs * kGiB;
+    if (mem_gbs < 0) issues.add("/accelerator/mem_gbs", "must be ≥ 0");
+    check_magnitude(issues, "/accelerator/mem_gbs", mem_gbs, kMaxRate);
+    double unusable_gbs = kDefaultUnusableMemGiB;
+    a.opt("unusable_mem_gbs", unusable_gbs);
+    sys.unusable_mem_bytes = unusable_gbs * kGiB;
+    sys.unusable_mem_given = a.has("unusable_mem_gbs");
+    double context_gbs = kDefaultCudaContextGiB, channel_mib = kDefaultNcclChannelBufferMiB;
+    a.opt("cuda_context_gbs", context_gbs);
+    a.opt("nccl_channels", sys.nccl_channels);
+    a.opt("nccl_channel_buffer_mib", channel_mib);
+    a.opt("allocator_fragmentation", sys.allocator_fragmentation);
+    sys.cuda_context_bytes = context_gbs * kGiB;
+    sys.nccl_channel_buffer_bytes = channel_mib * kMiB;
+    if (!(context_gbs >= 0 && context_gbs < 1e4))
+      issues.add("/accelerator/cuda_context_gbs", "must be in [0, 10000) GiB (a CUDA context takes about 0.5)");
+    if (!(sys.nccl_channels >= 1 && sys.nccl_channels <= 64))
+      issues.add("/accelerator/nccl_channels", strprintf("must be in 1..64 (NCCL's ring channels; at most 32 in NCCL 2.x), "
+                                                         "got %lld", static_cast<long long>(sys.nccl_channels)));
+    if (!(channel_mib >= 0 && channel_mib < 1e4))
+      issues.add("/accelerator/nccl_channel_buffer_mib", "must be in [0, 10000) MiB (NCCL's defaults: 9.1875)");
+    if (!(sys.allocator_fragmentation >= 0 && sys.allocator_fragmentation <= 1))
+      issues.add("/accelerator/allocator_fragmentation",
+                 "must be in [0, 1] (reserved / allocated − 1 of the caching allocator; measured 0.03–0.08)");
+    if (!(unusable_gbs >= 0)) issues.add("/accelerator/unusable_mem_gbs", "must be ≥ 0");
+    check_magnitude(issues, "/accelerator/unusable_mem_gbs", unusable_gbs, kMaxRate);
+    if (mem_gbs > 0 && unusable_gbs >= mem_gbs && a.has("unusable_mem_gbs"))
+      issues.add("/accelerator/unusable_mem_gbs", strprintf("%g GiB leaves no memory of the device's %g GiB; expected "
+                                                            "a few GiB (CUDA context, NCCL buffers)", unusable_gbs, mem_gbs));
+    a.opt("sm_count", sys.sm_count);
+    if (sys.sm_count && !(*sys.sm_count >= 1 && *sys.sm_count <= 100000))
+      issues.add("/accelerator/sm_count", strprintf("must be in 1..100000 (streaming multiprocessors; H100 SXM: 132), "
+                                                    "got %lld", static_cast<long long>(*sys.sm_count)));
+    std::string mode = "roofline";
+    a.opt("mode", mode);
+    if (mode == "roofline") {
+      sys.mode = CostMode::Roofline;
+    } else if (mode == "only_compute") {
+      sys.mode = CostMode::OnlyCompute;
+    } else {
+      issues.add("/accelerator/mode", "unknown mode '" + mode + "'; valid values: roofline, only_compute");
+    }
+    if (const json* ops = a.object("op", true)) {
+      for (auto it = ops->begin(); it != ops->end(); ++it) {
+        std::string p = "/accelerator/op/" + it.key();
+        ComputeOpConfig op;
+        ObjectReader r(it.value(), p, issues);
+        double tflops = 0;
+        r.req("tflops", tflops);
+        r.req("efficient_factor", op.efficient_factor);
+        op.has_accurate = r.has("accurate_efficient_factor");
+        std::map<std::string, double> accurate;
+        r.opt("accurate_efficient_factor", accurate);
+        if (const json* model = r.object("model", false))
+          op.gemm_model = read_gemm_model(*model, p + "/model", it.key(), issues);
+        r.finish();
+        if (!(tflops > 0) && it.value().is_object() && it.value().contains("tflops"))
+          issues.add(p + "/tflops", "must be > 0");
+        // 0 is allowed (the peer ships unmeasured fp8 classes as 0); a plan using it is rejected.
+        if (op.efficient_factor < 0) issues.add(p + "/efficient_factor", "must be ≥ 0");
+        check_magnitude(issues, p + "/tflops", tflops, kMaxRate, kMinPositive);
+        check_magnitude(issues, p + "/efficient_factor", op.efficient_factor, kMaxFactor, kMinPositive);
+        for (const auto& [key, eff] : accurate)
+          check_magnitude(issues, p + "/accurate_efficient_factor/" + key, eff, kMaxFactor, kMinPositive);
+        for (const auto& [key, eff] : accurate)
+          if (!(eff > 0)) issues.add(p + "/accurate_efficient_factor/" + key, "must be > 0");
+        for (const auto& [key, eff] : accurate) op.accurate.set(key, eff);
+        op.peak_flops = tflops * kTera;
+        sys.ops[it.key()] = std::move(op);
+      }
+      if (!ops->contains("default")) issues.add("/accelerator/op/default", "required op class is missing");
+    }
+    if (const json* bws = a.object("bandwidth", true)) {
+      for (auto it = bws->begin(); it != bws->end(); ++it) {
+        BandwidthConfig bw;
+        read_bandwidth(it.value(), "/accelerator/bandwidth/" + it.key(), issues, bw, true);
+        sys.bandwidths[it.key()] = bw;
+      }
+      if (!bws->contains("default"))
+        issues.add("/accelerator/bandwidth/default", "required bandwidth class is missing");
+    }
+    a.finish();
+  }
+
+  if (const json* nets = top.object("networks", true)) {
+    for (auto it = nets->begin(); it != nets->end(); ++it) {
+      std::string p = "/networks/" + it.key();
+      if (it.key() == "intra_with_pcie") {
+        if (!it.value().is_boolean()) {
+          issues.add(p, "expected true or false");
+        } else {
+          sys.intra_with_pcie = it.value().get<bool>();
+        }
+        continue;
+      }
+      NetworkConfig net;
+      ObjectReader r(it.value(), p, issues);
+      r.opt("processor_usage", net.processor_usage);
+      if (const json* bw = r.object("bandwidth", true))
+        read_bandwidth(*bw, p + "/bandwidth", issues, net.bandwidth, true);
+      if (const json* ops = r.object("op", true)) {
+        ObjectReader ro(*ops, p + "/op", issues);
+        for (const std::string_view name : kNetCollectives) {
+          const char* c = name.data();  // a literal: NUL-terminated
+          if (const json* oj = ro.object(c, false)) {
+            NetOpConfig op;
+            read_net_op(*oj, p + "/op/" + c, issues, op);
+            net.ops[c] = op;
+          }
+        }
+        ro.finish();
+      }
+      r.finish();
+      sys.networks[it.key()] = std::move(net);
+    }
+  }
+  top.finish();
+  issues.throw_if_any();
+  refresh_fingerprint(sys);
+  return sys;
+}
+
+void EfficiencyTable::set(const std::string& text, double efficiency) {
+  const auto key = pack_shape_key(text);
+  if (!key) {
+    text_[text] = efficiency;
+    return;
+  }
+  if (index_.empty()) index_.resize(16);
+  const size_t hash = PackedKeyHash{}(*key);
+  size_t i = slot_of(*key, hash);
+  if (index_[i].at != 0) {
+    entries_[index_[i].at - 1].efficiency = efficiency;
+    return;
+  }
+  entries_.push_back({*key, efficiency});
+  index_[i] = {static_cast<uint32_t>(hash >> 32), static_cast<uint32_t>(entries_.size())};
+  if (2 * entries_.size() < index_.size()) return;
+  // Rehash from the slots themselves: each keeps the hash bits that place it.
+  std::vector<Slot> old(2 * index_.size());
+  old.swap(index_);
+  const size_t mask = index_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.at == 0) continue;
+    size_t j = s.hash & mask;
+    while (index_[j].at != 0) j = (j + 1) & mask;
+    index_[j] = s;
+  }
+}
+
+size_t EfficiencyTable::slot_of(const PackedKey& key, size_t hash) const {
+  const auto h = static_cast<uint32_t>(hash >> 32);
+  const size_t mask = index_.size() - 1;
+  size_t i = h & mask;
+  for (; index_[i].at != 0; i = (i + 1) & mask)
+    if (index_[i].hash == h && entries_[index_[i].at - 1].key == key) break;
+  return i;
+}
+
+const double* EfficiencyTable::find(const PackedKey& key, size_t hash) const {
+  if (index_.empty()) return nullptr;
+  const Slot& s = index_[slot_of(key, hash)];
+  return s.at != 0 ? &entries_[s.at - 1].efficiency : nullptr;
+}
+
+const double* EfficiencyTable::find(const std::string& text) const {
+  if (const auto key = pack_shape_key(text)) return find(*key);
+  auto it = text_.find(text);
+  return it != text_.end() ? &it->second : nullptr;
+}
+
+double EfficiencyTable::at(const std::string& text) const {
+  if (const double* e = find(text)) return *e;
+  throw std::out_of_range("no efficiency for shape key '" + text + "'");
+}
+
+std::vector<std::pair<std::string, double>> EfficiencyTable::entries() const {
+  std::vector<std::pair<std::string, double>> out(text_.begin(), text_.end());
+  for (const auto& e : entries_) out.emplace_back(format_packed_key(e.key), e.efficiency);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+// The system's JSON text; `models`: with the models' grids (else a placeholder per model).
+std::string system_json_text(const SystemConfig& sys, int indent, bool models);
+}  // namespace
+
+void refresh_fingerprint(SystemConfig& sys) {
+  sys.fingerprint = 0;
+  // The models enter by their content hash, not their text (formatting a grid of 35,700 times
+  // took 20 times the rest of loading a system).
+  std::string text = system_json_text(sys, -1, false);
+  for (const auto& [name, op] : sys.ops)
+    if (op.gemm_model) text += name + ":" + std::to_string(op.gemm_model->content_hash()) + "\n";
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  sys.fingerprint = h == 0 ? 1 : h;
+}
+
+namespace {
+
+// Round to 15 significant digits so unit conversions round-trip to the numbers users wrote.
+double clean(double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  double mag = std::pow(10.0, 14 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
+  return std::round(v * mag) / mag;
+}
+
+json bandwidth_json(const BandwidthConfig& bw) {
+  json j;
+  j["gbps"] = clean(bw.bytes_per_s / kGiB);
+  j["efficient_factor"] = bw.efficient_factor;
+  j["latency_us"] = clean(bw.latency_s / kMicro);
+  if (bw.has_fixed_latency) j["fixed_latency"] = clean(bw.fixed_latency_s / kMicro);
+  if (!bw.fixed_latency_s_by_comm_num.empty()) {
+    json m = json::object();
+    for (const auto& [k, v] : bw.fixed_latency_s_by_comm_num) m[k] = clean(v / kMicro);
+    j["fixed_latency_us_by_comm_num"] = m;
+  }
+  return j;
+}
+
+// A GEMM model as JSON text: kind, provenance, axes, then the times one line per m (µs, 5
+// significant digits; null for a node not measured).
+std::string gemm_model_json(const GemmModel& m, int indent) {
+  const std::string nl = indent < 0 ? "" : "\n";
+  std::string o = "{\"kind\": \"gemm_grid\"";
+  if (!m.provenance_json.empty()) o += ", \"provenance\": " + m.provenance_json;
+  const auto axis = [&](const char* name, const std::vector<double>& v) {
+    o += strprintf(", \"%s\": [", name);
+    for (size_t i = 0; i < v.size(); ++i) o += strprintf(i ? ", %.17g" : "%.17g", v[i]);
+    o += "]";
+  };
+  axis("m", m.m_axis());
+  axis("n", m.n_axis());
+  axis("k", m.k_axis());
+  o += ", \"time_us\": [";
+  for (size_t i = 0; i < m.m_axis().size(); ++i) {
+    o += nl;
+    for (size_t j = 0; j < m.n_axis().size(); ++j)
+      for (size_t l = 0; l < m.k_axis().size(); ++l) {
+        const double t = m.time_at(i, j, l);
+        const bool last = i + 1 == m.m_axis().size() && j + 1 == m.n_axis().size() && l + 1 == m.k_axis().size();
+        o += t > 0 ? strprintf("%.5g", t / kMicro) : std::string("null");
+        if (!last) o += j + 1 == m.n_axis().size() && l + 1 == m.k_axis().size() ? "," : ", ";
+      }
+  }
+  return o + nl + "]}";
+}
+
+}  // namespace
+
+int64_t nvlink_domain(const SystemConfig& sys) { return sys.nvlink_domain_size.value_or(sys.num_per_node); }
+
+std::string system_to_json_text(const SystemConfig& sys, int indent) { return system_json_text(sys, indent, true); }
+
+namespace {
+
+std::string system_json_text(const SystemConfig& sys, int indent, bool models) {
+  json j;
+  if (!sys.schema_version.empty()) j["schema_version"] = sys.schema_version;
+  if (!sys.description.empty()) j["description"] = sys.description;
+  j["sys_name"] = sys.sys_name;
+  j["num_per_node"] = sys.num_per_node;
+  if (sys.has_fc8) j["FC8"] = sys.fc8;
+  if (sys.nvlink_domain_size) j["nvlink_domain_size"] = *sys.nvlink_domain_size;
+  if (sys.straggler_jitter) j["straggler_jitter"] = *sys.straggler_jitter;
+  json acc;
+  acc["backend"] = sys.backend;
+  acc["mem_gbs"] = clean(sys.mem_bytes / kGiB);
+  if (sys.unusable_mem_given || sys.unusable_mem_bytes != kDefaultUnusableMemGiB * kGiB)
+    acc["unusable_mem_gbs"] = clean(sys.unusable_mem_bytes / kGiB);
+  if (sys.cuda_context_bytes != kDefaultCudaContextGiB * kGiB) acc["cuda_context_gbs"] = clean(sys.cuda_context_bytes / kGiB);
+  if (sys.nccl_channels != kDefaultNcclChannels) acc["nccl_channels"] = sys.nccl_channels;
+  if (sys.nccl_channel_buffer_bytes != kDefaultNcclChannelBufferMiB * kMiB)
+    acc["nccl_channel_buffer_mib"] = clean(sys.nccl_channel_buffer_bytes / kMiB);
+  if (sys.allocator_fragmentation != kDefaultAllocatorFragmentation)
+    acc["allocator_fragmentation"] = clean(sys.allocator_fragmentation);
+  if (sys.sm_count) acc["sm_count"] = *sys.sm_count;
+  acc["mode"] = sys.mode == CostMode::Roofline ? "roofline" : "only_compute";
+  for (const auto& [name, op] : sys.ops) {
+    json o;
+    o["tflops"] = clean(op.peak_flops / kTera);
+    o["efficient_factor"] = op.efficient_factor;
+    if (op.has_accurate || !op.accurate.empty()) {
+      json a = json::object();
+      for (const auto& [k, v] : op.accurate.entries()) a[k] = v;
+      o["accurate_efficient_factor"] = a;
+    }
+    // The model's text is put in after the dump: its grid on one line per m, not per number.
+    if (op.gemm_model) o["model"] = "\x01gemm_model:" + name;
+    acc["op"][name] = o;
+  }
+  for (const auto& [name, bw] : sys.bandwidths) acc["bandwidth"][name] = bandwidth_json(bw);
+  j["accelerator"] = acc;
+  if (sys.host_link_bytes_per_s > 0 || sys.host_adam_bytes_per_s > 0)
+    j["host"] = {{"link_gbps", clean(sys.host_link_bytes_per_s / kGiB)},
+                 {"cpu_adam_gbps", clean(sys.host_adam_bytes_per_s / kGiB)}};
+  json nets;
+  nets["intra_with_pcie"] = sys.intra_with_pcie;
+  for (const auto& [name, net] : sys.networks) {
+    json n;
+    n["processor_usage"] = net.processor_usage;
+    n["bandwidth"] = bandwidth_json(net.bandwidth);
+    json ops = json::object();
+    for (const auto& [cname, op] : net.ops) {
+      json o;
+      o["scale"] = op.scale;
+      o["offset"] = op.offset;
+      if (op.efficient_factor) o["efficient_factor"] = *op.efficient_factor;
+      if (op.latency_s) o["latency_us"] = clean(*op.latency_s / kMicro);
+      if (op.fixed_latency_s) o["fixed_latency_us"] = clean(*op.fixed_latency_s / kMicro);
+      if (op.has_fixed_by_comm_num || !op.fixed_latency_s_by_comm_num.empty()) {
+        json m = json::object();
+        for (const auto& [k, v] : op.fixed_latency_s_by_comm_num) m[k] = clean(v / kMicro);
+        o["fixed_latency_us_by_comm_num"] = m;
+      }
+      if (!op.dp_fixed_bw.empty()) {
+        json m = json::object();
+        for (const auto& [k, v] : op.dp_fixed_bw) m[k] = clean(v / kGiB);
+        o["dp_fixed_bw"] = m;
+      }
+      ops[cname] = o;
+    }
+    n["op"] = ops;
+    nets[name] = n;
+  }
+  j["networks"] = nets;
+  if (!sys.provenance_json.empty()) j["provenance"] = json::parse(sys.provenance_json);
+  std::string text = j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  for (const auto& [name, op] : sys.ops) {
+    if (!op.gemm_model || !models) continue;
+    const std::string mark = "\"\\u0001gemm_model:" + json(name).dump().substr(1);
+    const size_t at = text.find(mark);
+    if (at != std::string::npos) text.replace(at, mark.size(), gemm_model_json(*op.gemm_model, indent));
+  }
+  return text;
+}
+
+}  // namespace
+
+}  // namespace trainsim

@@ -1,0 +1,362 @@
+// Estimate reports.
+#include "views/report.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "inputs/model_merge.h"
+#include "core/text.h"
+#include "core/units.h"
+#include "estimate/fit.h"
+#include "model/parameter_count.h"
+#include "views/breakdown.h"
+
+namespace trainsim {
+
+std::string parallelism_string(const StrategyConfig& s) {
+  return strprintf("tp%lld%s.cp%lld.pp%lld%s.dp%lld.ep%lld.etp%lld.edp%lld", static_cast<long long>(s.tp_size),
+                   s.sp() ? ".sp" : "", static_cast<long long>(s.cp_size), static_cast<long long>(s.pp_size),
+                   s.interleaving_size > 1 ? strprintf(".vpp%lld", static_cast<long long>(s.interleaving_size)).c_str() : "",
+                   static_cast<long long>(s.dp_size()), static_cast<long long>(s.ep_size),
+                   static_cast<long long>(s.etp_size), static_cast<long long>(s.edp_size()));
+}
+
+namespace {
+// `layers`: the model's layer count, which caps the per-chunk count ("every layer" keys ask 2^20).
+std::string recompute_string(const StrategyConfig& s, int64_t layers) {
+  if (!s.is_recompute()) return "none";
+  if (s.megatron_recompute) return "megatron(" + join(s.megatron_recompute_modules, "+") + ")";
+  std::string g = *s.recompute_granularity;
+  if (g == "selective_recompute") {
+    std::vector<std::string> f;
+    if (s.attn_recompute) f.emplace_back("attn");
+    if (s.mla_rms_recompute) f.emplace_back("mla_rms");
+    if (s.mlp_recompute) f.emplace_back("mlp");
+    if (s.mlp_rms_recompute) f.emplace_back("mlp_rms");
+    g = "selective(" + join(f, "+") + ")";
+  }
+  if (g == "full_block" && s.recompute_unit_layers > 1)
+    g += strprintf(" in units of %lld layers", static_cast<long long>(s.recompute_unit_layers));
+  return g + strprintf(", %lld layers/chunk", static_cast<long long>(std::min(s.recompute_layer_num, layers)));
+}
+
+// Both MFU conventions, and the one the headline uses.
+struct Mfu {
+  Throughput megatron, simumax, headline;
+};
+Mfu mfu_of(const PlanInputs& in, const Estimate& e) {
+  Mfu out;
+  out.megatron = megatron_throughput(in.model, in.strategy, in.system, e);
+  out.simumax = {e.tflops_per_gpu, e.mfu};
+  out.headline = in.mfu == MfuConvention::Megatron ? out.megatron : out.simumax;
+  return out;
+}
+
+// What the straggler factor adds to the step: the slowest stage's pipeline time × (ratio − 1).
+double straggler_added_s(const Estimate& e) {
+  const StageTime* worst = nullptr;
+  for (const auto& t : e.stage_times)
+    if (!worst || t.total_s > worst->total_s) worst = &t;
+  return worst ? worst->pipeline_s * (e.straggler_ratio - 1) : 0;
+}
+
+// "8.03 B" style.
+std::string billions(int64_t n) { return strprintf("%.2f B", static_cast<double>(n) / 1e9); }
+
+// "8,030,261,248".
+std::string grouped(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// Rows of a stage breakdown in ms per iteration.
+nlohmann::ordered_json rows_json(const std::vector<BreakdownRow>& rows) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& r : rows) {
+    nlohmann::ordered_json x;
+    x["layer_type"] = r.layer_type;
+    if (!r.op.empty()) x["op"] = r.op;
+    x["instances_per_micro_batch"] = r.instances;
+    x["forward_ms"] = r.fwd_s * 1e3;
+    x["backward_ms"] = r.bwd_s * 1e3;
+    x["recompute_ms"] = r.recompute_s * 1e3;
+    x["comm_ms"] = r.comm_s * 1e3;
+    x["total_ms"] = r.total_s() * 1e3;
+    x["flops"] = r.flops;
+    x["bytes"] = r.bytes;
+    x["efficiency"] = r.efficiency;
+    x["efficiency_source"] = efficiency_label(r.measured, r.source);
+    out.push_back(x);
+  }
+  return out;
+}
+
+// Per stage: time by layer type and by op (sums of the estimate's op costs over the iteration);
+// memory by tensor class for the reported stages (the parts add up to the peak reserved memory).
+nlohmann::ordered_json breakdown_json(const Estimate& e) {
+  nlohmann::ordered_json time = nlohmann::ordered_json::array();
+  for (const StageBreakdown& b : stage_breakdowns(e))
+    time.push_back({{"pp_rank", b.rank}, {"by_layer_type", rows_json(b.by_layer_type)}, {"by_op", rows_json(b.by_op)}});
+  nlohmann::ordered_json memory = nlohmann::ordered_json::array();
+  for (const auto& st : e.stages)
+    memory.push_back({{"name", st.name},
+                      {"weights_gib", st.weight_bytes / kGiB},
+                      {"gradients_gib", st.grad_bytes / kGiB},
+                      {"optimizer_states_gib", st.state_bytes / kGiB},
+                      {"other_static_gib", (st.model_bytes - st.weight_bytes - st.grad_bytes - st.state_bytes) / kGiB},
+                      {"activations_gib", (st.peak_alloc_bytes - st.model_bytes) / kGiB},
+                      {"allocator_reserve_gib", (st.peak_reserved_bytes - st.peak_alloc_bytes) / kGiB}});
+  return {{"time_per_stage", time}, {"memory_per_stage", memory}};
+}
+
+}  // namespace
+
+std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
+  nlohmann::ordered_json j;
+  const auto& s = in.strategy;
+  // 2.0.0: mfu / tflops_per_gpu follow --mfu (Megatron-LM's convention by default).
+  // 2.1.0: the fit verdict (fits, memory_headroom_gib, memory_limit_gib, unusable_memory_gib),
+  // host_memory_gib, and breakdown (per stage: time by layer type and by op, memory by tensor class).
+  // 2.2.0: non_tensor_memory_gib per stage (default mode: CUDA context + NCCL buffers); the plan's
+  // unusable_memory_gib and memory_limit_gib are those of the stage with the least headroom.
+  j["schema_version"] = "2.2.0";
+  j["model"] = in.model_source;
+  j["strategy"] = in.strategy_source;
+  j["system"] = in.system_source;
+  j["parallelism"] = parallelism_string(s);
+  j["world_size"] = s.world_size;
+  j["global_batch_size"] = e.global_batch_size;
+  j["recompute"] = recompute_string(s, in.model.layer_num);
+  j["mode"] = mode_name(e.mode);
+  j["schedule"] = e.schedule;
+  j["p2p"] = e.p2p;
+  const ParameterCount params = count_parameters(in.model, s);
+  j["parameter_count"] = params.total;
+  j["active_parameter_count"] = params.active;
+  nlohmann::ordered_json per_stage = nlohmann::ordered_json::array();
+  for (const auto& st : params.stages)
+    per_stage.push_back({{"stage", st.stage}, {"layers", st.layers}, {"parameter_count", st.total},
+                         {"active_parameter_count", st.active}});
+  j["parameters_per_stage"] = per_stage;
+  j["iteration_time_ms"] = e.iteration_time_s * 1e3;
+  const Mfu mfu = mfu_of(in, e);
+  j["mfu_convention"] = mfu_convention_name(in.mfu);
+  j["mfu"] = mfu.headline.mfu;
+  j["tflops_per_gpu"] = mfu.headline.tflops_per_gpu;
+  j["mfu_megatron"] = mfu.megatron.mfu;
+  j["tflops_per_gpu_megatron"] = mfu.megatron.tflops_per_gpu;
+  j["mfu_simumax"] = mfu.simumax.mfu;
+  j["tflops_per_gpu_simumax"] = mfu.simumax.tflops_per_gpu;
+  j["tokens_per_s_per_gpu"] = e.tokens_per_s_per_gpu;
+  j["straggler_ratio"] = e.straggler_ratio;
+  j["pipeline_ms"] = e.pipeline_s * 1e3;
+  j["timeline_events"] = e.timeline.events.size();
+  j["straggler_added_ms"] = straggler_added_s(e) * 1e3;
+  j["straggler"] = {{"ratio", e.straggler.ratio},       {"nodes", e.straggler.nodes},
+                    {"replicas", e.straggler.replicas}, {"jitter", e.straggler.jitter},
+                    {"basis", e.straggler.basis()}};
+  j["notes"] = in.notes;
+  j["not_modeled"] = in.not_modeled;
+  j["ignored"] = in.ignored;
+  nlohmann::ordered_json no_effect = nlohmann::ordered_json::array();
+  for (const NoEffect& n : in.no_effect)
+    no_effect.push_back({{"key", n.key}, {"value", nlohmann::ordered_json::parse(n.value)}, {"reason", n.reason}});
+  j["no_effect"] = no_effect;
+  j["peak_alloc_gib"] = e.peak_alloc_bytes() / kGiB;
+  j["peak_reserved_gib"] = e.peak_reserved_bytes() / kGiB;
+  j["device_memory_gib"] = in.system.mem_bytes / kGiB;
+  // The fit verdict (estimate/fit.h, the rule search uses): null when the device memory is unknown.
+  const FitRule rule = fit_rule(in.system, e.mode);
+  const FitVerdict plan_fit = fit_verdict(e, rule);
+  // The margin outside PyTorch: the flat one (compat) or the stage with the least headroom's own.
+  const StageMemory* worst = nullptr;
+  for (const auto& st : e.stages)
+    if (!worst || fit_verdict(st, rule).headroom_bytes < fit_verdict(*worst, rule).headroom_bytes) worst = &st;
+  const double outside = rule.unusable_bytes + (worst && rule.stage_non_tensor ? worst->non_tensor_bytes : 0.0);
+  j["unusable_memory_gib"] = outside / kGiB;
+  j["memory_limit_gib"] = (rule.device_bytes - outside) / kGiB;
+  j["fits"] = plan_fit.known ? nlohmann::ordered_json(plan_fit.fits) : nlohmann::ordered_json();
+  j["memory_headroom_gib"] = plan_fit.known ? nlohmann::ordered_json(plan_fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
+  double host = 0;
+  for (const auto& st : e.stages) host = std::max(host, st.host_bytes);
+  j["host_memory_gib"] = host / kGiB;
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (const auto& st : e.stages) {
+    nlohmann::ordered_json x;
+    const FitVerdict fit = fit_verdict(st, rule);
+    x["name"] = st.name;
+    x["fits"] = fit.known ? nlohmann::ordered_json(fit.fits) : nlohmann::ordered_json();
+    x["memory_headroom_gib"] = fit.known ? nlohmann::ordered_json(fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
+    x["peak_alloc_gib"] = st.peak_alloc_bytes / kGiB;
+    x["peak_reserved_gib"] = st.peak_reserved_bytes / kGiB;
+    x["non_tensor_memory_gib"] = (rule.stage_non_tensor ? st.non_tensor_bytes : rule.unusable_bytes) / kGiB;
+    x["model_mem_gib"] = st.model_bytes / kGiB;
+    x["weight_gib"] = st.weight_bytes / kGiB;
+    x["grad_gib"] = st.grad_bytes / kGiB;
+    x["optimizer_state_gib"] = st.state_bytes / kGiB;
+    x["activation_cache_per_micro_batch_gib"] = st.activation_cache_per_mb_bytes / kGiB;
+    x["in_flight_micro_batches"] = st.in_flight_micro_batches;
+    x["peak_activation_gib"] = st.peak_activation_bytes / kGiB;
+    x["peak_at"] = st.peak_phase;
+    x["host_memory_gib"] = st.host_bytes / kGiB;
+    stages.push_back(x);
+  }
+  j["stages"] = stages;
+  nlohmann::ordered_json times = nlohmann::ordered_json::array();
+  for (const auto& t : e.stage_times) {
+    nlohmann::ordered_json x;
+    x["name"] = t.name;
+    x["total_ms"] = t.total_s * 1e3;
+    x["pipeline_ms"] = t.pipeline_s * 1e3;
+    x["forward_compute_ms"] = t.fwd_compute_s * 1e3;
+    x["backward_compute_ms"] = t.bwd_compute_s * 1e3;
+    x["recompute_ms"] = t.recompute_s * 1e3;
+    x["tp_cp_ep_comm_ms"] = t.tp_comm_s * 1e3;
+    x["pp_comm_ms"] = t.pp_comm_s * 1e3;
+    x["bubble_ms"] = t.bubble_s * 1e3;
+    x["p2p_wait_ms"] = t.p2p_wait_s * 1e3;
+    nlohmann::ordered_json comm;
+    for (size_t g = 0; g < t.comm_by_group_s.size(); ++g) {
+      const double total = t.comm_by_group_s[g], exposed = t.exposed_comm_s(g);
+      comm[group_name(static_cast<Group>(g))] = {
+          {"total_ms", total * 1e3}, {"exposed_ms", exposed * 1e3}, {"hidden_ms", (total - exposed) * 1e3}};
+    }
+    x["communication"] = comm;
+    x["idle_ms"] = t.idle_s * 1e3;
+    x["dp_comm_ms"] = t.dp_comm_s * 1e3;
+    x["optimizer_ms"] = t.optimizer_s * 1e3;
+    x["forward_per_micro_batch_ms"] = t.fwd_per_mb_s * 1e3;
+    x["backward_per_micro_batch_ms"] = t.bwd_per_mb_s * 1e3;
+    times.push_back(x);
+  }
+  j["time_breakdown"] = times;
+  nlohmann::ordered_json nets;
+  for (const auto& [g, n] : e.networks) nets[std::string(g)] = n;
+  j["networks"] = nets;
+  j["breakdown"] = breakdown_json(e);
+  j["efficiency_hits"] = e.efficiency_hits;
+  if (e.efficiency_interpolated + e.efficiency_extrapolated > 0) {
+    j["efficiency_interpolated"] = e.efficiency_interpolated;
+    j["efficiency_extrapolated"] = e.efficiency_extrapolated;
+  }
+  nlohmann::ordered_json misses = nlohmann::ordered_json::array();
+  for (const auto& mm : e.misses)
+    misses.push_back({{"op", mm.op}, {"key", format_packed_key(mm.key)}, {"flops", mm.flops}, {"used_efficiency", mm.used_efficiency}});
+  j["efficiency_misses"] = misses;
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
+  const auto& s = in.strategy;
+  const auto& m = in.model;
+  std::string o;
+  o += strprintf("model      %s (%s, %lld layers, hidden %lld)\n", in.model_source.c_str(),
+                 m.model_name.empty() ? m.model_type.c_str() : m.model_name.c_str(),
+                 static_cast<long long>(m.layer_num), static_cast<long long>(m.hidden_size));
+  const ParameterCount params = count_parameters(m, s);
+  o += strprintf("parameters %s (%s)", billions(params.total).c_str(), grouped(params.total).c_str());
+  if (params.active != params.total)
+    o += strprintf(", active %s (%s)", billions(params.active).c_str(), grouped(params.active).c_str());
+  if (params.stages.size() > 1) {
+    std::vector<std::string> per;
+    for (const auto& st : params.stages) per.push_back(billions(st.total));
+    o += "; per stage " + join(per);
+  }
+  o += "\n";
+  o += strprintf("strategy   %s\n", in.strategy_source.c_str());
+  o += strprintf("system     %s (%s, %lld GPUs/node, %.0f GiB)\n", in.system_source.c_str(),
+                 in.system.sys_name.c_str(), static_cast<long long>(in.system.num_per_node), in.system.mem_bytes / kGiB);
+  o += strprintf("parallel   %s on %lld GPUs; seq %lld, micro batch %lld x %lld, global batch %lld\n",
+                 parallelism_string(s).c_str(), static_cast<long long>(s.world_size),
+                 static_cast<long long>(s.seq_len), static_cast<long long>(s.micro_batch_size),
+                 static_cast<long long>(s.micro_batch_num), static_cast<long long>(e.global_batch_size));
+  o += strprintf("recompute  %s; ZeRO %lld\n", recompute_string(s, in.model.layer_num).c_str(), static_cast<long long>(s.zero_state));
+  o += strprintf("schedule   %s, %s p2p; mode %s\n\n", e.schedule.c_str(), e.p2p.c_str(), mode_name(e.mode));
+  const Mfu mfu = mfu_of(in, e);
+  const bool meg = in.mfu == MfuConvention::Megatron;
+  const Throughput& other = meg ? mfu.simumax : mfu.megatron;
+  o += strprintf("step time      %10.2f ms  (straggler x%.3f adds %.2f ms)\n", e.iteration_time_s * 1e3,
+                 e.straggler_ratio, straggler_added_s(e) * 1e3);
+  const double peak_tflops = mfu_peak_flops(in.system) / kTera;
+  o += strprintf("MFU            %10.2f %%  (%s convention, of the %.0f TFLOP/s default peak; %s: %.2f %%)\n",
+                 mfu.headline.mfu * 100, mfu_convention_name(in.mfu), peak_tflops, meg ? "simumax" : "megatron",
+                 other.mfu * 100);
+  o += strprintf("TFLOPS/GPU     %10.1f    (%s: %.1f)\n", mfu.headline.tflops_per_gpu,
+                 meg ? "simumax" : "megatron", other.tflops_per_gpu);
+  o += strprintf("tokens/s/GPU   %10.1f\n", e.tokens_per_s_per_gpu);
+  o += strprintf("straggler      x%.3f: %s\n\n", e.straggler.ratio, e.straggler.basis().c_str());
+  o += "time per stage (ms)   total  pipeline    bubble   fwd/mb   bwd/mb  tp/cp/ep     dp   optim\n";
+  for (const auto& t : e.stage_times)
+    o += strprintf("  %-16s %9.1f %9.1f %9.1f %8.2f %8.2f %9.1f %6.1f %7.1f\n", t.name.c_str(), t.total_s * 1e3,
+                   t.pipeline_s * 1e3, t.bubble_s * 1e3, t.fwd_per_mb_s * 1e3, t.bwd_per_mb_s * 1e3,
+                   t.tp_comm_s * 1e3, t.dp_comm_s * 1e3, t.optimizer_s * 1e3);
+  o += "\ncommunication (ms)    exposed / total per group\n";
+  for (const auto& t : e.stage_times) {
+    o += strprintf("  %-16s", t.name.c_str());
+    for (size_t g = 0; g < t.comm_by_group_s.size(); ++g) {
+      if (t.comm_by_group_s[g] <= 0) continue;
+      o += strprintf(" %s %.1f/%.1f", group_name(static_cast<Group>(g)), t.exposed_comm_s(g) * 1e3,
+                     t.comm_by_group_s[g] * 1e3);
+    }
+    o += "\n";
+  }
+  const FitRule rule = fit_rule(in.system, e.mode);
+  // The columns add and multiply as they read: peak = weights + grads + optim + other static +
+  // saved + transient; saved = act/mb × in-flight, in-flight in micro-batches of the whole stage
+  // (an interleaved stage holds pieces of its virtual chunks: a fraction of a micro-batch each).
+  o += strprintf("\nmemory per stage (GiB)  peak  reserved  weights  grads  optim  other  act/mb  in-flight  saved  "
+                 "transient  headroom\n");
+  for (const auto& st : e.stages) {
+    const FitVerdict fit = fit_verdict(st, rule);
+    const double saved = st.peak_alloc_bytes - st.model_bytes - st.peak_transient_bytes;
+    const double other_static = st.model_bytes - st.weight_bytes - st.grad_bytes - st.state_bytes;
+    const double in_flight = st.activation_cache_per_mb_bytes > 0 ? saved / st.activation_cache_per_mb_bytes : 0;
+    o += strprintf("  %-16s %8.2f %9.2f %8.2f %6.2f %6.2f %6.2f %7.2f %10.2f %6.2f %10.2f %9s%s\n", st.name.c_str(),
+                   st.peak_alloc_bytes / kGiB, st.peak_reserved_bytes / kGiB, st.weight_bytes / kGiB,
+                   st.grad_bytes / kGiB, st.state_bytes / kGiB, other_static / kGiB,
+                   st.activation_cache_per_mb_bytes / kGiB, in_flight, saved / kGiB, st.peak_transient_bytes / kGiB,
+                   fit.known ? strprintf("%.2f", fit.headroom_bytes / kGiB).c_str() : "-",
+                   fit.known && !fit.fits ? "  OUT OF MEMORY" : "");
+  }
+  const FitVerdict plan_fit = fit_verdict(e, rule);
+  const StageMemory* worst = nullptr;  // the stage with the least headroom
+  for (const auto& st : e.stages)
+    if (!worst || fit_verdict(st, rule).headroom_bytes < fit_verdict(*worst, rule).headroom_bytes) worst = &st;
+  if (plan_fit.known && worst && rule.stage_non_tensor)
+    o += strprintf("fit        %s: peak reserved %.2f GiB vs limit %.2f GiB (device %.2f − %.2f outside PyTorch: "
+                   "CUDA context, NCCL buffers)\n",
+                   plan_fit.fits ? "FITS" : "DOES NOT FIT", worst->peak_reserved_bytes / kGiB,
+                   rule.stage_limit_bytes(*worst) / kGiB, rule.device_bytes / kGiB, worst->non_tensor_bytes / kGiB);
+  else if (plan_fit.known)
+    o += strprintf("fit        %s: peak reserved %.2f GiB vs limit %.2f GiB (device %.2f − unusable %.2f)\n",
+                   plan_fit.fits ? "FITS" : "DOES NOT FIT", e.peak_reserved_bytes() / kGiB, rule.limit_bytes() / kGiB,
+                   rule.device_bytes / kGiB, rule.unusable_bytes / kGiB);
+  else
+    o += "fit        unknown: the system gives no device memory (mem_gbs 0)\n";
+  double host = 0;
+  for (const auto& st : e.stages) host = std::max(host, st.host_bytes);
+  if (host > 0) o += strprintf("host       %.2f GiB of pinned host memory per GPU (offloaded optimizer states, activations)\n", host / kGiB);
+  o += "\nnetworks   ";
+  for (const auto& [g, n] : e.networks) o.append(g).append("=").append(n).append(" ");
+  const std::string modelled =
+      e.efficiency_interpolated + e.efficiency_extrapolated == 0
+          ? ""
+          : strprintf("%lld interpolated and %lld extrapolated by the op's measured model, ",
+                      static_cast<long long>(e.efficiency_interpolated), static_cast<long long>(e.efficiency_extrapolated));
+  o += strprintf("\nefficiency %lld shape lookups measured, %s%zu shapes fell back to op defaults%s\n",
+                 static_cast<long long>(e.efficiency_hits), modelled.c_str(), e.misses.size(),
+                 e.misses.empty() ? "" : " (see --json efficiency_misses; measure them with kernels_bench)");
+  for (const auto& line : model_summaries(in.system)) o += "           " + line + "\n";
+  for (const auto& n : in.notes) o += "note: " + n + "\n";
+  if (!in.not_modeled.empty())
+    o += "warning: given but not modeled (the prediction ignores them): " + join(in.not_modeled) + "\n";
+  for (const NoEffect& n : in.no_effect) o += "warning: " + no_effect_line(n) + "\n";
+  return o;
+}
+
+}  // namespace trainsim

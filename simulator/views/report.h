@@ -1,0 +1,40 @@
+// Human and machine-readable reports of an estimate.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "inputs/model_config.h"
+#include "inputs/strategy_config.h"
+#include "system/system_config.h"
+#include "plan/validate.h"
+#include "estimate/estimate.h"
+#include "estimate/throughput.h"
+
+namespace trainsim {
+
+/// The three inputs of a prediction and where they came from.
+struct PlanInputs {
+  ModelConfig model;
+  StrategyConfig strategy;
+  SystemConfig system;
+  std::string model_source, strategy_source, system_source;
+  MfuConvention mfu = MfuConvention::Megatron;  // the convention of the headline MFU
+  std::vector<std::string> notes;        // approximations made while reading the inputs
+  std::vector<std::string> not_modeled;  // given Megatron-LM flags that matter but are not modeled
+  std::vector<std::string> ignored;      // given Megatron-LM flags that cannot change the prediction
+  std::vector<NoEffect> no_effect;       // switches with no effect in this plan, turned off
+};
+
+/// One JSON document (schema_version 1.0.0): headline numbers in ms/GiB, parameter counts, MFU in
+/// both conventions, per-stage memory and time breakdown, network choice and efficiency misses.
+[[nodiscard]] std::string estimate_to_json(const PlanInputs& in, const Estimate& e);
+
+/// The console summary: model and its parameter count, parallelism, time per step and what the
+/// straggler factor adds, MFU, TFLOPS, tokens/s, memory, and warnings about what is not modeled.
+[[nodiscard]] std::string estimate_summary(const PlanInputs& in, const Estimate& e);
+
+/// "tp2.sp.cp1.pp2.dp2.ep1.etp1.edp4" style parallelism string.
+[[nodiscard]] std::string parallelism_string(const StrategyConfig& s);
+
+}  // namespace trainsim

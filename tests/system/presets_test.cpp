@@ -1,0 +1,366 @@
+// Every shipped preset (configs/{model,strategy,system}/*.json) loads with the strict readers,
+// carries the published facts its name promises, and is embedded in the binary.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "inputs/model_config.h"
+#include "inputs/model_merge.h"
+#include "system/presets.h"
+#include "inputs/strategy_config.h"
+#include "system/system_config.h"
+#include "plan/validate.h"
+#include "core/error.h"
+
+namespace trainsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct PresetFile {
+  std::string kind;  // "model", "strategy" or "system"
+  std::string stem;  // preset name
+  std::string path;
+};
+
+// Readable test output ("model/llama3-8b") instead of the struct's bytes.
+void PrintTo(const PresetFile& p, std::ostream* os) { *os << p.kind << "/" << p.stem; }
+
+std::string configs_dir() { return std::string(TRAINSIM_SOURCE_DIR) + "/configs"; }
+
+std::vector<PresetFile> preset_files() {
+  std::vector<PresetFile> out;
+  for (const char* kind : {"model", "strategy", "system"}) {
+    const fs::path dir = fs::path(configs_dir()) / kind;
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
+      out.push_back({kind, entry.path().stem().string(), entry.path().string()});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const PresetFile& a, const PresetFile& b) {
+    return a.kind != b.kind ? a.kind < b.kind : a.stem < b.stem;
+  });
+  return out;
+}
+
+std::string test_name(const testing::TestParamInfo<PresetFile>& info) {
+  std::string name = info.param.kind + "_" + info.param.stem;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+ModelConfig load_model_file(const std::string& path) { return load_model(read_file(path), path); }
+StrategyConfig load_strategy_file(const std::string& path) {
+  return load_strategy(read_file(path), path);
+}
+SystemConfig load_system_file(const std::string& path) { return load_system(read_file(path), path); }
+
+std::string preset_path(const std::string& kind, const std::string& stem) {
+  return configs_dir() + "/" + kind + "/" + stem + ".json";
+}
+
+// Published architecture facts (model cards / config.json of each release).
+struct ModelFacts {
+  int64_t hidden, heads, kv_heads, layers, vocab, experts, topk;
+};
+const std::map<std::string, ModelFacts> kModelFacts = {
+    {"llama2-7b", {4096, 32, 32, 32, 32000, 1, 0}},
+    {"llama2-13b", {5120, 40, 40, 40, 32000, 1, 0}},
+    {"llama2-70b", {8192, 64, 8, 80, 32000, 1, 0}},
+    {"llama3-8b", {4096, 32, 8, 32, 128256, 1, 0}},
+    {"llama3-70b", {8192, 64, 8, 80, 128256, 1, 0}},
+    {"llama3-405b", {16384, 128, 8, 126, 128256, 1, 0}},
+    {"qwen2.5-7b", {3584, 28, 4, 28, 152064, 1, 0}},
+    {"qwen2.5-72b", {8192, 64, 8, 80, 152064, 1, 0}},
+    {"qwen3-8b", {4096, 32, 8, 36, 151936, 1, 0}},
+    {"qwen3-32b", {5120, 64, 8, 64, 151936, 1, 0}},
+    {"gpt3-175b", {12288, 96, 96, 96, 51200, 1, 0}},
+    {"mixtral-8x7b", {4096, 32, 8, 32, 32000, 8, 2}},
+    {"mixtral-8x22b", {6144, 48, 8, 56, 32768, 8, 2}},
+    {"deepseek-v2-lite", {2048, 16, 16, 27, 102400, 64, 6}},
+    {"deepseek-v2", {5120, 128, 128, 60, 102400, 160, 6}},
+    {"deepseek-v3", {7168, 128, 128, 61, 129280, 256, 8}},
+};
+
+class PresetTest : public testing::TestWithParam<PresetFile> {};
+
+TEST_P(PresetTest, LoadsAndIsEmbedded) {
+  const PresetFile& p = GetParam();
+  try {
+    if (p.kind == "model") {
+      (void)load_model_file(p.path);
+    } else if (p.kind == "strategy") {
+      (void)load_strategy_file(p.path);
+    } else {
+      (void)load_system_file(p.path);
+    }
+  } catch (const Error& e) {
+    FAIL() << e.what();
+  }
+  const auto names = preset_names(p.kind);
+  EXPECT_EQ(std::count(names.begin(), names.end(), p.stem), 1)
+      << p.kind << " preset '" << p.stem << "' must appear once in the embedded preset list";
+  // The embedded copy is the file itself.
+  const ConfigText embedded = resolve_config(p.kind, p.stem);
+  EXPECT_EQ(embedded.text, read_file(p.path));
+}
+
+TEST_P(PresetTest, CarriesItsFacts) {
+  const PresetFile& p = GetParam();
+  if (p.kind == "model") {
+    const ModelConfig m = load_model_file(p.path);
+    auto it = kModelFacts.find(p.stem);
+    ASSERT_NE(it, kModelFacts.end()) << "add the published facts of '" << p.stem << "' to kModelFacts";
+    const ModelFacts& f = it->second;
+    EXPECT_FALSE(m.model_name.empty());
+    EXPECT_EQ(m.hidden_size, f.hidden);
+    EXPECT_EQ(m.head_num, f.heads);
+    EXPECT_EQ(m.kv_head_num, f.kv_heads);
+    EXPECT_EQ(m.layer_num, f.layers);
+    EXPECT_EQ(m.vocab_size, f.vocab);
+    EXPECT_EQ(m.expert_num, f.experts);
+    EXPECT_EQ(m.is_moe(), f.experts > 1);
+    if (f.topk > 0) {
+      EXPECT_EQ(m.topk, std::optional<int64_t>(f.topk));
+    }
+    return;
+  }
+  if (p.kind == "strategy") {
+    const StrategyConfig s = load_strategy_file(p.path);
+    // The name states the parallel layout: every "<dim><n>" token must match the file.
+    const std::map<std::string, int64_t> dims = {
+        {"tp", s.tp_size}, {"cp", s.cp_size}, {"pp", s.pp_size}, {"dp", s.dp_size()},
+        {"ep", s.ep_size}, {"vpp", s.interleaving_size}, {"zero", s.zero_state}};
+    const std::regex token("(^|-)(tp|cp|pp|dp|ep|vpp|zero)([0-9]+)(?=-|$)");
+    int found = 0;
+    for (std::sregex_iterator i(p.stem.begin(), p.stem.end(), token), end; i != end; ++i, ++found)
+      EXPECT_EQ(dims.at((*i)[2]), std::stoll((*i)[3])) << "name token '" << (*i)[0] << "'";
+    EXPECT_GE(found, 2) << "strategy preset names give their parallel sizes";
+    EXPECT_EQ(s.world_size % (s.tp_size * s.cp_size * s.pp_size), 0);
+    EXPECT_EQ(s.world_size, s.tp_size * s.cp_size * s.pp_size * s.dp_size());
+    EXPECT_EQ(s.micro_batch_size, 1);
+    EXPECT_EQ(s.seq_len, s.cp_size > 1 ? 16384 : 4096);
+    EXPECT_EQ(s.fp8, p.stem.find("fp8") != std::string::npos);
+    if (p.stem.find("full-recompute") != std::string::npos) {
+      EXPECT_EQ(s.recompute_granularity, std::optional<std::string>("full_block"));
+    }
+    if (p.stem.find("recompute") == std::string::npos) {
+      EXPECT_FALSE(s.is_recompute());
+    }
+    if (s.interleaving_size > 1) {
+      EXPECT_FALSE(s.pp_comm_async);
+    }
+    // Legal with a representative model on a datasheet system.
+    const bool moe = s.ep_size > 1;
+    const ModelConfig m = load_model_file(preset_path("model", moe ? "mixtral-8x7b" : "llama3-8b"));
+    const SystemConfig sys = load_system_file(preset_path("system", "h100-sxm-80g"));
+    for (const Issue& issue : validate_plan(m, s, sys, {}))
+      ADD_FAILURE() << issue.str();
+    return;
+  }
+  const SystemConfig sys = load_system_file(p.path);
+  ASSERT_TRUE(sys.ops.count("default"));
+  ASSERT_TRUE(sys.bandwidths.count("default"));
+  EXPECT_GT(sys.ops.at("default").peak_flops, 0);
+  EXPECT_GT(sys.bandwidths.at("default").bytes_per_s, 0);
+  EXPECT_GT(sys.mem_bytes, 0);
+  // HGX/DGX nodes of 8 GPUs; rack-scale NVLink systems (GB200 NVL72) are 4-GPU trays in one domain.
+  EXPECT_EQ(sys.num_per_node, sys.nvlink_domain_size ? 4 : 8);
+  EXPECT_FALSE(sys.description.empty());
+  const std::vector<std::string> groups =
+      sys.intra_with_pcie
+          ? std::vector<std::string>{"intra_node_pcie_2x", "intra_node_pcie_4x", "intra_node_pcie_8x", "inter_node"}
+          : std::vector<std::string>{"high_intra_node", "inter_node"};
+  for (const auto& g : groups) {
+    ASSERT_TRUE(sys.networks.count(g)) << g;
+    EXPECT_GT(sys.networks.at(g).bandwidth.bytes_per_s, 0) << g;
+    for (const char* op : {"all_reduce", "all_gather", "reduce_scatter", "p2p", "all2all"})
+      EXPECT_TRUE(sys.networks.at(g).ops.count(op)) << g << "/" << op;
+  }
+  const bool copied = p.stem.size() > 8 && p.stem.substr(p.stem.size() - 8) == "-simumax";
+  const bool measured = p.stem.size() > 9 && p.stem.substr(p.stem.size() - 9) == "-measured";
+  if (copied) {
+    EXPECT_EQ(sys.description.rfind("SimuMax v1.2 calibrated", 0), 0u);
+  } else if (measured) {
+    // Imported from NVIDIA's published tables (tools/measured): the file names its source, the
+    // GEMM classes carry a model of every table point (A100: 9,240; the others 35,700) naming
+    // its package, and the attention shapes of the validation cases a measured efficiency.
+    EXPECT_NE(sys.description.find("built by `make measured-systems` from the measurements NVIDIA publishes in "
+                                   "aiconfigurator-core"),
+              std::string::npos);
+    const auto prov = nlohmann::json::parse(sys.provenance_json);
+    EXPECT_EQ(prov["kernels"]["measurement_provenance"]["source"]["package"], "aiconfigurator-core");
+    EXPECT_EQ(prov["comm_bench"]["import"]["source"]["package"], "aiconfigurator-core");
+    for (const char* op : {"matmul", "fp8_matmul"}) {
+      const auto& model = sys.ops.at(op).gemm_model;
+      ASSERT_TRUE(model) << op;
+      EXPECT_EQ(model->points(), p.stem == "a100-sxm-80g-measured" ? 9240u : 35700u) << op;
+      const auto mp = nlohmann::json::parse(model->provenance_json);
+      EXPECT_EQ(mp["source"]["package"], "aiconfigurator-core") << op;
+      EXPECT_EQ(mp["source"]["version"], "0.12.0") << op;
+      EXPECT_EQ(mp["points"], model->points()) << op;
+      EXPECT_TRUE(sys.ops.at(op).accurate.empty()) << op;
+      if (p.stem == "h100-sxm-80g-measured") {
+        EXPECT_EQ(model_summaries(sys).back(),
+                  "matmul: GEMM model of 35,700 measured points (aiconfigurator-core 0.12.0, NVIDIA H100 80GB HBM3)");
+      }
+      // The 4096³ bf16 GEMM is in every table: measured, at a plausible efficiency.
+      const GemmAnswer a = model->predict(4096, 4096, 4096);
+      EXPECT_EQ(a.source, EfficiencySource::Measured) << op;
+      const double eff = 2.0 * 4096 * 4096 * 4096 / (a.time_s * sys.ops.at(op).peak_flops);
+      EXPECT_GT(eff, 0.3) << op;
+      EXPECT_LT(eff, 1.0) << op;
+    }
+    for (const char* op : {"sdp_fwd", "sdp_bwd"}) {
+      EXPECT_GE(sys.ops.at(op).accurate.size(), 20u) << op;
+      for (const auto& [key, eff] : sys.ops.at(op).accurate.entries()) {
+        EXPECT_GT(eff, 0.05) << op << " " << key;
+        EXPECT_LT(eff, 1.0) << op << " " << key;
+      }
+    }
+  } else {
+    // Datasheet presets say so, and every compute and memory class has a usable efficiency.
+    EXPECT_EQ(sys.schema_version, "1.0.0");
+    EXPECT_NE(sys.description.find("datasheet figures with default efficiencies, not measured"),
+              std::string::npos);
+    const auto prov = nlohmann::json::parse(sys.provenance_json);
+    EXPECT_EQ(prov["kind"], "datasheet figures");
+    EXPECT_FALSE(prov["source"].get<std::string>().empty());
+    for (const char* op : {"default", "matmul", "fp8_matmul", "group_matmul", "fp8_group_matmul",
+                           "sdp_fwd", "sdp_bwd"}) {
+      ASSERT_TRUE(sys.ops.count(op)) << op;
+      EXPECT_GT(sys.ops.at(op).efficient_factor, 0) << op;
+      EXPECT_LE(sys.ops.at(op).efficient_factor, 1) << op;
+    }
+    for (const char* bw : {"default", "permute_fwd", "permute_bwd", "ce", "ce_fusion"})
+      EXPECT_TRUE(sys.bandwidths.count(bw)) << bw;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PresetFiles, PresetTest, testing::ValuesIn(preset_files()), test_name);
+
+TEST(PresetFacts, EveryKindHasPresets) {
+  std::map<std::string, int> count;
+  for (const auto& p : preset_files()) ++count[p.kind];
+  EXPECT_GE(count["model"], 16);
+  EXPECT_GE(count["strategy"], 8);
+  EXPECT_GE(count["system"], 7);
+  // Every model with published facts ships as a file.
+  for (const auto& [stem, facts] : kModelFacts)
+    EXPECT_TRUE(fs::is_regular_file(preset_path("model", stem))) << stem;
+}
+
+TEST(PresetFacts, Llama3And405bShapes) {
+  const ModelConfig m = load_model_file(preset_path("model", "llama3-8b"));
+  EXPECT_EQ(m.hidden_size, 4096);
+  EXPECT_EQ(m.layer_num, 32);
+  EXPECT_EQ(m.head_size, std::optional<int64_t>(128));
+  EXPECT_EQ(m.intermediate_size, std::optional<int64_t>(14336));
+  EXPECT_TRUE(m.use_swiglu);
+  const ModelConfig big = load_model_file(preset_path("model", "llama3-405b"));
+  EXPECT_EQ(big.intermediate_size, std::optional<int64_t>(53248));
+  const ModelConfig gpt = load_model_file(preset_path("model", "gpt3-175b"));
+  EXPECT_FALSE(gpt.use_swiglu);  // GELU MLP
+  EXPECT_EQ(gpt.intermediate_size, std::optional<int64_t>(4 * 12288));
+}
+
+TEST(PresetFacts, DeepSeekMlaMoe) {
+  const ModelConfig lite = load_model_file(preset_path("model", "deepseek-v2-lite"));
+  EXPECT_TRUE(lite.is_mla());
+  EXPECT_FALSE(lite.q_lora_rank.has_value());  // V2-Lite projects q directly
+  EXPECT_EQ(lite.kv_lora_rank, std::optional<int64_t>(512));
+  EXPECT_EQ(lite.dense_layers, 1);
+  const ModelConfig v3 = load_model_file(preset_path("model", "deepseek-v3"));
+  EXPECT_TRUE(v3.is_mla());
+  EXPECT_EQ(v3.q_lora_rank, std::optional<int64_t>(1536));
+  EXPECT_EQ(v3.dense_layers, 3);
+  EXPECT_EQ(v3.moe_ffn(), 2048);
+  EXPECT_EQ(v3.moe_shared_expert_intermediate_size, std::optional<int64_t>(2048));
+  EXPECT_EQ(v3.qk_pos_emb_head_dim, std::optional<int64_t>(64));
+}
+
+// Datasheet peaks: FLOP/s, HBM bytes/s, NVLink bytes/s per direction, node NIC bytes/s.
+TEST(PresetFacts, DatasheetSystemFigures) {
+  struct Row {
+    const char* stem;
+    double bf16, fp8, hbm, intra, nic;
+  };
+  const Row rows[] = {
+      {"a100-sxm-80g", 312e12, 312e12, 2039e9, 300e9, 200e9},
+      {"a100-pcie-80g", 312e12, 312e12, 1935e9, 31.5e9, 200e9},
+      {"h100-sxm-80g", 989e12, 1979e12, 3350e9, 450e9, 400e9},
+      {"h200-sxm-141g", 989e12, 1979e12, 4800e9, 450e9, 400e9},
+      {"b200-sxm-180g", 2250e12, 4500e12, 8000e9, 900e9, 400e9},
+  };
+  auto near = [](double got, double want) { return std::fabs(got - want) <= want * 1e-3; };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.stem);
+    const SystemConfig sys = load_system_file(preset_path("system", r.stem));
+    EXPECT_DOUBLE_EQ(sys.ops.at("matmul").peak_flops, r.bf16);
+    EXPECT_DOUBLE_EQ(sys.ops.at("default").peak_flops, r.bf16);
+    EXPECT_DOUBLE_EQ(sys.ops.at("fp8_matmul").peak_flops, r.fp8);
+    EXPECT_TRUE(near(sys.bandwidths.at("default").bytes_per_s, r.hbm))
+        << sys.bandwidths.at("default").bytes_per_s;
+    const std::string intra = sys.intra_with_pcie ? "intra_node_pcie_8x" : "high_intra_node";
+    EXPECT_TRUE(near(sys.networks.at(intra).bandwidth.bytes_per_s, r.intra));
+    EXPECT_TRUE(near(sys.networks.at("inter_node").bandwidth.bytes_per_s, r.nic));
+  }
+  const SystemConfig h100 = load_system_file(preset_path("system", "h100-sxm-80g"));
+  EXPECT_DOUBLE_EQ(h100.ops.at("matmul").peak_flops, 989e12);
+  EXPECT_FALSE(h100.intra_with_pcie);
+  EXPECT_TRUE(load_system_file(preset_path("system", "a100-pcie-80g")).intra_with_pcie);
+  const SystemConfig h200 = load_system_file(preset_path("system", "h200-sxm-141g"));
+  EXPECT_GT(h200.mem_bytes, 140 * 1024.0 * 1024 * 1024);
+}
+
+// Every system preset has its host section (datasheet link, assumed CPU Adam), so the offloading
+// switches run on every preset: fine_grained_activation_offloading with offload_modules and
+// offload_tensors, and optimizer_cpu_offload. Host link per GPU and direction: PCIe Gen4 x16
+// 31.5 GB/s, Gen5 x16 63 GB/s, NVLink-C2C 900 GB/s for one Grace and two GPUs (225 GB/s each);
+// CPU Adam = half the host DRAM bandwidth per GPU × 12/28 (12 B of state updated per 28 B moved).
+TEST(PresetFacts, HostSectionAndOffloadingOnEverySystem) {
+  const std::map<std::string, std::pair<double, double>> host_gb_per_s = {  // link, Adam (GB/s)
+      {"a100", {31.5, 51.2 * 0.5 * 12 / 28}},  {"h100", {63, 76.8 * 0.5 * 12 / 28}},
+      {"h200", {63, 76.8 * 0.5 * 12 / 28}},    {"b200", {63, 89.6 * 0.5 * 12 / 28}},
+      {"gb200", {225, 256 * 0.5 * 12 / 28}}};
+  const ModelConfig dense = load_model_file(preset_path("model", "llama3-8b"));
+  const ModelConfig moe = load_model_file(preset_path("model", "mixtral-8x7b"));
+  int systems = 0;
+  for (const auto& p : preset_files()) {
+    if (p.kind != "system") continue;
+    ++systems;
+    SCOPED_TRACE(p.stem);
+    const SystemConfig sys = load_system_file(p.path);
+    const auto& want = host_gb_per_s.at(p.stem.substr(0, p.stem.find('-')));
+    EXPECT_NEAR(sys.host_link_bytes_per_s / 1e9, want.first, 0.01 * want.first);
+    EXPECT_NEAR(sys.host_adam_bytes_per_s / 1e9, want.second, 0.01 * want.second);
+    for (const bool is_moe : {false, true}) {
+      const StrategyConfig s = load_strategy(
+          std::string(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4, "world_size": 8,
+              "zero_state": 1, "fine_grained_activation_offloading": true, "offload_modules": ["core_attn"],
+              "offload_tensors": ["pre_mlp_layernorm_output")") +
+              (is_moe ? R"(, "dispatched_input"], "ep_size": 8)" : "]") +
+              R"(, "optimizer_cpu_offload": true, "optimizer_offload_fraction": 0.5})",
+          "s.json");
+      const auto issues = validate_plan(is_moe ? moe : dense, s, sys, {});
+      for (const Issue& issue : issues) ADD_FAILURE() << issue.str();
+    }
+  }
+  EXPECT_EQ(systems, 13);
+}
+
+}  // namespace
+}  // namespace trainsim

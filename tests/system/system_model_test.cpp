@@ -1,0 +1,133 @@
+// Efficiency models in the system JSON (`accelerator.op.<op>.model`): read, written back one
+// grid line per m, rejected with the JSON path when malformed; `system build --gemm-grid` fits
+// one from measured points with provenance.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "inputs/input_file.h"
+#include "inputs/model_merge.h"
+#include "system/system_config.h"
+#include "core/error.h"
+
+namespace trainsim {
+namespace {
+
+std::string tiny() { return read_file(std::string(TRAINSIM_TEST_DATA) + "/system_model/tiny_gemm_model.json"); }
+
+std::string error_of(const std::string& text) {
+  try {
+    (void)load_system(text, "sys.json");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+TEST(SystemModelTest, ReadsAndWritesTheGemmGrid) {
+  const SystemConfig sys = load_system(tiny(), "tiny.json");
+  const auto& model = sys.ops.at("matmul").gemm_model;
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->points(), 2u);
+  EXPECT_EQ(model->m_axis().size(), 3u);
+  EXPECT_EQ(model->time_at(1, 0, 0), 0);  // null: not measured
+  // The hole at m = 64 from m = 32 and 128: 2·sqrt(2) µs (compute/gemm_model_test.cpp).
+  const GemmAnswer a = model->predict(64, 64, 64);
+  EXPECT_EQ(a.source, EfficiencySource::Interpolated);
+  EXPECT_NEAR(a.time_s, 2 * std::sqrt(2.0) * 1e-6, 1e-15);
+  EXPECT_EQ(model->provenance_json, R"({"note":"synthetic: 1/32 µs per row at m = 32, 1/16 at m = 128"})");
+
+  const std::string text = system_to_json_text(sys);
+  EXPECT_NE(text.find(R"("model": {"kind": "gemm_grid", "provenance": {"note":"synthetic: 1/32 µs per row at m = 32, )"
+                      R"(1/16 at m = 128"}, "m": [32, 64, 128], "n": [64], "k": [64], "time_us": [)"
+                      "\n1,\nnull,\n8\n]}"),
+            std::string::npos)
+      << text;
+  const SystemConfig back = load_system(text, "back.json");
+  EXPECT_EQ(system_to_json_text(back), text);
+  EXPECT_EQ(back.fingerprint, sys.fingerprint);
+  // The fingerprint follows the grid's values (hashed, not formatted).
+  EXPECT_NE(load_system(replaced(tiny(), "[1, null, 8]", "[1, null, 8.5]"), "t").fingerprint, sys.fingerprint);
+  EXPECT_EQ(load_system(tiny(), "other name").fingerprint, sys.fingerprint);
+  EXPECT_EQ(model_summaries(sys), std::vector<std::string>{"matmul: GEMM model of 2 measured points"});
+  // Without a model, no `model` member.
+  SystemConfig plain = sys;
+  plain.ops["matmul"].gemm_model.reset();
+  EXPECT_EQ(system_to_json_text(plain).find("\"model\""), std::string::npos);
+}
+
+TEST(SystemModelTest, MalformedModelsNameTheirPath) {
+  EXPECT_NE(error_of(replaced(tiny(), R"("kind": "gemm_grid")", R"("kind": "spline")"))
+                .find("/accelerator/op/matmul/model/kind: unknown model kind 'spline'; valid values: gemm_grid"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(tiny(), R"("time_us": [1, null, 8])", R"("time_us": [1, 8])"))
+                .find("/accelerator/op/matmul/model: GEMM grid: 2 times for 3 × 1 × 1 nodes"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(tiny(), R"("time_us": [1, null, 8])", R"("time_us": [1, -2, 8])"))
+                .find("/accelerator/op/matmul/model/time_us/1: expected a number > 0 or null (not measured), got -2"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(tiny(), R"("m": [32, 64, 128])", R"("m": [32, 128, 64])"))
+                .find("/accelerator/op/matmul/model: GEMM grid axis values must be strictly increasing"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(tiny(), R"("matmul": {)", R"("sdp_fwd": {)"))
+                .find("/accelerator/op/sdp_fwd/model: a gemm_grid model answers dense GEMM shape keys: only the op "
+                      "classes matmul and fp8_matmul carry one, not 'sdp_fwd'"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(tiny(), R"("time_us")", R"("times")")).find("/accelerator/op/matmul/model/time_us: required"),
+            std::string::npos);
+}
+
+TEST(SystemModelTest, GemmGridFitsTheModelWithProvenance) {
+  SystemConfig sys = load_system(tiny(), "tiny.json");
+  sys.ops["matmul"].accurate.set("b=1, m=4096, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16", 0.7);
+  const uint64_t before = sys.fingerprint;
+  merge_gemm_grid(sys,
+                  R"({"kind": "trainsim-gemm-grid", "op": "matmul", "device": "GPU X", "dtype": "bfloat16",
+                      "provenance": {"package": "tables", "version": "1.0"},
+                      "points": [[32, 64, 64, 1e-6], [128, 64, 64, 8e-6], [128, 128, 64, 16e-6]]})",
+                  "grid.json");
+  const auto& model = sys.ops.at("matmul").gemm_model;
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->points(), 3u);
+  EXPECT_TRUE(sys.ops.at("matmul").accurate.empty());
+  EXPECT_EQ(model_summaries(sys), std::vector<std::string>{"matmul: GEMM model of 3 measured points (tables 1.0, GPU X)"});
+  EXPECT_NE(sys.fingerprint, before);
+  EXPECT_EQ(model->provenance_json,
+            R"({"device":"GPU X","dtype":"bfloat16","file":"grid.json","fitted_by":"trainsim system build --gemm-grid",)"
+            R"("grid":"2 m × 2 n × 1 k","points":3,"replaced_entries":1,"source":{"package":"tables","version":"1.0"}})");
+  try {
+    merge_gemm_grid(sys, R"({"kind": "trainsim-gemm-grid", "op": "fp8_matmul", "device": "X", "points": [[1, 2, 3]]})",
+                    "bad.json");
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("/op: the base system has no op class 'fp8_matmul'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("/points/0: expected [m, n, k, time_s], four numbers > 0, got [1,2,3]"), std::string::npos) << msg;
+  }
+  // Points on unrelated m, n and k: an input error naming the file, not an allocation of
+  // points³ nodes.
+  std::string scattered = R"({"kind": "trainsim-gemm-grid", "op": "matmul", "device": "X", "points": [)";
+  for (int i = 1; i <= 41; ++i) scattered += (i > 1 ? ", [" : "[") + std::to_string(32 * i) + ", " +
+                                             std::to_string(32 * i) + ", " + std::to_string(32 * i) + ", 1e-6]";
+  try {
+    merge_gemm_grid(sys, scattered + "]}", "scattered.json");
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("scattered.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/points: 41 points span a grid of 41 m × 41 n × 41 k nodes"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
