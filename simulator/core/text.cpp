@@ -1,6 +1,8 @@
 // Small text helpers.
 #include "core/text.h"
 
+#include "core/enum_table.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -46,6 +48,12 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
     out += items[i];
   }
   return out;
+}
+
+std::string unknown_name_message(std::string_view what, std::string_view text, const std::vector<std::string>& names) {
+  std::string msg = "unknown " + std::string(what) + " '" + std::string(text) + "'; valid values: " + join(names);
+  if (std::string s = suggest(text, names); !s.empty()) msg += "; did you mean '" + s + "'?";
+  return msg;
 }
 
 std::string format_number(double v) {

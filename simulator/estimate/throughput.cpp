@@ -2,23 +2,23 @@
 // core 0.12–0.17): 12 = 3 (fwd, wgrad, dgrad) · 2 (two GEMMs per block) · 2 (FLOPs per FMA).
 #include "estimate/throughput.h"
 
+#include "core/enum_table.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"
 
 namespace trainsim {
 
+namespace {
+constexpr EnumTable<MfuConvention, 2> kMfuConventions(
+    "convention", {{{MfuConvention::Megatron, "megatron"}, {MfuConvention::SimuMax, "simumax"}}});
+}  // namespace
+
 MfuConvention parse_mfu_convention(const std::string& text, const std::string& flag) {
-  if (text == "megatron") return MfuConvention::Megatron;
-  if (text == "simumax") return MfuConvention::SimuMax;
-  std::string msg = flag + ": unknown convention '" + text + "'; valid values: megatron, simumax";
-  if (std::string s = suggest(text, {"megatron", "simumax"}); !s.empty()) msg += "; did you mean '" + s + "'?";
-  throw UsageError(msg);
+  return kMfuConventions.parse<UsageError>(text, flag + ": ");
 }
 
-const char* mfu_convention_name(MfuConvention c) {
-  return c == MfuConvention::Megatron ? "megatron" : "simumax";
-}
+const char* mfu_convention_name(MfuConvention c) { return kMfuConventions.c_str(c); }
 
 double megatron_step_flops(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
                            int64_t global_batch) {

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "inputs/megatron_rules.h"
 
 namespace trainsim {
 namespace detail {
@@ -17,197 +18,6 @@ extern const char* const kMegatronFlagsTsv;
 }  // namespace detail
 
 namespace {
-
-enum class Use { Model, Strategy, Special, NotModeled, Ignored };
-
-struct Rule {
-  const char* flag;  // primary option, or "--option=value" for one value of it
-  Use use;
-  const char* text;  // Model/Strategy: JSON object template; NotModeled: what is not modeled
-};
-
-// clang-format off
-const Rule kRules[] = {
-    // Model architecture.
-    {"--num-layers", Use::Model, R"({"layer_num": $v})"},
-    {"--hidden-size", Use::Model, R"({"hidden_size": $v})"},
-    {"--ffn-hidden-size", Use::Model, R"({"intermediate_size": $v})"},
-    {"--num-attention-heads", Use::Model, R"({"head_num": $v})"},
-    {"--kv-channels", Use::Model, R"({"head_size": $v})"},
-    {"--vocab-size", Use::Model, R"({"vocab_size": $v})"},
-    {"--padded-vocab-size", Use::Model, R"({"vocab_size": $v})"},
-    {"--swiglu", Use::Model, R"({"use_swiglu": true})"},
-    {"--normalization", Use::Model, R"({"normalization": "$v"})"},
-    {"--untie-embeddings-and-output-weights", Use::Model, R"({"tie_word_embeddings": false})"},
-    {"--disable-bias-linear", Use::Model, R"({"linear_bias": false})"},
-    {"--add-qkv-bias", Use::Model, R"({"qkv_bias": true})"},
-    {"--qk-layernorm", Use::Model, R"({"qk_layernorm": true})"},
-    {"--num-experts", Use::Model, R"({"expert_num": $v})"},
-    {"--moe-router-topk", Use::Model, R"({"topk": $v})"},
-    {"--moe-ffn-hidden-size", Use::Model, R"({"moe_ffn_hidden_size": $v})"},
-    {"--moe-shared-expert-intermediate-size", Use::Model, R"({"moe_shared_expert_intermediate_size": $v})"},
-    {"--moe-grouped-gemm", Use::Model, R"({"group_linear_mode": "parallel"})"},
-    {"--moe-pad-expert-input-to-capacity", Use::Model, R"({"moe_pad_expert_input_to_capacity": true})"},
-    {"--moe-expert-capacity-factor", Use::Model, R"({"capacity": $v})"},
-    {"--multi-latent-attention", Use::Model, R"({"attention_type": "mla"})"},
-    {"--q-lora-rank", Use::Model, R"({"q_lora_rank": $v})"},
-    {"--kv-lora-rank", Use::Model, R"({"kv_lora_rank": $v})"},
-    {"--qk-head-dim", Use::Model, R"({"qk_head_dim": $v})"},
-    {"--qk-pos-emb-head-dim", Use::Model, R"({"qk_pos_emb_head_dim": $v})"},
-    {"--v-head-dim", Use::Model, R"({"v_head_dim": $v})"},
-    {"--mtp-num-layers", Use::Model, R"({"mtp_num_layers": $v})"},
-    {"--softmax-type=learnable", Use::Model, R"({"attention_sinks": true})"},
-    {"--softmax-type=vanilla", Use::Ignored, ""},
-    {"--softmax-type", Use::NotModeled, "softmax variant"},
-    {"--group-query-attention", Use::Special, ""},
-    {"--num-query-groups", Use::Special, ""},
-    {"--moe-layer-freq", Use::Special, ""},
-    // Parallelism and batch.
-    {"--tensor-model-parallel-size", Use::Strategy, R"({"tp_size": $v})"},
-    {"--pipeline-model-parallel-size", Use::Strategy, R"({"pp_size": $v})"},
-    {"--context-parallel-size", Use::Strategy, R"({"cp_size": $v})"},
-    {"--expert-model-parallel-size", Use::Strategy, R"({"ep_size": $v})"},
-    {"--expert-tensor-parallel-size", Use::Special, ""},
-    {"--sequence-parallel", Use::Strategy, R"({"enable_sequence_parallel": true})"},
-    {"--micro-batch-size", Use::Strategy, R"({"micro_batch_size": $v})"},
-    {"--global-batch-size", Use::Special, ""},
-    {"--seq-length", Use::Strategy, R"({"seq_len": $v})"},
-    {"--num-layers-per-virtual-pipeline-stage", Use::Special, ""},
-    {"--num-virtual-stages-per-pipeline-rank", Use::Strategy, R"({"interleaving_size": $v})"},
-    {"--microbatch-group-size-per-virtual-pipeline-stage", Use::Strategy, R"({"microbatch_group_size_per_vp_stage": $v})"},
-    {"--decoder-first-pipeline-num-layers", Use::Strategy, R"({"num_layers_in_first_pipeline_stage": $v})"},
-    {"--decoder-last-pipeline-num-layers", Use::Strategy, R"({"num_layers_in_last_pipeline_stage": $v})"},
-    {"--account-for-embedding-in-pipeline-split", Use::Strategy, R"({"account_for_embedding_in_pipeline_split": true})"},
-    {"--account-for-loss-in-pipeline-split", Use::Strategy, R"({"account_for_loss_in_pipeline_split": true})"},
-    {"--no-overlap-p2p-communication", Use::Strategy, R"({"pp_comm_async": false})"},
-    {"--pipeline-model-parallel-layout", Use::Special, ""},
-    {"--cp-comm-type", Use::Special, ""},
-    {"--hierarchical-context-parallel-sizes", Use::Special, ""},
-    {"--moe-enable-deepep", Use::Strategy, R"({"moe_enable_deepep": true})"},
-    {"--moe-flex-dispatcher-backend", Use::Strategy, R"({"moe_flex_dispatcher_backend": "$v"})"},
-    {"--moe-deepep-num-sms", Use::Strategy, R"({"moe_deepep_num_sms": $v})"},
-    {"--moe-permute-fusion", Use::Strategy, R"({"moe_permute_fusion": true})"},
-    {"--moe-shared-expert-overlap", Use::Strategy, R"({"moe_shared_expert_overlap": true})"},
-    {"--moe-router-load-balancing-type", Use::Strategy, R"({"moe_router_load_balancing_type": "$v"})"},
-    {"--moe-token-dispatcher-type", Use::Special, ""},
-    // Data parallel and optimizer.
-    {"--use-distributed-optimizer", Use::Strategy, R"({"zero_state": 1})"},
-    {"--overlap-grad-reduce", Use::Strategy, R"({"overlap_grad_reduce": true})"},
-    {"--overlap-param-gather", Use::Strategy, R"({"overlap_param_gather": true})"},
-    {"--tp-comm-overlap", Use::Strategy, R"({"tp_comm_overlap": true})"},
-    {"--overlap-moe-expert-parallel-comm", Use::Strategy, R"({"overlap_moe_expert_parallel_comm": true})"},
-    // Megatron core's p2p sends whole tensors whatever this says (the 2021 code split them).
-    {"--no-scatter-gather-tensors-in-pipeline", Use::Strategy, R"({"scatter_gather_tensors_in_pipeline": false})"},
-    {"--grad-reduce-in-bf16", Use::Strategy, R"({"grad_reduce_in_bf16": true})"},
-    {"--no-gradient-accumulation-fusion", Use::Strategy, R"({"use_fused_grad_accumulation": false})"},
-    // Precision and fused kernels.
-    {"--bf16", Use::Strategy, R"({"dtype": "bf16"})"},
-    {"--fp16", Use::Strategy, R"({"dtype": "fp16"})"},
-    {"--fp8-format", Use::Strategy, R"({"fp8": true})"},
-    {"--fp8-recipe", Use::Strategy, R"({"fp8_recipe": "$v"})"},
-    {"--fp8-param-gather", Use::Strategy, R"({"fp8_param_gather": true})"},
-    {"--cross-entropy-loss-fusion", Use::Strategy, R"({"cross_entropy_loss_fusion": true})"},
-    {"--cross-entropy-fusion-impl", Use::Strategy, R"({"cross_entropy_fusion_impl": "$v"})"},
-    {"--no-bias-swiglu-fusion", Use::Strategy, R"({"use_fused_swiglu": false})"},
-    {"--attention-backend=unfused", Use::Strategy, R"({"use_flash_sdp": false, "use_math_sdp": true})"},
-    {"--attention-backend=local", Use::Strategy, R"({"use_flash_sdp": false, "use_math_sdp": true})"},
-    // Recompute.
-    {"--recompute-granularity", Use::Special, ""},
-    {"--recompute-method", Use::Special, ""},
-    {"--recompute-num-layers", Use::Special, ""},
-    {"--recompute-modules", Use::Special, ""},
-    {"--recompute-activations", Use::Special, ""},
-    // Matter for time or memory, not modeled yet.
-    {"--overlap-param-gather-with-optimizer-step", Use::NotModeled, "parameter all-gather overlapped with the optimizer step"},
-    {"--tp-comm-overlap-rs-dgrad", Use::NotModeled, "TP reduce-scatter overlapped with the dgrad GEMM"},
-    {"--delay-wgrad-compute", Use::NotModeled, "delayed weight-gradient GEMMs"},
-    {"--defer-embedding-wgrad-compute", Use::NotModeled, "deferred embedding weight gradient"},
-    {"--use-megatron-fsdp", Use::Special, ""},
-    {"--use-torch-fsdp2", Use::NotModeled, "PyTorch FSDP2"},
-    {"--data-parallel-sharding-strategy=no_shard", Use::Ignored, ""},
-    {"--data-parallel-sharding-strategy", Use::Special, ""},
-    {"--outer-dp-sharding-strategy=no_shard", Use::Ignored, ""},
-    {"--outer-dp-sharding-strategy", Use::NotModeled, "hybrid FSDP outer sharding"},
-    {"--num-distributed-optimizer-instances=1", Use::Ignored, ""},
-    {"--num-distributed-optimizer-instances", Use::NotModeled, "several distributed-optimizer instances"},
-    {"--hybrid-context-parallel", Use::NotModeled, "hybrid context parallelism"},
-    {"--cpu-offloading-num-layers=0", Use::Ignored, ""},
-    {"--cpu-offloading-num-layers", Use::NotModeled, "activation offloading to the CPU"},
-    {"--fine-grained-activation-offloading", Use::Strategy, R"({"fine_grained_activation_offloading": true})"},
-    {"--offload-modules", Use::Special, ""},
-    {"--min-offloaded-tensor-size", Use::Strategy, R"({"min_offloaded_tensor_size": $v})"},
-    {"--optimizer-cpu-offload", Use::Strategy, R"({"optimizer_cpu_offload": true})"},
-    {"--optimizer-offload-fraction", Use::Strategy, R"({"optimizer_offload_fraction": $v})"},
-    {"--overlap-cpu-optimizer-d2h-h2d", Use::NotModeled, "CPU optimizer copies overlapped"},
-    {"--enable-cuda-graph", Use::NotModeled, "CUDA graphs"},
-    {"--cuda-graph-impl=none", Use::Ignored, ""},
-    {"--cuda-graph-impl", Use::NotModeled, "CUDA graphs"},
-    {"--cuda-graph-scope", Use::NotModeled, "CUDA graphs"},
-    {"--external-cuda-graph", Use::NotModeled, "CUDA graphs"},
-    {"--optimizer-cuda-graph", Use::NotModeled, "CUDA graphs"},
-    {"--moe-router-fusion", Use::NotModeled, "fused MoE router"},
-    {"--moe-layer-recompute", Use::NotModeled, "MoE layer recompute"},
-    {"--moe-latent-size", Use::NotModeled, "latent MoE"},
-    {"--moe-extended-tp", Use::NotModeled, "extended expert tensor parallelism"},
-    {"--keep-fp8-transpose-cache", Use::NotModeled, "kept fp8 transposes"},
-    {"--first-last-layers-bf16", Use::NotModeled, "bf16 first/last layers under fp8"},
-    {"--fp4-format", Use::NotModeled, "fp4 GEMMs"},
-    {"--use-precision-aware-optimizer", Use::NotModeled, "precision-aware optimizer"},
-    {"--main-grads-dtype=fp32", Use::Ignored, ""},
-    {"--main-grads-dtype", Use::NotModeled, "main gradient dtype"},
-    {"--main-params-dtype=fp32", Use::Ignored, ""},
-    {"--main-params-dtype", Use::NotModeled, "main parameter dtype"},
-    {"--exp-avg-dtype=fp32", Use::Ignored, ""},
-    {"--exp-avg-dtype", Use::NotModeled, "optimizer state dtype"},
-    {"--exp-avg-sq-dtype=fp32", Use::Ignored, ""},
-    {"--exp-avg-sq-dtype", Use::NotModeled, "optimizer state dtype"},
-    {"--optimizer=adam", Use::Ignored, ""},
-    {"--optimizer", Use::NotModeled, "optimizer other than Adam"},
-    {"--accumulate-allreduce-grads-in-fp32", Use::NotModeled, "fp32 gradient all-reduce"},
-    {"--ddp-bucket-size", Use::NotModeled, "DP bucket size (40M-parameter buckets are modeled)"},
-    {"--ddp-num-buckets", Use::NotModeled, "DP bucket count"},
-    {"--ddp-pad-buckets-for-high-nccl-busbw", Use::NotModeled, "padded DP buckets"},
-    {"--distribute-saved-activations", Use::NotModeled, "saved activations distributed over TP"},
-    {"--transformer-impl=transformer_engine", Use::Ignored, ""},
-    {"--transformer-impl", Use::NotModeled, "local (non-TransformerEngine) layers"},
-    {"--make-vocab-size-divisible-by=128", Use::Ignored, ""},
-    {"--make-vocab-size-divisible-by", Use::NotModeled, "vocabulary padding other than 128"},
-    {"--position-embedding-type=learned_absolute", Use::NotModeled, "learned absolute position embedding"},
-    {"--window-size", Use::NotModeled, "sliding-window attention (simulated as full causal attention)"},
-    {"--window-attn-skip-freq", Use::NotModeled, "sliding-window attention pattern"},
-    {"--experimental-attention-variant", Use::NotModeled, "attention variant"},
-    {"--attention-output-gate", Use::NotModeled, "attention output gate"},
-    {"--deterministic-mode", Use::NotModeled, "deterministic kernels"},
-    {"--disable-bf16-reduced-precision-matmul", Use::NotModeled, "full-precision bf16 GEMM reductions"},
-    {"--fp32-residual-connection", Use::NotModeled, "fp32 residual stream"},
-    {"--no-bias-dropout-fusion", Use::NotModeled, "unfused bias-dropout-add"},
-    {"--no-rope-fusion", Use::NotModeled, "unfused RoPE"},
-    {"--use-nccl-ub", Use::NotModeled, "NCCL user buffers"},
-    {"--use-sharp", Use::NotModeled, "SHARP in-network reductions"},
-    {"--use-ring-exchange-p2p", Use::NotModeled, "ring-exchange pipeline p2p"},
-    {"--empty-unused-memory-level=0", Use::Ignored, ""},
-    {"--empty-unused-memory-level", Use::NotModeled, "emptying the CUDA cache"},
-    {"--rampup-batch-size", Use::NotModeled, "batch-size ramp-up (the full global batch is simulated)"},
-    {"--heterogeneous-layers-config-path", Use::NotModeled, "heterogeneous layers"},
-    {"--heterogeneous-layers-config-encoded-json", Use::NotModeled, "heterogeneous layers"},
-    {"--hybrid-override-pattern", Use::NotModeled, "hybrid (Mamba) layers"},
-    {"--hybrid-layer-pattern", Use::NotModeled, "hybrid (Mamba) layers"},
-    {"--is-hybrid-model", Use::NotModeled, "hybrid (Mamba) layers"},
-    {"--spec", Use::NotModeled, "custom layer spec"},
-    {"--use-legacy-models", Use::NotModeled, "legacy models"},
-};
-// clang-format on
-
-const Rule* find_rule(const std::string& flag, const std::vector<std::string>& values) {
-  if (values.size() == 1) {
-    const std::string with_value = flag + "=" + values[0];
-    for (const auto& r : kRules)
-      if (with_value == r.flag) return &r;
-  }
-  for (const auto& r : kRules)
-    if (flag == r.flag) return &r;
-  return nullptr;
-}
 
 std::vector<std::string> split_tabs(const std::string& line) {
   std::vector<std::string> out;
@@ -360,24 +170,30 @@ std::vector<std::string> split_command_line(const std::string& text, const std::
   return words;
 }
 
-MegatronArgs parse_megatron_args(const std::string& text, const std::string& source) {
-  MegatronArgs out;
-  out.source = source;
-  const std::vector<std::string> words = split_command_line(text, source);
-  // Launcher words come before the training script (the first *.py); a file holding only the
-  // Megatron flags starts with "--".
-  size_t start = 0;
-  const auto script = std::find_if(words.begin(), words.end(), [](const std::string& w) {
-    return w.size() > 3 && w.compare(w.size() - 3, 3, ".py") == 0;
-  });
-  if (script != words.end()) {
-    start = static_cast<size_t>(script - words.begin()) + 1;
-    out.world_size = launcher_world_size({words.begin(), script}, source);
-  } else if (!words.empty() && words[0].rfind("--", 0) != 0) {
-    throw ConfigError(source, "", "expected a Megatron-LM command line (torchrun ... pretrain_gpt.py --num-layers ...) "
-                                  "or its flags, got '" + words[0] + "'");
-  }
+namespace {
 
+// The flags of a command line: values per primary flag (aliases resolved, last occurrence wins as
+// in argparse), in the order first given; each value checked against the flag's type and choices.
+struct GivenFlags {
+  std::map<std::string, std::vector<std::string>> values;
+  std::vector<std::string> order;
+
+  [[nodiscard]] bool has(const char* flag) const { return values.count(flag) > 0; }
+  [[nodiscard]] const std::vector<std::string>& all(const char* flag) const { return values.at(flag); }
+  [[nodiscard]] std::optional<std::string> value_of(const char* flag) const {
+    auto it = values.find(flag);
+    if (it == values.end() || it->second.empty()) return std::nullopt;
+    return it->second.back();
+  }
+  [[nodiscard]] std::optional<int64_t> int_of(const char* flag) const {
+    auto v = value_of(flag);
+    int64_t n = 0;
+    if (!v || !parse_int(*v, n)) return std::nullopt;
+    return n;
+  }
+};
+
+GivenFlags read_flags(const std::vector<std::string>& words, size_t start, const std::string& source) {
   // Index of option strings → primary flag.
   const auto& flags = megatron_flags();
   static const std::map<std::string, std::string> by_option = [&] {
@@ -395,8 +211,9 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
   }();
 
   // Values per primary flag, last occurrence wins (argparse).
-  std::map<std::string, std::vector<std::string>> given;
-  std::vector<std::string> order;
+  GivenFlags g;
+  auto& given = g.values;
+  auto& order = g.order;
   for (size_t i = start; i < words.size(); ++i) {
     std::string w = words[i], inline_value;
     bool has_inline = false;
@@ -448,175 +265,126 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
     given[f.flag] = values;
   }
 
-  // Megatron's defaults where they differ from the strategy file's.
-  out.strategy = {{"dtype", "fp32"},           {"enable_sequence_parallel", false},
-                  {"zero_state", 0},
-                  {"micro_batch_num", 1}};
-  for (const auto& flag : order) {
-    const std::vector<std::string>& values = given[flag];
-    const Rule* rule = find_rule(flag, values);
+  return g;
+}
+
+// A rule's JSON template with the flag's value in place of $v: escaped inside a string, a number
+// as argparse reads it elsewhere ("052" is 52, as Megatron-LM's int() takes it).
+nlohmann::json rule_json(const MegatronRule& rule, const std::string& flag, const std::vector<std::string>& values,
+                         const std::string& source) {
+  std::string tmpl = rule.text;
+  if (const auto pos = tmpl.find("$v"); pos != std::string::npos) {
+    // The value as JSON text where the template puts it: escaped inside a string, a number as
+    // argparse reads it elsewhere ("052" is 52, as Megatron-LM's int() takes it).
+    const std::string v = values.empty() ? std::string() : values[0];
+    const bool quoted = pos > 0 && tmpl[pos - 1] == '"';
+    std::string as_json = v;
+    int64_t n = 0;
+    double d = 0;
+    if (quoted) {
+      const std::string dumped = nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      as_json = dumped.substr(1, dumped.size() - 2);
+    } else if (parse_int(v, n)) {
+      as_json = std::to_string(n);
+    } else if (parse_double(v, d)) {
+      as_json = strprintf("%.17g", d);
+    }
+    tmpl.replace(pos, 2, as_json);
+  }
+  nlohmann::json set;
+  try {
+    set = nlohmann::json::parse(tmpl);
+  } catch (const nlohmann::json::exception&) {
+    throw ConfigError(source, flag, "'" + (values.empty() ? std::string() : values[0]) +
+                                        "' is not a value this flag takes (a number is expected)");
+  }
+  return set;
+}
+
+// Flags that map onto model or strategy keys through their rule (the flag table's templates);
+// ignored and not-modeled flags are listed.
+void apply_rules(const GivenFlags& g, MegatronArgs& out, const std::string& source) {
+  for (const auto& flag : g.order) {
+    const std::vector<std::string>& values = g.values.at(flag);
+    const MegatronRule* rule = find_megatron_rule(flag, values);
     const std::string shown = flag + (values.empty() ? "" : " " + join(values, " "));
-    if (!rule || rule->use == Use::Ignored) {
+    if (!rule || rule->use == MegatronUse::Ignored) {
       out.ignored.push_back(flag);
       continue;
     }
-    if (rule->use == Use::NotModeled) {
+    if (rule->use == MegatronUse::NotModeled) {
       out.not_modeled.push_back(shown + ": " + rule->text);
       continue;
     }
-    if (rule->use == Use::Special) continue;
-    std::string tmpl = rule->text;
-    if (const auto pos = tmpl.find("$v"); pos != std::string::npos) {
-      // The value as JSON text where the template puts it: escaped inside a string, a number as
-      // argparse reads it elsewhere ("052" is 52, as Megatron-LM's int() takes it).
-      const std::string v = values.empty() ? std::string() : values[0];
-      const bool quoted = pos > 0 && tmpl[pos - 1] == '"';
-      std::string as_json = v;
-      int64_t n = 0;
-      double d = 0;
-      if (quoted) {
-        const std::string dumped = nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-        as_json = dumped.substr(1, dumped.size() - 2);
-      } else if (parse_int(v, n)) {
-        as_json = std::to_string(n);
-      } else if (parse_double(v, d)) {
-        as_json = strprintf("%.17g", d);
-      }
-      tmpl.replace(pos, 2, as_json);
-    }
-    nlohmann::json set;
-    try {
-      set = nlohmann::json::parse(tmpl);
-    } catch (const nlohmann::json::exception&) {
-      throw ConfigError(source, flag, "'" + (values.empty() ? std::string() : values[0]) +
-                                          "' is not a value this flag takes (a number is expected)");
-    }
-    nlohmann::json& target = rule->use == Use::Model ? out.model : out.strategy;
+    if (rule->use == MegatronUse::Special) continue;
+    const nlohmann::json set = rule_json(*rule, flag, values, source);
+    nlohmann::json& target = rule->use == MegatronUse::Model ? out.model : out.strategy;
     for (const auto& [k, v] : set.items()) {
       target[k] = v;
-      if (rule->use == Use::Model) out.model_flags[k] = shown;
+      if (rule->use == MegatronUse::Model) out.model_flags[k] = shown;
     }
   }
 
-  auto value_of = [&](const char* flag) -> std::optional<std::string> {
-    auto it = given.find(flag);
-    if (it == given.end() || it->second.empty()) return std::nullopt;
-    return it->second.back();
-  };
-  auto int_of = [&](const char* flag) -> std::optional<int64_t> {
-    auto v = value_of(flag);
-    int64_t n = 0;
-    if (!v || !parse_int(*v, n)) return std::nullopt;
-    return n;
-  };
-  auto has = [&](const char* flag) { return given.count(flag) > 0; };
+}
 
-  // Attention heads: MHA unless --group-query-attention (then --num-query-groups, default 1).
-  if (out.model.contains("head_num")) {
-    const bool gqa = has("--group-query-attention");
-    out.model["kv_head_num"] = gqa ? int_of("--num-query-groups").value_or(1) : out.model["head_num"].get<int64_t>();
-    out.model_flags["kv_head_num"] = gqa ? "--group-query-attention --num-query-groups" : "--num-attention-heads";
-  }
-  // --moe-layer-freq: an int k (every k-th layer MoE) or a pattern such as ([0]*3+[1]*58):
-  // leading dense layers become dense_layers, anything else the model's per-layer list.
-  if (auto freq = value_of("--moe-layer-freq")) {
-    const std::string& f = *freq;
-    int64_t k = 0, dense = -1;
-    std::vector<int> pattern;
-    if (parse_int(f, k)) {
-      if (k == 1) dense = 0;
-      if (k > 1) {
-        out.model["moe_layer_freq"] = k;
-        out.model_flags["moe_layer_freq"] = "--moe-layer-freq " + f;
-      }
-    } else {
-      // Expand "[0]*3+[1]*58" / "[0,0,1,1]" into the 0/1 list.
-      std::string body;
-      for (char c : f)
-        if (c != ' ' && c != '(' && c != ')') body += c;
-      bool ok = true;
-      for (const auto& term : split_on(body, '+')) {
-        const auto close = term.find(']');
-        if (term.empty() || term[0] != '[' || close == std::string::npos) {
-          ok = false;
-          break;
-        }
-        std::vector<int> items;
-        for (const auto& x : split_on(term.substr(1, close - 1), ',')) items.push_back(x == "1" ? 1 : (x == "0" ? 0 : -1));
-        int64_t times = 1;
-        if (close + 1 < term.size() && (term[close + 1] != '*' || !parse_int(term.substr(close + 2), times)))
-          ok = false;
-        for (int64_t t = 0; ok && t < times && t < (1 << 16); ++t) pattern.insert(pattern.end(), items.begin(), items.end());
-      }
-      if (ok && std::find(pattern.begin(), pattern.end(), -1) == pattern.end()) {
-        const auto first_moe = std::find(pattern.begin(), pattern.end(), 1);
-        if (std::find(first_moe, pattern.end(), 0) == pattern.end()) dense = first_moe - pattern.begin();
-        if (out.model.contains("layer_num") && static_cast<int64_t>(pattern.size()) != out.model["layer_num"].get<int64_t>())
-          throw ConfigError(source, "--moe-layer-freq",
-                            strprintf("the pattern has %zu entries but --num-layers is %lld", pattern.size(),
-                                      static_cast<long long>(out.model["layer_num"].get<int64_t>())));
-      } else {
-        throw ConfigError(source, "--moe-layer-freq", "'" + f + "' is not an int or a pattern such as ([0]*3+[1]*58)");
-      }
-    }
-    if (dense >= 0) {
-      out.model["dense_layers"] = dense;
-      out.model_flags["dense_layers"] = "--moe-layer-freq " + f;
-    } else if (!pattern.empty()) {
-      out.model["moe_layer_freq"] = pattern;
+// --moe-layer-freq: an int k (every k-th layer MoE) or a pattern such as ([0]*3+[1]*58):
+// leading dense layers become dense_layers, anything else the model's per-layer list.
+void read_moe_layer_freq(const std::string& f, MegatronArgs& out, const std::string& source) {
+  int64_t k = 0, dense = -1;
+  std::vector<int> pattern;
+  if (parse_int(f, k)) {
+    if (k == 1) dense = 0;
+    if (k > 1) {
+      out.model["moe_layer_freq"] = k;
       out.model_flags["moe_layer_freq"] = "--moe-layer-freq " + f;
-    } else if (k < 1) {
-      throw ConfigError(source, "--moe-layer-freq", "'" + f + "' must be ≥ 1");
+    }
+  } else {
+    // Expand "[0]*3+[1]*58" / "[0,0,1,1]" into the 0/1 list.
+    std::string body;
+    for (char c : f)
+      if (c != ' ' && c != '(' && c != ')') body += c;
+    bool ok = true;
+    for (const auto& term : split_on(body, '+')) {
+      const auto close = term.find(']');
+      if (term.empty() || term[0] != '[' || close == std::string::npos) {
+        ok = false;
+        break;
+      }
+      std::vector<int> items;
+      for (const auto& x : split_on(term.substr(1, close - 1), ',')) items.push_back(x == "1" ? 1 : (x == "0" ? 0 : -1));
+      int64_t times = 1;
+      if (close + 1 < term.size() && (term[close + 1] != '*' || !parse_int(term.substr(close + 2), times)))
+        ok = false;
+      for (int64_t t = 0; ok && t < times && t < (1 << 16); ++t) pattern.insert(pattern.end(), items.begin(), items.end());
+    }
+    if (ok && std::find(pattern.begin(), pattern.end(), -1) == pattern.end()) {
+      const auto first_moe = std::find(pattern.begin(), pattern.end(), 1);
+      if (std::find(first_moe, pattern.end(), 0) == pattern.end()) dense = first_moe - pattern.begin();
+      if (out.model.contains("layer_num") && static_cast<int64_t>(pattern.size()) != out.model["layer_num"].get<int64_t>())
+        throw ConfigError(source, "--moe-layer-freq",
+                          strprintf("the pattern has %zu entries but --num-layers is %lld", pattern.size(),
+                                    static_cast<long long>(out.model["layer_num"].get<int64_t>())));
+    } else {
+      throw ConfigError(source, "--moe-layer-freq", "'" + f + "' is not an int or a pattern such as ([0]*3+[1]*58)");
     }
   }
-  // Megatron: experts use --ffn-hidden-size unless --moe-ffn-hidden-size is given.
-  if (out.model.contains("expert_num") && !out.model.contains("moe_ffn_hidden_size") &&
-      out.model.contains("intermediate_size")) {
-    out.model["moe_ffn_hidden_size"] = out.model["intermediate_size"];
-    out.model_flags["moe_ffn_hidden_size"] = out.model_flags["intermediate_size"];
+  if (dense >= 0) {
+    out.model["dense_layers"] = dense;
+    out.model_flags["dense_layers"] = "--moe-layer-freq " + f;
+  } else if (!pattern.empty()) {
+    out.model["moe_layer_freq"] = pattern;
+    out.model_flags["moe_layer_freq"] = "--moe-layer-freq " + f;
+  } else if (k < 1) {
+    throw ConfigError(source, "--moe-layer-freq", "'" + f + "' must be ≥ 1");
   }
-  if (auto etp = int_of("--expert-tensor-parallel-size")) {
-    out.strategy["etp_size"] = *etp;
-    out.expert_tp_given = true;
-  }
-  // Megatron FSDP (--use-megatron-fsdp) shards as --data-parallel-sharding-strategy says (default
-  // no_shard); the sharding strategy is the ZeRO stage, so it replaces the distributed
-  // optimizer's zero_state 1. Without Megatron FSDP the sharding flag is not read.
-  if (has("--use-megatron-fsdp")) {
-    out.strategy["data_parallel_sharding_strategy"] = value_of("--data-parallel-sharding-strategy").value_or("no_shard");
-    out.strategy.erase("zero_state");
-  } else if (has("--data-parallel-sharding-strategy")) {
-    out.ignored.push_back("--data-parallel-sharding-strategy");
-  }
-  out.global_batch_size = int_of("--global-batch-size");
-  out.layers_per_virtual_stage = int_of("--num-layers-per-virtual-pipeline-stage");
-  // A string value: set as JSON, never through the template (it may hold any character).
-  if (auto l = value_of("--pipeline-model-parallel-layout")) out.strategy["pipeline_model_parallel_layout"] = *l;
-  if (auto t = value_of("--cp-comm-type")) {
-    // One value per layer is accepted; trainsim runs every layer with one flavour.
-    out.cp_comm_type = *t;
-    const auto& all = given["--cp-comm-type"];
-    if (std::any_of(all.begin(), all.end(), [&](const std::string& v) { return v != *t; }))
-      out.not_modeled.push_back("--cp-comm-type " + join(all, " ") + ": a flavour per layer (simulated as " + *t + ")");
-  }
-  if (has("--hierarchical-context-parallel-sizes")) {
-    std::vector<int64_t> sizes;
-    for (const auto& v : given["--hierarchical-context-parallel-sizes"]) {
-      int64_t n = 0;
-      (void)parse_int(v, n);  // the flag's type (int) was checked above
-      sizes.push_back(n);
-    }
-    out.strategy["hierarchical_context_parallel_sizes"] = sizes;
-  }
-  if (auto d = value_of("--moe-token-dispatcher-type")) out.moe_dispatcher = *d;
+}
 
-  if (has("--offload-modules")) out.strategy["offload_modules"] = given["--offload-modules"];
-
-  // Recompute: full (uniform or block over recompute_num_layers) or selective (modules).
-  std::optional<std::string> granularity = value_of("--recompute-granularity");
-  if (!granularity && has("--recompute-activations")) granularity = "selective";
-  const std::string method = value_of("--recompute-method").value_or("uniform");
-  const int64_t num = int_of("--recompute-num-layers").value_or(1);
+// Recompute: full (uniform or block over recompute_num_layers) or selective (modules).
+void read_recompute(const GivenFlags& g, MegatronArgs& out) {
+  std::optional<std::string> granularity = g.value_of("--recompute-granularity");
+  if (!granularity && g.has("--recompute-activations")) granularity = "selective";
+  const std::string method = g.value_of("--recompute-method").value_or("uniform");
+  const int64_t num = g.int_of("--recompute-num-layers").value_or(1);
   if (granularity == std::optional<std::string>("full")) {
     out.strategy["recompute_granularity"] = "full_block";
     if (method == "block") {
@@ -627,7 +395,7 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
     }
   } else if (granularity == std::optional<std::string>("selective")) {
     std::vector<std::string> modules = {"core_attn"};
-    if (has("--recompute-modules")) modules = given["--recompute-modules"];
+    if (g.has("--recompute-modules")) modules = g.all("--recompute-modules");
     out.recompute_all_layers = true;
     if (modules == std::vector<std::string>{"core_attn"}) {
       out.strategy["recompute_granularity"] = "sdp_only";
@@ -637,6 +405,90 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
       out.strategy["megatron_recompute_modules"] = modules;
     }
   }
+}
+
+// Flags whose meaning spans several keys or depends on other flags.
+void apply_special_flags(const GivenFlags& g, MegatronArgs& out, const std::string& source) {
+  // Attention heads: MHA unless --group-query-attention (then --num-query-groups, default 1).
+  if (out.model.contains("head_num")) {
+    const bool gqa = g.has("--group-query-attention");
+    out.model["kv_head_num"] = gqa ? g.int_of("--num-query-groups").value_or(1) : out.model["head_num"].get<int64_t>();
+    out.model_flags["kv_head_num"] = gqa ? "--group-query-attention --num-query-groups" : "--num-attention-heads";
+  }
+  if (auto freq = g.value_of("--moe-layer-freq")) read_moe_layer_freq(*freq, out, source);
+  // Megatron: experts use --ffn-hidden-size unless --moe-ffn-hidden-size is given.
+  if (out.model.contains("expert_num") && !out.model.contains("moe_ffn_hidden_size") &&
+      out.model.contains("intermediate_size")) {
+    out.model["moe_ffn_hidden_size"] = out.model["intermediate_size"];
+    out.model_flags["moe_ffn_hidden_size"] = out.model_flags["intermediate_size"];
+  }
+  if (auto etp = g.int_of("--expert-tensor-parallel-size")) {
+    out.strategy["etp_size"] = *etp;
+    out.expert_tp_given = true;
+  }
+  // Megatron FSDP (--use-megatron-fsdp) shards as --data-parallel-sharding-strategy says (default
+  // no_shard); the sharding strategy is the ZeRO stage, so it replaces the distributed
+  // optimizer's zero_state 1. Without Megatron FSDP the sharding flag is not read.
+  if (g.has("--use-megatron-fsdp")) {
+    out.strategy["data_parallel_sharding_strategy"] = g.value_of("--data-parallel-sharding-strategy").value_or("no_shard");
+    out.strategy.erase("zero_state");
+  } else if (g.has("--data-parallel-sharding-strategy")) {
+    out.ignored.push_back("--data-parallel-sharding-strategy");
+  }
+  out.global_batch_size = g.int_of("--global-batch-size");
+  out.layers_per_virtual_stage = g.int_of("--num-layers-per-virtual-pipeline-stage");
+  // A string value: set as JSON, never through the template (it may hold any character).
+  if (auto l = g.value_of("--pipeline-model-parallel-layout")) out.strategy["pipeline_model_parallel_layout"] = *l;
+  if (auto t = g.value_of("--cp-comm-type")) {
+    // One value per layer is accepted; trainsim runs every layer with one flavour.
+    out.cp_comm_type = *t;
+    const auto& all = g.all("--cp-comm-type");
+    if (std::any_of(all.begin(), all.end(), [&](const std::string& v) { return v != *t; }))
+      out.not_modeled.push_back("--cp-comm-type " + join(all, " ") + ": a flavour per layer (simulated as " + *t + ")");
+  }
+  if (g.has("--hierarchical-context-parallel-sizes")) {
+    std::vector<int64_t> sizes;
+    for (const auto& v : g.all("--hierarchical-context-parallel-sizes")) {
+      int64_t n = 0;
+      (void)parse_int(v, n);  // the flag's type (int) was checked above
+      sizes.push_back(n);
+    }
+    out.strategy["hierarchical_context_parallel_sizes"] = sizes;
+  }
+  if (auto d = g.value_of("--moe-token-dispatcher-type")) out.moe_dispatcher = *d;
+
+  if (g.has("--offload-modules")) out.strategy["offload_modules"] = g.all("--offload-modules");
+
+  read_recompute(g, out);
+}
+
+}  // namespace
+
+MegatronArgs parse_megatron_args(const std::string& text, const std::string& source) {
+  MegatronArgs out;
+  out.source = source;
+  const std::vector<std::string> words = split_command_line(text, source);
+  // Launcher words come before the training script (the first *.py); a file holding only the
+  // Megatron flags starts with "--".
+  size_t start = 0;
+  const auto script = std::find_if(words.begin(), words.end(), [](const std::string& w) {
+    return w.size() > 3 && w.compare(w.size() - 3, 3, ".py") == 0;
+  });
+  if (script != words.end()) {
+    start = static_cast<size_t>(script - words.begin()) + 1;
+    out.world_size = launcher_world_size({words.begin(), script}, source);
+  } else if (!words.empty() && words[0].rfind("--", 0) != 0) {
+    throw ConfigError(source, "", "expected a Megatron-LM command line (torchrun ... pretrain_gpt.py --num-layers ...) "
+                                  "or its flags, got '" + words[0] + "'");
+  }
+
+  const GivenFlags g = read_flags(words, start, source);
+  // Megatron's defaults where they differ from the strategy file's.
+  out.strategy = {{"dtype", "fp32"},           {"enable_sequence_parallel", false},
+                  {"zero_state", 0},
+                  {"micro_batch_num", 1}};
+  apply_rules(g, out, source);
+  apply_special_flags(g, out, source);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "inputs/json_reader.h"
+#include "core/enum_table.h"
 #include "core/text.h"
 
 namespace trainsim {
@@ -81,17 +82,13 @@ ModelConfig load_model(const std::string& text, const std::string& source) {
       issues.add(std::string("/") + b.name, "must be ≥ 1, got " + std::to_string(b.v));
   }
   if (m.capacity > 1024) issues.add("/capacity", "larger than the supported maximum 1024");
-  if (m.model_type != "dense" && m.model_type != "moe")
-    issues.add("/model_type", "unknown model type '" + m.model_type + "'; valid values: dense, moe");
-  if (m.attention_type != "mha" && m.attention_type != "mla")
-    issues.add("/attention_type",
-               "unknown attention type '" + m.attention_type + "'; valid values: mha, mla");
-  if (m.group_linear_mode != "parallel" && m.group_linear_mode != "serial")
-    issues.add("/group_linear_mode",
-               "unknown mode '" + m.group_linear_mode + "'; valid values: parallel, serial");
-  if (m.normalization != "RMSNorm" && m.normalization != "LayerNorm")
-    issues.add("/normalization",
-               "unknown normalization '" + m.normalization + "'; valid values: RMSNorm, LayerNorm");
+  auto check_name = [&](const char* path, const char* what, const std::string& v, std::vector<std::string> valid) {
+    if (std::find(valid.begin(), valid.end(), v) == valid.end()) issues.add(path, unknown_name_message(what, v, valid));
+  };
+  check_name("/model_type", "model type", m.model_type, {"dense", "moe"});
+  check_name("/attention_type", "attention type", m.attention_type, {"mha", "mla"});
+  check_name("/group_linear_mode", "mode", m.group_linear_mode, {"parallel", "serial"});
+  check_name("/normalization", "normalization", m.normalization, {"RMSNorm", "LayerNorm"});
   if (m.mtp_num_layers < 0 || m.mtp_num_layers > 64) issues.add("/mtp_num_layers", "must be in 0..64");
   if (m.head_num > 0 && m.kv_head_num > 0 && m.head_num % m.kv_head_num != 0)
     issues.add("/kv_head_num", "must divide head_num (" + std::to_string(m.head_num) + ")");

@@ -165,120 +165,155 @@ Override parse_set_option(const std::string& text) {
   return o;
 }
 
-PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
-                       const std::string& default_strategy) {
-  if (req.model && req.hf_config) throw UsageError("--model and --hf-config exclude each other");
-  if (req.strategy && req.megatron) throw UsageError("--strategy and --megatron-args exclude each other");
+namespace {
+
+// One build_plan call: the documents as they are assembled, and where each value came from.
+class PlanBuilder {
+ public:
+  PlanBuilder(const PlanRequest& request, const std::string& model_fallback, const std::string& strategy_fallback)
+      : req(request), default_model(model_fallback), default_strategy(strategy_fallback) {}
+
+  PlanConfigs run() {
+    if (req.model && req.hf_config) throw UsageError("--model and --hf-config exclude each other");
+    if (req.strategy && req.megatron) throw UsageError("--strategy and --megatron-args exclude each other");
+    read_megatron();
+    model_document();
+    strategy_document();
+    apply_overrides();
+    megatron_implicit_values();
+    world_and_batch();
+    out.strategy = load_strategy(strategy_doc.dump(), out.strategy_source);
+    if (req.normalize) {
+      std::vector<NoEffect> off = normalize_strategy(out.model, out.strategy, req.mode, out.model_source);
+      out.no_effect.insert(out.no_effect.end(), off.begin(), off.end());
+    }
+    return std::move(out);
+  }
+
+ private:
+  const PlanRequest& req;
+  const std::string& default_model;
+  const std::string& default_strategy;
   PlanConfigs out;
   std::optional<MegatronArgs> meg;
-  if (req.megatron) {
-    meg = parse_megatron_args(req.megatron->text, req.megatron->source);
-    out.not_modeled = meg->not_modeled;
-    out.ignored = meg->ignored;
-  }
-
-  // The model document.
-  nlohmann::json model_doc;
-  std::string model_source;
-  if (req.hf_config) {
-    HfModel hm = load_hf_config(req.hf_config->text, req.hf_config->source, req.hf);
-    model_doc = nlohmann::json::parse(model_to_json_text(hm.model));
-    model_source = req.hf_config->source;
-    out.notes = hm.notes;
-  } else if (req.model) {
-    model_doc = parse_json(req.model->text, req.model->source);
-    model_source = req.model->source;
-  }
-  if (meg && !meg->model.empty()) {
-    drop_moot_model_flags(*meg, model_source.empty() ? meg->model : model_doc, out.no_effect);
-    if (model_source.empty()) {
-      model_doc = megatron_model_json(*meg);
-      model_source = meg->source;
-      IssueList missing(meg->source);
-      for (const auto& [key, flag] : {std::pair{"layer_num", "--num-layers"}, {"hidden_size", "--hidden-size"},
-                                      {"head_num", "--num-attention-heads"}, {"vocab_size", "--vocab-size"}})
-        if (!model_doc.contains(key))
-          missing.add(flag, std::string("missing: the model needs it") +
-                                (key == std::string("vocab_size") ? " (Megatron-LM reads it from the tokenizer)" : "") +
-                                "; give it, or the architecture with --hf-config / --model");
-      missing.throw_if_any();
-    } else {
-      IssueList issues(meg->source);
-      for (const auto& [key, value] : meg->model.items()) {
-        if (kImplementationKeys.count(key)) {
-          model_doc[key] = value;
-          continue;
-        }
-        // The dense FFN width of a model without dense layers is unused (Mixtral's config has none).
-        if (key == "intermediate_size" && !model_doc.contains(key) && int_key(model_doc, "expert_num", 1) > 1 &&
-            int_key(model_doc, "dense_layers", 0) == 0)
-          continue;
-        const nlohmann::json* base = model_doc.contains(key) ? &model_doc[key]
-                                     : kModelDefaults.contains(key) ? &kModelDefaults[key] : nullptr;
-        if (!base || *base != value)
-          issues.add(meg->model_flags[key], "gives " + key + " = " + value.dump() + " but " + model_source +
-                                                " has " + (base ? base->dump() : std::string("none")));
-      }
-      issues.throw_if_any();
-    }
-  }
-  // How Megatron runs the experts, unless the command line says otherwise.
-  if (meg && !model_source.empty() && model_source != meg->source && int_key(model_doc, "expert_num", 1) > 1)
-    model_doc.update(megatron_moe_defaults(*meg));
-  if (model_source.empty()) {
-    if (default_model.empty())
-      throw UsageError("a model is needed: --model, --hf-config, or model flags in --megatron-args");
-    const ConfigText t = resolve_config("model", default_model);
-    model_doc = parse_json(t.text, t.source);
-    model_source = t.source;
-  }
-
-  // The strategy document.
-  nlohmann::json strategy_doc;
-  std::string strategy_source;
-  if (req.strategy) {
-    strategy_doc = parse_json(req.strategy->text, req.strategy->source);
-    strategy_source = req.strategy->source;
-  } else if (meg) {
-    strategy_doc = meg->strategy;
-    strategy_source = meg->source;
-    if (meg->world_size) strategy_doc["world_size"] = *meg->world_size;
-  } else {
-    if (default_strategy.empty()) throw UsageError("a strategy is needed: --strategy or --megatron-args");
-    const ConfigText t = resolve_config("strategy", default_strategy);
-    strategy_doc = parse_json(t.text, t.source);
-    strategy_source = t.source;
-  }
-
-  // Overrides, in order; dp_size and global_batch_size wait until the sizes are final.
+  nlohmann::json model_doc, strategy_doc;
+  std::string model_source, strategy_source;
   std::vector<std::string> model_origins, strategy_origins;
-  std::optional<std::pair<int64_t, std::string>> dp, gbs;
-  const std::vector<std::string> skeys = strategy_keys();
-  for (const Override& o : req.overrides) {
-    if (is_system_key(o.key)) continue;  // applied to the system document (apply_system_overrides)
-    const nlohmann::json v = typed_value(o.value);
-    if (o.key == "dp_size" || o.key == "global_batch_size") {
-      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (int64_t{1} << 32))
-        throw UsageError(o.origin + ": expected an integer in 1..2^32, got '" + o.value + "'");
-      (o.key == "dp_size" ? dp : gbs) = std::make_pair(v.get<int64_t>(), o.origin);
-      strategy_origins.push_back(o.origin);
-    } else if (std::find(skeys.begin(), skeys.end(), o.key) != skeys.end()) {
-      strategy_doc[o.key] = v;
-      strategy_origins.push_back(o.origin);
-    } else {
-      model_doc[o.key] = v;
-      model_origins.push_back(o.origin);
+  std::optional<std::pair<int64_t, std::string>> dp, gbs;  // wait until the sizes are final
+
+  bool overridden(const char* key) const {
+    return std::any_of(req.overrides.begin(), req.overrides.end(), [&](const Override& o) { return o.key == key; });
+  }
+
+  void read_megatron() {
+    if (req.megatron) {
+      meg = parse_megatron_args(req.megatron->text, req.megatron->source);
+      out.not_modeled = meg->not_modeled;
+      out.ignored = meg->ignored;
     }
   }
-  auto overridden = [&](const char* key) {
-    return std::any_of(req.overrides.begin(), req.overrides.end(), [&](const Override& o) { return o.key == key; });
-  };
-  out.model_source = with_origins(model_source, model_origins);
-  out.strategy_source = with_origins(strategy_source, strategy_origins);
-  out.model = load_model(model_doc.dump(), out.model_source);
-  if (!strategy_doc.is_object()) (void)load_strategy(strategy_doc.dump(), out.strategy_source);  // type error
 
-  if (meg && !req.strategy) {
+  // The model document: --hf-config, --model, the command line's model flags or the default.
+  void model_document() {
+    if (req.hf_config) {
+      HfModel hm = load_hf_config(req.hf_config->text, req.hf_config->source, req.hf);
+      model_doc = nlohmann::json::parse(model_to_json_text(hm.model));
+      model_source = req.hf_config->source;
+      out.notes = hm.notes;
+    } else if (req.model) {
+      model_doc = parse_json(req.model->text, req.model->source);
+      model_source = req.model->source;
+    }
+    if (meg && !meg->model.empty()) {
+      drop_moot_model_flags(*meg, model_source.empty() ? meg->model : model_doc, out.no_effect);
+      if (model_source.empty()) {
+        model_doc = megatron_model_json(*meg);
+        model_source = meg->source;
+        IssueList missing(meg->source);
+        for (const auto& [key, flag] : {std::pair{"layer_num", "--num-layers"}, {"hidden_size", "--hidden-size"},
+                                        {"head_num", "--num-attention-heads"}, {"vocab_size", "--vocab-size"}})
+          if (!model_doc.contains(key))
+            missing.add(flag, std::string("missing: the model needs it") +
+                                  (key == std::string("vocab_size") ? " (Megatron-LM reads it from the tokenizer)" : "") +
+                                  "; give it, or the architecture with --hf-config / --model");
+        missing.throw_if_any();
+      } else {
+        IssueList issues(meg->source);
+        for (const auto& [key, value] : meg->model.items()) {
+          if (kImplementationKeys.count(key)) {
+            model_doc[key] = value;
+            continue;
+          }
+          // The dense FFN width of a model without dense layers is unused (Mixtral's config has none).
+          if (key == "intermediate_size" && !model_doc.contains(key) && int_key(model_doc, "expert_num", 1) > 1 &&
+              int_key(model_doc, "dense_layers", 0) == 0)
+            continue;
+          const nlohmann::json* base = model_doc.contains(key) ? &model_doc[key]
+                                       : kModelDefaults.contains(key) ? &kModelDefaults[key] : nullptr;
+          if (!base || *base != value)
+            issues.add(meg->model_flags[key], "gives " + key + " = " + value.dump() + " but " + model_source +
+                                                  " has " + (base ? base->dump() : std::string("none")));
+        }
+        issues.throw_if_any();
+      }
+    }
+    // How Megatron runs the experts, unless the command line says otherwise.
+    if (meg && !model_source.empty() && model_source != meg->source && int_key(model_doc, "expert_num", 1) > 1)
+      model_doc.update(megatron_moe_defaults(*meg));
+    if (model_source.empty()) {
+      if (default_model.empty())
+        throw UsageError("a model is needed: --model, --hf-config, or model flags in --megatron-args");
+      const ConfigText t = resolve_config("model", default_model);
+      model_doc = parse_json(t.text, t.source);
+      model_source = t.source;
+    }
+  }
+
+  // The strategy document: --strategy, the command line or the default.
+  void strategy_document() {
+    if (req.strategy) {
+      strategy_doc = parse_json(req.strategy->text, req.strategy->source);
+      strategy_source = req.strategy->source;
+    } else if (meg) {
+      strategy_doc = meg->strategy;
+      strategy_source = meg->source;
+      if (meg->world_size) strategy_doc["world_size"] = *meg->world_size;
+    } else {
+      if (default_strategy.empty()) throw UsageError("a strategy is needed: --strategy or --megatron-args");
+      const ConfigText t = resolve_config("strategy", default_strategy);
+      strategy_doc = parse_json(t.text, t.source);
+      strategy_source = t.source;
+    }
+  }
+
+  // --set and the shortcuts, in order; dp_size and global_batch_size wait until the sizes are final.
+  void apply_overrides() {
+    const std::vector<std::string> skeys = strategy_keys();
+    for (const Override& o : req.overrides) {
+      if (is_system_key(o.key)) continue;  // applied to the system document (apply_system_overrides)
+      const nlohmann::json v = typed_value(o.value);
+      if (o.key == "dp_size" || o.key == "global_batch_size") {
+        if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (int64_t{1} << 32))
+          throw UsageError(o.origin + ": expected an integer in 1..2^32, got '" + o.value + "'");
+        (o.key == "dp_size" ? dp : gbs) = std::make_pair(v.get<int64_t>(), o.origin);
+        strategy_origins.push_back(o.origin);
+      } else if (std::find(skeys.begin(), skeys.end(), o.key) != skeys.end()) {
+        strategy_doc[o.key] = v;
+        strategy_origins.push_back(o.origin);
+      } else {
+        model_doc[o.key] = v;
+        model_origins.push_back(o.origin);
+      }
+    }
+    out.model_source = with_origins(model_source, model_origins);
+    out.strategy_source = with_origins(strategy_source, strategy_origins);
+    out.model = load_model(model_doc.dump(), out.model_source);
+    if (!strategy_doc.is_object()) (void)load_strategy(strategy_doc.dump(), out.strategy_source);  // type error
+  }
+
+  // Megatron's own rules for what the command line leaves implicit.
+  void megatron_implicit_values() {
+    if (!meg || req.strategy) return;
     // Megatron's own rules for what the command line leaves implicit.
     const char* missing = !strategy_doc.contains("seq_len") ? "--seq-length"
                           : !strategy_doc.contains("micro_batch_size") ? "--micro-batch-size" : nullptr;
@@ -332,37 +367,42 @@ PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
       strategy_doc.erase(key);
     }
   }
-  const int64_t tp = int_key(strategy_doc, "tp_size", 1), cp = int_key(strategy_doc, "cp_size", 1),
-                pp = int_key(strategy_doc, "pp_size", 1);
-  const bool sizes_ok = sane(tp) && sane(cp) && sane(pp);
-  if (dp && sizes_ok) {
-    const double world = static_cast<double>(dp->first) * static_cast<double>(tp * cp * pp);
-    if (world > (1 << 24))
-      throw ConfigError(dp->second, "", strprintf("world size dp·tp·cp·pp = %.0f is larger than the supported "
-                                                  "maximum 16777216", world));
-    strategy_doc["world_size"] = dp->first * tp * cp * pp;
+
+  // The world size from --dp, the micro-batch count from the global batch.
+  void world_and_batch() {
+    const int64_t tp = int_key(strategy_doc, "tp_size", 1), cp = int_key(strategy_doc, "cp_size", 1),
+                  pp = int_key(strategy_doc, "pp_size", 1);
+    const bool sizes_ok = sane(tp) && sane(cp) && sane(pp);
+    if (dp && sizes_ok) {
+      const double world = static_cast<double>(dp->first) * static_cast<double>(tp * cp * pp);
+      if (world > (1 << 24))
+        throw ConfigError(dp->second, "", strprintf("world size dp·tp·cp·pp = %.0f is larger than the supported "
+                                                    "maximum 16777216", world));
+      strategy_doc["world_size"] = dp->first * tp * cp * pp;
+    }
+    if (!gbs && meg && !req.strategy && meg->global_batch_size)
+      gbs = std::make_pair(*meg->global_batch_size, std::string("--global-batch-size"));
+    const int64_t world = int_key(strategy_doc, "world_size", 8);
+    // Sizes that do not factor the world size leave the micro-batch count alone: the plan check
+    // then reports the root cause (tp 3 on 64 GPUs, tp not dividing the heads), not the batch.
+    if (gbs && sizes_ok && world >= 1 && world % (tp * cp * pp) == 0) {
+      const int64_t mbs = int_key(strategy_doc, "micro_batch_size", 1);
+      const int64_t d = world / (tp * cp * pp);
+      if (!sane(mbs) || d > (int64_t{1} << 32) || gbs->first % (mbs * d) != 0)
+        throw ConfigError(gbs->second, "",
+                          strprintf("global batch %lld is not a multiple of micro_batch_size·dp = %lld·%lld",
+                                    static_cast<long long>(gbs->first), static_cast<long long>(mbs),
+                                    static_cast<long long>(d)));
+      strategy_doc["micro_batch_num"] = gbs->first / (mbs * d);
+    }
   }
-  if (!gbs && meg && !req.strategy && meg->global_batch_size)
-    gbs = std::make_pair(*meg->global_batch_size, std::string("--global-batch-size"));
-  const int64_t world = int_key(strategy_doc, "world_size", 8);
-  // Sizes that do not factor the world size leave the micro-batch count alone: the plan check
-  // then reports the root cause (tp 3 on 64 GPUs, tp not dividing the heads), not the batch.
-  if (gbs && sizes_ok && world >= 1 && world % (tp * cp * pp) == 0) {
-    const int64_t mbs = int_key(strategy_doc, "micro_batch_size", 1);
-    const int64_t d = world / (tp * cp * pp);
-    if (!sane(mbs) || d > (int64_t{1} << 32) || gbs->first % (mbs * d) != 0)
-      throw ConfigError(gbs->second, "",
-                        strprintf("global batch %lld is not a multiple of micro_batch_size·dp = %lld·%lld",
-                                  static_cast<long long>(gbs->first), static_cast<long long>(mbs),
-                                  static_cast<long long>(d)));
-    strategy_doc["micro_batch_num"] = gbs->first / (mbs * d);
-  }
-  out.strategy = load_strategy(strategy_doc.dump(), out.strategy_source);
-  if (req.normalize) {
-    std::vector<NoEffect> off = normalize_strategy(out.model, out.strategy, req.mode, out.model_source);
-    out.no_effect.insert(out.no_effect.end(), off.begin(), off.end());
-  }
-  return out;
+};
+
+}  // namespace
+
+PlanConfigs build_plan(const PlanRequest& req, const std::string& default_model,
+                       const std::string& default_strategy) {
+  return PlanBuilder(req, default_model, default_strategy).run();
 }
 
 PlanRequest make_request(const PlanArgs& o, size_t strategy_index) {

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "inputs/json_reader.h"
+#include "core/enum_table.h"
 #include "core/text.h"
 
 namespace trainsim {
@@ -133,10 +134,7 @@ void check_choice(IssueList& issues, const char* key, const std::string& value,
                   const std::vector<std::string>& valid) {
   for (const auto& v : valid)
     if (v == value) return;
-  std::string msg = "unknown value '" + value + "'; valid values: " + join(valid);
-  std::string s = suggest(value, valid);
-  if (!s.empty()) msg += "; did you mean '" + s + "'?";
-  issues.add(std::string("/") + key, msg);
+  issues.add(std::string("/") + key, unknown_name_message("value", value, valid));
 }
 
 // Megatron's recompute keys (the flags --recompute-granularity, --recompute-method,

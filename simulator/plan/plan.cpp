@@ -7,18 +7,18 @@
 #include "plan/pipeline_layout.h"
 #include "model/moe_dispatch.h"
 #include "passes/fp8.h"
+#include "core/enum_table.h"
 #include "core/error.h"
 #include "core/text.h"
 
 namespace trainsim {
 
 const char* schedule_name(ScheduleKind k) {
-  switch (k) {
-    case ScheduleKind::OneFOneB: return "1f1b";
-    case ScheduleKind::Interleaved: return "interleaved_1f1b";
-    case ScheduleKind::ZeroBubbleH1: return "zero_bubble_h1";
-  }
-  return "?";
+  static constexpr EnumTable<ScheduleKind, 3> kSchedules(
+      "schedule", {{{ScheduleKind::OneFOneB, "1f1b"},
+                    {ScheduleKind::Interleaved, "interleaved_1f1b"},
+                    {ScheduleKind::ZeroBubbleH1, "zero_bubble_h1"}}});
+  return kSchedules.c_str(k);
 }
 
 Straggler straggler_model(const StrategyConfig& s, const SystemConfig& sys) {
@@ -70,51 +70,11 @@ const char* Plan::stage_kind(int64_t rank) const {
   return "middle_stage";
 }
 
-Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys, Mode mode,
-                  const PlanSources& src) {
-  std::vector<Issue> issues = validate_plan(m, s, sys, src, mode);
-  Plan p;
-  p.model = &m;
-  p.strategy = &s;
-  p.system = &sys;
-  p.mode = mode;
-  p.world = s.world_size;
-  p.tp = s.tp_size;
-  p.cp = s.cp_size;
-  p.pp = s.pp_size;
-  p.vpp = virtual_stages_per_rank(m, s);
-  p.ep = s.ep_size;
-  p.etp = s.etp_size;
-  p.sp = s.sp();
-  p.seq_len = s.seq_len;
-  p.micro_batch_size = s.micro_batch_size;
-  p.micro_batch_num = s.micro_batch_num;
-  p.vp_group = s.microbatch_group_size_per_vp_stage.value_or(s.pp_size);
-  if (!issues.empty()) throw ConfigError(std::move(issues));
+namespace {
 
-  p.dp = s.dp_size();
-  p.edp = s.edp_size();
-  p.nets = choose_networks(sys, s, mode);
-  p.padded_vocab = padded_vocab_size(m.vocab_size, s.tp_size);
-  p.chunk_env = {sys.num_per_node, moe_load_imbalance(m, s, mode), mode, is_blackwell_system(sys.sys_name)};
-  p.straggler = straggler_model(s, sys);
-
-  if (s.pipeline_schedule == "zero_bubble_h1") {
-    p.schedule = ScheduleKind::ZeroBubbleH1;
-    p.p2p = P2PMode::Async;
-  } else if (p.vpp > 1) {
-    p.schedule = ScheduleKind::Interleaved;
-    p.p2p = (mode == Mode::Default && s.pp_comm_async) ? P2PMode::Async : P2PMode::Blocking;
-  } else {
-    p.schedule = ScheduleKind::OneFOneB;  // Megatron's 1F1B p2p calls block
-    p.p2p = P2PMode::Blocking;
-  }
-  p.a2a_overlap = mode == Mode::Default && s.overlap_moe_expert_parallel_comm;
-  if (p.a2a_overlap && p.pp > 1 && p.p2p == P2PMode::Blocking)
-    throw ConfigError(src.strategy, "/pp_comm_async",
-                      "overlap_moe_expert_parallel_comm is modelled with asynchronous p2p only (transfers that "
-                      "wait for their data beside the merged steps); set pp_comm_async true (Megatron's "
-                      "overlap_p2p_comm default)");
+// Megatron's schedules must make progress: a blocking interleaved order must pair its sends and
+// receives, and a partial last group or merged steps must not leave a rank waiting on itself.
+void check_schedule_progress(const Plan& p, const PlanSources& src) {
   // The checks below read the program of steady_base() micro-batches where the plan has more:
   // the plan's repeats its steady block, whose bundles pair and whose steps progress as in the
   // shorter one (tests/schedule/steady_steps_test.cpp checks both verdicts agree). A problem is
@@ -151,7 +111,11 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
                                            "their inputs"
                                          : "the partial last group leaves rank 0 waiting on its own backward"));
   }
+}
 
+// The chunk of every (rank, virtual chunk): its layers, embedding, head, MTP, dense and
+// recomputed layers.
+void fill_chunks(Plan& p, const ModelConfig& m, const StrategyConfig& s, Mode mode) {
   // Chunks: virtual stage i = c·pp + r runs on rank r as chunk c and holds the next layers in
   // model order; the dense layers of a MoE model are where its layer pattern puts them.
   // Recompute covers the first recompute_layer_num layers of every chunk (the peer's rule, per
@@ -197,6 +161,57 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
     cs.recompute_layers = s.is_recompute() ? std::min(st.layers, s.recompute_layer_num) : 0;
     offset += st.layers;
   }
+}
+
+}  // namespace
+
+Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys, Mode mode,
+                  const PlanSources& src) {
+  std::vector<Issue> issues = validate_plan(m, s, sys, src, mode);
+  Plan p;
+  p.model = &m;
+  p.strategy = &s;
+  p.system = &sys;
+  p.mode = mode;
+  p.world = s.world_size;
+  p.tp = s.tp_size;
+  p.cp = s.cp_size;
+  p.pp = s.pp_size;
+  p.vpp = virtual_stages_per_rank(m, s);
+  p.ep = s.ep_size;
+  p.etp = s.etp_size;
+  p.sp = s.sp();
+  p.seq_len = s.seq_len;
+  p.micro_batch_size = s.micro_batch_size;
+  p.micro_batch_num = s.micro_batch_num;
+  p.vp_group = s.microbatch_group_size_per_vp_stage.value_or(s.pp_size);
+  if (!issues.empty()) throw ConfigError(std::move(issues));
+
+  p.dp = s.dp_size();
+  p.edp = s.edp_size();
+  p.nets = choose_networks(sys, s, mode);
+  p.padded_vocab = padded_vocab_size(m.vocab_size, s.tp_size);
+  p.chunk_env = {sys.num_per_node, moe_load_imbalance(m, s, mode), mode, is_blackwell_system(sys.sys_name)};
+  p.straggler = straggler_model(s, sys);
+
+  if (s.pipeline_schedule == "zero_bubble_h1") {
+    p.schedule = ScheduleKind::ZeroBubbleH1;
+    p.p2p = P2PMode::Async;
+  } else if (p.vpp > 1) {
+    p.schedule = ScheduleKind::Interleaved;
+    p.p2p = (mode == Mode::Default && s.pp_comm_async) ? P2PMode::Async : P2PMode::Blocking;
+  } else {
+    p.schedule = ScheduleKind::OneFOneB;  // Megatron's 1F1B p2p calls block
+    p.p2p = P2PMode::Blocking;
+  }
+  p.a2a_overlap = mode == Mode::Default && s.overlap_moe_expert_parallel_comm;
+  if (p.a2a_overlap && p.pp > 1 && p.p2p == P2PMode::Blocking)
+    throw ConfigError(src.strategy, "/pp_comm_async",
+                      "overlap_moe_expert_parallel_comm is modelled with asynchronous p2p only (transfers that "
+                      "wait for their data beside the merged steps); set pp_comm_async true (Megatron's "
+                      "overlap_p2p_comm default)");
+  check_schedule_progress(p, src);
+  fill_chunks(p, m, s, mode);
   return p;
 }
 

@@ -11,6 +11,7 @@
 #include "inputs/json_reader.h"
 #include "inputs/plan_request.h"
 #include "plan/validate.h"
+#include "core/enum_table.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"
@@ -21,9 +22,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr ValidationMetric kMetrics[] = {ValidationMetric::IterationMs, ValidationMetric::LayerFwdMs,
-                                         ValidationMetric::LayerBwdMs,  ValidationMetric::LayerMs,
-                                         ValidationMetric::AllocGib,    ValidationMetric::ReservedGib};
+constexpr EnumTable<ValidationMetric, 6> kMetrics("metric", {{{ValidationMetric::IterationMs, "iteration_ms"},
+                                                               {ValidationMetric::LayerFwdMs, "layer_fwd_ms"},
+                                                               {ValidationMetric::LayerBwdMs, "layer_bwd_ms"},
+                                                               {ValidationMetric::LayerMs, "layer_ms"},
+                                                               {ValidationMetric::AllocGib, "alloc_gib"},
+                                                               {ValidationMetric::ReservedGib, "reserved_gib"}}});
 constexpr const char* kTflopsPeer = "peer_tflops_err_pct";
 
 std::string trim(const std::string& s) {
@@ -35,11 +39,7 @@ bool starts_with(const std::string& s, const std::string& prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
 
-std::optional<ValidationMetric> metric_from_name(const std::string& name) {
-  for (auto m : kMetrics)
-    if (name == metric_name(m)) return m;
-  return std::nullopt;
-}
+std::optional<ValidationMetric> metric_from_name(const std::string& name) { return kMetrics.find(name); }
 
 // Splits one CSV line; double-quoted fields may hold commas and "" for a quote.
 // Returns false on an unterminated quote or text after a closing quote.
@@ -98,13 +98,13 @@ struct Column {
 
 std::vector<std::string> real_column_names() {
   std::vector<std::string> out;
-  for (auto m : kMetrics) out.push_back(std::string("real_") + metric_name(m));
+  for (const auto& row : kMetrics.rows()) out.push_back("real_" + std::string(row.second));
   return out;
 }
 
 std::vector<std::string> peer_column_names() {
   std::vector<std::string> out;
-  for (auto m : kMetrics) out.push_back(std::string("peer_err_pct_") + metric_name(m));
+  for (const auto& row : kMetrics.rows()) out.push_back("peer_err_pct_" + std::string(row.second));
   out.emplace_back(kTflopsPeer);
   return out;
 }
@@ -132,27 +132,13 @@ double stage_value(const Estimate& e, ValidationMetric m) {
 
 }  // namespace
 
-const char* metric_name(ValidationMetric m) {
-  switch (m) {
-    case ValidationMetric::IterationMs: return "iteration_ms";
-    case ValidationMetric::LayerFwdMs: return "layer_fwd_ms";
-    case ValidationMetric::LayerBwdMs: return "layer_bwd_ms";
-    case ValidationMetric::LayerMs: return "layer_ms";
-    case ValidationMetric::AllocGib: return "alloc_gib";
-    case ValidationMetric::ReservedGib: return "reserved_gib";
-  }
-  return "?";
-}
+const char* metric_name(ValidationMetric m) { return kMetrics.c_str(m); }
 
 bool is_memory_metric(ValidationMetric m) {
   return m == ValidationMetric::AllocGib || m == ValidationMetric::ReservedGib;
 }
 
-std::vector<std::string> metric_names() {
-  std::vector<std::string> out;
-  for (auto m : kMetrics) out.emplace_back(metric_name(m));
-  return out;
-}
+std::vector<std::string> metric_names() { return kMetrics.names(); }
 
 std::string validation_table_name(const std::string& dir) {
   std::error_code ec;

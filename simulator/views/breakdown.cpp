@@ -1,6 +1,7 @@
 // Op and layer-type breakdowns: sums of the estimate's op costs, nothing recomputed.
 #include "views/breakdown.h"
 
+#include "core/enum_table.h"
 #include <algorithm>
 #include <string_view>
 
@@ -61,11 +62,9 @@ std::vector<StageBreakdown> stage_breakdowns(const Estimate& e) {
 }
 
 BreakdownLevel parse_breakdown_level(const std::string& value, const std::string& flag) {
-  if (value == "layer") return BreakdownLevel::Layer;
-  if (value == "op") return BreakdownLevel::Op;
-  std::string msg = flag + ": unknown level '" + value + "'; valid values: layer, op";
-  if (std::string s = suggest(value, {"layer", "op"}); !s.empty()) msg += "; did you mean '" + s + "'?";
-  throw UsageError(msg);
+  static constexpr EnumTable<BreakdownLevel, 2> kLevels(
+      "level", {{{BreakdownLevel::Layer, "layer"}, {BreakdownLevel::Op, "op"}}});
+  return kLevels.parse<UsageError>(value, flag + ": ");
 }
 
 std::string breakdown_csv(const Estimate& e, BreakdownLevel level) {

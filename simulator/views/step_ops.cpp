@@ -5,17 +5,17 @@
 #include <map>
 #include <string_view>
 
+#include "core/enum_table.h"
+
 namespace trainsim {
 
 const char* op_phase_name(OpPhase p) {
-  switch (p) {
-    case OpPhase::Forward: return "forward";
-    case OpPhase::Recompute: return "recompute";
-    case OpPhase::Backward: return "backward";
-    case OpPhase::BackwardInput: return "backward_input";
-    case OpPhase::BackwardWeight: return "backward_weight";
-  }
-  return "?";
+  static constexpr EnumTable<OpPhase, 5> kPhases("phase", {{{OpPhase::Forward, "forward"},
+                                                            {OpPhase::Recompute, "recompute"},
+                                                            {OpPhase::Backward, "backward"},
+                                                            {OpPhase::BackwardInput, "backward_input"},
+                                                            {OpPhase::BackwardWeight, "backward_weight"}}});
+  return kPhases.c_str(p);
 }
 
 bool is_pass(const TimelineEvent& ev) {
