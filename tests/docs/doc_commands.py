@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Docs that cannot drift: the commands README.md and docs/*.md show are run.
+
+  doc_commands.py TRAINSIM [FILE.md ...]    (default: README.md and docs/*.md)
+
+Two kinds of fenced block are checked:
+
+* Transcripts: a block whose first line starts with "$ ". Each "$ " line (with its "\\"
+  continuation lines) is a command; the lines up to the next "$ " line are its standard output,
+  compared line by line with what the command prints. A line "..." in the expected text stands
+  for any number of lines; timings and thread counts (VOLATILE below) are compared as placeholders.
+* Command blocks without output: every build/bin/trainsim command (with its continuation lines)
+  of a block whose first line starts with "build/bin/trainsim" must run and exit 0, except those
+  that cannot run here (NOT_RUN: a server, placeholder file names, a GPU's measurements).
+
+Commands run in a scratch folder that sees the repository's folders (configs, docs, tests, ...),
+so files they write land there; "trainsim" and "build/bin/trainsim" are the binary under test.
+Exits 1 listing every difference, 0 when every command printed what the text shows.
+"""
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Figures that change from run to run: masked in the text and in the output alike.
+VOLATILE = [
+    (re.compile(r"in [0-9.]+ s \([0-9]+ candidates/s"), "in <s> s (<n> candidates/s"),
+    (re.compile(r"\b[0-9]+ threads\b"), "<n> threads"),
+]
+
+# Commands shown but not run by this test, with the reason (matched as substrings).
+NOT_RUN = {
+    "trainsim serve": "a server; tests/views/browser_test.py runs it",
+    "my_model.json": "placeholder file names",
+    "trainsim validate": "the accuracy suite; ctest runs it (cli_validate_*)",
+    "h100_measured.json": "the system file a GPU calibration writes",
+    "kernels.json": "kernels_bench's measurements (a GPU)",
+}
+
+FENCE = re.compile(r"^( *)```[^\n]*\n(.*?)^\1```[ \t]*$", re.S | re.M)
+
+
+def blocks(text):
+    """(line number, [lines]) of each fenced block, without the fence's indentation."""
+    out = []
+    for m in FENCE.finditer(text):
+        indent = len(m.group(1))
+        lines = [l[indent:] if l[:indent].strip() == "" else l for l in m.group(2).splitlines()]
+        out.append((text.count("\n", 0, m.start()) + 1, lines))
+    return out
+
+
+def commands(lines):
+    """Joins continuation lines: [(command, index of its last line)]."""
+    out, cur = [], ""
+    for i, l in enumerate(lines):
+        cur += l.rstrip()
+        if cur.endswith("\\"):
+            cur = cur[:-1] + " "
+            continue
+        out.append((cur, i))
+        cur = ""
+    return out
+
+
+def mask(line):
+    line = line.rstrip()
+    for pattern, repl in VOLATILE:
+        line = pattern.sub(repl, line)
+    return line
+
+
+def matches(expected, actual):
+    """Line-by-line equality with "..." lines matching any run of lines."""
+    exp = [mask(l) for l in expected]
+    act = [mask(l) for l in actual]
+    while exp and exp[-1] == "":
+        exp.pop()
+    while act and act[-1] == "":
+        act.pop()
+
+    def go(i, j):
+        if i == len(exp):
+            return j == len(act)
+        if exp[i] == "...":
+            return any(go(i + 1, k) for k in range(j, len(act) + 1))
+        return j < len(act) and exp[i] == act[j] and go(i + 1, j + 1)
+
+    return go(0, 0)
+
+
+def first_difference(expected, actual):
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        if e == "...":
+            return "(after an elision)"
+        if mask(e) != mask(a):
+            return f"line {i + 1}:\n    text:   {e}\n    output: {a}"
+    return f"{len(expected)} lines shown, {len(actual)} printed"
+
+
+def scratch_dir(trainsim):
+    d = tempfile.mkdtemp(prefix="doc_commands_")
+    for name in os.listdir(ROOT):
+        if name in ("build", ".git") or name.startswith("build"):
+            continue
+        os.symlink(os.path.join(ROOT, name), os.path.join(d, name))
+    os.makedirs(os.path.join(d, "build", "bin"))
+    os.symlink(os.path.abspath(trainsim), os.path.join(d, "build", "bin", "trainsim"))
+    return d
+
+
+def run(command, cwd):
+    words = shlex.split(command, comments=True)
+    if words and words[0] == "trainsim":
+        words[0] = "build/bin/trainsim"
+    r = subprocess.run(words, cwd=cwd, capture_output=True, text=True, timeout=600)
+    return r.returncode, r.stdout, r.stderr
+
+
+def check_file(path, cwd, failures):
+    rel = os.path.relpath(path, ROOT) if path.startswith(ROOT) else os.path.basename(path)
+    ran = 0
+    for line_no, lines in blocks(open(path, encoding="utf-8").read()):
+        if not lines:
+            continue
+        where = f"{rel}:{line_no}"
+        if lines[0].startswith("$ "):
+            # A transcript: commands and what each prints.
+            starts = [i for i, l in enumerate(lines) if l.startswith("$ ")]
+            for n, s in enumerate(starts):
+                end = starts[n + 1] if n + 1 < len(starts) else len(lines)
+                body = [lines[s][2:]] + lines[s + 1:end]
+                (command, last), = commands(body)[:1]
+                expected = body[last + 1:]
+                rc, out, err = run(command, cwd)
+                ran += 1
+                if rc != 0:
+                    failures.append(f"{where}: `{command}` exited {rc}: {err.strip()[:500]}")
+                elif not matches(expected, out.splitlines()):
+                    failures.append(f"{where}: `{command}` prints otherwise than the text shows, "
+                                    f"{first_difference(expected, out.splitlines())}\n--- output:\n{out}")
+        elif lines[0].startswith("build/bin/trainsim "):
+            for command, _ in commands(lines):
+                if not command.startswith("build/bin/trainsim "):
+                    continue  # make targets, the GPU benches
+                if any(k in command for k in NOT_RUN):
+                    continue
+                rc, out, err = run(command, cwd)
+                ran += 1
+                if rc != 0:
+                    failures.append(f"{where}: `{command}` exited {rc}: {err.strip()[:500]}")
+    return ran
+
+
+def self_test(trainsim):
+    """The checker fails a transcript whose text differs from the output, and a failing command."""
+    cwd = scratch_dir(trainsim)
+    md = os.path.join(cwd, "self_test.md")
+    with open(md, "w") as f:
+        f.write("```\n$ trainsim perf --set tp_size=3\n```\n\n"               # exits 1
+                "```\n$ trainsim presets\nmodel:\n...\n```\n\n"             # as shown
+                "```\n$ trainsim presets\nmodels:\n...\n```\n\n"            # differs
+                "```\nbuild/bin/trainsim perf --model no-such-model\n```\n")  # exits 1
+    failures = []
+    ran = check_file(md, cwd, failures)
+    assert ran == 4 and len(failures) == 3, (ran, failures)
+    assert "exited 1" in failures[0] and "prints otherwise" in failures[1] and "exited 1" in failures[2], failures
+    assert matches(["a", "...", "c"], ["a", "b", "b", "c"]) and not matches(["a", "c"], ["a", "b", "c"])
+    assert matches(["4 candidates in 0.1 s (40 candidates/s, 2 threads)"],
+                   ["4 candidates in 0.3 s (13 candidates/s, 1 threads)"])
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    trainsim = sys.argv[1]
+    self_test(trainsim)
+    files = sys.argv[2:] or [os.path.join(ROOT, "README.md")] + sorted(
+        os.path.join(ROOT, "docs", f) for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md"))
+    cwd = scratch_dir(trainsim)
+    failures = []
+    total = 0
+    for f in files:
+        n = check_file(os.path.abspath(f), cwd, failures)
+        total += n
+        if n:
+            print(f"{os.path.relpath(f, ROOT)}: {n} commands run")
+    for f in failures:
+        print("FAIL " + f)
+    print(f"{total} commands run, {len(failures)} differ from the text")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
