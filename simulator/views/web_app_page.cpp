@@ -24,6 +24,7 @@ svg.plot{display:block;margin:18px 0;max-width:100%;height:auto}svg text{font:12
 table{border-collapse:collapse}td,th{padding:3px 10px;text-align:right;border-bottom:1px solid #ddd}
 td:first-child,th:first-child{text-align:left}
 #status{color:#666;font-size:12px}
+.stale{opacity:.35}
 </style></head>
 <body>
 <h1>trainsim</h1>
@@ -59,7 +60,14 @@ const LINE_MODEL = "";  // the model select's value: the pasted command line's m
 let seq = 0, searchSeq = 0, resolveSeq = 0, timer = null, searchTimer = null, resolveTimer = null;
 let uploaded = null;   // {name, doc}: an uploaded system document
 let lastPreset = "llama3-8b";
-let tryLineModel = true;  // a newly pasted command line may describe the model; a preset picked after it wins
+let lastStrategy = "tp2-pp2-dp2-zero1";
+let tryLineModel = true;
+
+// The preset a select names; its "(pasted ...)" entries stand for the pasted documents.
+function presetOf(id, fallback) {
+  const v = $(id).value;
+  return v === LINE_MODEL || v === "__hf__" || v === "__line__" ? fallback : v;
+}  // a newly pasted command line may describe the model; a preset picked after it wins
 
 function clearErrors(scope) {
   (scope || document).querySelectorAll(".bad").forEach((e) => e.classList.remove("bad"));
@@ -137,9 +145,9 @@ function baseBody() {
       throw {field: "hf_config", message: "hf_config: not JSON: " + e.message};
     }
   } else if (!(meg && $("model").value === LINE_MODEL)) {
-    b.model = $("model").value === LINE_MODEL ? lastPreset : $("model").value;
+    b.model = presetOf("model", lastPreset);
   }
-  if (meg) b.megatron_args = meg; else b.strategy = $("strategy").value;
+  if (meg) b.megatron_args = meg; else b.strategy = presetOf("strategy", lastStrategy);
   return b;
 }
 
@@ -164,8 +172,12 @@ function body() {
 async function resolve() {
   const mine = ++resolveSeq;
   const hf = $("hf_config").value.trim(), meg = $("megatron_args").value.trim();
+  // The selects say what the fields come from.
   $("strategy").disabled = !!meg;
+  $("strategy").value = meg ? "__line__" : presetOf("strategy", lastStrategy);
   $("model").disabled = !!hf;
+  if (hf) $("model").value = "__hf__";
+  else if ($("model").value === "__hf__") $("model").value = lastPreset;
   let b, r;
   try {
     b = baseBody();
@@ -181,7 +193,7 @@ async function resolve() {
     const t = await post("/api/resolve", own);
     if (mine !== resolveSeq) return;
     if (t.ok) { $("model").value = LINE_MODEL; b = own; r = t; }
-  } else if (!meg && $("model").value === LINE_MODEL) {
+  } else if (!hf && !meg && $("model").value === LINE_MODEL) {
     $("model").value = lastPreset;
     b.model = lastPreset;
   }
@@ -191,7 +203,8 @@ async function resolve() {
   if (!r.ok) {
     const e = JSON.parse(r.text);
     showError(e.field, e.error, "err-general");
-    $("status").textContent = "input error";
+    $("status").textContent = "input error: the report below is of the last valid inputs";
+    $("report").classList.add("stale");
     return;
   }
   const d = JSON.parse(r.text);
@@ -221,11 +234,13 @@ async function update() {
   clearErrors($("inputs"));
   if (r.ok) {
     $("report").innerHTML = r.text;
+    $("report").classList.remove("stale");
     $("status").textContent = "updated in " + Math.round(performance.now() - t0) + " ms";
   } else {
     const e = JSON.parse(r.text);
     showError(e.field, e.error, "err-general");
-    $("status").textContent = "input error";
+    $("status").textContent = "input error: the report below is of the last valid inputs";
+    $("report").classList.add("stale");
   }
 }
 
@@ -297,14 +312,16 @@ async function init() {
   const p = await getJson("/api/presets");
   fillSelect($("model"), p.model, "llama3-8b");
   addOption($("model"), LINE_MODEL, "(the command line's model flags)");
+  addOption($("model"), "__hf__", "(the pasted config.json)");
   fillSelect($("strategy"), p.strategy, "tp2-pp2-dp2-zero1");
+  addOption($("strategy"), "__line__", "(the pasted command line)");
   fillSelect($("system"), p.system, "h100-sxm-80g");
   $("model").addEventListener("change", () => {
-    if ($("model").value !== LINE_MODEL) lastPreset = $("model").value;
+    lastPreset = presetOf("model", lastPreset);
     tryLineModel = $("model").value === LINE_MODEL;
     scheduleResolve();
   });
-  $("strategy").addEventListener("change", scheduleResolve);
+  $("strategy").addEventListener("change", () => { lastStrategy = presetOf("strategy", lastStrategy); scheduleResolve(); });
   $("system").addEventListener("change", () => { schedule(); scheduleSearch(); });
   $("system-file").addEventListener("change", (e) => { if (e.target.files[0]) uploadSystem(e.target.files[0]); });
   $("hf_config").addEventListener("input", scheduleResolve);

@@ -202,7 +202,7 @@ def serve(trainsim, out_dir, screenshot):
         driver = browser()
         try:
             driver.get(base + "/")
-            wait = WebDriverWait(driver, 30)
+            wait = WebDriverWait(driver, 60)  # generous: the machine may be loaded
             step = lambda d: d.find_elements(By.ID, "step-time") and d.find_element(By.ID, "step-time").text
             wait.until(step)
             assert step(driver) == "%.2f ms" % json.loads(cli)["iteration_time_ms"], step(driver)
