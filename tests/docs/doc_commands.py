@@ -2,6 +2,9 @@
 """Docs that cannot drift: the commands README.md and docs/*.md show are run.
 
   doc_commands.py TRAINSIM [FILE.md ...]    (default: README.md and docs/*.md)
+  doc_commands.py --fix-tables TRAINSIM FILE.md    also rewrites the checked tables' figures
+                                                   that differ (review the diff: the prose may
+                                                   quote them)
 
 Two kinds of fenced block are checked:
 
@@ -12,6 +15,22 @@ Two kinds of fenced block are checked:
 * Command blocks without output: every build/bin/trainsim command (with its continuation lines)
   of a block whose first line starts with "build/bin/trainsim" must run and exit 0, except those
   that cannot run here (NOT_RUN: a server, placeholder file names, a GPU's measurements).
+
+* Tables of results: a Markdown table right after a comment
+
+      <!-- checked table
+      $ build/bin/trainsim perf --model {model} --set {sets:--set} --json
+      step (ms) = iteration_time_ms
+      fwd/bwd (ms) = time_breakdown.0.forward_per_micro_batch_ms / time_breakdown.0.backward_per_micro_batch_ms
+      … = capacity=null
+      -->
+
+  runs, for each row, each "$ " command of the comment with "{HEADER}" replaced by the row's cell
+  under that header (backticks removed) and "{sets:HEADER}" by "--set K=V" for each K=V of the
+  cell ("…" in a cell stands for the text the "… =" line gives); each "HEADER = path" line below
+  a command compares the numbers of that column (several: "a / b") with the values at those
+  paths of the command's JSON output, rounded to the digits the cell shows. A cell without a
+  number ("-") is not compared, and a command none of whose cells has one is not run.
 
 Commands run in a scratch folder that sees the repository's folders (configs, docs, tests, ...),
 so files they write land there; "trainsim" and "build/bin/trainsim" are the binary under test.
@@ -121,10 +140,102 @@ def run(command, cwd):
     return r.returncode, r.stdout, r.stderr
 
 
-def check_file(path, cwd, failures):
-    rel = os.path.relpath(path, ROOT) if path.startswith(ROOT) else os.path.basename(path)
+TABLE_MARK = re.compile(r"^<!-- checked table\n(.*?)^-->\n((?:\|[^\n]*\n)+)", re.S | re.M)
+NUMBER = re.compile(r"[-+]?[0-9][0-9,]*(?:\.[0-9]+)?")
+
+
+def cells(row):
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def json_at(doc, path):
+    for part in path.split("."):
+        doc = doc[int(part)] if isinstance(doc, list) else doc[part]
+    return doc
+
+
+def check_tables(text, rel, cwd, failures, fixed=None):
+    """The checked tables of a document: each row's commands and the figures they print. With
+    `fixed` (a dict), the rows with other figures than the output's go there, rewritten."""
+    import json
     ran = 0
-    for line_no, lines in blocks(open(path, encoding="utf-8").read()):
+    for m in TABLE_MARK.finditer(text):
+        where = f"{rel}:{text.count(chr(10), 0, m.start()) + 1}"
+        spec = [l.rstrip() for l in m.group(1).splitlines() if l.strip()]
+        ellipsis = ""
+        commands_ = []  # [command template, [(header, [paths])]]
+        for l in spec:
+            if l.startswith("$ "):
+                commands_.append([l[2:], []])
+            elif l.startswith("… = "):
+                ellipsis = l[4:]
+            elif " = " in l and commands_:
+                header, paths = l.split(" = ", 1)
+                commands_[-1][1].append((header.strip(), [p.strip() for p in paths.split(" / ")]))
+            else:
+                failures.append(f"{where}: checked table: cannot read '{l}'")
+        rows = m.group(2).splitlines()
+        headers = [h.replace("`", "") for h in cells(rows[0])]
+        for row in rows[2:]:
+            values = dict(zip(headers, cells(row)))
+            new_values = dict(values)
+
+            def fill(template):
+                def one(mm):
+                    name = mm.group(1)
+                    if name.startswith("sets:"):
+                        cell = values[name[5:]]
+                        cell = cell.replace("…", "`" + ellipsis + "`", 1) if cell.startswith("…") else cell
+                        words = " ".join(re.findall(r"`([^`]*)`", cell)).split()
+                        return " ".join("--set " + shlex.quote(w) for w in words)
+                    return values[name].replace("`", "")
+                return re.sub(r"\{([^}]+)\}", one, template)
+
+            for template, columns in commands_:
+                wanted = [(h, paths, NUMBER.findall(values.get(h, ""))) for h, paths in columns]
+                if not any(nums for _, _, nums in wanted):
+                    continue
+                try:
+                    command = fill(template)
+                except KeyError as e:
+                    failures.append(f"{where}: checked table: no column {e}")
+                    continue
+                rc, out, err = run(command, cwd)
+                ran += 1
+                if rc != 0:
+                    failures.append(f"{where}: `{command}` exited {rc}: {err.strip()[:300]}")
+                    continue
+                doc = json.loads(out)
+                for header, paths, nums in wanted:
+                    if not nums:
+                        continue
+                    if len(nums) != len(paths):
+                        failures.append(f"{where}: '{header}' shows {len(nums)} numbers for {len(paths)} paths")
+                        continue
+                    for shown, path in zip(nums, paths):
+                        digits = len(shown.split(".")[1]) if "." in shown else 0
+                        actual = float(json_at(doc, path))
+                        if abs(float(shown.replace(",", "")) - actual) > 0.5 * 10 ** -digits + 1e-9:
+                            failures.append(f"{where}: `{command}`: {header} shows {shown}, the output "
+                                            f"has {actual:.{digits}f} ({path})")
+                            new_values[header] = new_values[header].replace(shown, f"{actual:.{digits}f}", 1)
+            if fixed is not None and new_values != values:
+                fixed[row] = "| " + " | ".join(new_values[h] for h in headers) + " |"
+    return ran
+
+
+def check_file(path, cwd, failures, fix=False):
+    rel = os.path.relpath(path, ROOT) if path.startswith(ROOT) else os.path.basename(path)
+    text = open(path, encoding="utf-8").read()
+    fixed = {} if fix else None
+    ran = check_tables(text, rel, cwd, failures, fixed)
+    if fixed:
+        for old, new in fixed.items():
+            text = text.replace(old + "\n", new + "\n", 1)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"{rel}: {len(fixed)} table rows rewritten with the output's figures")
+    for line_no, lines in blocks(text):
         if not lines:
             continue
         where = f"{rel}:{line_no}"
@@ -164,11 +275,18 @@ def self_test(trainsim):
         f.write("```\n$ trainsim perf --set tp_size=3\n```\n\n"               # exits 1
                 "```\n$ trainsim presets\nmodel:\n...\n```\n\n"             # as shown
                 "```\n$ trainsim presets\nmodels:\n...\n```\n\n"            # differs
-                "```\nbuild/bin/trainsim perf --model no-such-model\n```\n")  # exits 1
+                "```\nbuild/bin/trainsim perf --model no-such-model\n```\n\n"   # exits 1
+                "<!-- checked table\n$ build/bin/trainsim perf --model {model} {sets:set} --json\n"
+                "parameters = parameter_count\nGPUs = world_size\n… = world_size=16\n-->\n"
+                "| model | set | parameters | GPUs |\n|---|---|---|---|\n"
+                "| llama3-8b | `micro_batch_num=4 world_size=32` | 8,030,261,248 | 32 |\n"   # as shown
+                "| llama3-70b | … | 70,553,706,496 | 17 |\n"                         # 16 GPUs
+                "| `llama2-7b` | | - | - |\n")                                         # not run
     failures = []
     ran = check_file(md, cwd, failures)
-    assert ran == 4 and len(failures) == 3, (ran, failures)
-    assert "exited 1" in failures[0] and "prints otherwise" in failures[1] and "exited 1" in failures[2], failures
+    assert ran == 6 and len(failures) == 4, (ran, failures)
+    assert "GPUs shows 17, the output has 16 (world_size)" in failures[0], failures
+    assert "exited 1" in failures[1] and "prints otherwise" in failures[2] and "exited 1" in failures[3], failures
     assert matches(["a", "...", "c"], ["a", "b", "b", "c"]) and not matches(["a", "c"], ["a", "b", "c"])
     assert matches(["4 candidates in 0.1 s (40 candidates/s, 2 threads)"],
                    ["4 candidates in 0.3 s (13 candidates/s, 1 threads)"])
@@ -178,15 +296,19 @@ def main():
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    trainsim = sys.argv[1]
+    args = sys.argv[1:]
+    fix = "--fix-tables" in args
+    if fix:
+        args.remove("--fix-tables")
+    trainsim = args[0]
     self_test(trainsim)
-    files = sys.argv[2:] or [os.path.join(ROOT, "README.md")] + sorted(
+    files = args[1:] or [os.path.join(ROOT, "README.md")] + sorted(
         os.path.join(ROOT, "docs", f) for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md"))
     cwd = scratch_dir(trainsim)
     failures = []
     total = 0
     for f in files:
-        n = check_file(os.path.abspath(f), cwd, failures)
+        n = check_file(os.path.abspath(f), cwd, failures, fix)
         total += n
         if n:
             print(f"{os.path.relpath(f, ROOT)}: {n} commands run")
