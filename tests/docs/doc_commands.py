@@ -26,10 +26,12 @@ Two kinds of fenced block are checked:
       -->
 
   runs, for each row, each "$ " command of the comment with "{HEADER}" replaced by the row's cell
-  under that header (backticks removed) and "{sets:HEADER}" by "--set K=V" for each K=V of the
-  cell ("…" in a cell stands for the text the "… =" line gives); each "HEADER = path" line below
-  a command compares the numbers of that column (several: "a / b") with the values at those
-  paths of the command's JSON output, rounded to the digits the cell shows. A cell without a
+  under that header (backticks removed; an empty cell repeats the one above), "{HEADER:1}" by
+  its first word and "{sets:HEADER}" by "--set K=V" for each K=V of the cell ("…" in a cell
+  stands for the text the "… =" line gives); each "HEADER = path" line below a command compares
+  the numbers of that column (several: "a / b") with the values at those paths of the command's
+  JSON output (dotted keys, list indexes or key=value for the element with that value;
+  placeholders as in the command), rounded to the digits the cell shows. A cell without a
   number ("-") is not compared, and a command none of whose cells has one is not run.
 
 Commands run in a scratch folder that sees the repository's folders (configs, docs, tests, ...),
@@ -149,8 +151,14 @@ def cells(row):
 
 
 def json_at(doc, path):
+    """The value at a dotted path: keys, list indexes, or key=value (the list element whose key
+    has that value)."""
     for part in path.split("."):
-        doc = doc[int(part)] if isinstance(doc, list) else doc[part]
+        if isinstance(doc, list) and "=" in part:
+            k, v = part.split("=", 1)
+            doc = next(x for x in doc if str(x.get(k)) == v)
+        else:
+            doc = doc[int(part)] if isinstance(doc, list) else doc[part]
     return doc
 
 
@@ -176,19 +184,26 @@ def check_tables(text, rel, cwd, failures, fixed=None):
                 failures.append(f"{where}: checked table: cannot read '{l}'")
         rows = m.group(2).splitlines()
         headers = [h.replace("`", "") for h in cells(rows[0])]
+        above = {}
         for row in rows[2:]:
             values = dict(zip(headers, cells(row)))
             new_values = dict(values)
+            # An empty cell repeats the one above in commands and paths (rows grouped under one).
+            filled = {h: (v if v else above.get(h, "")) for h, v in values.items()}
+            above = filled
 
             def fill(template):
                 def one(mm):
                     name = mm.group(1)
                     if name.startswith("sets:"):
                         cell = values[name[5:]]
-                        cell = cell.replace("…", "`" + ellipsis + "`", 1) if cell.startswith("…") else cell
-                        words = " ".join(re.findall(r"`([^`]*)`", cell)).split()
-                        return " ".join("--set " + shlex.quote(w) for w in words)
-                    return values[name].replace("`", "")
+                    elif name.endswith(":1"):  # the cell's first word
+                        return filled[name[:-2]].replace("`", "").split()[0]
+                    else:
+                        return filled[name].replace("`", "")
+                    cell = cell.replace("…", "`" + ellipsis + "`", 1) if cell.startswith("…") else cell
+                    words = " ".join(re.findall(r"`([^`]*)`", cell)).split()
+                    return " ".join("--set " + shlex.quote(w) for w in words)
                 return re.sub(r"\{([^}]+)\}", one, template)
 
             for template, columns in commands_:
@@ -214,10 +229,14 @@ def check_tables(text, rel, cwd, failures, fixed=None):
                         continue
                     for shown, path in zip(nums, paths):
                         digits = len(shown.split(".")[1]) if "." in shown else 0
-                        actual = float(json_at(doc, path))
+                        try:
+                            actual = float(json_at(doc, fill(path)))
+                        except (KeyError, IndexError, StopIteration, TypeError, ValueError):
+                            failures.append(f"{where}: `{command}`: {header}: no value at {fill(path)}")
+                            continue
                         if abs(float(shown.replace(",", "")) - actual) > 0.5 * 10 ** -digits + 1e-9:
                             failures.append(f"{where}: `{command}`: {header} shows {shown}, the output "
-                                            f"has {actual:.{digits}f} ({path})")
+                                            f"has {actual:.{digits}f} ({fill(path)})")
                             new_values[header] = new_values[header].replace(shown, f"{actual:.{digits}f}", 1)
             if fixed is not None and new_values != values:
                 fixed[row] = "| " + " | ".join(new_values[h] for h in headers) + " |"
