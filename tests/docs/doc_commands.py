@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Docs that cannot drift: the commands README.md and docs/*.md show are run.
 
-  doc_commands.py TRAINSIM [FILE.md ...]    (default: README.md and docs/*.md)
+  doc_commands.py TRAINSIM [FILE.md ...]    (default: README.md, validation/README.md, docs/*.md)
   doc_commands.py --fix-tables TRAINSIM FILE.md    also rewrites the checked tables' figures
                                                    that differ (review the diff: the prose may
                                                    quote them)
@@ -29,7 +29,7 @@ Two kinds of fenced block are checked:
   under that header (backticks removed; an empty cell repeats the one above), "{HEADER:1}" by
   its first word and "{sets:HEADER}" by "--set K=V" for each K=V of the cell ("…" in a cell
   stands for the text the "… =" line gives); each "HEADER = path" line below a command compares
-  the numbers of that column (several: "a / b") with the values at those paths of the command's
+  the first numbers of that column (several: "a / b") with the values at those paths of the command's
   JSON output (dotted keys, list indexes or key=value for the element with that value;
   placeholders as in the command), rounded to the digits the cell shows. A cell without a
   number ("-") is not compared, and a command none of whose cells has one is not run.
@@ -143,7 +143,7 @@ def run(command, cwd):
 
 
 TABLE_MARK = re.compile(r"^<!-- checked table\n(.*?)^-->\n((?:\|[^\n]*\n)+)", re.S | re.M)
-NUMBER = re.compile(r"[-+]?[0-9][0-9,]*(?:\.[0-9]+)?")
+NUMBER = re.compile(r"[-+−]?[0-9][0-9,]*(?:\.[0-9]+)?")  # − (U+2212) as the docs write a minus
 
 
 def cells(row):
@@ -224,20 +224,22 @@ def check_tables(text, rel, cwd, failures, fixed=None):
                 for header, paths, nums in wanted:
                     if not nums:
                         continue
-                    if len(nums) != len(paths):
+                    if len(nums) < len(paths):
                         failures.append(f"{where}: '{header}' shows {len(nums)} numbers for {len(paths)} paths")
                         continue
-                    for shown, path in zip(nums, paths):
+                    for shown, path in zip(nums, paths):  # the cell's first numbers
                         digits = len(shown.split(".")[1]) if "." in shown else 0
                         try:
                             actual = float(json_at(doc, fill(path)))
                         except (KeyError, IndexError, StopIteration, TypeError, ValueError):
                             failures.append(f"{where}: `{command}`: {header}: no value at {fill(path)}")
                             continue
-                        if abs(float(shown.replace(",", "")) - actual) > 0.5 * 10 ** -digits + 1e-9:
+                        if abs(float(shown.replace(",", "").replace("−", "-")) - actual) > 0.5 * 10 ** -digits + 1e-9:
                             failures.append(f"{where}: `{command}`: {header} shows {shown}, the output "
                                             f"has {actual:.{digits}f} ({fill(path)})")
-                            new_values[header] = new_values[header].replace(shown, f"{actual:.{digits}f}", 1)
+                            figure = f"{actual:.{digits}f}"
+                            new_values[header] = new_values[header].replace(
+                                shown, figure.replace("-", "−") if "−" in values[header] else figure, 1)
             if fixed is not None and new_values != values:
                 fixed[row] = "| " + " | ".join(new_values[h] for h in headers) + " |"
     return ran
@@ -321,7 +323,7 @@ def main():
         args.remove("--fix-tables")
     trainsim = args[0]
     self_test(trainsim)
-    files = args[1:] or [os.path.join(ROOT, "README.md")] + sorted(
+    files = args[1:] or [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "validation", "README.md")] + sorted(
         os.path.join(ROOT, "docs", f) for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md"))
     cwd = scratch_dir(trainsim)
     failures = []
