@@ -213,8 +213,6 @@ def serve(trainsim, out_dir, screenshot):
             wait.until(lambda d: step(d) == want)
             wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#search circle.candidate"))
             assert len(driver.find_elements(By.CSS_SELECTOR, "#report svg.plot")) >= 3
-            if screenshot:
-                driver.save_screenshot(screenshot)
             tp = driver.find_element(By.ID, "field-tp_size")
             tp.clear()
             tp.send_keys("3")
@@ -223,7 +221,7 @@ def serve(trainsim, out_dir, screenshot):
             assert "tp_size" in driver.find_element(By.CSS_SELECTOR, err).text
             errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "400" not in e["message"]]
             assert not errors, f"console errors: {errors}"
-            one_request(driver, wait, step, out_dir, trainsim)
+            one_request(driver, wait, step, out_dir, trainsim, screenshot)
         finally:
             driver.quit()
         assert get("/api/presets")[0] == 200, "the server stopped answering"
@@ -234,7 +232,7 @@ def serve(trainsim, out_dir, screenshot):
     print("serve: page, API and concurrency checks passed")
 
 
-def one_request(driver, wait, step, out_dir, trainsim):
+def one_request(driver, wait, step, out_dir, trainsim, screenshot=None):
     """The page is a view of one request: pasted documents fill the fields with what they set,
     edits apply on top (validated next to the field), the search and the system follow."""
     import json
@@ -301,6 +299,10 @@ def one_request(driver, wait, step, out_dir, trainsim):
     tp.clear()
     tp.send_keys("4")
     expect(plan + ["--tp", "4"], "tp 4 on the pasted line")
+    if screenshot:  # docs/views-serve.png: the README's line pasted, tp 4 on top
+        wait.until(lambda d: "on 16 GPUs" in d.execute_script(scope_js) and
+                   d.find_elements(By.CSS_SELECTOR, "#search circle.candidate"))
+        driver.save_screenshot(screenshot)
     tp.clear()
     tp.send_keys("3")
     err = '[data-key="tp_size"] .err'
