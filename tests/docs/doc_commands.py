@@ -41,6 +41,7 @@ Exits 1 listing every difference, 0 when every command printed what the text sho
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -304,7 +305,10 @@ def self_test(trainsim):
                 "| llama3-70b | … | 70,553,706,496 | 17 |\n"                         # 16 GPUs
                 "| `llama2-7b` | | - | - |\n")                                         # not run
     failures = []
-    ran = check_file(md, cwd, failures)
+    try:
+        ran = check_file(md, cwd, failures)
+    finally:
+        shutil.rmtree(cwd)
     assert ran == 6 and len(failures) == 4, (ran, failures)
     assert "GPUs shows 17, the output has 16 (world_size)" in failures[0], failures
     assert "exited 1" in failures[1] and "prints otherwise" in failures[2] and "exited 1" in failures[3], failures
@@ -328,11 +332,14 @@ def main():
     cwd = scratch_dir(trainsim)
     failures = []
     total = 0
-    for f in files:
-        n = check_file(os.path.abspath(f), cwd, failures, fix)
-        total += n
-        if n:
-            print(f"{os.path.relpath(f, ROOT)}: {n} commands run")
+    try:
+        for f in files:
+            n = check_file(os.path.abspath(f), cwd, failures, fix)
+            total += n
+            if n:
+                print(f"{os.path.relpath(f, ROOT)}: {n} commands run")
+    finally:
+        shutil.rmtree(cwd)  # the links and what the commands wrote; never the repository's files
     for f in failures:
         print("FAIL " + f)
     print(f"{total} commands run, {len(failures)} differ from the text")
