@@ -118,10 +118,14 @@ def matches(expected, actual):
 def first_difference(expected, actual):
     for i, (e, a) in enumerate(zip(expected, actual)):
         if e == "...":
-            return "(after an elision)"
+            break
         if mask(e) != mask(a):
             return f"line {i + 1}:\n    text:   {e}\n    output: {a}"
-    return f"{len(expected)} lines shown, {len(actual)} printed"
+    printed = {mask(a) for a in actual}
+    for e in expected:
+        if e != "..." and mask(e) not in printed:
+            return f"this line is not printed:\n    text:   {e}"
+    return f"{len(expected)} lines shown, {len(actual)} printed (in another order?)"
 
 
 def scratch_dir(trainsim):
