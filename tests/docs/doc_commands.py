@@ -80,7 +80,7 @@ def commands(lines):
     """Joins continuation lines: [(command, index of its last line)]."""
     out, cur = [], ""
     for i, l in enumerate(lines):
-        cur += l.rstrip()
+        cur += l.strip() if cur else l.rstrip()
         if cur.endswith("\\"):
             cur = cur[:-1] + " "
             continue
