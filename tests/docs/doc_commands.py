@@ -82,7 +82,7 @@ def commands(lines):
     for i, l in enumerate(lines):
         cur += l.strip() if cur else l.rstrip()
         if cur.endswith("\\"):
-            cur = cur[:-1] + " "
+            cur = cur[:-1].rstrip() + " "
             continue
         out.append((cur, i))
         cur = ""
