@@ -7,6 +7,7 @@
 
 #include "core/text.h"
 #include "core/units.h"
+#include "plan/validate.h"
 #include "estimate/fit.h"
 #include "model/graph.h"
 #include "views/axis.h"
@@ -374,6 +375,14 @@ std::string perf_report_section(const PlanInputs& in, const Estimate& e) {
         "fit-verdict");
   row("plan", html_escape(parallelism_string(in.strategy) + ", " + e.schedule + ", " + e.p2p + " p2p"), "plan");
   o += "</table>\n";
+  // What the plan does not do as given, as the summary's warning lines: nothing is dropped silently.
+  if (!in.not_modeled.empty() || !in.no_effect.empty()) {
+    o += "<ul id=\"warnings\">";
+    if (!in.not_modeled.empty())
+      o += "<li>given but not modeled (the prediction ignores them): " + html_escape(join(in.not_modeled)) + "</li>";
+    for (const NoEffect& n : in.no_effect) o += "<li class=\"no-effect\">" + html_escape(no_effect_line(n)) + "</li>";
+    o += "</ul>\n";
+  }
   o += time_plot(e) + memory_plot(in, e) + gantt_plot(e) + top_ops_plot(e, 15);
   return o + "</section>\n";
 }

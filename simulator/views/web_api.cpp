@@ -90,7 +90,7 @@ ConfigText name_or_document(const std::string& kind, const nlohmann::json& v) {
   throw FieldError(kind, kind + ": expected a preset name or a JSON document");
 }
 
-Inputs from_body(const std::string& body) {
+nlohmann::json body_json(const std::string& body) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(body);
@@ -98,10 +98,15 @@ Inputs from_body(const std::string& body) {
     throw FieldError("", std::string("request body: not JSON: ") + e.what());
   }
   if (!j.is_object()) throw FieldError("", "request body: expected a JSON object");
+  return j;
+}
+
+Inputs from_body(const nlohmann::json& j) {
   Inputs in;
   in.system = preset("system", kDefaultSystem);
   for (const auto& [k, v] : j.items()) {
     if (k == "model") {
+      if (v.is_null() || (v.is_string() && v.get<std::string>().empty())) continue;  // the command line's
       in.request.model = name_or_document("model", v);
     } else if (k == "strategy") {
       in.request.strategy = name_or_document("strategy", v);
@@ -134,6 +139,27 @@ Prediction run(const Inputs& in) {
   return predict(in.request, in.own_model ? "" : kDefaultModel, kDefaultStrategy, in.system, in.mfu, in.mode);
 }
 
+// The plan a request describes, before its switches with no effect are turned off: what the
+// page shows in its fields (a pasted line's values, the edits on top).
+PlanConfigs plan_of(const Inputs& in) {
+  PlanRequest r = in.request;
+  r.mode = in.mode;
+  r.normalize = false;
+  return build_plan(r, in.own_model ? "" : kDefaultModel, kDefaultStrategy);
+}
+
+// POST /api/resolve: the model and strategy documents of the request, and where they came from.
+ApiResponse resolve_response(const Inputs& in) {
+  const PlanConfigs pc = plan_of(in);
+  nlohmann::ordered_json j;
+  j["model"] = nlohmann::ordered_json::parse(model_to_json_text(pc.model));
+  j["strategy"] = nlohmann::ordered_json::parse(strategy_to_json_text(pc.strategy));
+  j["model_source"] = pc.model_source;
+  j["strategy_source"] = pc.strategy_source;
+  j["global_batch_size"] = pc.strategy.global_batch_size();
+  return {200, "application/json", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"};
+}
+
 // The keys a request overrides (best effort: the request may be what is malformed).
 std::vector<std::string> set_keys(const ApiRequest& req) {
   std::vector<std::string> keys;
@@ -146,21 +172,24 @@ std::vector<std::string> set_keys(const ApiRequest& req) {
 }
 
 // The key an error concerns: an overridden key among its issues' JSON paths (the edit that broke
-// the plan), else its first issue's key, else an overridden key its message names.
+// the plan, also on a pasted document), else the pasted document's box, else its first issue's
+// key, else an overridden key its message names.
 std::string field_of(const Error& e, const std::vector<std::string>& keys) {
   if (const auto* f = dynamic_cast<const FieldError*>(&e)) return f->field;
   const std::string msg = e.what();
   std::vector<std::string> paths;
+  std::string box;
   if (const auto* c = dynamic_cast<const ConfigError*>(&e))
     for (const Issue& i : c->issues()) {
-      // A pasted document's problem belongs to its box, whatever key it names.
-      for (const char* box : {"hf_config", "megatron_args"})
-        if (i.source.rfind(box, 0) == 0) return box;
+      // Otherwise a pasted document's problem belongs to its box, whatever key it names.
+      for (const char* b : {"hf_config", "megatron_args"})
+        if (box.empty() && i.source.rfind(b, 0) == 0) box = b;
       if (i.path.size() > 1 && i.path[0] == '/')
         paths.push_back(i.path.substr(1, i.path.find('/', 1) == std::string::npos ? std::string::npos : i.path.find('/', 1) - 1));
     }
   for (const auto& p : paths)
     if (std::find(keys.begin(), keys.end(), p) != keys.end()) return p;
+  if (!box.empty()) return box;
   if (!paths.empty()) return paths.front();
   for (const auto& k : keys)
     if (!k.empty() && msg.find(k) != std::string::npos) return k;
@@ -201,6 +230,51 @@ ApiResponse search_section(const std::vector<std::pair<std::string, std::string>
           search_report_section(r, strprintf("%s on %lld GPUs", model.c_str(), static_cast<long long>(gpus)))};
 }
 
+// POST /api/search: the request's own plan searched — its model, its system, its strategy's other
+// switches, seq_len, world size and global batch (`gpus`, `gbs` replace the last two; `top`).
+ApiResponse search_of_plan(nlohmann::json j) {
+  int64_t gpus = 0, gbs = 0, top = kMaxKeep;
+  for (const char* k : {"gpus", "gbs", "top"}) {
+    if (!j.contains(k)) continue;
+    const nlohmann::json v = j[k];
+    j.erase(k);
+    if (v.is_null() || (v.is_string() && v.get<std::string>().empty())) continue;
+    int64_t n = -1;
+    if (v.is_number_integer()) {
+      n = v.get<int64_t>();
+    } else if (v.is_string()) {
+      const std::string t = v.get<std::string>();
+      const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+      if (ec != std::errc() || end != t.data() + t.size()) n = -1;
+    }
+    if (n < (std::string(k) == "top" ? 0 : 1))
+      throw FieldError(k, std::string(k) + ": expected a positive integer, got " + v.dump());
+    (std::string(k) == "gpus" ? gpus : std::string(k) == "gbs" ? gbs : top) = n;
+  }
+  const Inputs in = from_body(j);
+  const PlanConfigs pc = plan_of(in);
+  const ConfigText sys = apply_system_overrides(in.system, in.request.overrides);
+  SearchOptions o;
+  o.base = pc.strategy;
+  if (o.base.seq_len <= 0) o.base.seq_len = 4096;
+  o.world_size = gpus ? gpus : pc.strategy.world_size;
+  o.global_batch = gbs ? gbs : pc.strategy.global_batch_size();
+  o.keep = top;
+  o.threads = 1;  // requests already run in parallel
+  o.mode = in.mode;
+  o.mfu = in.mfu;
+  const SystemConfig system = load_system(sys.text, sys.source);
+  const SearchResult r = search(pc.model, system, {}, o);
+  const std::string name = pc.model.model_name.empty() ? pc.model_source : pc.model.model_name;
+  const std::string scope =
+      strprintf("<p id=\"search-plan\">searched: %s on %lld GPUs (%s), global batch %lld, seq %lld</p>\n",
+                html_escape(name).c_str(), static_cast<long long>(o.world_size), html_escape(system.sys_name).c_str(),
+                static_cast<long long>(o.global_batch), static_cast<long long>(o.base.seq_len));
+  return {200, "text/html; charset=utf-8",
+          scope + search_report_section(r, strprintf("%s on %lld GPUs", name.c_str(),
+                                                     static_cast<long long>(o.world_size)))};
+}
+
 }  // namespace
 
 ApiResponse handle_api(const ApiRequest& req) {
@@ -219,12 +293,14 @@ ApiResponse handle_api(const ApiRequest& req) {
     if (req.path == "/api/perf" || req.path == "/api/report") {
       if (req.method != "GET" && req.method != "POST")
         return json_response(405, {{"error", req.method + " " + req.path + ": use GET or POST"}, {"field", ""}});
-      const Inputs in = req.method == "GET" ? from_params(req.params) : from_body(req.body);
+      const Inputs in = req.method == "GET" ? from_params(req.params) : from_body(body_json(req.body));
       const Prediction p = run(in);
       if (req.path == "/api/perf") return {200, "application/json", estimate_to_json(p.in, p.estimate)};
       return {200, "text/html; charset=utf-8", perf_report_section(p.in, p.estimate)};
     }
+    if (req.path == "/api/resolve" && req.method == "POST") return resolve_response(from_body(body_json(req.body)));
     if (req.method == "GET" && req.path == "/api/search") return search_section(req.params);
+    if (req.method == "POST" && req.path == "/api/search") return search_of_plan(body_json(req.body));
     return json_response(404, {{"error", "no such endpoint: " + req.method + " " + req.path}, {"field", ""}});
   } catch (const Error& e) {
     return json_response(400, {{"error", e.what()}, {"field", field_of(e, set_keys(req))}});

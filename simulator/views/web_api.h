@@ -29,8 +29,15 @@ struct ApiResponse {
 ///                    "megatron_args": "...", "set": {"key": value}, "mfu": "...", "compat": "..."}
 ///        → exactly `trainsim perf --json` for the same inputs
 ///   GET|POST /api/report (same inputs)     the HTML report section (text/html)
-///   GET  /api/search?model=&system=&gpus=&gbs=&top=   the search section (text/html; top: candidates
-///                                          kept, default every feasible one up to kMaxKeep)
+///        ("model" "" or null with "megatron_args": the model the command line's flags describe)
+///   POST /api/resolve (same body)          {"model": document, "strategy": document, "model_source",
+///                                          "strategy_source", "global_batch_size"}: the plan the
+///                                          request describes, switches with no effect still on
+///   POST /api/search (same body, and "gpus", "gbs", "top")   the search section of the request's own
+///                                          model, system and strategy (its other switches, seq_len,
+///                                          world size and global batch unless gpus / gbs replace them)
+///   GET  /api/search?model=&system=&gpus=&gbs=&top=   the search section of a preset model (text/html;
+///                                          top: candidates kept, default every feasible one up to kMaxKeep)
 /// Bad input: status 400, {"error": message, "field": the input or key it concerns ("" if none)};
 /// presets are looked up by name only (the server never reads files named in a request).
 [[nodiscard]] ApiResponse handle_api(const ApiRequest& request);

@@ -387,10 +387,12 @@ std::vector<std::vector<std::string>> fenced_blocks(const std::string& text) {
   return blocks;
 }
 
-// The block that starts with `first`; empty when there is none.
+// The lines of the block that has a line starting with `first`, from that line on (a transcript's
+// command lines before it left out); empty when there is none.
 std::vector<std::string> block_starting(const std::vector<std::vector<std::string>>& blocks, const std::string& first) {
   for (const auto& b : blocks)
-    if (!b.empty() && b[0].rfind(first, 0) == 0) return b;
+    for (size_t i = 0; i < b.size(); ++i)
+      if (b[i].rfind(first, 0) == 0) return {b.begin() + static_cast<std::ptrdiff_t>(i), b.end()};
   return {};
 }
 
@@ -416,7 +418,10 @@ TEST(NoEffect, InputsDocShowsTheOutput) {
   std::vector<std::string> json = block_starting(blocks, "  \"no_effect\": [");
   ASSERT_FALSE(json.empty());
   std::string doc = "{";
-  for (const auto& l : json) doc += l + "\n";
+  for (const auto& l : json) {
+    if (l == "...") break;  // the rest of the document
+    doc += l + "\n";
+  }
   doc.erase(doc.find_last_of(','));  // the fragment's trailing comma
   EXPECT_EQ(nlohmann::json::parse(doc + "}")["no_effect"],
             nlohmann::json::parse(estimate_to_json(tp4.in, tp4.estimate))["no_effect"]);

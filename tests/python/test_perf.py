@@ -17,7 +17,7 @@ GOLDEN_CASES = sorted(p.name for p in (GOLDEN / "cases").iterdir() if p.is_dir()
 
 def test_presets_are_found():
     # The parametrisations below run over these lists: an empty one would test nothing.
-    assert len(MODELS) == 16 and len(STRATEGIES) == 13 and len(SYSTEMS) == 13 and len(GOLDEN_CASES) == 128
+    assert len(MODELS) == 16 and len(STRATEGIES) == 13 and len(SYSTEMS) == 15 and len(GOLDEN_CASES) == 128
 
 
 def same_as_cli(cli_args, **kwargs):

@@ -21,6 +21,7 @@
 #include "inputs/strategy_config.h"
 #include "system/system_config.h"
 #include "plan/validate.h"
+#include "views/predict.h"
 #include "core/error.h"
 
 namespace trainsim {
@@ -304,6 +305,8 @@ TEST(PresetFacts, DatasheetSystemFigures) {
       {"h100-sxm-80g", 989e12, 1979e12, 3350e9, 450e9, 400e9},
       {"h200-sxm-141g", 989e12, 1979e12, 4800e9, 450e9, 400e9},
       {"b200-sxm-180g", 2250e12, 4500e12, 8000e9, 900e9, 400e9},
+      {"b300-sxm-288g", 2250e12, 4500e12, 8000e9, 900e9, 800e9},
+      {"gb300-nvl72", 2500e12, 5000e12, 8000e9, 900e9, 400e9},  // NIC per 4-GPU tray
   };
   auto near = [](double got, double want) { return std::fabs(got - want) <= want * 1e-3; };
   for (const Row& r : rows) {
@@ -335,7 +338,8 @@ TEST(PresetFacts, HostSectionAndOffloadingOnEverySystem) {
   const std::map<std::string, std::pair<double, double>> host_gb_per_s = {  // link, Adam (GB/s)
       {"a100", {31.5, 51.2 * 0.5 * 12 / 28}},  {"h100", {63, 76.8 * 0.5 * 12 / 28}},
       {"h200", {63, 76.8 * 0.5 * 12 / 28}},    {"b200", {63, 89.6 * 0.5 * 12 / 28}},
-      {"gb200", {225, 256 * 0.5 * 12 / 28}}};
+      {"gb200", {225, 256 * 0.5 * 12 / 28}},   {"b300", {126, 102.4 * 0.5 * 12 / 28}},
+      {"gb300", {225, 14300.0 / 36 / 2 * 0.5 * 12 / 28}}};
   const ModelConfig dense = load_model_file(preset_path("model", "llama3-8b"));
   const ModelConfig moe = load_model_file(preset_path("model", "mixtral-8x7b"));
   int systems = 0;
@@ -359,7 +363,61 @@ TEST(PresetFacts, HostSectionAndOffloadingOnEverySystem) {
       for (const Issue& issue : issues) ADD_FAILURE() << issue.str();
     }
   }
-  EXPECT_EQ(systems, 13);
+  EXPECT_EQ(systems, 15);
+}
+
+// Every system preset carries every key a switch needs, so that no plan fails on a preset for a
+// missing key: DeepEP beside compute (overlap_moe_expert_parallel_comm) takes its SMs out of
+// accelerator.sm_count, the offloading switches use the host section. Each runs to a finite
+// prediction on every preset with the switches acting (none turned off as having no effect).
+// Before, gb200-nvl72 and the two SimuMax files had no sm_count and the DeepEP plan was an error.
+TEST(PresetFacts, EverySwitchRunsOnEverySystem) {
+  const std::vector<std::pair<std::string, std::vector<Override>>> plans = {
+      {"mixtral-8x7b/ep8-pp1-dp8-moe-deepep",
+       {{"overlap_moe_expert_parallel_comm", "true", "--set overlap_moe_expert_parallel_comm=true"},
+        {"moe_deepep_num_sms", "24", "--set moe_deepep_num_sms=24"}}},
+      {"llama3-8b/tp2-pp2-dp2-zero1",
+       {{"fine_grained_activation_offloading", "true", "--set fine_grained_activation_offloading=true"},
+        {"offload_modules", R"(["core_attn"])", "--set offload_modules=[\"core_attn\"]"},
+        {"optimizer_cpu_offload", "true", "--set optimizer_cpu_offload=true"},
+        {"optimizer_offload_fraction", "0.5", "--set optimizer_offload_fraction=0.5"}}},
+  };
+  int systems = 0;
+  for (const auto& p : preset_files()) {
+    if (p.kind != "system") continue;
+    ++systems;
+    const SystemConfig sys = load_system_file(p.path);
+    EXPECT_TRUE(sys.sm_count.has_value()) << p.stem << ": accelerator.sm_count";
+    for (const auto& [plan, sets] : plans) {
+      SCOPED_TRACE(p.stem + " " + plan);
+      PlanRequest r;
+      r.model = resolve_config("model", plan.substr(0, plan.find('/')));
+      r.strategy = resolve_config("strategy", plan.substr(plan.find('/') + 1));
+      r.overrides = sets;
+      try {
+        const Prediction pr = predict(r, "", "", resolve_config("system", p.stem), MfuConvention::Megatron,
+                                      Mode::Default);
+        EXPECT_GT(pr.estimate.iteration_time_s, 0);
+        for (const NoEffect& n : pr.in.no_effect) ADD_FAILURE() << "turned off: " << no_effect_line(n);
+      } catch (const Error& e) {
+        ADD_FAILURE() << e.what();
+      }
+    }
+  }
+  EXPECT_EQ(systems, 15);
+}
+
+// The Blackwell Ultra presets carry their datasheet figures (HGX B300, GB300 NVL72 tables).
+TEST(PresetFacts, BlackwellUltraDatasheet) {
+  for (const char* name : {"b300-sxm-288g", "gb300-nvl72"}) {
+    SCOPED_TRACE(name);
+    const SystemConfig s = load_system_file(preset_path("system", name));
+    const bool rack = std::string(name) == "gb300-nvl72";
+    EXPECT_NEAR(s.mem_bytes, 288e9, 0.01e9);  // 288 GB HBM3e
+    EXPECT_EQ(s.sm_count, std::optional<int64_t>(160));
+    EXPECT_EQ(s.num_per_node, rack ? 4 : 8);
+    EXPECT_EQ(s.nvlink_domain_size, rack ? std::optional<int64_t>(72) : std::nullopt);
+  }
 }
 
 }  // namespace

@@ -9,7 +9,10 @@
       trainsim serve on a free port: the API returns exactly what perf --json returns, bad input
       is a 400 naming the field, 1,000 requests from 8 concurrent clients all succeed (p50
       latency printed); in the page, editing a field updates the numbers to perf --json's, and a
-      bad value shows its error next to the field; the server is still up at the end.
+      bad value shows its error next to the field; pasting a config.json and a Megatron-LM line
+      fills the fields with their values, edits apply on top, the search follows the plan, a
+      measured preset and an uploaded system file are used (each checked against perf --json);
+      the server is still up at the end.
 
 Exits 77 (reported by ctest as skipped) when selenium, chromium or chromedriver is missing.
 """
@@ -199,7 +202,7 @@ def serve(trainsim, out_dir, screenshot):
         driver = browser()
         try:
             driver.get(base + "/")
-            wait = WebDriverWait(driver, 30)
+            wait = WebDriverWait(driver, 60)  # generous: the machine may be loaded
             step = lambda d: d.find_elements(By.ID, "step-time") and d.find_element(By.ID, "step-time").text
             wait.until(step)
             assert step(driver) == "%.2f ms" % json.loads(cli)["iteration_time_ms"], step(driver)
@@ -210,8 +213,6 @@ def serve(trainsim, out_dir, screenshot):
             wait.until(lambda d: step(d) == want)
             wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#search circle.candidate"))
             assert len(driver.find_elements(By.CSS_SELECTOR, "#report svg.plot")) >= 3
-            if screenshot:
-                driver.save_screenshot(screenshot)
             tp = driver.find_element(By.ID, "field-tp_size")
             tp.clear()
             tp.send_keys("3")
@@ -220,6 +221,7 @@ def serve(trainsim, out_dir, screenshot):
             assert "tp_size" in driver.find_element(By.CSS_SELECTOR, err).text
             errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "400" not in e["message"]]
             assert not errors, f"console errors: {errors}"
+            one_request(driver, wait, step, out_dir, trainsim, screenshot)
         finally:
             driver.quit()
         assert get("/api/presets")[0] == 200, "the server stopped answering"
@@ -228,6 +230,98 @@ def serve(trainsim, out_dir, screenshot):
         proc.terminate()
         proc.wait(timeout=10)
     print("serve: page, API and concurrency checks passed")
+
+
+def one_request(driver, wait, step, out_dir, trainsim, screenshot=None):
+    """The page is a view of one request: pasted documents fill the fields with what they set,
+    edits apply on top (validated next to the field), the search and the system follow."""
+    import json
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    qwen = os.path.join(root, "tests", "data", "hf", "qwen2.5-7b", "config.json")
+    hf = os.path.join(root, "docs", "examples", "llama3.1-8b", "config.json")
+    line = os.path.join(root, "docs", "examples", "llama3.1-8b", "megatron_args.sh")
+
+    def paste(box, text):
+        driver.execute_script("const e = document.getElementById(arguments[0]); e.value = arguments[1];"
+                              "e.dispatchEvent(new Event('input'));", box, text)
+
+    def field(key):
+        f = driver.find_elements(By.ID, "field-" + key)
+        return f[0].get_attribute("value") if f else None
+
+    def cli(*args):
+        j = json.loads(run([trainsim, "perf", *args, "--json"]).stdout)
+        verdict = ("FITS, headroom %.2f GiB" % j["memory_headroom_gib"] if j["fits"]
+                   else "DOES NOT FIT, %.2f GiB over the limit" % -j["memory_headroom_gib"])
+        return "%.2f ms" % j["iteration_time_ms"], verdict
+
+    def expect(args, what):
+        want, verdict = cli(*args)
+        try:
+            wait.until(lambda d: step(d) == want)
+        except Exception:
+            raise AssertionError(f"{what}: the page shows {step(driver)}, perf --json {want}")
+        got = driver.find_element(By.ID, "fit-verdict").text
+        assert got == verdict, f"{what}: verdict {got!r}, perf --json {verdict!r}"
+
+    # A Hugging Face config: the model fields show its values (before: Llama 3 8B's).
+    driver.find_element(By.ID, "overrides").clear()
+    paste("hf_config", open(qwen).read())
+    wait.until(lambda d: field("hidden_size") == "3584")
+    assert field("tp_size") == "2" and field("world_size") == "8", (field("tp_size"), field("world_size"))
+    expect(["--hf-config", qwen, "--strategy", "tp2-pp2-dp2-zero1"], "pasted config.json")
+
+    # The README's config and command line: the strategy fields show the line's values.
+    paste("hf_config", open(hf).read())
+    paste("megatron_args", open(line).read())
+    wait.until(lambda d: field("pp_size") == "4")
+    shown = {k: field(k) for k in ("tp_size", "pp_size", "interleaving_size", "world_size", "seq_len",
+                                   "micro_batch_size", "tp_comm_overlap", "hidden_size", "vocab_size")}
+    assert shown == {"tp_size": "2", "pp_size": "4", "interleaving_size": "2", "world_size": "16", "seq_len": "4096",
+                     "micro_batch_size": "1", "tp_comm_overlap": "true", "hidden_size": "4096",
+                     "vocab_size": "128256"}, shown
+    plan = ["--hf-config", hf, "--megatron-args", line]
+    expect(plan, "pasted line")
+    # The search panel searches the same model, GPUs and global batch.
+    scope_js = "const e = document.getElementById('search-plan'); return e ? e.textContent : '';"
+    try:
+        wait.until(lambda d: "on 16 GPUs" in d.execute_script(scope_js))
+    except Exception:
+        raise AssertionError("the search panel searches " + driver.execute_script(scope_js))
+    scope = driver.find_element(By.ID, "search-plan").text
+    assert "global batch 64, seq 4096" in scope, scope
+
+    # Edits apply on top of the line: tp 4 is the README's what-if; tp 3 is an error at the field.
+    tp = driver.find_element(By.ID, "field-tp_size")
+    tp.clear()
+    tp.send_keys("4")
+    expect(plan + ["--tp", "4"], "tp 4 on the pasted line")
+    if screenshot:  # docs/views-serve.png: the README's line pasted, tp 4 on top
+        wait.until(lambda d: "on 16 GPUs" in d.execute_script(scope_js) and
+                   d.find_elements(By.CSS_SELECTOR, "#search circle.candidate"))
+        driver.save_screenshot(screenshot)
+    tp.clear()
+    tp.send_keys("3")
+    err = '[data-key="tp_size"] .err'
+    wait.until(lambda d: d.find_element(By.CSS_SELECTOR, err).text)
+    assert "tp_size" in driver.find_element(By.CSS_SELECTOR, err).text
+    tp.clear()
+    tp.send_keys("4")
+    wait.until(lambda d: not d.find_element(By.CSS_SELECTOR, err).text)
+
+    # A measured preset, then an uploaded system file.
+    Select(driver.find_element(By.ID, "system")).select_by_value("h100-sxm-80g-measured")
+    expect(plan + ["--tp", "4", "--system", "h100-sxm-80g-measured"], "measured preset")
+    mine = os.path.join(os.path.abspath(out_dir), "my-h200.json")
+    with open(os.path.join(root, "configs", "system", "h200-sxm-141g.json")) as src, open(mine, "w") as dst:
+        dst.write(src.read())
+    driver.find_element(By.ID, "system-file").send_keys(mine)
+    expect(plan + ["--tp", "4", "--system", mine], "uploaded system")
+    print("serve: pasted config and command line fill the fields, tp 4 and tp 3 on top, measured preset and "
+          "uploaded system: the page shows perf --json's step time and fit verdict")
 
 
 def main():
