@@ -47,6 +47,12 @@ if(TRAINSIM_ENABLE_DEVICE_TESTS AND TRAINSIM_HAVE_CUDA)
                        LABELS gpu)
   set_tests_properties(KernelsDeviceSmoke PROPERTIES FIXTURES_SETUP kb_smoke LABELS gpu)
   set_tests_properties(KernelsDeviceSystemBuild PROPERTIES FIXTURES_REQUIRED kb_smoke LABELS gpu)
+  # The memory probe on one GPU, written into the H100 preset (the file must load).
+  add_test(NAME KernelsDeviceMemoryProbe
+           COMMAND kernels_bench --memory-probe --system h100-sxm-80g
+                   --out ${PROJECT_BINARY_DIR}/system_memory_probe_device.json)
+  set_tests_properties(KernelsDeviceMemoryProbe PROPERTIES LABELS gpu
+    PASS_REGULAR_EXPRESSION "wrote .*system_memory_probe_device.json \\(context [0-9]+ MiB, cuBLAS [0-9]+ MiB, cuBLASLt [0-9]+ MiB, NCCL not measured\\)")
 endif()
 
 # Without a GPU the self-check stops with a clear message (exit 1), whatever the build.
@@ -54,6 +60,9 @@ if(NOT TRAINSIM_ENABLE_DEVICE_TESTS)
   add_test(NAME KernelsSelfCheckNeedsGpu COMMAND kernels_bench --self-check)
   set_tests_properties(KernelsSelfCheckNeedsGpu PROPERTIES
     PASS_REGULAR_EXPRESSION "kernels_bench: error: (no usable GPU|this kernels_bench was built without CUDA)")
+  add_test(NAME KernelsMemoryProbeNeedsGpu COMMAND kernels_bench --memory-probe --out ${PROJECT_BINARY_DIR}/probe_no_gpu.json)
+  set_tests_properties(KernelsMemoryProbeNeedsGpu PROPERTIES
+    PASS_REGULAR_EXPRESSION "kernels_bench: error: (memory probe: |this kernels_bench was built without CUDA)")
 endif()
 
 # `trainsim system build` on the fixtures (the merged file must read back in the simulator).
