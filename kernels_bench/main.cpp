@@ -15,7 +15,9 @@
 #include "inputs/output_file.h"
 #include "system/presets.h"
 #include "calibration/shapes_file.h"
+#include "system/system_config.h"
 #include "core/error.h"
+#include "memory_probe.h"
 #include "plan.h"
 #include "runner.h"
 
@@ -43,7 +45,43 @@ int run(const std::vector<std::string>& args) {
   app.add_option("--warmup", popt.warmup, "untimed warm-up runs per item (default 5)");
   app.add_option("--workspace-mib", workspace_mib, "cuBLASLt workspace in MiB (default 32, as TransformerEngine on Hopper)");
   app.add_flag("--no-memory", no_memory, "skip the memory-bound and launch-latency items");
+  bool memory_probe = false;
+  int nccl_ranks = 0;
+  std::string probe_file, system_arg;
+  app.add_flag("--memory-probe", memory_probe,
+               "measure the CUDA context, the cuBLAS/cuBLASLt workspaces and (--nccl-ranks) one NCCL communicator's "
+               "buffers; --out gets the result, or with --system that system file with the measured keys");
+  app.add_option("--nccl-ranks", nccl_ranks, "with --memory-probe: GPUs of this process in the measured communicator "
+                                             "(default 0: NCCL not measured)");
+  app.add_option("--apply-memory-probe", probe_file,
+                 "write a --memory-probe result file into --system's accelerator keys (no GPU needed); --out gets it");
+  app.add_option("--system", system_arg, "with --memory-probe / --apply-memory-probe: the system preset or file to "
+                                         "write the measured keys into");
   if (!trainsim::cli::parse_args(app, "kernels_bench", args)) return 0;
+  if (memory_probe || !probe_file.empty()) {
+    if (memory_probe && !probe_file.empty())
+      throw UsageError("--memory-probe measures, --apply-memory-probe writes a measured file: give one");
+    if (out.empty()) throw UsageError("--out is required with --memory-probe and --apply-memory-probe");
+    if (!probe_file.empty() && system_arg.empty()) throw UsageError("--apply-memory-probe needs --system");
+    if (nccl_ranks < 0) throw UsageError("--nccl-ranks must be ≥ 0");
+    const trainsim::kb::MemoryProbe probe =
+        memory_probe ? trainsim::kb::run_memory_probe(nccl_ranks)
+                     : trainsim::kb::parse_memory_probe(trainsim::read_file(probe_file), probe_file);
+    std::string text = trainsim::kb::memory_probe_json(probe);
+    if (!system_arg.empty()) {
+      const trainsim::ConfigText sys = trainsim::resolve_config("system", system_arg);
+      text = trainsim::kb::apply_memory_probe(sys.text, sys.source, probe);
+      (void)trainsim::load_system(text, out);  // the written file must load
+    }
+    trainsim::write_file_atomic(out, text);
+    std::fprintf(stderr, "kernels_bench: wrote %s (context %.0f MiB, cuBLAS %.0f MiB, cuBLASLt %.0f MiB, NCCL %s)\n",
+                 out.c_str(), probe.context_bytes / 1048576.0, probe.cublas_workspace_bytes / 1048576.0,
+                 probe.cublaslt_workspace_bytes / 1048576.0,
+                 probe.nccl_ranks > 1 ? (std::to_string(static_cast<long long>(probe.nccl_communicator_bytes / 1048576.0)) +
+                                         " MiB over " + std::to_string(probe.nccl_ranks) + " ranks").c_str()
+                                      : "not measured");
+    return 0;
+  }
   if (self_check) {
     trainsim::kb::MeasureOptions mopt;
     mopt.samples = 10;

@@ -13,6 +13,7 @@ list(APPEND TRAINSIM_TEST_SOURCES
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/reference_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/self_check_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/sdpa_graph_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/memory_probe_test.cpp
 )
 list(APPEND TRAINSIM_TEST_LIBS kernels_bench_host)
 
@@ -24,6 +25,13 @@ add_test(NAME KernelsBenchBadShapes
          COMMAND kernels_bench --shapes ${PROJECT_SOURCE_DIR}/tests/data/kernels/bad_shapes.json --dry-run)
 set_tests_properties(KernelsBenchBadShapes PROPERTIES
   PASS_REGULAR_EXPRESSION "/shapes/0/key: shape key 'b=1, m=4096, k=4096, n=6144, layout=TT, accumulate=False, out_dtype=bf16': layout: expected one of TN, NN, NT, got 'TT'")
+
+# The memory probe's writer needs no GPU: a synthetic result into the H100 preset.
+add_test(NAME KernelsBenchApplyMemoryProbe
+         COMMAND kernels_bench --apply-memory-probe ${PROJECT_SOURCE_DIR}/tests/data/kernels/memory_probe.json
+                 --system h100-sxm-80g --out ${PROJECT_BINARY_DIR}/system_memory_probe.json)
+set_tests_properties(KernelsBenchApplyMemoryProbe PROPERTIES PASS_REGULAR_EXPRESSION
+  "wrote .*system_memory_probe.json \\(context 612 MiB, cuBLAS 8 MiB, cuBLASLt 33 MiB, NCCL 416 MiB over 8 ranks\\)")
 
 # On a GPU machine: a small real sweep, then merged into a system file the simulator reads.
 if(TRAINSIM_ENABLE_DEVICE_TESTS AND TRAINSIM_HAVE_CUDA)
@@ -39,6 +47,12 @@ if(TRAINSIM_ENABLE_DEVICE_TESTS AND TRAINSIM_HAVE_CUDA)
                        LABELS gpu)
   set_tests_properties(KernelsDeviceSmoke PROPERTIES FIXTURES_SETUP kb_smoke LABELS gpu)
   set_tests_properties(KernelsDeviceSystemBuild PROPERTIES FIXTURES_REQUIRED kb_smoke LABELS gpu)
+  # The memory probe on one GPU, written into the H100 preset (the file must load).
+  add_test(NAME KernelsDeviceMemoryProbe
+           COMMAND kernels_bench --memory-probe --system h100-sxm-80g
+                   --out ${PROJECT_BINARY_DIR}/system_memory_probe_device.json)
+  set_tests_properties(KernelsDeviceMemoryProbe PROPERTIES LABELS gpu
+    PASS_REGULAR_EXPRESSION "wrote .*system_memory_probe_device.json \\(context [0-9]+ MiB, cuBLAS [0-9]+ MiB, cuBLASLt [0-9]+ MiB, NCCL not measured\\)")
 endif()
 
 # Without a GPU the self-check stops with a clear message (exit 1), whatever the build.
@@ -46,6 +60,9 @@ if(NOT TRAINSIM_ENABLE_DEVICE_TESTS)
   add_test(NAME KernelsSelfCheckNeedsGpu COMMAND kernels_bench --self-check)
   set_tests_properties(KernelsSelfCheckNeedsGpu PROPERTIES
     PASS_REGULAR_EXPRESSION "kernels_bench: error: (no usable GPU|this kernels_bench was built without CUDA)")
+  add_test(NAME KernelsMemoryProbeNeedsGpu COMMAND kernels_bench --memory-probe --out ${PROJECT_BINARY_DIR}/probe_no_gpu.json)
+  set_tests_properties(KernelsMemoryProbeNeedsGpu PROPERTIES
+    PASS_REGULAR_EXPRESSION "kernels_bench: error: (memory probe: |this kernels_bench was built without CUDA)")
 endif()
 
 # `trainsim system build` on the fixtures (the merged file must read back in the simulator).

@@ -86,8 +86,12 @@ void print_table(const TableRun& run) {
                   s.peer_published_mean_abs_err_pct, s.peer_published_max_abs_err_pct);
   }
   // Every real run fit its GPUs: a "does not fit" verdict is a miss of the memory model.
-  const FitSummary f = summarize_fit(run.results);
-  if (f.predicted) {
+  const FitSummary f = summarize_fit(run.table, run.results);
+  if (f.predicted && !f.whole_runs) {
+    std::printf("  fit verdict: not counted: per-layer timings, the cases are not the runs that were timed "
+                "(%lld/%lld plans as written predicted to fit)\n",
+                static_cast<long long>(f.fits), static_cast<long long>(f.predicted));
+  } else if (f.predicted) {
     std::printf("  fit verdict: %lld/%lld real runs predicted to fit; least headroom %.2f GiB (%s)\n",
                 static_cast<long long>(f.fits), static_cast<long long>(f.predicted), f.least_headroom_gib,
                 f.least_case.c_str());
@@ -118,7 +122,12 @@ void print_overview(const std::vector<TableRun>& runs) {
   std::printf("fit verdict (every run ran; predicted not to fit = a miss)\n");
   std::printf("  %-*s  %9s %13s %14s\n", tw, "table", "predicted", "not to fit", "least headroom");
   for (const auto& r : runs) {
-    const FitSummary f = summarize_fit(r.results);
+    const FitSummary f = summarize_fit(r.table, r.results);
+    if (!f.whole_runs) {
+      std::printf("  %-*s  %9lld %13s %14s  (per-layer timings, not runs)\n", tw, r.table.name.c_str(),
+                  static_cast<long long>(f.predicted), "not counted", "-");
+      continue;
+    }
     std::printf("  %-*s  %9lld %13s %14s\n", tw, r.table.name.c_str(), static_cast<long long>(f.predicted),
                 f.predicted ? strprintf("%zu of %lld", f.not_fit.size(), static_cast<long long>(f.predicted)).c_str()
                             : "-",

@@ -28,7 +28,10 @@ void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& ru
   // Reserved memory and the memory outside PyTorch: SimuMax's conventions in compat mode (the fit
   // rule subtracts the flat margin), the terms of memory/non_tensor.h in the default mode.
   const bool simumax_memory = plan.mode == Mode::SimuMax12;
-  const double non_tensor = simumax_memory ? 0.0 : non_tensor_memory(m, s, sys).total();
+  const NonTensorMemory outside = non_tensor_memory(m, s, sys);
+  const double non_tensor = simumax_memory ? 0.0 : outside.total();
+  // Library workspaces are allocated through PyTorch: part of the allocated bytes (default mode).
+  const double workspaces = simumax_memory ? 0.0 : outside.workspace_bytes;
   auto reserved_of = [&](double alloc) {
     return simumax_memory ? alloc / s.mem_factor : allocator_reserved_bytes(alloc, sys.allocator_fragmentation);
   };
@@ -38,7 +41,7 @@ void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& ru
     mem.weight_bytes = sm.weight + sm.moe_weight;
     mem.grad_bytes = sm.grad + sm.moe_grad;
     mem.state_bytes = sm.state + sm.moe_state;
-    mem.model_bytes = sm.total() + cr.dummy_bytes;
+    mem.model_bytes = sm.total() + cr.dummy_bytes + workspaces;
     if (plan.mode == Mode::Default && s.zero_state >= 3) {
       // FSDP's gathered working set: the bf16 parameters of the layer computing and of the one
       // prefetched (the largest layer of the rank, twice).

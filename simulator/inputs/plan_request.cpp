@@ -348,6 +348,13 @@ class PlanBuilder {
       else if (meg->cp_comm_type != "a2a")
         out.not_modeled.push_back("--cp-comm-type " + meg->cp_comm_type + ": SimuMax v1.2 has a2a only (simulated as a2a)");
     }
+    // The MoE probabilities path of every release this reader follows (core >= 0.14): the token
+    // dispatcher permutes the router's probabilities with the tokens and sends them through the
+    // all-to-all (`permuted_probs`), the experts apply them inside the activation
+    // (`weighted_bias_swiglu_impl`), and the unpermutation gets no probabilities, so it keeps
+    // nothing for the backward (core <= 0.13 multiplied there and kept the experts' output,
+    // P·H·2 bytes per MoE layer and micro-batch in flight). No flag: the strategy key.
+    if (out.model.is_moe() && !overridden("dispatch_probs")) strategy_doc["dispatch_probs"] = true;
     if (out.model.is_moe() && !overridden("moe_token_dispatcher_type")) {
       if (!compat)
         strategy_doc["moe_token_dispatcher_type"] = meg->moe_dispatcher;  // Megatron's default is allgather

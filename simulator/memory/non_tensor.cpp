@@ -1,5 +1,10 @@
 #include "memory/non_tensor.h"
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+
 namespace trainsim {
 
 double allocator_reserved_bytes(double allocated_bytes, double fragmentation) {
@@ -11,8 +16,55 @@ double nccl_communicator_bytes(int64_t group_size, int64_t channels, double chan
   return static_cast<double>(channels) * channel_bytes;
 }
 
+double nvls_communicator_bytes(int64_t local_ranks, int64_t channels, double chunk_bytes) {
+  if (local_ranks < 2 || channels <= 0) return 0;
+  return static_cast<double>(channels) * 2 * chunk_bytes * static_cast<double>(local_ranks);
+}
+
+double userbuffers_bytes(double tokens, double hidden, bool fp8) {
+  const double gather = fp8 ? 1 : 2;  // 6 all-gather buffers
+  return tokens * hidden * (6 * gather + 4 * 2);
+}
+
+namespace {
+// Bytes of one receive slot beside the token's hidden bytes (DeepEP config.hpp): source meta 8,
+// kNumMaxTopK = 128 int64 indices and fp32 weights, kNumMaxScales = 128 fp32 scales.
+constexpr double kDeepepSlotMeta = 8 + 128 * 8 + 128 * 4 + 128 * 4;
+constexpr int64_t kDeepepNvlPeers = 8;  // NUM_MAX_NVL_PEERS
+double round_up_128(double b) { return std::ceil(b / 128) * 128; }
+}  // namespace
+
+double deepep_buffer_bytes(int64_t group_size, double hidden, int64_t num_sms, int64_t nvl_tokens, int64_t rdma_tokens) {
+  if (group_size <= 1) return 0;
+  const double hidden_bytes = hidden * 2;
+  const double channels = static_cast<double>(num_sms / 2);
+  const double nvl = static_cast<double>(std::min(group_size, kDeepepNvlPeers));
+  const double rdma = static_cast<double>(std::max<int64_t>(group_size / kDeepepNvlPeers, 1));
+  const double slot = hidden_bytes + kDeepepSlotMeta;
+  double nvl_bytes = channels * nvl * (2 * rdma + 3) * 4 + channels * nvl * static_cast<double>(nvl_tokens) * slot;
+  nvl_bytes = round_up_128(nvl_bytes);
+  double rdma_bytes = 0;
+  if (group_size > kDeepepNvlPeers) {
+    rdma_bytes = channels * rdma * (kDeepepNvlPeers * 2 + 2) * 2 * 4 +
+                 channels * rdma * static_cast<double>(rdma_tokens) * slot * 2;
+    rdma_bytes = round_up_128(rdma_bytes);
+  }
+  return nvl_bytes + rdma_bytes;
+}
+
+double hybridep_buffer_bytes(int64_t nvl_ranks, double max_tokens, double hidden, double dispatch_bytes) {
+  if (nvl_ranks <= 1) return 0;
+  return static_cast<double>(nvl_ranks) * max_tokens * hidden * (dispatch_bytes + 2);
+}
+
+double library_workspace_bytes(int64_t streams, double workspace_bytes) {
+  return static_cast<double>(streams) * workspace_bytes;
+}
+
 NonTensorMemory non_tensor_memory(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys) {
   NonTensorMemory out;
+  // PyTorch's cuBLAS workspace and TransformerEngine's cuBLASLt workspace, on the compute stream.
+  out.workspace_bytes = library_workspace_bytes(2, sys.cublas_workspace_bytes);
   if (sys.unusable_mem_given) {
     out.measured = true;
     out.context_bytes = sys.unusable_mem_bytes;
@@ -33,6 +85,37 @@ NonTensorMemory non_tensor_memory(const ModelConfig& m, const StrategyConfig& s,
     add(s.ep_size);
     add(s.etp_size);
     add(s.edp_size());
+  }
+  // NVLS: the reduction and gather groups, by their ranks inside one node.
+  const int64_t node = std::max<int64_t>(sys.num_per_node, 1);
+  auto local = [&](int64_t size, int64_t stride) { return std::min(size, std::max<int64_t>(node / stride, 1)); };
+  auto add_nvls = [&](int64_t size, int64_t stride) {
+    if (size <= 1) return;
+    const double b = nvls_communicator_bytes(local(size, stride), sys.nvls_channels, sys.nvls_chunk_bytes);
+    if (b <= 0) return;
+    out.nvls_bytes += b;
+    ++out.nvls_communicators;
+  };
+  add_nvls(s.tp_size, 1);
+  add_nvls(s.dp_size() * s.cp_size, s.tp_size);
+  if (m.is_moe()) {
+    add_nvls(s.etp_size, 1);
+    add_nvls(s.edp_size(), s.etp_size * s.ep_size);
+  }
+  const double tokens = static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) /
+                        static_cast<double>(std::max<int64_t>(s.cp_size, 1));
+  const double hidden = static_cast<double>(m.hidden_size);
+  if (s.tp_comm_overlap && s.sp()) out.userbuffers_bytes = userbuffers_bytes(tokens, hidden, s.fp8);
+  if (m.is_moe() && s.moe_token_dispatcher_type == std::optional<std::string>("flex")) {
+    const int64_t group = s.ep_size * s.etp_size;
+    if (s.deepep_backend()) {
+      out.ep_buffer_bytes = deepep_buffer_bytes(group, hidden, s.moe_deepep_num_sms.value_or(20),
+                                                sys.deepep_nvl_chunk_tokens, sys.deepep_rdma_chunk_tokens);
+    } else {
+      // HybridEP: the micro-batch's local tokens per rank (sequence-parallel shard).
+      const double local_tokens = tokens / static_cast<double>(s.sp() ? s.tp_size : 1);
+      out.ep_buffer_bytes = hybridep_buffer_bytes(std::min(group, node), local_tokens, hidden, s.fp8 ? 1 : 2);
+    }
   }
   return out;
 }

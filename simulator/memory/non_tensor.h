@@ -29,19 +29,70 @@ inline constexpr double kNcclChannelBufferBytes = (4.0 + 4.6875 + 0.5) * 1024 * 
 /// and LL128 buffers of every protocol). A group of one rank creates no communicator: 0.
 [[nodiscard]] double nccl_communicator_bytes(int64_t group_size, int64_t channels, double channel_bytes);
 
-/// What one rank holds outside PyTorch's allocator.
+/// NVLink SHARP (NVLS) buffers of one NCCL communicator on one rank [NCCL 2.20+
+/// src/transport/nvls.cc, ncclNvlsBufferSetup: nvlsPerRankSize = nChannels · 2 · buffSize (a
+/// reduce-scatter and an all-gather buffer per channel), nvlsTotalSize = nvlsPerRankSize · nHeads,
+/// one head per rank of the communicator inside the node; buffSize = NCCL_NVLS_CHUNKSIZE, 128 KiB].
+/// NVLS needs an NVSwitch node with multicast (NCCL_NVLS_ENABLE); a communicator with fewer than
+/// two ranks in the node, or `channels` 0 (NVLS off), holds none.
+[[nodiscard]] double nvls_communicator_bytes(int64_t local_ranks, int64_t channels, double chunk_bytes);
+
+/// TransformerEngine's userbuffers of `tp_comm_overlap` (TE 1.x–2.x `module/base.py`
+/// initialize_ub, Megatron `_initialize_tp_communicators`): ten buffers of the gathered activation
+/// shape [seq·mbs/cp, hidden] — the all-gather ones (qkv_fprop, qkv_dgrad, proj_dgrad, fc1_fprop,
+/// fc1_dgrad, fc2_dgrad) in fp8 (1 B) under fp8, else bf16; the reduce-scatter ones (proj_fprop,
+/// fc2_fprop, qkv_wgrad, fc1_wgrad) in bf16. Userbuffers registers them with its own cudaMalloc,
+/// outside PyTorch's allocator. `tokens` = seq·mbs/cp.
+[[nodiscard]] double userbuffers_bytes(double tokens, double hidden, bool fp8);
+
+/// DeepEP's normal-mode buffer of one rank (DeepEP `csrc/config.hpp` get_nvl_buffer_size_hint and
+/// get_rdma_buffer_size_hint, sized by Megatron `fused_a2a.py` get_buffer for hidden_bytes =
+/// hidden · 2): per channel (num_sms / 2) and per NVLink peer (at most 8) `nvl_tokens` receive
+/// slots, per RDMA peer (ranks / 8, above 8 ranks) twice `rdma_tokens` slots, each slot a token's
+/// hidden bytes plus its routing metadata (top-k indices int64 and weights fp32 for 128 slots,
+/// 128 fp32 scales, source meta 8 B). The NVLink part is cudaMalloc'ed, the RDMA part NVSHMEM's
+/// symmetric heap: both outside PyTorch.
+[[nodiscard]] double deepep_buffer_bytes(int64_t group_size, double hidden, int64_t num_sms, int64_t nvl_tokens,
+                                         int64_t rdma_tokens);
+
+/// HybridEP's registered buffers of one rank (Megatron 0.16 `fused_a2a.py` HybridEPBuffer): a
+/// dispatch receive buffer for `max_tokens` tokens of every rank of the NVLink domain in the
+/// dispatch dtype (1 B fp8, 2 B bf16) and a combine buffer of the same tokens in bf16.
+[[nodiscard]] double hybridep_buffer_bytes(int64_t nvl_ranks, double max_tokens, double hidden, double dispatch_bytes);
+
+/// Library workspaces a rank allocates through PyTorch (so inside the allocated bytes): PyTorch's
+/// cuBLAS workspace of the compute stream (CUBLAS_WORKSPACE_CONFIG ":4096:8" = 32 MiB on sm90+,
+/// "4096:2:16:8" = 8.125 MiB before) and TransformerEngine's cuBLASLt workspace
+/// (get_cublas_workspace_size_bytes: 32 MiB on sm90+, 4 MiB before). One value per stream that
+/// runs GEMMs: `streams` · `workspace_bytes`.
+[[nodiscard]] double library_workspace_bytes(int64_t streams, double workspace_bytes);
+
+/// What one rank holds outside PyTorch's allocator, and the library workspaces inside it.
 struct NonTensorMemory {
-  double context_bytes = 0;  // CUDA context and kernel images (accelerator.cuda_context_gbs)
-  double nccl_bytes = 0;     // NCCL communicator buffers, every group of more than one rank
+  double context_bytes = 0;      // CUDA context and kernel images (accelerator.cuda_context_gbs)
+  double nccl_bytes = 0;         // NCCL communicator buffers, every group of more than one rank
   int64_t communicators = 0;
-  bool measured = false;     // the system gives unusable_mem_gbs: its value replaces both terms
-  [[nodiscard]] double total() const { return context_bytes + nccl_bytes; }
+  double nvls_bytes = 0;         // NVLS buffers of the collective groups with ranks in one node
+  int64_t nvls_communicators = 0;
+  double userbuffers_bytes = 0;  // TE userbuffers (tp_comm_overlap)
+  double ep_buffer_bytes = 0;    // DeepEP / HybridEP buffers (flex dispatcher)
+  bool measured = false;         // the system gives unusable_mem_gbs: its value replaces every term
+  /// cuBLAS / cuBLASLt workspaces: allocated through PyTorch, so added to the allocated bytes,
+  /// not to total().
+  double workspace_bytes = 0;
+  [[nodiscard]] double total() const {
+    return context_bytes + nccl_bytes + nvls_bytes + userbuffers_bytes + ep_buffer_bytes;
+  }
 };
 
 /// The communicators a rank of the plan sends data over, one per group of more than one rank:
 /// tp, cp, dp·cp (gradient reduction), pp (p2p), and for a MoE model ep, etp and the expert
 /// data-parallel group. NCCL (2.22+, NCCL_RUNTIME_CONNECT) allocates buffers only on a group's
-/// first collective, so the groups Megatron creates and never uses hold none.
+/// first collective, so the groups Megatron creates and never uses hold none. NVLS buffers for
+/// the groups that run reductions and gathers (tp, dp·cp, etp, edp) with two or more ranks in a
+/// node (Megatron's rank order tp-cp-dp, expert groups etp-ep-edp: a group's ranks in one node =
+/// min(group, node / stride)); the userbuffers under tp_comm_overlap with sequence parallelism;
+/// the flex dispatcher's DeepEP or HybridEP buffers over the ep·etp group.
 [[nodiscard]] NonTensorMemory non_tensor_memory(const ModelConfig& m, const StrategyConfig& s,
                                                 const SystemConfig& sys);
 

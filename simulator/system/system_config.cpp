@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 #include "inputs/json_reader.h"
 #include "core/text.h"
@@ -229,6 +230,28 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
                                                          "got %lld", static_cast<long long>(sys.nccl_channels)));
     if (!(channel_mib >= 0 && channel_mib < 1e4))
       issues.add("/accelerator/nccl_channel_buffer_mib", "must be in [0, 10000) MiB (NCCL's defaults: 9.1875)");
+    double nvls_kib = kDefaultNvlsChunkKiB, workspace_mib = kDefaultCublasWorkspaceMiB;
+    a.opt("nvls_channels", sys.nvls_channels);
+    a.opt("nvls_chunk_kib", nvls_kib);
+    a.opt("cublas_workspace_mib", workspace_mib);
+    a.opt("deepep_nvl_chunk_tokens", sys.deepep_nvl_chunk_tokens);
+    a.opt("deepep_rdma_chunk_tokens", sys.deepep_rdma_chunk_tokens);
+    sys.nvls_chunk_bytes = nvls_kib * 1024;
+    sys.cublas_workspace_bytes = workspace_mib * kMiB;
+    if (!(sys.nvls_channels >= 0 && sys.nvls_channels <= 64))
+      issues.add("/accelerator/nvls_channels",
+                 strprintf("must be in 0..64 (NVLS channels per communicator, 0 = NVLS off; NCCL's default 16), got %lld",
+                           static_cast<long long>(sys.nvls_channels)));
+    if (!(nvls_kib >= 0 && nvls_kib < 1e6))
+      issues.add("/accelerator/nvls_chunk_kib", "must be in [0, 1000000) KiB (NCCL_NVLS_CHUNKSIZE; default 128)");
+    if (!(workspace_mib >= 0 && workspace_mib < 1e5))
+      issues.add("/accelerator/cublas_workspace_mib", "must be in [0, 100000) MiB (a GEMM workspace; 32 on sm90+)");
+    for (const auto& [key, v] : {std::pair<const char*, int64_t>{"deepep_nvl_chunk_tokens", sys.deepep_nvl_chunk_tokens},
+                                 {"deepep_rdma_chunk_tokens", sys.deepep_rdma_chunk_tokens}})
+      if (!(v >= 0 && v <= (1 << 20)))
+        issues.add(std::string("/accelerator/") + key,
+                   strprintf("must be in 0..1048576 (DeepEP receive slots per channel and peer), got %lld",
+                             static_cast<long long>(v)));
     if (!(sys.allocator_fragmentation >= 0 && sys.allocator_fragmentation <= 1))
       issues.add("/accelerator/allocator_fragmentation",
                  "must be in [0, 1] (reserved / allocated − 1 of the caching allocator; measured 0.03–0.08)");
@@ -490,6 +513,13 @@ std::string system_json_text(const SystemConfig& sys, int indent, bool models) {
     acc["nccl_channel_buffer_mib"] = clean(sys.nccl_channel_buffer_bytes / kMiB);
   if (sys.allocator_fragmentation != kDefaultAllocatorFragmentation)
     acc["allocator_fragmentation"] = clean(sys.allocator_fragmentation);
+  if (sys.nvls_channels != kDefaultNvlsChannels) acc["nvls_channels"] = sys.nvls_channels;
+  if (sys.nvls_chunk_bytes != kDefaultNvlsChunkKiB * 1024) acc["nvls_chunk_kib"] = clean(sys.nvls_chunk_bytes / 1024);
+  if (sys.cublas_workspace_bytes != kDefaultCublasWorkspaceMiB * kMiB)
+    acc["cublas_workspace_mib"] = clean(sys.cublas_workspace_bytes / kMiB);
+  if (sys.deepep_nvl_chunk_tokens != kDefaultDeepepNvlChunkTokens) acc["deepep_nvl_chunk_tokens"] = sys.deepep_nvl_chunk_tokens;
+  if (sys.deepep_rdma_chunk_tokens != kDefaultDeepepRdmaChunkTokens)
+    acc["deepep_rdma_chunk_tokens"] = sys.deepep_rdma_chunk_tokens;
   if (sys.sm_count) acc["sm_count"] = *sys.sm_count;
   acc["mode"] = sys.mode == CostMode::Roofline ? "roofline" : "only_compute";
   for (const auto& [name, op] : sys.ops) {

@@ -133,6 +133,20 @@ inline constexpr double kDefaultNcclChannelBufferMiB = 9.1875;
 /// `accelerator.allocator_fragmentation`: reserved / allocated − 1 of PyTorch's caching allocator,
 /// the mean over the 10 memory runs of validation/b200_megatron (1.028–1.079; mean 1.0544).
 inline constexpr double kDefaultAllocatorFragmentation = 0.0544;
+/// `accelerator.nvls_channels`: NVLS channels per communicator; 0 = NVLS off. NCCL turns NVLS on
+/// by default on NVSwitch nodes with multicast (NCCL_NVLS_ENABLE, 16 channels: NCCL_NVLS_NCHANNELS),
+/// and NVIDIA's NeMo / Megatron-Bridge performance launchers export NCCL_NVLS_ENABLE=0; the
+/// presets say which (memory/non_tensor.h).
+inline constexpr int64_t kDefaultNvlsChannels = 0;
+/// `accelerator.nvls_chunk_kib`: NCCL_NVLS_CHUNKSIZE, 128 KiB (NCCL 2.20+).
+inline constexpr double kDefaultNvlsChunkKiB = 128;
+/// `accelerator.cublas_workspace_mib`: one GEMM workspace per library and stream, 32 MiB on sm90+
+/// (PyTorch's CUBLAS_WORKSPACE_CONFIG ":4096:8", TransformerEngine's cuBLASLt workspace).
+inline constexpr double kDefaultCublasWorkspaceMiB = 32;
+/// `accelerator.deepep_nvl_chunk_tokens` / `deepep_rdma_chunk_tokens`: DeepEP's receive slots per
+/// channel and peer (get_dispatch_config / get_combine_config for 8 ranks: 256 NVLink, 128 RDMA).
+inline constexpr int64_t kDefaultDeepepNvlChunkTokens = 256;
+inline constexpr int64_t kDefaultDeepepRdmaChunkTokens = 128;
 
 struct SystemConfig {
   std::string sys_name;
@@ -153,6 +167,13 @@ struct SystemConfig {
   int64_t nccl_channels = kDefaultNcclChannels;
   double nccl_channel_buffer_bytes = kDefaultNcclChannelBufferMiB * kMiB;
   double allocator_fragmentation = kDefaultAllocatorFragmentation;
+  /// JSON `accelerator.nvls_channels`, `nvls_chunk_kib` (KiB), `cublas_workspace_mib` (MiB),
+  /// `deepep_nvl_chunk_tokens`, `deepep_rdma_chunk_tokens` (memory/non_tensor.h).
+  int64_t nvls_channels = kDefaultNvlsChannels;
+  double nvls_chunk_bytes = kDefaultNvlsChunkKiB * 1024;
+  double cublas_workspace_bytes = kDefaultCublasWorkspaceMiB * 1024 * 1024;
+  int64_t deepep_nvl_chunk_tokens = kDefaultDeepepNvlChunkTokens;
+  int64_t deepep_rdma_chunk_tokens = kDefaultDeepepRdmaChunkTokens;
   /// Streaming multiprocessors of the accelerator (JSON `accelerator.sm_count`, trainsim
   /// extension; datasheet value): the share of them a communication kernel takes from compute.
   std::optional<int64_t> sm_count;

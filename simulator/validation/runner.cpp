@@ -468,6 +468,18 @@ FitSummary summarize_fit(const std::vector<CaseResult>& results) {
   return f;
 }
 
+bool measures_whole_runs(const ValidationTable& t) {
+  return std::none_of(t.metrics.begin(), t.metrics.end(), [](ValidationMetric m) {
+    return m == ValidationMetric::LayerFwdMs || m == ValidationMetric::LayerBwdMs || m == ValidationMetric::LayerMs;
+  });
+}
+
+FitSummary summarize_fit(const ValidationTable& t, const std::vector<CaseResult>& results) {
+  FitSummary f = summarize_fit(results);
+  f.whole_runs = measures_whole_runs(t);
+  return f;
+}
+
 std::vector<MetricSummary> summarize(const ValidationTable& t, const std::vector<CaseResult>& results) {
   TRAINSIM_ASSERT(results.size() == t.cases.size(), "one result per case");
   std::vector<MetricSummary> out;

@@ -153,8 +153,18 @@ struct FitSummary {
   std::string least_case;
   /// The cases predicted not to fit (every one of them ran: each is a miss), in table order.
   std::vector<std::string> not_fit;
+  /// False for a table of per-layer metrics: its cases are the model as written around the timed
+  /// layer (the runner differences two layer counts), not the runs that were timed, so their
+  /// verdicts are shown but are not misses.
+  bool whole_runs = true;
 };
 [[nodiscard]] FitSummary summarize_fit(const std::vector<CaseResult>& results);
+/// The same, with `whole_runs` from the table: false when any of its metrics is per layer.
+[[nodiscard]] FitSummary summarize_fit(const ValidationTable& t, const std::vector<CaseResult>& results);
+
+/// True unless one of the table's metrics is a per-layer metric (layer_fwd_ms, layer_bwd_ms,
+/// layer_ms): such a table measures layers, and its cases are not whole training runs.
+[[nodiscard]] bool measures_whole_runs(const ValidationTable& t);
 
 /// One summary per metric of the table; `results` are matched to cases by position.
 [[nodiscard]] std::vector<MetricSummary> summarize(const ValidationTable& t,

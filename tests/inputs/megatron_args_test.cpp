@@ -370,3 +370,37 @@ TEST(MegatronArgs, MemorySwitches) {
 
 }  // namespace
 }  // namespace trainsim
+
+namespace trainsim {
+namespace {
+
+// A MoE command line runs Megatron core's probabilities path (>= 0.14): the probabilities travel
+// with the tokens and are applied in the experts' activation, so the unpermutation keeps nothing.
+// Mixtral 8x7B, sequence 4096, micro-batch 1, tp 1, ep 8: P = k·T = 2·4096 routed tokens per
+// layer; the old path kept the experts' output, P·H·2 = 8192·4096·2 B = 64 MiB per layer, 2 GiB
+// over 32 layers.
+TEST(MegatronArgs, MoeCommandLineRunsTheProbabilitiesPath) {
+  PlanRequest r;
+  r.hf_config = file("hf/mixtral-8x7b/config.json");
+  r.megatron = ConfigText{"torchrun --nproc-per-node 8 pretrain_gpt.py --seq-length 4096 --micro-batch-size 1 "
+                          "--expert-model-parallel-size 8 --moe-token-dispatcher-type alltoall --moe-grouped-gemm "
+                          "--bf16",
+                          "args.txt"};
+  const PlanConfigs p = build_plan(r, "", "");
+  EXPECT_TRUE(p.strategy.dispatch_probs);
+  StrategyConfig old = p.strategy;
+  old.dispatch_probs = false;
+  const SystemConfig sys = test::preset_system("h100-sxm-80g");
+  const Estimate now = estimate(p.model, p.strategy, sys), before = estimate(p.model, old, sys);
+  ASSERT_EQ(now.stages.size(), 1u);
+  EXPECT_DOUBLE_EQ(before.stages[0].activation_cache_per_mb_bytes - now.stages[0].activation_cache_per_mb_bytes,
+                   32.0 * 8192 * 4096 * 2);
+  // A dense command line does not get the key.
+  PlanRequest dense;
+  dense.hf_config = file("hf/llama-3.1-8b/config.json");
+  dense.megatron = ConfigText{"torchrun --nproc-per-node 8 pretrain_gpt.py --seq-length 4096 --micro-batch-size 1", "a.txt"};
+  EXPECT_FALSE(build_plan(dense, "", "").strategy.dispatch_probs);
+}
+
+}  // namespace
+}  // namespace trainsim

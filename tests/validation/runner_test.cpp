@@ -245,6 +245,29 @@ TEST(ValidationMath, FitSummaryCountsRunsPredictedNotToFit) {
   EXPECT_EQ(f.least_case, "b");
 }
 
+// A table of per-layer timings (Korthikanti et al. 2022, Table 4) times one layer of a model the
+// runner writes around it: its cases are not the runs that were timed, so their verdicts are not
+// counted as misses; a table with a step-time or memory metric measures whole runs.
+TEST(ValidationMath, PerLayerTablesAreNotWholeRuns) {
+  const std::string root = std::string(TRAINSIM_SOURCE_DIR) + "/validation/";
+  const ValidationTable layers = load_validation_table(root + "korthikanti2022");
+  const ValidationTable runs = load_validation_table(root + "b200_megatron");
+  EXPECT_FALSE(measures_whole_runs(layers));
+  EXPECT_TRUE(measures_whole_runs(runs));
+  std::vector<CaseResult> results(layers.cases.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    results[i].name = layers.cases[i].name;
+    results[i].fit.known = true;
+    results[i].fit.fits = i % 2 == 0;
+    results[i].fit.headroom_bytes = (i % 2 == 0 ? 1.0 : -1.0) * kGiB;
+  }
+  const FitSummary f = summarize_fit(layers, results);
+  EXPECT_FALSE(f.whole_runs);
+  EXPECT_EQ(f.predicted, 5);
+  EXPECT_EQ(f.fits, 3);
+  EXPECT_TRUE(summarize_fit(results).whole_runs);
+}
+
 // A case given as a Megatron-LM command line predicts the same as its model and strategy files:
 // memory metrics are the estimate's peak allocated and reserved bytes, and the verdict is the
 // plan's.
