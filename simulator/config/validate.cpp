@@ -151,6 +151,32 @@ std::vector<Moot> find_moot(const ModelConfig& m, const StrategyConfig& s, Mode 
     if (s.moe_shared_expert_overlap)
       add("moe_shared_expert_overlap", "true", why, "remove it",
           [](StrategyConfig& x) { x.moe_shared_expert_overlap = false; });
+    if (s.moe_router_fusion)
+      add("moe_router_fusion", "true", why, "remove it", [](StrategyConfig& x) { x.moe_router_fusion = false; });
+    if (s.moe_router_force_load_balancing)
+      add("moe_router_force_load_balancing", "true", why, "remove it",
+          [](StrategyConfig& x) { x.moe_router_force_load_balancing = false; });
+    if (s.moe_router_padding_for_fp8)
+      add("moe_router_padding_for_fp8", "true", why, "remove it",
+          [](StrategyConfig& x) { x.moe_router_padding_for_fp8 = false; });
+    if (s.moe_router_score_function)
+      add("moe_router_score_function", json_text(*s.moe_router_score_function), why, "remove it",
+          [](StrategyConfig& x) { x.moe_router_score_function.reset(); });
+    if (s.moe_router_num_groups)
+      add("moe_router_num_groups", json_text(*s.moe_router_num_groups), why, "remove it",
+          [](StrategyConfig& x) { x.moe_router_num_groups.reset(); });
+    if (s.moe_router_group_topk)
+      add("moe_router_group_topk", json_text(*s.moe_router_group_topk), why, "remove it",
+          [](StrategyConfig& x) { x.moe_router_group_topk.reset(); });
+    if (s.moe_aux_loss_coeff)
+      add("moe_aux_loss_coeff", json_text(*s.moe_aux_loss_coeff), why, "remove it",
+          [](StrategyConfig& x) { x.moe_aux_loss_coeff.reset(); });
+    if (s.moe_z_loss_coeff)
+      add("moe_z_loss_coeff", json_text(*s.moe_z_loss_coeff), why, "remove it",
+          [](StrategyConfig& x) { x.moe_z_loss_coeff.reset(); });
+    if (s.moe_hybridep_num_sms)
+      add("moe_hybridep_num_sms", json_text(*s.moe_hybridep_num_sms), why, "remove it",
+          [](StrategyConfig& x) { x.moe_hybridep_num_sms.reset(); });
   }
   if (!compat && m.is_moe()) {
     // Megatron reads the flex dispatcher's backend only with the flex dispatcher.
@@ -158,16 +184,26 @@ std::vector<Moot> find_moot(const ModelConfig& m, const StrategyConfig& s, Mode 
       add("moe_flex_dispatcher_backend", json_text(*s.moe_flex_dispatcher_backend),
           "changes nothing without the flex dispatcher (moe_token_dispatcher_type 'flex')", "remove it",
           [](StrategyConfig& x) { x.moe_flex_dispatcher_backend.reset(); });
-    // DeepEP's SMs (Buffer.set_num_sms) slow only the compute its kernels run beside.
+    // DeepEP's SMs (Buffer.set_num_sms) set its dispatch and combine bandwidth
+    // (model/moe_dispatch.h deepep_bandwidth) and slow the compute its kernels run beside.
     if (s.moe_deepep_num_sms && !s.deepep_backend())
       add("moe_deepep_num_sms", json_text(*s.moe_deepep_num_sms), "changes nothing without the DeepEP backend",
           "set moe_enable_deepep to true or remove it", [](StrategyConfig& x) { x.moe_deepep_num_sms.reset(); });
-    else if (s.moe_deepep_num_sms && !s.overlap_moe_expert_parallel_comm)
-      add("moe_deepep_num_sms", json_text(*s.moe_deepep_num_sms),
-          "changes nothing without overlap_moe_expert_parallel_comm: the dispatch and combine run alone, their "
-          "SMs take nothing from compute",
+    const bool hybridep = s.moe_token_dispatcher_type == std::optional<std::string>("flex") && !s.deepep_backend();
+    if (s.moe_hybridep_num_sms && !hybridep)
+      add("moe_hybridep_num_sms", json_text(*s.moe_hybridep_num_sms), "changes nothing without the HybridEP backend",
+          "set moe_flex_dispatcher_backend to 'hybridep' or remove it",
+          [](StrategyConfig& x) { x.moe_hybridep_num_sms.reset(); });
+    else if (s.moe_hybridep_num_sms && !s.overlap_moe_expert_parallel_comm)
+      add("moe_hybridep_num_sms", json_text(*s.moe_hybridep_num_sms),
+          "changes nothing without overlap_moe_expert_parallel_comm: HybridEP's bandwidth is modeled by its links "
+          "(no published per-SM figures), its SMs take nothing from compute when it runs alone",
           "remove it or set overlap_moe_expert_parallel_comm to true",
-          [](StrategyConfig& x) { x.moe_deepep_num_sms.reset(); });
+          [](StrategyConfig& x) { x.moe_hybridep_num_sms.reset(); });
+    if (s.moe_router_group_topk && !s.moe_router_num_groups)
+      add("moe_router_group_topk", json_text(*s.moe_router_group_topk),
+          "changes nothing without moe_router_num_groups (node-limited routing needs the groups)", "remove it",
+          [](StrategyConfig& x) { x.moe_router_group_topk.reset(); });
     if (s.moe_shared_expert_overlap && !m.moe_shared_expert_intermediate_size)
       add("moe_shared_expert_overlap", "true", "changes nothing: model " + model + " has no shared expert", "",
           [](StrategyConfig& x) { x.moe_shared_expert_overlap = false; },
@@ -375,20 +411,36 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
       {"moe_permute_fusion", s.moe_permute_fusion},
       {"moe_router_load_balancing_type", s.moe_router_load_balancing_type.has_value()},
       {"moe_load_imbalance_factor", s.moe_load_imbalance_factor.has_value()},
-      {"moe_shared_expert_overlap", s.moe_shared_expert_overlap}};
+      {"moe_shared_expert_overlap", s.moe_shared_expert_overlap},
+      {"moe_router_fusion", s.moe_router_fusion},
+      {"moe_router_score_function", s.moe_router_score_function.has_value()},
+      {"moe_router_num_groups", s.moe_router_num_groups.has_value()},
+      {"moe_router_group_topk", s.moe_router_group_topk.has_value()},
+      {"moe_aux_loss_coeff", s.moe_aux_loss_coeff.has_value()},
+      {"moe_z_loss_coeff", s.moe_z_loss_coeff.has_value()},
+      {"moe_router_force_load_balancing", s.moe_router_force_load_balancing},
+      {"moe_router_padding_for_fp8", s.moe_router_padding_for_fp8},
+      {"moe_hybridep_num_sms", s.moe_hybridep_num_sms.has_value()}};
   for (const auto& k : moe_keys) {
     if (!k.set) continue;
     if (mode == Mode::SimuMax12)
       add(std::string("/") + k.key, "is not part of SimuMax v1.2 (it routes with all2all, balanced); remove it or use the default mode");
   }
   if (mode == Mode::Default && m.is_moe()) {
+    // Megatron's router: the experts split into equal groups, a token's groups among them.
+    if (s.moe_router_num_groups && m.expert_num % *s.moe_router_num_groups != 0)
+      add("/moe_router_num_groups", strprintf("must divide the %lld experts (expert_num), got %lld",
+                                              ll(m.expert_num), ll(*s.moe_router_num_groups)));
+    else if (s.moe_router_num_groups && s.moe_router_group_topk && *s.moe_router_group_topk > *s.moe_router_num_groups)
+      add("/moe_router_group_topk", strprintf("must be at most moe_router_num_groups (%lld), got %lld",
+                                              ll(*s.moe_router_num_groups), ll(*s.moe_router_group_topk)));
     if (s.moe_enable_deepep && s.moe_token_dispatcher_type != "flex")
       add("/moe_enable_deepep", "DeepEP is a backend of the flex dispatcher; set moe_token_dispatcher_type to 'flex'");
     // The flex dispatcher's backend is DeepEP unless moe_flex_dispatcher_backend says hybridep
     // (Megatron 0.16+: --moe-flex-dispatcher-backend, default deepep).
-    // DeepEP's SMs (Buffer.set_num_sms) slow only the compute its kernels run beside (without
-    // the backend or the overlap the count is moot: moot_switches).
-    if (s.moe_deepep_num_sms && s.deepep_backend() && s.overlap_moe_expert_parallel_comm) {
+    // DeepEP's SMs (Buffer.set_num_sms) set its bandwidth and slow the compute its kernels run
+    // beside (without the backend the count is moot: moot_switches).
+    if (s.moe_deepep_num_sms && s.deepep_backend()) {
       const int64_t sms = *s.moe_deepep_num_sms;
       if (sms < 1)
         add("/moe_deepep_num_sms", strprintf("must be at least 1 (Megatron's default: 20), got %lld", ll(sms)));
