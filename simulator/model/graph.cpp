@@ -672,6 +672,11 @@ void megatron_permutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   if (!padded && disp == MoeDispatcher::AllToAll)
     add_comm(l, kFwd, Collective::AllGather, Group::EP, NE * 8 * static_cast<double>(c.s.ep_size), c.s.ep_size,
              "Dispatch_FWD_EP");
+  // allgather (MoEAllGatherTokenDispatcher): the routing map (bool) and the probs (fp32) of the
+  // EP×ETP group's tokens are gathered beside the tokens, T·E·5 bytes per rank.
+  if (disp == MoeDispatcher::AllGather)
+    add_comm(l, kFwd, Collective::AllGather, Group::EP, X * 5 * ep_etp, c.s.ep_size * c.s.etp_size,
+             "Dispatch_FWD_EP");
 }
 
 // Default mode: the unpermutation mirrored (Fp8Unpadding, the sort back to source order, the

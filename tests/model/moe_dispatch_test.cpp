@@ -102,8 +102,11 @@ TEST(MoeDispatch, BytesPerDispatcher) {
   // allgather: every token of the 8 ranks, 8·4096·4096·2 = 268,435,456 B, reduce-scattered back.
   s.moe_token_dispatcher_type = "allgather";
   const Chunk ag = build_chunk(m, s, 32000, spec, env);
-  EXPECT_EQ(leaf(ag, "permutation").comms[kFwd][0].kind, Collective::AllGather);
-  EXPECT_DOUBLE_EQ(leaf(ag, "permutation").comms[kFwd][0].bytes, 268435456.0);
+  // Default mode: first the routing map and the probs, T·E·(1 + 4)·8 = 4096·8·5·8 = 1,310,720 B.
+  ASSERT_EQ(leaf(ag, "permutation").comms[kFwd].size(), 2u);
+  EXPECT_DOUBLE_EQ(leaf(ag, "permutation").comms[kFwd][0].bytes, 1310720.0);
+  EXPECT_EQ(leaf(ag, "permutation").comms[kFwd][1].kind, Collective::AllGather);
+  EXPECT_DOUBLE_EQ(leaf(ag, "permutation").comms[kFwd][1].bytes, 268435456.0);
   EXPECT_EQ(leaf(ag, "unpermutation").comms[kFwd][0].kind, Collective::ReduceScatter);
   // Default mode: the counts, the index building and the gather (El = 1: no sort); fused, TE's
   // 3-pass row-id map instead of PyTorch's 8 masked_select launches.
