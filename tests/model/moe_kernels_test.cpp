@@ -187,6 +187,40 @@ TEST(MoeKernels, AllToAllPermutationKernels) {
   EXPECT_TRUE(p->host_sync);
 }
 
+// TE's Fp8Padding under fp8: a copy of the R received rows (2·R·H·2 bytes) before fc1, and the
+// unpadding after fc2, when the rows per expert vary; not when a padded count is a multiple of
+// 16 or the router pads (moe_router_padding_for_fp8). DeepSeek-V2-Lite EP8 as above: R = 24,576.
+TEST(MoeKernels, Fp8PaddingCopiesTheRowsWhenCountsVary) {
+  ModelConfig m = test::preset_model("deepseek-v2-lite");
+  StrategyConfig s;
+  s.seq_len = 4096;
+  s.micro_batch_size = 1;
+  s.world_size = 8;
+  s.ep_size = 8;
+  s.moe_token_dispatcher_type = "alltoall";
+  s.moe_permute_fusion = true;
+  s.fp8 = true;
+  auto kernels = [&](const ModelConfig& mm, const StrategyConfig& ss, const char* name) {
+    const Chunk c = build_chunk(mm, ss, 102400, ChunkSpec{false, false, 2, 1, 0}, ChunkEnv{8, 1.0});
+    for (const auto& t : c.templates)
+      for (const auto& l : t->leaves)
+        if (l.name == name) return l.kernels[kFwd];
+    return KernelList{};
+  };
+  // Padded to capacity: M = ceil(6·4096/64)·8 = 3072 rows per local expert, 192·16: no copy.
+  EXPECT_EQ(kernels(m, s, "permutation").size(), 4u);
+  ModelConfig dropless = m;
+  dropless.moe_pad_expert_input_to_capacity = false;
+  dropless.capacity_given = false;
+  const KernelList f = kernels(dropless, s, "permutation");
+  ASSERT_EQ(f.size(), 5u);
+  EXPECT_DOUBLE_EQ(f[4].bytes, 2 * 24576.0 * 2048 * 2);
+  EXPECT_EQ(kernels(dropless, s, "unpermutation").size(), 3u);  // unpad, unsort, unpermute
+  StrategyConfig router_pads = s;
+  router_pads.moe_router_padding_for_fp8 = true;
+  EXPECT_EQ(kernels(dropless, router_pads, "permutation").size(), 4u);
+}
+
 // DeepEP's SMs set its bandwidth: fewer SMs, a slower EP all-to-all, up to the link.
 TEST(MoeKernels, DeepEpStepSlowsWithFewerSms) {
   ModelConfig m = test::preset_model("mixtral-8x7b");
