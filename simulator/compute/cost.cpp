@@ -158,7 +158,11 @@ KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log)
     out.measured = source != EfficiencySource::Default;
     out.source = source;
   }
-  const double io = k.bytes == 0 ? 0 : stream_time(classes.bandwidth(k.bw), k.bytes);
+  double io = 0;
+  if (k.bytes != 0) {
+    const BandwidthConfig& bw = classes.bandwidth(k.bw);
+    io = stream_time(bw, k.bytes) + (k.launches > 1 ? (k.launches - 1) * bw.latency_s : 0);
+  }
   out.time_s = sys.mode == CostMode::OnlyCompute ? (compute != 0 ? compute : io) : std::max(compute, io);
   return out;
 }

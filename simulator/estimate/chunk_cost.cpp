@@ -81,7 +81,7 @@ double ep_a2a_time(const Env& env, const CommList& calls) {
   double t = 0;
   for (const auto& c : calls)
     if (c.group == Group::EP && c.kind == Collective::AllToAll)
-      t += collective_time(env.sys, env.s, env.nets.net(c.group), c.kind, c.bytes, c.n, c.stage);
+      t += call_time(env, c);
   return t;
 }
 

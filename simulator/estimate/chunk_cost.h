@@ -67,6 +67,11 @@ struct PhaseSums {
   }
 };
 
+// Seconds of one collective: a NCCL collective on its group's network, or the flex dispatcher's
+// DeepEP / HybridEP kernels (model/moe_dispatch.h deepep_time on the system's NVLink and
+// inter-node links).
+[[nodiscard]] double call_time(const Env& env, const CommCall& c);
+
 // comm_sum of a non-empty list.
 double comm_sum_of(const Env& env, const CommList& calls, std::array<double, kGroupCount>& by_group, int repeat);
 

@@ -5,15 +5,57 @@
 
 #include "estimate/chunk_cost.h"
 #include "model/context_parallel.h"
+#include "model/moe_dispatch.h"
 #include "schedule/gemm_comm_overlap.h"
 
 namespace trainsim::detail {
+
+namespace {
+
+// A network group of the system by kind: the plan's resolved one, else resolved here (null
+// config when the system has none).
+NetworkRef network_of(const Env& env, Network kind) {
+  const NetworkRef& r = env.nets.nets[static_cast<size_t>(kind)];
+  return r.config ? r : resolve_network(env.sys, network_name(kind));
+}
+
+// A link's bandwidth per GPU (bytes/s) with the network's efficiency (not NCCL's all-to-all
+// factor: DeepEP reached 153 of the H800's ~160 GB/s); the inter-node bandwidth is the node's,
+// shared by its GPUs.
+double a2a_link_bps(const NetworkRef& net, int64_t gpus_per_node) {
+  const NetworkConfig& nd = *net.config;
+  const double bw = nd.bandwidth.bytes_per_s * nd.bandwidth.efficient_factor;
+  return net.inter_node ? bw / static_cast<double>(std::max<int64_t>(1, gpus_per_node)) : bw;
+}
+
+}  // namespace
+
+double call_time(const Env& env, const CommCall& c) {
+  if (!c.flex) return collective_time(env.sys, env.s, env.nets.net(c.group), c.kind, c.bytes, c.n, c.stage);
+  if (c.n <= 1) return 0;
+  // NVLink: the system's high_intra_node group (the EP group's own network when it has none);
+  // RDMA: inter_node. Each pays the group's fixed latency once (DeepEP's notify kernel).
+  const NetworkRef& ep = env.nets.net(c.group);
+  NetworkRef nvl = network_of(env, Network::HighIntraNode);
+  if (!nvl.config) nvl = ep;
+  const double nvl_bps = a2a_link_bps(nvl, env.sys.num_per_node);
+  double rdma_bps = nvl_bps, fixed = nvl.config->bandwidth.fixed_latency_s;
+  if (c.rdma_bytes > 0) {
+    NetworkRef inter = network_of(env, Network::InterNode);
+    if (!inter.config) inter = ep;
+    rdma_bps = a2a_link_bps(inter, env.sys.num_per_node);
+    fixed = std::max(fixed, inter.config->bandwidth.fixed_latency_s);
+  }
+  const NetOpConfig* op = ep.ops[static_cast<size_t>(Collective::AllToAll)];
+  if (op && op->fixed_latency_s) fixed = *op->fixed_latency_s;
+  return deepep_time(c.bytes, c.rdma_bytes, c.sms, nvl_bps, rdma_bps) + fixed;
+}
 
 // comm_sum of a non-empty list.
 double comm_sum_of(const Env& env, const CommList& calls, std::array<double, kGroupCount>& by_group, int repeat) {
   double t = 0;
   for (const auto& c : calls) {
-    const double x = collective_time(env.sys, env.s, env.nets.net(c.group), c.kind, c.bytes, c.n, c.stage);
+    const double x = call_time(env, c);
     t += x;
     by_group[static_cast<size_t>(c.group)] += repeat * x;
   }

@@ -364,7 +364,9 @@ class PlanBuilder {
     }
     // SimuMax v1.2 has none of these: the flags stay warnings there.
     for (const char* key : {"hierarchical_context_parallel_sizes", "moe_enable_deepep", "moe_flex_dispatcher_backend",
-                            "moe_deepep_num_sms",
+                            "moe_deepep_num_sms", "moe_router_fusion", "moe_router_score_function",
+                            "moe_router_num_groups", "moe_router_group_topk", "moe_aux_loss_coeff", "moe_z_loss_coeff",
+                            "moe_router_force_load_balancing", "moe_router_padding_for_fp8", "moe_hybridep_num_sms",
                             "moe_permute_fusion",
                             "moe_router_load_balancing_type", "moe_shared_expert_overlap"}) {
       if (!compat || !strategy_doc.contains(key) || overridden(key)) continue;

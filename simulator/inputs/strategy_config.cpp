@@ -74,6 +74,9 @@ const BoolField kBoolFields[] = {
     {"overlap_moe_expert_parallel_comm", &StrategyConfig::overlap_moe_expert_parallel_comm},
     {"scatter_gather_tensors_in_pipeline", &StrategyConfig::scatter_gather_tensors_in_pipeline},
     {"fp8_param_gather", &StrategyConfig::fp8_param_gather},
+    {"moe_router_fusion", &StrategyConfig::moe_router_fusion},
+    {"moe_router_force_load_balancing", &StrategyConfig::moe_router_force_load_balancing},
+    {"moe_router_padding_for_fp8", &StrategyConfig::moe_router_padding_for_fp8},
 };
 const StrField kStrFields[] = {
     {"dtype", &StrategyConfig::dtype},
@@ -98,6 +101,9 @@ const OptIntField kOptIntFields[] = {
     {"microbatch_group_size_per_vp_stage", &StrategyConfig::microbatch_group_size_per_vp_stage},
     {"num_layers_per_virtual_pipeline_stage", &StrategyConfig::num_layers_per_virtual_pipeline_stage},
     {"moe_deepep_num_sms", &StrategyConfig::moe_deepep_num_sms},
+    {"moe_router_num_groups", &StrategyConfig::moe_router_num_groups},
+    {"moe_router_group_topk", &StrategyConfig::moe_router_group_topk},
+    {"moe_hybridep_num_sms", &StrategyConfig::moe_hybridep_num_sms},
 };
 const OptStrField kOptStrFields[] = {
     {"recompute_granularity", &StrategyConfig::recompute_granularity},
@@ -107,6 +113,7 @@ const OptStrField kOptStrFields[] = {
     {"moe_token_dispatcher_type", &StrategyConfig::moe_token_dispatcher_type},
     {"moe_flex_dispatcher_backend", &StrategyConfig::moe_flex_dispatcher_backend},
     {"moe_router_load_balancing_type", &StrategyConfig::moe_router_load_balancing_type},
+    {"moe_router_score_function", &StrategyConfig::moe_router_score_function},
 };
 
 // A version component above this is not a version (and would overflow when parsed).
@@ -243,6 +250,8 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   r.opt("recompute_modules", recompute_modules);
   r.opt("hierarchical_context_parallel_sizes", s.hierarchical_context_parallel_sizes);
   r.opt("moe_load_imbalance_factor", s.moe_load_imbalance_factor);
+  r.opt("moe_aux_loss_coeff", s.moe_aux_loss_coeff);
+  r.opt("moe_z_loss_coeff", s.moe_z_loss_coeff);
   r.finish();
   if (virtual_stages && r.has("interleaving_size"))
     issues.add("/num_virtual_stages_per_pipeline_rank", "is Megatron's name for interleaving_size; give one of the two");
@@ -343,6 +352,15 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
                  {"aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none"});
   if (s.moe_load_imbalance_factor && !(*s.moe_load_imbalance_factor >= 1 && *s.moe_load_imbalance_factor <= 64))
     issues.add("/moe_load_imbalance_factor", "must be in [1, 64] (busiest EP rank's tokens over the mean)");
+  if (s.moe_router_score_function)
+    check_choice(issues, "moe_router_score_function", *s.moe_router_score_function, {"softmax", "sigmoid"});
+  for (const auto& [key, v] : {std::pair{"moe_aux_loss_coeff", s.moe_aux_loss_coeff},
+                               std::pair{"moe_z_loss_coeff", s.moe_z_loss_coeff}})
+    if (v && !(*v >= 0 && *v <= 1e6)) issues.add(std::string("/") + key, "must be a number in [0, 1e6]");
+  for (const auto& [key, v] : {std::pair{"moe_router_num_groups", s.moe_router_num_groups},
+                               std::pair{"moe_router_group_topk", s.moe_router_group_topk},
+                               std::pair{"moe_hybridep_num_sms", s.moe_hybridep_num_sms}})
+    if (v && !(*v >= 1 && *v <= (1 << 16))) issues.add(std::string("/") + key, "must be in [1, 65536]");
   if (s.te_version && !valid_version(*s.te_version))
     issues.add("/te_version", "expected a version like \"2.11.0\" (1 to 4 numbers of at most 9 digits), got \"" +
                                   s.te_version->substr(0, 40) + "\"");
@@ -375,6 +393,8 @@ std::string strategy_to_json_text(const StrategyConfig& s) {
   if (!s.hierarchical_context_parallel_sizes.empty())
     j["hierarchical_context_parallel_sizes"] = s.hierarchical_context_parallel_sizes;
   if (s.moe_load_imbalance_factor) j["moe_load_imbalance_factor"] = *s.moe_load_imbalance_factor;
+  if (s.moe_aux_loss_coeff) j["moe_aux_loss_coeff"] = *s.moe_aux_loss_coeff;
+  if (s.moe_z_loss_coeff) j["moe_z_loss_coeff"] = *s.moe_z_loss_coeff;
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -413,6 +433,10 @@ uint64_t strategy_hash(const StrategyConfig& s) {
   for (int64_t v : s.hierarchical_context_parallel_sizes) num(v);
   const double imbalance = s.moe_load_imbalance_factor.value_or(0);
   bytes(&imbalance, sizeof imbalance);
+  for (const auto& c : {s.moe_aux_loss_coeff, s.moe_z_loss_coeff}) {
+    const double v = c.value_or(-1);
+    bytes(&v, sizeof v);
+  }
   return h;
 }
 
@@ -426,7 +450,8 @@ std::vector<std::string> strategy_keys() {
   for (const char* k : {"attention_sparse_ratio", "mem_factor", "megatron_recompute_modules",
                         "num_virtual_stages_per_pipeline_rank", "recompute_method", "recompute_num_layers",
                         "recompute_modules", "optimizer_offload_fraction", "offload_modules",
-                        "hierarchical_context_parallel_sizes", "moe_load_imbalance_factor", "offload_tensors"})
+                        "hierarchical_context_parallel_sizes", "moe_load_imbalance_factor", "offload_tensors",
+                        "moe_aux_loss_coeff", "moe_z_loss_coeff"})
     keys.emplace_back(k);
   return keys;
 }

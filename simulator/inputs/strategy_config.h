@@ -37,6 +37,18 @@ struct StrategyConfig {
   std::optional<std::string> moe_router_load_balancing_type;  // aux_loss (Megatron's default), ...
   std::optional<double> moe_load_imbalance_factor;       // dropless: busiest EP rank's tokens / mean
   bool moe_shared_expert_overlap = false;                // shared expert under the dispatch all-to-all
+  // The router as Megatron runs it (model/moe_kernels.h): TE's fused router kernels, the score
+  // function, node-limited routing, the auxiliary and z losses, force-balanced routing, the
+  // router's padding of expert rows for fp8 grouped GEMMs; HybridEP's SMs.
+  bool moe_router_fusion = false;                        // --moe-router-fusion
+  std::optional<std::string> moe_router_score_function;  // softmax (Megatron's default) or sigmoid
+  std::optional<int64_t> moe_router_num_groups;          // node-limited routing: expert groups
+  std::optional<int64_t> moe_router_group_topk;          // groups a token's experts come from
+  std::optional<double> moe_aux_loss_coeff;              // unset: the aux-loss types compute their loss
+  std::optional<double> moe_z_loss_coeff;                // unset: no z-loss
+  bool moe_router_force_load_balancing = false;          // random routing: every rank as loaded
+  bool moe_router_padding_for_fp8 = false;               // the routing map pads expert rows (no Fp8Padding)
+  std::optional<int64_t> moe_hybridep_num_sms;           // SMs HybridEP's kernels take
   std::optional<int64_t> num_layers_in_first_pipeline_stage;
   std::optional<int64_t> num_layers_in_last_pipeline_stage;
   bool account_for_embedding_in_pipeline_split = false;

@@ -11,6 +11,7 @@
 #include "core/text.h"
 #include "model/context_parallel.h"
 #include "model/moe_dispatch.h"
+#include "model/moe_kernels.h"
 #include "passes/fp8.h"
 #include "passes/offload.h"
 #include "passes/recompute.h"
@@ -39,6 +40,14 @@ Kernel mem_kernel(double bytes, const char* bw = "default") {
   k.bytes = bytes;
   k.bw = bw;
   return k;
+}
+
+// A batch of small memory-bound kernels (model/moe_kernels.h), nothing when it has none.
+void add_batch(KernelList& list, const KernelBatch& b, const char* bw = "default") {
+  if (b.launches == 0) return;
+  Kernel k = mem_kernel(b.bytes, bw);
+  k.launches = b.launches;
+  list.push_back(k);
 }
 
 void add_comm(Leaf& l, Phase p, Collective c, Group g, double bytes, int64_t n, const char* stage) {
@@ -471,8 +480,29 @@ void router(Leaf& l, const Ctx& c) {
     Kernel k;
     k.flops = 2 * T * c.H * NE;
     k.op = "matmul";
-    k.bytes = lin + (p == kFwd ? 2 * Ls : (p == kBwdAct ? 3 * Ls : 0));
+    k.bytes = lin + (c.megatron ? 0 : (p == kFwd ? 2 * Ls : (p == kBwdAct ? 3 * Ls : 0)));
     l.kernels[p] = {k};
+  }
+  if (c.megatron) {
+    // The score, top-k, routing-map and loss kernels as Megatron runs them (model/moe_kernels.h).
+    const StrategyConfig& s = c.s;
+    const std::string type = s.moe_router_load_balancing_type.value_or("aux_loss");
+    RouterShape r;
+    r.tokens = T;
+    r.experts = NE;
+    r.topk = static_cast<double>(c.m.topk.value_or(1));
+    r.e = c.e;
+    r.sigmoid = s.moe_router_score_function == std::optional<std::string>("sigmoid");
+    r.fused = s.moe_router_fusion;
+    r.groups = s.moe_router_num_groups.value_or(1) > 1 && s.moe_router_group_topk.has_value();
+    r.aux_loss = (type == "aux_loss" || type == "seq_aux_loss" || type == "global_aux_loss") &&
+                 s.moe_aux_loss_coeff.value_or(1) > 0;
+    r.z_loss = s.moe_z_loss_coeff.value_or(0) > 0;
+    r.pad = c.m.moe_pad_expert_input_to_capacity;
+    r.capacity = r.pad || c.m.capacity_given;
+    const FwdBwdKernels k = router_kernels(r);
+    add_batch(l.kernels[kFwd], k.fwd);
+    add_batch(l.kernels[kBwdAct], k.bwd);
   }
   l.kernels[kFwd][0].key = matmul_key(c.B, c.S_l, c.H, NE, KeyLayout::TN, false, KeyDtype::bf16);
   l.kernels[kBwdAct][0].key = matmul_key(c.B, c.S_l, NE, c.H, KeyLayout::NN, false, KeyDtype::bf16);
@@ -522,7 +552,21 @@ struct DispatchComm {
   double bytes;
   int64_t n;
   bool etp_separate;  // alltoall: the ETP all-gather / reduce-scatter follows the all-to-all
+  // Default mode's flex dispatcher: DeepEP / HybridEP kernels (CommCall::flex), `bytes` over
+  // NVLink and `rdma_bytes` to other nodes per rank, on `sms` SMs (0: HybridEP).
+  bool flex = false;
+  double rdma_bytes = 0;
+  int32_t sms = 0;
 };
+
+void add_dispatch(Leaf& l, Phase p, const DispatchComm& d, bool forward, const char* stage) {
+  if (d.n <= 1) return;
+  CommCall call{forward ? d.fwd : d.bwd, Group::EP, d.bytes, d.n, stage};
+  call.flex = d.flex;
+  call.rdma_bytes = d.rdma_bytes;
+  call.sms = d.sms;
+  l.comms[p].push_back(call);
+}
 
 DispatchComm dispatch_comm(const Ctx& c, const MoeShape& sh, bool combine) {
   const int64_t ep = c.s.ep_size, etp = c.s.etp_size;
@@ -534,6 +578,27 @@ DispatchComm dispatch_comm(const Ctx& c, const MoeShape& sh, bool combine) {
               sh.T * tok * static_cast<double>(ep * etp), ep * etp, false};
     case MoeDispatcher::Flex: {
       const int64_t group = ep * etp, nodes = (group + c.env.gpus_per_node - 1) / c.env.gpus_per_node;
+      if (c.megatron) {
+        // DeepEP / HybridEP send a token once per destination rank (the expert copies are made
+        // on arrival), across nodes once per destination node over RDMA, forwarded there over
+        // NVLink to its other ranks (each rank but the one the RDMA copy lands on, 1 − 1/g).
+        // Node-limited routing bounds the nodes and ranks (moe_router_num_groups, _group_topk).
+        const int64_t G = c.s.moe_router_num_groups.value_or(0), g = c.s.moe_router_group_topk.value_or(0);
+        const int64_t E = c.m.expert_num, k = c.m.topk.value_or(1);
+        const double per = sh.T * tok * c.env.moe_imbalance * static_cast<double>(etp);
+        const double ranks = expected_token_nodes(E, k, ep, G, g);
+        DispatchComm d{Collective::AllToAll, Collective::AllToAll, 0, group, false};
+        d.flex = true;
+        d.sms = c.s.deepep_backend() ? static_cast<int32_t>(c.s.moe_deepep_num_sms.value_or(kDeepEpDefaultNumSms)) : 0;
+        if (nodes <= 1) {
+          d.bytes = per * ranks * static_cast<double>(ep - 1) / static_cast<double>(ep);
+        } else {
+          const double dn = static_cast<double>(nodes), gpn = static_cast<double>(c.env.gpus_per_node);
+          d.rdma_bytes = per * expected_token_nodes(E, k, nodes, G, g) * (dn - 1) / dn;
+          d.bytes = per * ranks * (1 - 1 / gpn);
+        }
+        return d;
+      }
       if (nodes <= 1) return {Collective::AllToAll, Collective::AllToAll, sh.P * tok * c.env.moe_imbalance * static_cast<double>(etp), group, false};
       const double per_token = expected_token_nodes(c.m.expert_num, c.m.topk.value_or(1), nodes);
       return {Collective::AllToAll, Collective::AllToAll,
@@ -542,6 +607,106 @@ DispatchComm dispatch_comm(const Ctx& c, const MoeShape& sh, bool combine) {
     case MoeDispatcher::AllToAll: break;
   }
   return {Collective::AllToAll, Collective::AllToAll, sh.P * tok * c.env.moe_imbalance, ep, true};
+}
+
+// Whether TE's Fp8Padding copies the expert rows before a fp8 grouped GEMM (and Fp8Unpadding
+// after it): rows per local expert vary (dropless, or dropped without padding) or a fixed count
+// is no multiple of the alignment; not with the router's own padding
+// (moe_router_padding_for_fp8) or one Linear per expert.
+bool fp8_row_padding(const Ctx& c, const MoeShape& sh) {
+  if (!c.fp8 || c.m.group_linear_mode == "serial" || c.s.moe_router_padding_for_fp8) return false;
+  if (!c.m.moe_pad_expert_input_to_capacity) return true;
+  return std::fmod(sh.M, static_cast<double>(fp8_row_alignment(c.s.fp8_recipe == "mxfp8"))) != 0;
+}
+
+// Default mode: the permutation as Megatron's dispatchers run it (token_dispatcher.py), forward
+// and input gradient. Forward: the token counts (alltoall, allgather) or DeepEP's metadata (the
+// top-k of the probs, get_dispatch_layout, the received map as multihot and the counts read on
+// the host), the permutation's index building and its gather ((T + P)·H·e), after the all-to-all
+// the sort of the received rows by local expert when a rank holds several (sort_chunks_by_idxs,
+// 2·R·H·e with R = M·El the rows after the dispatch, tokens and probs: 2 launches) and TE's
+// Fp8Padding (2·R·H·e). Backward: the padding's and the sort's copies of the gradient and the
+// gather's scatter back ((P + T)·H·e; unfused: zeros of the output first).
+void megatron_permutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
+  const MoeDispatcher disp = moe_dispatcher(c.s);
+  const bool fused = c.s.moe_permute_fusion, padded = c.m.moe_pad_expert_input_to_capacity;
+  const double NE = static_cast<double>(c.m.expert_num), k = static_cast<double>(c.m.topk.value_or(1));
+  const double X = sh.T * NE, K = sh.T * k, tok = c.H * c.e, R = sh.M * sh.El;
+  KernelList& f = l.kernels[kFwd];
+  KernelList& b = l.kernels[kBwdAct];
+  f.clear();
+  b.clear();
+  KernelBatch meta;
+  if (disp == MoeDispatcher::Flex) {
+    meta.add(X * 4 + K * 12);                        // top-k of the probs: token indices
+    meta.add(K * 8 + sh.T * static_cast<double>(c.s.ep_size));  // get_dispatch_layout
+    meta.add(K * 12 + R * 5);                        // fused_indices_to_multihot
+    meta.add(sh.El * 8);                             // tokens per expert to the host
+  } else {
+    meta = dispatch_count_kernels(sh.T, NE, padded);
+  }
+  add_batch(f, meta);
+  // The index building runs over the routing map of the rows the rank permutes: its own tokens
+  // (alltoall), the EP group's for its local experts (allgather), the received ones (flex).
+  const double ep_etp = static_cast<double>(c.s.ep_size * c.s.etp_size);
+  const double rows = disp == MoeDispatcher::AllGather ? sh.T * ep_etp : sh.T;
+  const double cols = disp == MoeDispatcher::AllToAll ? NE : sh.El;
+  add_batch(f, permute_index_kernels(rows, cols, sh.P, c.e, fused, padded));
+  f.push_back(mem_kernel((sh.T + sh.P) * tok, "permute_fwd"));
+  b.push_back(mem_kernel((sh.P + sh.T) * tok + (fused ? 0 : sh.T * tok), "permute_bwd"));
+  if (!fused) b.back().launches = 2;
+  if (disp == MoeDispatcher::AllToAll && sh.El > 1) {
+    Kernel sort = mem_kernel(2 * R * tok + 2 * R * 4, "permute_fwd");
+    sort.launches = 2;
+    f.push_back(sort);
+    sort.bw = "permute_bwd";
+    b.push_back(sort);
+  }
+  if (fp8_row_padding(c, sh)) {
+    f.push_back(mem_kernel(2 * R * tok));
+    b.push_back(mem_kernel(2 * R * tok));
+  }
+  // Token counts the host reads before the dispatch (no fixed capacities): a sync point, and
+  // with alltoall the counts' all-gather over the EP group (gather_from_sequence_parallel_region).
+  l.host_sync = !padded;
+  if (!padded && disp == MoeDispatcher::AllToAll)
+    add_comm(l, kFwd, Collective::AllGather, Group::EP, NE * 8 * static_cast<double>(c.s.ep_size), c.s.ep_size,
+             "Dispatch_FWD_EP");
+  // allgather (MoEAllGatherTokenDispatcher): the routing map (bool) and the probs (fp32) of the
+  // EP×ETP group's tokens are gathered beside the tokens, T·E·5 bytes per rank.
+  if (disp == MoeDispatcher::AllGather)
+    add_comm(l, kFwd, Collective::AllGather, Group::EP, X * 5 * ep_etp, c.s.ep_size * c.s.etp_size,
+             "Dispatch_FWD_EP");
+}
+
+// Default mode: the unpermutation mirrored (Fp8Unpadding, the sort back to source order, the
+// combine, then the unpermute: fused one pass (P + T)·H·e; unfused the zeros of the output,
+// the scatter-add and, unless the probs went to the experts (dispatch_probs), their product).
+void megatron_unpermutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
+  const MoeDispatcher disp = moe_dispatcher(c.s);
+  const bool fused = c.s.moe_permute_fusion;
+  const double tok = c.H * c.e, R = sh.M * sh.El;
+  KernelList& f = l.kernels[kFwd];
+  KernelList& b = l.kernels[kBwdAct];
+  f.clear();
+  b.clear();
+  if (fp8_row_padding(c, sh)) {
+    f.push_back(mem_kernel(2 * R * tok));
+    b.push_back(mem_kernel(2 * R * tok));
+  }
+  if (disp == MoeDispatcher::AllToAll && sh.El > 1) {
+    Kernel sort = mem_kernel(2 * R * tok + 2 * R * 4, "permute_fwd");
+    sort.launches = 2;
+    f.push_back(sort);
+    sort.bw = "permute_bwd";
+    b.push_back(sort);
+  }
+  const double probs = c.s.dispatch_probs ? 0 : 2 * sh.P * tok;
+  Kernel un = mem_kernel((sh.P + sh.T) * tok + (fused ? 0 : sh.T * tok + probs), "permute_fwd");
+  un.launches = fused ? 1 : (c.s.dispatch_probs ? 2 : 3);
+  f.push_back(un);
+  b.push_back(mem_kernel((sh.T + sh.P) * tok + (fused ? 0 : probs), "permute_bwd"));
+  if (!fused && !c.s.dispatch_probs) b.back().launches = 2;
 }
 
 // Token permutation around the dispatch: two kernels (the peer's Permutation), one pass with
@@ -557,9 +722,10 @@ void permutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
     l.kernels[kBwdAct].pop_back();
   }
   const int64_t ep = c.s.ep_size, etp = c.s.etp_size;
+  if (c.megatron) megatron_permutation(l, c, sh);
   const DispatchComm d = dispatch_comm(c, sh, false);
-  add_comm(l, kFwd, d.fwd, Group::EP, d.bytes, d.n, "Dispatch_FWD_EP");
-  add_comm(l, kBwdAct, d.bwd, Group::EP, d.bytes, d.n, "Dispatch_FWD_EP");
+  add_dispatch(l, kFwd, d, true, "Dispatch_FWD_EP");
+  add_dispatch(l, kBwdAct, d, false, "Dispatch_FWD_EP");
   for (Phase p : {kFwd, kBwdAct})
     if (c.s.dispatch_probs) add_comm(l, p, Collective::AllToAll, Group::EP, sh.T * NE * c.e, ep, "Dispatch_FWD_EP");
   if (d.etp_separate) {
@@ -581,14 +747,15 @@ void unpermutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
     l.kernels[kFwd].erase(l.kernels[kFwd].begin());
     l.kernels[kBwdAct].erase(l.kernels[kBwdAct].begin());
   }
+  if (c.megatron) megatron_unpermutation(l, c, sh);
   const int64_t etp = c.s.etp_size;
   const DispatchComm d = dispatch_comm(c, sh, true);
   if (d.etp_separate) {
     add_comm(l, kFwd, Collective::ReduceScatter, Group::ETP, Pp * c.H * c.e * static_cast<double>(etp), etp, "etp");
     add_comm(l, kBwdAct, Collective::AllGather, Group::ETP, Pp * c.H * c.e * static_cast<double>(etp), etp, "etp");
   }
-  add_comm(l, kFwd, d.fwd, Group::EP, d.bytes, d.n, "Combine_FWD_EP");
-  add_comm(l, kBwdAct, d.bwd, Group::EP, d.bytes, d.n, "Combine_FWD_EP");
+  add_dispatch(l, kFwd, d, true, "Combine_FWD_EP");
+  add_dispatch(l, kBwdAct, d, false, "Combine_FWD_EP");
   l.recompute_repeats_comm = true;
   if (c.s.dispatch_probs) {
     l.cache = 0;

@@ -38,6 +38,12 @@ struct CommCall {
   double bytes;       // full (un-sharded) tensor bytes, as the peer passes them
   int64_t n;          // group size
   const char* stage;  // the peer's comm_stage tag (affects inter-node all-to-all)
+  // The flex dispatcher's DeepEP / HybridEP kernels (model/moe_dispatch.h deepep_time): `bytes`
+  // is what this rank sends over NVLink, `rdma_bytes` what it sends to other nodes, and `sms` the
+  // SMs the kernels run on (0: HybridEP, bound by the links). `flex` false: a NCCL collective.
+  double rdma_bytes = 0;
+  int32_t sms = 0;
+  bool flex = false;
 };
 
 /// One kernel estimate: FLOPs with an op class and shape key, bytes with a bandwidth class.
@@ -47,6 +53,10 @@ struct Kernel {
   const char* op = "default";     // accelerator.op class
   const char* bw = "default";     // accelerator.bandwidth class
   PackedKey key;                  // efficiency shape key (empty = no lookup)
+  // Memory-bound kernels this entry stands for: `launches` kernels of the same bandwidth class
+  // moving `bytes` together, each paying the class's latency (the router's and the MoE
+  // dispatcher's small kernels). 1 for every GEMM and for a single memory pass.
+  uint32_t launches = 1;
 };
 static_assert(std::is_trivially_copyable_v<Kernel>, "kernels are built and copied on every estimate");
 
@@ -92,6 +102,10 @@ struct Leaf {
   RecomputeStatus status = RecomputeStatus::None;
   bool grouped = false;
   bool fp8_cast_transpose = false;  // TE's forward cast of the fp8 input also writes its transpose
+  // A device-to-host sync in the forward: the host waits for this op's device work before it
+  // issues the next op (Megatron's MoE cuda_sync_point: the token counts a dropless dispatch
+  // reads on the host). Marked for a host-stream model; the device times ignore it.
+  bool host_sync = false;
 };
 
 /// One transformer layer's leaves; the recompute fields describe the layer when recomputed.

@@ -28,4 +28,39 @@ enum class MoeDispatcher : uint8_t { AllGather, AllToAll, Flex };
 /// nodes·(1 − C(E − E/nodes, k)/C(E, k)). DeepEP sends a token once per destination node.
 [[nodiscard]] double expected_token_nodes(int64_t experts, int64_t topk, int64_t nodes);
 
+/// The same under node-limited routing (Megatron --moe-router-num-groups G,
+/// --moe-router-group-topk g; DeepSeek-V3's n_group / topk_group): the experts form G equal
+/// groups in expert order, a token picks g groups and its k experts among their g·E/G experts.
+/// With G a multiple of `nodes` a node holds G/nodes whole groups (the number of a token's
+/// groups on a node is hypergeometric); with `nodes` a multiple of G a group spans nodes/G
+/// nodes. Other layouts, G ≤ 1 or g ≥ G route as without groups. `nodes` may be EP ranks.
+[[nodiscard]] double expected_token_nodes(int64_t experts, int64_t topk, int64_t nodes, int64_t groups,
+                                          int64_t group_topk);
+
+/// Megatron's default of --moe-deepep-num-sms.
+inline constexpr int64_t kDeepEpDefaultNumSms = 20;
+
+/// DeepEP's published normal-kernel figures (deepseek-ai/DeepEP README, "Normal kernels with
+/// NVLink and RDMA forwarding": H800, ~160 GB/s NVLink and CX7 400 Gb/s RDMA, DeepSeek-V3
+/// pretraining setting; the tests run them with 24 SMs, tests/test_intranode.py and
+/// test_internode.py `num_sms = 24`): intranode EP8 dispatch 153 GB/s over NVLink, internode
+/// dispatch 43 (EP16), 58 (EP32) and 51 GB/s (EP64) over RDMA.
+inline constexpr int64_t kDeepEpReferenceSms = 24;
+inline constexpr double kDeepEpNvlinkReferenceBps = 153e9;
+inline constexpr double kDeepEpRdmaReferenceBps = 58e9;  // the best internode figure
+
+/// Bandwidth DeepEP's kernels reach on `sms` SMs over a link that carries `link_bps`: the
+/// published figure scales with the SMs below the reference count (the kernels' channels are
+/// SM pairs: fewer SMs, fewer channels in flight) and the link caps it:
+/// min(link_bps, reference_bps·sms/24). The published figures were link-bound, so per SM
+/// DeepEP moves at least reference/24; trainsim takes that as its rate (a lower bound).
+[[nodiscard]] double deepep_bandwidth(int64_t sms, double reference_bps, double link_bps);
+
+/// Seconds of one DeepEP dispatch or combine on one rank: `nvl_bytes` over NVLink and
+/// `rdma_bytes` to other nodes, the two pipelined (DeepEP forwards RDMA arrivals over NVLink
+/// while it receives): max(nvl/bw_nvl, rdma/bw_rdma). `sms` 0: HybridEP, no published per-SM
+/// rate, bound by the links alone.
+[[nodiscard]] double deepep_time(double nvl_bytes, double rdma_bytes, int64_t sms, double nvl_link_bps,
+                                 double rdma_link_bps);
+
 }  // namespace trainsim

@@ -91,6 +91,32 @@ class MootRules {
       if (s.moe_shared_expert_overlap)
         add("moe_shared_expert_overlap", "true", why, "remove it",
             [](StrategyConfig& x) { x.moe_shared_expert_overlap = false; });
+      if (s.moe_router_fusion)
+        add("moe_router_fusion", "true", why, "remove it", [](StrategyConfig& x) { x.moe_router_fusion = false; });
+      if (s.moe_router_force_load_balancing)
+        add("moe_router_force_load_balancing", "true", why, "remove it",
+            [](StrategyConfig& x) { x.moe_router_force_load_balancing = false; });
+      if (s.moe_router_padding_for_fp8)
+        add("moe_router_padding_for_fp8", "true", why, "remove it",
+            [](StrategyConfig& x) { x.moe_router_padding_for_fp8 = false; });
+      if (s.moe_router_score_function)
+        add("moe_router_score_function", json_text(*s.moe_router_score_function), why, "remove it",
+            [](StrategyConfig& x) { x.moe_router_score_function.reset(); });
+      if (s.moe_router_num_groups)
+        add("moe_router_num_groups", json_text(*s.moe_router_num_groups), why, "remove it",
+            [](StrategyConfig& x) { x.moe_router_num_groups.reset(); });
+      if (s.moe_router_group_topk)
+        add("moe_router_group_topk", json_text(*s.moe_router_group_topk), why, "remove it",
+            [](StrategyConfig& x) { x.moe_router_group_topk.reset(); });
+      if (s.moe_aux_loss_coeff)
+        add("moe_aux_loss_coeff", json_text(*s.moe_aux_loss_coeff), why, "remove it",
+            [](StrategyConfig& x) { x.moe_aux_loss_coeff.reset(); });
+      if (s.moe_z_loss_coeff)
+        add("moe_z_loss_coeff", json_text(*s.moe_z_loss_coeff), why, "remove it",
+            [](StrategyConfig& x) { x.moe_z_loss_coeff.reset(); });
+      if (s.moe_hybridep_num_sms)
+        add("moe_hybridep_num_sms", json_text(*s.moe_hybridep_num_sms), why, "remove it",
+            [](StrategyConfig& x) { x.moe_hybridep_num_sms.reset(); });
     }
   }
 
@@ -102,16 +128,26 @@ class MootRules {
         add("moe_flex_dispatcher_backend", json_text(*s.moe_flex_dispatcher_backend),
             "changes nothing without the flex dispatcher (moe_token_dispatcher_type 'flex')", "remove it",
             [](StrategyConfig& x) { x.moe_flex_dispatcher_backend.reset(); });
-      // DeepEP's SMs (Buffer.set_num_sms) slow only the compute its kernels run beside.
+      // DeepEP's SMs (Buffer.set_num_sms) set its dispatch and combine bandwidth
+      // (model/moe_dispatch.h deepep_bandwidth) and slow the compute its kernels run beside.
       if (s.moe_deepep_num_sms && !s.deepep_backend())
         add("moe_deepep_num_sms", json_text(*s.moe_deepep_num_sms), "changes nothing without the DeepEP backend",
             "set moe_enable_deepep to true or remove it", [](StrategyConfig& x) { x.moe_deepep_num_sms.reset(); });
-      else if (s.moe_deepep_num_sms && !s.overlap_moe_expert_parallel_comm)
-        add("moe_deepep_num_sms", json_text(*s.moe_deepep_num_sms),
-            "changes nothing without overlap_moe_expert_parallel_comm: the dispatch and combine run alone, their "
-            "SMs take nothing from compute",
+      const bool hybridep = s.moe_token_dispatcher_type == std::optional<std::string>("flex") && !s.deepep_backend();
+      if (s.moe_hybridep_num_sms && !hybridep)
+        add("moe_hybridep_num_sms", json_text(*s.moe_hybridep_num_sms), "changes nothing without the HybridEP backend",
+            "set moe_flex_dispatcher_backend to 'hybridep' or remove it",
+            [](StrategyConfig& x) { x.moe_hybridep_num_sms.reset(); });
+      else if (s.moe_hybridep_num_sms && !s.overlap_moe_expert_parallel_comm)
+        add("moe_hybridep_num_sms", json_text(*s.moe_hybridep_num_sms),
+            "changes nothing without overlap_moe_expert_parallel_comm: HybridEP's bandwidth is modeled by its links "
+            "(no published per-SM figures), its SMs take nothing from compute when it runs alone",
             "remove it or set overlap_moe_expert_parallel_comm to true",
-            [](StrategyConfig& x) { x.moe_deepep_num_sms.reset(); });
+            [](StrategyConfig& x) { x.moe_hybridep_num_sms.reset(); });
+      if (s.moe_router_group_topk && !s.moe_router_num_groups)
+        add("moe_router_group_topk", json_text(*s.moe_router_group_topk),
+            "changes nothing without moe_router_num_groups (node-limited routing needs the groups)", "remove it",
+            [](StrategyConfig& x) { x.moe_router_group_topk.reset(); });
       if (s.moe_shared_expert_overlap && !m.moe_shared_expert_intermediate_size)
         add("moe_shared_expert_overlap", "true", "changes nothing: model " + model + " has no shared expert", "",
             [](StrategyConfig& x) { x.moe_shared_expert_overlap = false; },

@@ -215,20 +215,36 @@ class PlanChecks {
         {"moe_permute_fusion", s.moe_permute_fusion},
         {"moe_router_load_balancing_type", s.moe_router_load_balancing_type.has_value()},
         {"moe_load_imbalance_factor", s.moe_load_imbalance_factor.has_value()},
-        {"moe_shared_expert_overlap", s.moe_shared_expert_overlap}};
+        {"moe_shared_expert_overlap", s.moe_shared_expert_overlap},
+        {"moe_router_fusion", s.moe_router_fusion},
+        {"moe_router_score_function", s.moe_router_score_function.has_value()},
+        {"moe_router_num_groups", s.moe_router_num_groups.has_value()},
+        {"moe_router_group_topk", s.moe_router_group_topk.has_value()},
+        {"moe_aux_loss_coeff", s.moe_aux_loss_coeff.has_value()},
+        {"moe_z_loss_coeff", s.moe_z_loss_coeff.has_value()},
+        {"moe_router_force_load_balancing", s.moe_router_force_load_balancing},
+        {"moe_router_padding_for_fp8", s.moe_router_padding_for_fp8},
+        {"moe_hybridep_num_sms", s.moe_hybridep_num_sms.has_value()}};
     for (const auto& k : moe_keys) {
       if (!k.set) continue;
       if (mode == Mode::SimuMax12)
         add(std::string("/") + k.key, "is not part of SimuMax v1.2 (it routes with all2all, balanced); remove it or use the default mode");
     }
     if (mode == Mode::Default && m.is_moe()) {
+      // Megatron's router: the experts split into equal groups, a token's groups among them.
+      if (s.moe_router_num_groups && m.expert_num % *s.moe_router_num_groups != 0)
+        add("/moe_router_num_groups", strprintf("must divide the %lld experts (expert_num), got %lld",
+                                                ll(m.expert_num), ll(*s.moe_router_num_groups)));
+      else if (s.moe_router_num_groups && s.moe_router_group_topk && *s.moe_router_group_topk > *s.moe_router_num_groups)
+        add("/moe_router_group_topk", strprintf("must be at most moe_router_num_groups (%lld), got %lld",
+                                                ll(*s.moe_router_num_groups), ll(*s.moe_router_group_topk)));
       if (s.moe_enable_deepep && s.moe_token_dispatcher_type != "flex")
         add("/moe_enable_deepep", "DeepEP is a backend of the flex dispatcher; set moe_token_dispatcher_type to 'flex'");
       // The flex dispatcher's backend is DeepEP unless moe_flex_dispatcher_backend says hybridep
       // (Megatron 0.16+: --moe-flex-dispatcher-backend, default deepep).
-      // DeepEP's SMs (Buffer.set_num_sms) slow only the compute its kernels run beside (without
-      // the backend or the overlap the count is moot: moot_switches).
-      if (s.moe_deepep_num_sms && s.deepep_backend() && s.overlap_moe_expert_parallel_comm) {
+      // DeepEP's SMs (Buffer.set_num_sms) set its bandwidth and slow the compute its kernels run
+      // beside (without the backend the count is moot: moot_switches).
+      if (s.moe_deepep_num_sms && s.deepep_backend()) {
         const int64_t sms = *s.moe_deepep_num_sms;
         if (sms < 1)
           add("/moe_deepep_num_sms", strprintf("must be at least 1 (Megatron's default: 20), got %lld", ll(sms)));

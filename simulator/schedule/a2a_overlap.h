@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "model/moe_dispatch.h"
 
 namespace trainsim {
 
@@ -34,9 +35,6 @@ struct MergedOps {
 /// longer: the all-to-all kernel holds its SMs only while it runs.
 MergedOps add_merged_step(Engine& e, int32_t rank, const A2aPass& f, Engine::Label f_label, const A2aPass& b,
                           Engine::Label b_label, double slowdown);
-
-/// Megatron's default of --moe-deepep-num-sms.
-inline constexpr int64_t kDeepEpDefaultNumSms = 20;
 
 /// Compute slow-down beside DeepEP's dispatch or combine kernels (DeepEP Buffer.set_num_sms):
 /// they hold `num_sms` of the accelerator's `sm_count` SMs while they run and compute runs on the

@@ -90,26 +90,42 @@ TEST(MoeDispatch, BytesPerDispatcher) {
   // alltoall: the busiest rank receives 1.1·k·T·H·2 B = 1.1·2·4096·4096·2 = 73,819,750.4 B.
   const Chunk c = build_chunk(m, s, 32000, spec, env);
   const Leaf& a2a = leaf(c, "permutation");
-  ASSERT_EQ(a2a.comms[kFwd].size(), 1u);
-  EXPECT_EQ(a2a.comms[kFwd][0].kind, Collective::AllToAll);
-  EXPECT_DOUBLE_EQ(a2a.comms[kFwd][0].bytes, 1.1 * 2 * 4096 * 4096 * 2);
+  // Before it the counts' all-gather (dropless): E·8·ep = 8·8·8 = 512 B.
+  ASSERT_EQ(a2a.comms[kFwd].size(), 2u);
+  EXPECT_EQ(a2a.comms[kFwd][0].kind, Collective::AllGather);
+  EXPECT_DOUBLE_EQ(a2a.comms[kFwd][0].bytes, 512.0);
+  EXPECT_EQ(a2a.comms[kFwd][1].kind, Collective::AllToAll);
+  EXPECT_DOUBLE_EQ(a2a.comms[kFwd][1].bytes, 1.1 * 2 * 4096 * 4096 * 2);
   // Expert GEMM rows: k·T/E·ep·1.1 = 2·4096/8·8·1.1 = 9011.2 tokens per local expert.
   const Leaf& fc1 = leaf(c, "experts.linear_fc1");
   EXPECT_DOUBLE_EQ(fc1.kernels[kFwd][0].flops, 2 * (2.0 * 4096 / 8 * 8 * 1.1) * 4096 * 2 * 14336);
   // allgather: every token of the 8 ranks, 8·4096·4096·2 = 268,435,456 B, reduce-scattered back.
   s.moe_token_dispatcher_type = "allgather";
   const Chunk ag = build_chunk(m, s, 32000, spec, env);
-  EXPECT_EQ(leaf(ag, "permutation").comms[kFwd][0].kind, Collective::AllGather);
-  EXPECT_DOUBLE_EQ(leaf(ag, "permutation").comms[kFwd][0].bytes, 268435456.0);
+  // Default mode: first the routing map and the probs, T·E·(1 + 4)·8 = 4096·8·5·8 = 1,310,720 B.
+  ASSERT_EQ(leaf(ag, "permutation").comms[kFwd].size(), 2u);
+  EXPECT_DOUBLE_EQ(leaf(ag, "permutation").comms[kFwd][0].bytes, 1310720.0);
+  EXPECT_EQ(leaf(ag, "permutation").comms[kFwd][1].kind, Collective::AllGather);
+  EXPECT_DOUBLE_EQ(leaf(ag, "permutation").comms[kFwd][1].bytes, 268435456.0);
   EXPECT_EQ(leaf(ag, "unpermutation").comms[kFwd][0].kind, Collective::ReduceScatter);
-  // Fused permutation: one pass instead of two kernels.
-  EXPECT_EQ(leaf(ag, "permutation").kernels[kFwd].size(), 2u);
+  // Default mode: the counts, the index building and the gather (El = 1: no sort); fused, TE's
+  // 3-pass row-id map instead of PyTorch's 8 masked_select launches.
+  ASSERT_EQ(leaf(ag, "permutation").kernels[kFwd].size(), 3u);
+  EXPECT_EQ(leaf(ag, "permutation").kernels[kFwd][1].launches, 8u);
   s.moe_permute_fusion = true;
   const Chunk fused = build_chunk(m, s, 32000, spec, env);
-  EXPECT_EQ(leaf(fused, "permutation").kernels[kFwd].size(), 1u);
+  ASSERT_EQ(leaf(fused, "permutation").kernels[kFwd].size(), 3u);
+  EXPECT_EQ(leaf(fused, "permutation").kernels[kFwd][1].launches, 3u);
+  // Compat mode: the peer's two passes, one fused.
+  const ChunkEnv compat{8, 1.0, Mode::SimuMax12};
+  s.moe_token_dispatcher_type.reset();
+  EXPECT_EQ(leaf(build_chunk(m, s, 32000, spec, compat), "permutation").kernels[kFwd].size(), 1u);
+  s.moe_permute_fusion = false;
+  EXPECT_EQ(leaf(build_chunk(m, s, 32000, spec, compat), "permutation").kernels[kFwd].size(), 2u);
 }
 
-// DeepSeek-V3 EP32 over 4 nodes of 8: DeepEP sends T·H·2·3.6142·imbalance instead of k = 8 copies.
+// DeepSeek-V3 EP32 over 4 nodes of 8: DeepEP sends T·H·2·3.6142·(3/4) over RDMA (the token's
+// remote nodes) instead of k = 8 copies; the NVLink part: tests/model/moe_kernels_test.cpp.
 TEST(MoeDispatch, DeepEpSendsATokenOncePerNode) {
   const ModelConfig m = dropless("deepseek-v3");
   StrategyConfig s = ep8();
@@ -122,12 +138,15 @@ TEST(MoeDispatch, DeepEpSendsATokenOncePerNode) {
   const Leaf& p = leaf(flex, "permutation");
   ASSERT_EQ(p.comms[kFwd].size(), 1u);
   EXPECT_EQ(p.comms[kFwd][0].n, 32);
-  EXPECT_NEAR(p.comms[kFwd][0].bytes, 4096.0 * 7168 * 2 * 3.614214305566513, 1e-3);
+  EXPECT_NEAR(p.comms[kFwd][0].rdma_bytes, 4096.0 * 7168 * 2 * 3.614214305566513 * 3 / 4, 1e-3);
   s.moe_token_dispatcher_type = "alltoall";
   s.moe_enable_deepep = false;
   const Chunk all2all = build_chunk(m, s, 129280, spec, ChunkEnv{8, 1.0});
   const Leaf& a = leaf(all2all, "permutation");
-  EXPECT_DOUBLE_EQ(a.comms[kFwd][0].bytes, 8 * 4096.0 * 7168 * 2);
+  // Dropless alltoall: the counts' all-gather (E·8·ep = 256·8·32 bytes), then the k copies.
+  ASSERT_EQ(a.comms[kFwd].size(), 2u);
+  EXPECT_DOUBLE_EQ(a.comms[kFwd][0].bytes, 256 * 8 * 32.0);
+  EXPECT_DOUBLE_EQ(a.comms[kFwd][1].bytes, 8 * 4096.0 * 7168 * 2);
 }
 
 // The slowest EP rank sets the pace: dropless routing with the default imbalance is slower than

@@ -160,8 +160,9 @@ TEST(NoEffect, DependentSwitchesFollowInOrder) {
   EXPECT_EQ(s.cross_entropy_fusion_impl, "native");
   EXPECT_EQ(s.lce_vocab_split_size, 3072);
 
-  // MoE: the EP overlap has nothing to run beside with one micro-batch and no pipeline; DeepEP's
-  // SM count then follows (it only slows compute that runs beside the dispatch).
+  // MoE: the EP overlap has nothing to run beside with one micro-batch and no pipeline;
+  // HybridEP's SM count then follows (it only slows compute that runs beside the dispatch).
+  // DeepEP's stays: its SMs set its bandwidth.
   const ModelConfig mixtral = test::preset_model("mixtral-8x7b");
   StrategyConfig e;
   e.seq_len = 4096;
@@ -170,16 +171,26 @@ TEST(NoEffect, DependentSwitchesFollowInOrder) {
   e.world_size = 8;
   e.ep_size = 8;
   e.moe_token_dispatcher_type = "flex";
-  e.moe_enable_deepep = true;
-  e.moe_deepep_num_sms = 24;
+  e.moe_flex_dispatcher_backend = "hybridep";
+  e.moe_hybridep_num_sms = 16;
   e.overlap_moe_expert_parallel_comm = true;
+  StrategyConfig deepep = e;
   EXPECT_EQ(lines_of(normalize_strategy(mixtral, e, Mode::Default, "mixtral-8x7b")),
             (std::vector<std::string>{
                 "overlap_moe_expert_parallel_comm=true changes nothing with one micro-batch and no pipeline: no "
                 "forward runs beside a backward; turned off",
-                "moe_deepep_num_sms=24 changes nothing without overlap_moe_expert_parallel_comm: the dispatch and "
-                "combine run alone, their SMs take nothing from compute; turned off"}));
-  EXPECT_TRUE(e.moe_enable_deepep);  // the backend itself acts
+                "moe_hybridep_num_sms=16 changes nothing without overlap_moe_expert_parallel_comm: HybridEP's "
+                "bandwidth is modeled by its links (no published per-SM figures), its SMs take nothing from compute "
+                "when it runs alone; turned off"}));
+  EXPECT_EQ(e.moe_flex_dispatcher_backend, "hybridep");  // the backend itself acts
+  deepep.moe_flex_dispatcher_backend.reset();
+  deepep.moe_hybridep_num_sms.reset();
+  deepep.moe_deepep_num_sms = 24;
+  EXPECT_EQ(lines_of(normalize_strategy(mixtral, deepep, Mode::Default, "mixtral-8x7b")),
+            (std::vector<std::string>{
+                "overlap_moe_expert_parallel_comm=true changes nothing with one micro-batch and no pipeline: no "
+                "forward runs beside a backward; turned off"}));
+  EXPECT_EQ(deepep.moe_deepep_num_sms, 24);
 }
 
 // Megatron-LM asserts on these: they stay errors, normalize_strategy leaves them.

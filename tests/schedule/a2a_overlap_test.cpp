@@ -264,10 +264,10 @@ TEST_F(A2aOverlapEstimateTest, DeepEpNumSmsChecks) {
   EXPECT_EQ(error(m_, R"(, "moe_deepep_num_sms": 24)"),
             "s.json: /moe_deepep_num_sms: changes nothing without the DeepEP backend; set moe_enable_deepep to true "
             "or remove it");
-  EXPECT_EQ(error(m_, deepep + R"(, "moe_deepep_num_sms": 24)"),
-            "s.json: /moe_deepep_num_sms: changes nothing without overlap_moe_expert_parallel_comm: the dispatch and "
-            "combine run alone, their SMs take nothing from compute; remove it or set "
-            "overlap_moe_expert_parallel_comm to true");
+  // Without the overlap the SMs still set DeepEP's bandwidth (model/moe_dispatch.h): kept, checked.
+  EXPECT_EQ(error(m_, deepep + R"(, "moe_deepep_num_sms": 24)"), "<no error>");
+  EXPECT_EQ(error(m_, deepep + R"(, "moe_deepep_num_sms": 0)"),
+            "s.json: /moe_deepep_num_sms: must be at least 1 (Megatron's default: 20), got 0");
   EXPECT_EQ(error(m_, deepep + on + R"(, "moe_deepep_num_sms": 132)"),
             "s.json: /moe_deepep_num_sms: must be below the accelerator's 132 SMs (accelerator.sm_count), leaving "
             "some to compute; got 132");
