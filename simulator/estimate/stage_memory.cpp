@@ -12,30 +12,48 @@
 #include "memory/non_tensor.h"
 
 namespace trainsim::detail {
+namespace {
 
-void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& run, const StepTail& tail, bool events,
-                  Estimate& est) {
-  const ModelConfig& m = *plan.model;
-  const StrategyConfig& s = *plan.strategy;
-  const SystemConfig& sys = *plan.system;
-  const int64_t pp = plan.pp, v = plan.vpp;
-  const bool split = plan.split_backward();
-  const auto& rank_steps = run.rank_steps;
-  const auto& whole = tail.whole;
-  // Memory: static + cached micro-batches in flight + the single-micro-batch peak (1F1B), or a
-  // replay of the rank's program over its chunks (interleaved).
+// Memory: static + cached micro-batches in flight + the single-micro-batch peak (1F1B), or a
+// replay of the rank's program over its chunks (interleaved). Reserved memory and the memory
+// outside PyTorch: SimuMax's conventions in compat mode (the fit rule subtracts the flat margin),
+// the terms of memory/non_tensor.h in the default mode.
+class StageMemoryBuilder {
+ public:
+  StageMemoryBuilder(const Plan& p, ChunkResults& r, const PipelineRun& run, const StepTail& tail, Estimate& e)
+      : plan(p), s(*p.strategy), results(r), rank_steps(run.rank_steps), whole(tail.whole), est(e),
+        simumax_memory(p.mode == Mode::SimuMax12), outside(non_tensor_memory(*p.model, s, *p.system)),
+        non_tensor(simumax_memory ? 0.0 : outside.total()),
+        // Library workspaces are allocated through PyTorch: part of the allocated bytes (default mode).
+        workspaces(simumax_memory ? 0.0 : outside.workspace_bytes) {}
+
+  void run(bool events) {
+    est.stages.reserve(plan.vpp == 1 ? reported_ranks(plan.pp).n : static_cast<size_t>(plan.pp));
+    if (plan.vpp == 1)
+      one_f_one_b();
+    else
+      interleaved();
+    est.micro_batches = plan.micro_batch_num;
+    if (events) rank_profiles();
+  }
+
+ private:
+  const Plan& plan;
+  const StrategyConfig& s;
+  ChunkResults& results;
+  const SmallVector<RankSteps, 8>& rank_steps;
+  const SmallVector<const ChunkResult*, 8>& whole;
+  Estimate& est;
+  const bool simumax_memory;
+  const NonTensorMemory outside;
+  const double non_tensor, workspaces;
+
+  double reserved_of(double alloc) const {
+    return simumax_memory ? alloc / s.mem_factor : allocator_reserved_bytes(alloc, plan.system->allocator_fragmentation);
+  }
+
   // The static part of rank r's memory into the fresh `mem` (filled in place).
-  // Reserved memory and the memory outside PyTorch: SimuMax's conventions in compat mode (the fit
-  // rule subtracts the flat margin), the terms of memory/non_tensor.h in the default mode.
-  const bool simumax_memory = plan.mode == Mode::SimuMax12;
-  const NonTensorMemory outside = non_tensor_memory(m, s, sys);
-  const double non_tensor = simumax_memory ? 0.0 : outside.total();
-  // Library workspaces are allocated through PyTorch: part of the allocated bytes (default mode).
-  const double workspaces = simumax_memory ? 0.0 : outside.workspace_bytes;
-  auto reserved_of = [&](double alloc) {
-    return simumax_memory ? alloc / s.mem_factor : allocator_reserved_bytes(alloc, sys.allocator_fragmentation);
-  };
-  auto static_part = [&](int64_t r, StageMemory& mem) {
+  void static_part(int64_t r, StageMemory& mem) const {
     const ChunkResult& cr = *whole[static_cast<size_t>(r)];
     const StaticMemory sm = shard_static_memory(cr.params, s);
     mem.weight_bytes = sm.weight + sm.moe_weight;
@@ -55,9 +73,11 @@ void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& ru
     mem.state_bytes -= offloaded;
     mem.model_bytes -= offloaded;
     mem.host_bytes = offloaded * 16 / 12;
-  };
-  est.stages.reserve(v == 1 ? reported_ranks(pp).n : static_cast<size_t>(pp));
-  if (v == 1) {
+  }
+
+  void one_f_one_b() {
+    const int64_t pp = plan.pp;
+    const bool split = plan.split_backward();
     for (int64_t r : reported_ranks(pp)) {
       const ActivationResult& act = whole[static_cast<size_t>(r)]->act;
       StageMemory& mem = est.stages.emplace_back();
@@ -82,63 +102,65 @@ void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& ru
       mem.peak_reserved_bytes = reserved_of(mem.peak_alloc_bytes);
       mem.non_tensor_bytes = non_tensor;
     }
-  } else {
-    // Interleaved: a chunk's forward adds its transient forward peak on top of the live caches,
-    // its backward the backward peak beyond its cache.
-    for (int64_t r = 0; r < pp; ++r) {
-      const auto ri = static_cast<size_t>(r);
-      StageMemory& mem = est.stages.emplace_back();
-      static_part(r, mem);
-      mem.name = r == 0 ? "first_stage" : (r == pp - 1 ? "last_stage" : "pp_stage_" + std::to_string(r));
-      mem.activation_cache_per_mb_bytes = whole[ri]->act.cache_per_mb;
-      std::vector<const ActivationResult*> acts;
-      for (const ChunkSpec& spec : plan.chunks[ri]) acts.push_back(&results.get(spec).act);
-      struct State {
-        double live = 0, best = 0, best_transient = 0, host = 0, host_max = 0;
-        int64_t live_n = 0, max_n = 0;
-      };
-      // A candidate peak: the live caches plus a chunk's slot, whose transient part is the slot
-      // less the activations live in it.
-      const auto consider = [](State& x, double candidate, double transient) {
-        if (candidate > x.best) x.best_transient = transient;
-        x.best = std::max(x.best, candidate);
-      };
-      const State w = walk(rank_steps[ri], State{}, [&](State& x, const Step& step) {
-        const ActivationResult& a = *acts[static_cast<size_t>(step.chunk)];
-        if (step.pass == Pass::Forward) {
-          consider(x, x.live + a.peak.slot[PeakPoint::kForward],
-                   a.peak.slot[PeakPoint::kForward] - a.peak.slot_live[PeakPoint::kForward]);
-          x.live += a.cache_per_mb;
-          x.host += a.offloaded_per_mb;
-          x.host_max = std::max(x.host_max, x.host);
-          x.max_n = std::max(x.max_n, ++x.live_n);
-        } else {
-          size_t top = PeakPoint::kBackward;
-          for (size_t k : {size_t{PeakPoint::kRecomputeForward}, size_t{PeakPoint::kRecomputeBackward}})
-            if (a.peak.slot[k] > a.peak.slot[top]) top = k;
-          const double bwd = std::max({a.peak.slot[PeakPoint::kBackward], a.peak.slot[PeakPoint::kRecomputeForward],
-                                       a.peak.slot[PeakPoint::kRecomputeBackward]}) - a.cache_per_mb;
-          consider(x, x.live + bwd, a.peak.slot[top] - a.peak.slot_live[top]);
-          x.live -= a.cache_per_mb;
-          x.host -= a.offloaded_per_mb;
-          --x.live_n;
-        }
-      });
-      mem.in_flight_micro_batches = w.max_n;
-      mem.peak_activation_bytes = w.best;
-      mem.peak_transient_bytes = w.best_transient;
-      mem.peak_phase = "interleaved schedule replay";
-      mem.peak_alloc_bytes = mem.model_bytes + w.best;
-      mem.host_bytes += w.host_max;
-      mem.peak_reserved_bytes = reserved_of(mem.peak_alloc_bytes);
-      mem.non_tensor_bytes = non_tensor;
-    }
+  }
+
+  void interleaved() {
+    const int64_t pp = plan.pp;
+  // Interleaved: a chunk's forward adds its transient forward peak on top of the live caches,
+  // its backward the backward peak beyond its cache.
+  for (int64_t r = 0; r < pp; ++r) {
+    const auto ri = static_cast<size_t>(r);
+    StageMemory& mem = est.stages.emplace_back();
+    static_part(r, mem);
+    mem.name = r == 0 ? "first_stage" : (r == pp - 1 ? "last_stage" : "pp_stage_" + std::to_string(r));
+    mem.activation_cache_per_mb_bytes = whole[ri]->act.cache_per_mb;
+    std::vector<const ActivationResult*> acts;
+    for (const ChunkSpec& spec : plan.chunks[ri]) acts.push_back(&results.get(spec).act);
+    struct State {
+      double live = 0, best = 0, best_transient = 0, host = 0, host_max = 0;
+      int64_t live_n = 0, max_n = 0;
+    };
+    // A candidate peak: the live caches plus a chunk's slot, whose transient part is the slot
+    // less the activations live in it.
+    const auto consider = [](State& x, double candidate, double transient) {
+      if (candidate > x.best) x.best_transient = transient;
+      x.best = std::max(x.best, candidate);
+    };
+    const State w = walk(rank_steps[ri], State{}, [&](State& x, const Step& step) {
+      const ActivationResult& a = *acts[static_cast<size_t>(step.chunk)];
+      if (step.pass == Pass::Forward) {
+        consider(x, x.live + a.peak.slot[PeakPoint::kForward],
+                 a.peak.slot[PeakPoint::kForward] - a.peak.slot_live[PeakPoint::kForward]);
+        x.live += a.cache_per_mb;
+        x.host += a.offloaded_per_mb;
+        x.host_max = std::max(x.host_max, x.host);
+        x.max_n = std::max(x.max_n, ++x.live_n);
+      } else {
+        size_t top = PeakPoint::kBackward;
+        for (size_t k : {size_t{PeakPoint::kRecomputeForward}, size_t{PeakPoint::kRecomputeBackward}})
+          if (a.peak.slot[k] > a.peak.slot[top]) top = k;
+        const double bwd = std::max({a.peak.slot[PeakPoint::kBackward], a.peak.slot[PeakPoint::kRecomputeForward],
+                                     a.peak.slot[PeakPoint::kRecomputeBackward]}) - a.cache_per_mb;
+        consider(x, x.live + bwd, a.peak.slot[top] - a.peak.slot_live[top]);
+        x.live -= a.cache_per_mb;
+        x.host -= a.offloaded_per_mb;
+        --x.live_n;
+      }
+    });
+    mem.in_flight_micro_batches = w.max_n;
+    mem.peak_activation_bytes = w.best;
+    mem.peak_transient_bytes = w.best_transient;
+    mem.peak_phase = "interleaved schedule replay";
+    mem.peak_alloc_bytes = mem.model_bytes + w.best;
+    mem.host_bytes += w.host_max;
+    mem.peak_reserved_bytes = reserved_of(mem.peak_alloc_bytes);
+    mem.non_tensor_bytes = non_tensor;
+  }
   }
 
   // What views read per rank: every chunk's ops and the memory the rank holds.
-  est.micro_batches = plan.micro_batch_num;
-  if (events) {
-    for (int64_t r = 0; r < pp; ++r) {
+  void rank_profiles() {
+    for (int64_t r = 0; r < plan.pp; ++r) {
       const auto ri = static_cast<size_t>(r);
       RankProfile prof;
       StageMemory mem;
@@ -153,7 +175,13 @@ void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& ru
       est.ranks.push_back(std::move(prof));
     }
   }
+};
 
+}  // namespace
+
+void stage_memory(const Plan& plan, ChunkResults& results, const PipelineRun& run, const StepTail& tail, bool events,
+                  Estimate& est) {
+  StageMemoryBuilder(plan, results, run, tail, est).run(events);
 }
 
 }  // namespace trainsim::detail

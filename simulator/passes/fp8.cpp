@@ -48,7 +48,7 @@ void insert_quantizers(std::vector<Leaf>& L, const std::string& recipe) {
 //   padding to 128 × 4 scale tiles ignored): 1 + 1/32.
 // The cast writes both orientations for blockwise and mxfp8 (row-wise for the forward GEMM,
 // column-wise to save). The per-tensor recipes write one copy, and on Hopper also its transpose
-// where the leaf says so (model/graph.cpp fp8_cast_transpose; never in compat mode, the peer's
+// where the leaf says so (model/ops_basic.cpp fp8_cast_transpose; never in compat mode, the peer's
 // cast writes one copy).
 double fp8_saved_input_bytes(const std::string& recipe) {
   if (recipe == "blockwise") return 1 + 4.0 / 128;

@@ -25,26 +25,53 @@ ChunkBuckets chunk_buckets_of(const Plan& plan, bool split_backward, int64_t r, 
   return out;
 }
 
-RankDp add_dp_ops(Engine& e, const Plan& plan, const NetworkChoice& nets, const Program& program, const StepOps& ops,
-                  int64_t r, const RankBackward& backward_of, const ChunkBuckets& chunk_buckets) {
-  const StrategyConfig& s = *plan.strategy;
-  const auto ri = static_cast<size_t>(r);
-  const auto rr = static_cast<int32_t>(r);
-  RankDp out;
-  const auto& steps = program.ranks[ri];
-  if (steps.empty()) return out;
-  const auto v = plan.chunks[ri].size();
-  const Pass grad_pass = program.split_backward ? Pass::BackwardWeight : Pass::Backward;
-  std::vector<Engine::OpId> first_fwd(v, -1);
-  std::vector<size_t> last_index(v, 0);
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const auto c = static_cast<size_t>(steps[i].chunk);
-    if (steps[i].pass == Pass::Forward && first_fwd[c] < 0) first_fwd[c] = ops[ri][i];
-    if (steps[i].pass == grad_pass) last_index[c] = i;
+namespace {
+
+// The DP ops of one rank: parameter all-gathers (distributed optimizer, FSDP) and gradient
+// reductions on the dp stream, with the dependencies on the compute steps they serve.
+class DpLowering {
+ public:
+  DpLowering(Engine& engine, const Plan& p, const NetworkChoice& networks, const Program& program, const StepOps& step_ops,
+             int64_t r, const RankBackward& backward, const ChunkBuckets& buckets)
+      : e(engine), plan(p), s(*p.strategy), nets(networks), ops(step_ops), backward_of(backward),
+        chunk_buckets(buckets), ri(static_cast<size_t>(r)), rr(static_cast<int32_t>(r)), steps(program.ranks[ri]),
+        v(p.chunks[ri].size()), grad_pass(program.split_backward ? Pass::BackwardWeight : Pass::Backward),
+        grad_bytes((s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4), sharded(s.zero_state >= 1) {}
+
+  RankDp run() {
+    if (steps.empty()) return out;
+    first_fwd.assign(v, -1);
+    last_index.assign(v, 0);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const auto c = static_cast<size_t>(steps[i].chunk);
+      if (steps[i].pass == Pass::Forward && first_fwd[c] < 0) first_fwd[c] = ops[ri][i];
+      if (steps[i].pass == grad_pass) last_index[c] = i;
+    }
+    param_gathers();
+    fsdp_gathers();
+    in_step_order();
+    return out;
   }
-  const double grad_bytes = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
-  const bool sharded = s.zero_state >= 1;
+
+ private:
+  Engine& e;
+  const Plan& plan;
+  const StrategyConfig& s;
+  const NetworkChoice& nets;
+  const StepOps& ops;
+  const RankBackward& backward_of;
+  const ChunkBuckets& chunk_buckets;
+  const size_t ri;
+  const int32_t rr;
+  const std::vector<Step>& steps;
+  const size_t v;
+  const Pass grad_pass;
+  const double grad_bytes;
+  const bool sharded;
   const DpSide* sides = kDpSides;
+  RankDp out;
+  std::vector<Engine::OpId> first_fwd;
+  std::vector<size_t> last_index;
   // Full buckets share one size: a side's collective is costed again only when its kind or size
   // changes (a 70B model on few ranks fills thousands of buckets).
   struct LastCall {
@@ -52,62 +79,71 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const NetworkChoice& nets, const 
     double bytes = -1, t = 0;
   };
   LastCall last[2];
-  auto time_of = [&](const DpSide& side, Collective kind, double bytes) {
-    LastCall& l = last[side.moe ? 1 : 0];
-    if (l.kind != kind || l.bytes != bytes)
-      l = {kind, bytes, collective_time(*plan.system, s, nets.net(side.group), kind, bytes, side.n(plan), side.stage)};
-    return l.t;
-  };
-  auto count = [&](const DpSide& side, double t) { (side.moe ? out.moe_s : out.dense_s) += t; };
-  // Parameter all-gather (distributed optimizer: bf16 parameters, fp8 with fp8_param_gather).
-  for (size_t c = 0; c < v; ++c)
-    for (size_t si = 0; si < 2; ++si) {
-      const DpSide& side = sides[si];
-      const auto& bs = chunk_buckets[c][si];
-      for (auto it = bs.rbegin(); sharded && s.zero_state < 3 && it != bs.rend(); ++it) {
-        const double t = time_of(side, Collective::AllGather, it->params * param_gather_bytes(s));
-        count(side, t);
-        if (!s.overlap_param_gather) {
-          out.after_optimizer_s += t;
-          continue;
-        }
-        const Engine::OpId id = e.add(rr, Stream::Dp, t, {StepKind::DpComm, static_cast<int32_t>(c), -1});
-        if (it == bs.rbegin()) {
-          e.depends(first_fwd[c], id);
-          if (c == 0) out.param_gather_first_s += t;
-        }
-      }
-    }
-  // optim_grads_params (ZeRO-3 / Megatron FSDP): every forward and backward step gathers its
-  // chunk's parameters again (bf16); the step waits for its first layer's share, the rest of the
-  // gather runs ahead of the layers that need it (Megatron FSDP prefetches the next module). The
-  // two all-gathers are the same for every micro-batch: costed once per chunk, pass and side.
+    // optim_grads_params (ZeRO-3 / Megatron FSDP): every forward and backward step gathers its
+    // chunk's parameters again (bf16); the step waits for its first layer's share, the rest of the
+    // gather runs ahead of the layers that need it (Megatron FSDP prefetches the next module). The
+    // two all-gathers are the same for every micro-batch: costed once per chunk, pass and side.
   struct Gather {
     double first = 0, rest = 0;
     bool any = false;
   };
-  std::vector<std::array<std::array<Gather, 2>, 2>> gathers(s.zero_state >= 3 ? v : 0);  // [chunk][bwd, fwd][side]
-  for (size_t c = 0; c < gathers.size(); ++c) {
-    const auto& segs = *backward_of[c];
-    for (size_t si = 0; si < 2; ++si) {
-      const DpSide& side = sides[si];
-      if (side.n(plan) <= 1) continue;
-      double total = 0;
-      for (const auto& b : segs) total += side.moe ? b.moe : b.dense;
-      if (total <= 0) continue;
-      for (size_t fwd = 0; fwd < 2; ++fwd) {
-        // Forward needs the first layer (or the embedding) first, the backward the head or last layer.
-        double first = 0;
-        for (size_t k = 0; k < segs.size() && first == 0; ++k) {
-          const auto& b = fwd ? segs[segs.size() - 1 - k] : segs[k];
-          first = side.moe ? b.moe : b.dense;
+  std::vector<std::array<std::array<Gather, 2>, 2>> gathers;  // [chunk][bwd, fwd][side]
+
+  double time_of(const DpSide& side, Collective kind, double bytes) {
+    LastCall& l = last[side.moe ? 1 : 0];
+    if (l.kind != kind || l.bytes != bytes)
+      l = {kind, bytes, collective_time(*plan.system, s, nets.net(side.group), kind, bytes, side.n(plan), side.stage)};
+    return l.t;
+  }
+  void count(const DpSide& side, double t) { (side.moe ? out.moe_s : out.dense_s) += t; }
+
+  void param_gathers() {
+    // Parameter all-gather (distributed optimizer: bf16 parameters, fp8 with fp8_param_gather).
+    for (size_t c = 0; c < v; ++c)
+      for (size_t si = 0; si < 2; ++si) {
+        const DpSide& side = sides[si];
+        const auto& bs = chunk_buckets[c][si];
+        for (auto it = bs.rbegin(); sharded && s.zero_state < 3 && it != bs.rend(); ++it) {
+          const double t = time_of(side, Collective::AllGather, it->params * param_gather_bytes(s));
+          count(side, t);
+          if (!s.overlap_param_gather) {
+            out.after_optimizer_s += t;
+            continue;
+          }
+          const Engine::OpId id = e.add(rr, Stream::Dp, t, {StepKind::DpComm, static_cast<int32_t>(c), -1});
+          if (it == bs.rbegin()) {
+            e.depends(first_fwd[c], id);
+            if (c == 0) out.param_gather_first_s += t;
+          }
         }
-        gathers[c][fwd][si] = {time_of(side, Collective::AllGather, first * 2),
-                               time_of(side, Collective::AllGather, (total - first) * 2), true};
+      }
+  }
+
+  void fsdp_gathers() {
+    gathers.resize(s.zero_state >= 3 ? v : 0);
+    for (size_t c = 0; c < gathers.size(); ++c) {
+      const auto& segs = *backward_of[c];
+      for (size_t si = 0; si < 2; ++si) {
+        const DpSide& side = sides[si];
+        if (side.n(plan) <= 1) continue;
+        double total = 0;
+        for (const auto& b : segs) total += side.moe ? b.moe : b.dense;
+        if (total <= 0) continue;
+        for (size_t fwd = 0; fwd < 2; ++fwd) {
+          // Forward needs the first layer (or the embedding) first, the backward the head or last layer.
+          double first = 0;
+          for (size_t k = 0; k < segs.size() && first == 0; ++k) {
+            const auto& b = fwd ? segs[segs.size() - 1 - k] : segs[k];
+            first = side.moe ? b.moe : b.dense;
+          }
+          gathers[c][fwd][si] = {time_of(side, Collective::AllGather, first * 2),
+                                 time_of(side, Collective::AllGather, (total - first) * 2), true};
+        }
       }
     }
   }
-  auto gather = [&](size_t i) {
+
+  void gather(size_t i) {
     const auto c = static_cast<size_t>(steps[i].chunk);
     const size_t fwd = steps[i].pass == Pass::Forward ? 1 : 0;
     for (size_t si = 0; si < 2; ++si) {
@@ -118,15 +154,16 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const NetworkChoice& nets, const 
       e.depends(ops[ri][i], id);
       if (g.rest > 0) e.add(rr, Stream::Dp, g.rest, {StepKind::DpComm, static_cast<int32_t>(c), steps[i].mb});
     }
-  };
-  // Gradient reduction after each chunk's last backward, or, with sharded gradients (optim_grads,
-  // optim_grads_params), after every one: Megatron FSDP keeps no full gradient buffer to
-  // accumulate into, so each micro-batch's backward reduce-scatters its gradients into the shard
-  // (Megatron core 0.15 megatron_fsdp.py: grad_reduce_every_bprop for optim_grads and
-  // optim_grads_params, whatever is_last_microbatch says). Without overlap_grad_reduce the last
-  // reductions wait for the rank's last compute and the earlier ones hold the next step.
-  const Engine::OpId last_compute = ops[ri].back();
-  auto reduce = [&](size_t i) {
+  }
+
+    // Gradient reduction after each chunk's last backward, or, with sharded gradients (optim_grads,
+    // optim_grads_params), after every one: Megatron FSDP keeps no full gradient buffer to
+    // accumulate into, so each micro-batch's backward reduce-scatters its gradients into the shard
+    // (Megatron core 0.15 megatron_fsdp.py: grad_reduce_every_bprop for optim_grads and
+    // optim_grads_params, whatever is_last_microbatch says). Without overlap_grad_reduce the last
+    // reductions wait for the rank's last compute and the earlier ones hold the next step.
+
+  void reduce(size_t i) {
     const auto c = static_cast<size_t>(steps[i].chunk);
     const bool final_reduce = i == last_index[c];
     for (size_t si = 0; si < 2; ++si)
@@ -139,29 +176,38 @@ RankDp add_dp_ops(Engine& e, const Plan& plan, const NetworkChoice& nets, const 
         if (s.overlap_grad_reduce) {
           e.depends_at(id, ops[ri][i], b.ready);
         } else if (final_reduce) {
-          e.depends(id, last_compute);
+          e.depends(id, ops[ri].back());  // the rank's last compute
         } else {
           e.depends(id, ops[ri][i]);
           e.depends(ops[ri][i + 1], id);
         }
       }
-  };
-  // The dp stream runs them in step order, except that without overlap_grad_reduce a chunk's
-  // last reductions, which wait for the rank's last compute, go after everything else: queued in
-  // step order they would hold the gathers and per-micro-batch reductions that later steps of
-  // other chunks (interleaving) wait for, and the step could never finish.
-  std::vector<size_t> after_compute;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    if (s.zero_state >= 3 && steps[i].pass != Pass::BackwardWeight) gather(i);
-    if (steps[i].pass != grad_pass) continue;
-    const bool final_reduce = i == last_index[static_cast<size_t>(steps[i].chunk)];
-    if (final_reduce && !s.overlap_grad_reduce)
-      after_compute.push_back(i);
-    else if (final_reduce || s.zero_state >= 2)
-      reduce(i);
   }
-  for (size_t i : after_compute) reduce(i);
-  return out;
+
+  void in_step_order() {
+    // The dp stream runs them in step order, except that without overlap_grad_reduce a chunk's
+    // last reductions, which wait for the rank's last compute, go after everything else: queued in
+    // step order they would hold the gathers and per-micro-batch reductions that later steps of
+    // other chunks (interleaving) wait for, and the step could never finish.
+    std::vector<size_t> after_compute;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (s.zero_state >= 3 && steps[i].pass != Pass::BackwardWeight) gather(i);
+      if (steps[i].pass != grad_pass) continue;
+      const bool final_reduce = i == last_index[static_cast<size_t>(steps[i].chunk)];
+      if (final_reduce && !s.overlap_grad_reduce)
+        after_compute.push_back(i);
+      else if (final_reduce || s.zero_state >= 2)
+        reduce(i);
+    }
+    for (size_t i : after_compute) reduce(i);
+  }
+};
+
+}  // namespace
+
+RankDp add_dp_ops(Engine& e, const Plan& plan, const NetworkChoice& nets, const Program& program, const StepOps& ops,
+                  int64_t r, const RankBackward& backward_of, const ChunkBuckets& chunk_buckets) {
+  return DpLowering(e, plan, nets, program, ops, r, backward_of, chunk_buckets).run();
 }
 
 }  // namespace trainsim

@@ -152,10 +152,123 @@ std::string ValidationTable::case_dir(const ValidationCase& c) const {
   return (fs::path(dir) / "cases" / c.name).string();
 }
 
+namespace {
+
+// The error of line `line` of the table's CSV.
+ConfigError csv_error(const std::string& source, int64_t line, const std::string& msg) {
+  return ConfigError(source, "line " + std::to_string(line), msg);
+}
+
+// The header: the case column, one real_<metric> column per compared metric (added to t.metrics),
+// the peer's error columns bound to their metric, any other column informational.
+std::vector<Column> read_header(const std::vector<std::string>& fields, int64_t line_no, ValidationTable& t,
+                                const std::string& source) {
+  auto fail = [&](int64_t line, const std::string& msg) { return csv_error(source, line, msg); };
+  std::vector<Column> cols;
+  if (fields[0] != "case")
+    throw fail(line_no, "the first column must be 'case', got '" + fields[0] + "'");
+  std::set<std::string> seen;
+  bool tflops_peer = false;
+  for (const auto& name : fields) {
+    if (name.empty()) throw fail(line_no, "empty column name");
+    if (!seen.insert(name).second) throw fail(line_no, "duplicate column '" + name + "'");
+    Column c;
+    c.name = name;
+    if (name == "case") {
+      c.kind = Column::Case;
+    } else if (starts_with(name, "real_")) {
+      auto m = metric_from_name(name.substr(5));
+      if (!m) throw fail(line_no, unknown_column(name, real_column_names()));
+      c.kind = Column::Real;
+      c.metric = t.metrics.size();
+      t.metrics.push_back(*m);
+    } else if (starts_with(name, "peer_")) {
+      if (name == kTflopsPeer) {
+        c.kind = Column::PeerTflops;
+        tflops_peer = true;
+      } else if (starts_with(name, "peer_err_pct_") && metric_from_name(name.substr(13))) {
+        c.kind = Column::Peer;
+      } else {
+        throw fail(line_no, unknown_column(name, peer_column_names()));
+      }
+    }
+    cols.push_back(c);
+  }
+  if (t.metrics.empty())
+    throw fail(line_no, "no compared metric; expected at least one of the columns " +
+                            join(real_column_names()));
+  // Bind peer columns to their metric.
+  for (auto& c : cols) {
+    if (c.kind != Column::Peer && c.kind != Column::PeerTflops) continue;
+    std::string metric = c.kind == Column::Peer ? c.name.substr(13) : "iteration_ms";
+    auto it = std::find_if(t.metrics.begin(), t.metrics.end(),
+                           [&](ValidationMetric m) { return metric == metric_name(m); });
+    if (it == t.metrics.end())
+      throw fail(line_no, "column '" + c.name + "' needs the column 'real_" + metric + "'");
+    c.metric = static_cast<size_t>(it - t.metrics.begin());
+    if (c.kind == Column::Peer && metric == "iteration_ms" && tflops_peer)
+      throw fail(line_no, "give the peer's error once: 'peer_err_pct_iteration_ms' or '" +
+                              std::string(kTflopsPeer) + "'");
+  }
+  return cols;
+}
+
+// One case row under the header's columns.
+ValidationCase read_case(const std::vector<std::string>& fields, const std::vector<Column>& cols, int64_t line_no,
+                         const ValidationTable& t, std::map<std::string, int64_t>& case_lines,
+                         const std::string& source) {
+  auto fail = [&](int64_t line, const std::string& msg) { return csv_error(source, line, msg); };
+  if (fields.size() != cols.size())
+    throw fail(line_no, strprintf("expected %zu fields (as in the header), got %zu", cols.size(),
+                                  fields.size()));
+  ValidationCase vc;
+  vc.line = line_no;
+  vc.real.assign(t.metrics.size(), 0.0);
+  vc.peer_err_pct.assign(t.metrics.size(), std::nullopt);
+  for (size_t i = 0; i < cols.size(); ++i) {
+    const Column& c = cols[i];
+    const std::string& v = fields[i];
+    switch (c.kind) {
+      case Column::Case: {
+        if (!valid_case_name(v))
+          throw fail(line_no, "invalid case name '" + v +
+                                  "'; use letters, digits, '.', '_' and '-' (not first '.')");
+        auto [it, inserted] = case_lines.emplace(v, line_no);
+        if (!inserted)
+          throw fail(line_no, "duplicate case '" + v + "' (first on line " +
+                                  std::to_string(it->second) + ")");
+        vc.name = v;
+        break;
+      }
+      case Column::Real: {
+        double x = 0;
+        if (!parse_double(v, x) || x <= 0)
+          throw fail(line_no, "column '" + c.name + "': expected a positive number, got '" + v + "'");
+        vc.real[c.metric] = x;
+        break;
+      }
+      case Column::Peer:
+      case Column::PeerTflops: {
+        if (v.empty()) break;  // not published
+        double x = 0;
+        if (!parse_double(v, x) || (c.kind == Column::PeerTflops && x <= -100))
+          throw fail(line_no, "column '" + c.name + "': expected a number" +
+                                  (c.kind == Column::PeerTflops ? std::string(" above -100") : "") +
+                                  " or nothing, got '" + v + "'");
+        vc.peer_err_pct[c.metric] = c.kind == Column::PeerTflops ? time_error_from_tflops_error(x) : x;
+        break;
+      }
+      case Column::Info:
+        vc.info.emplace_back(c.name, v);
+        break;
+    }
+  }
+  return vc;
+}
+
+}  // namespace
+
 ValidationTable parse_validation_csv(const std::string& text, const std::string& source) {
-  auto fail = [&](int64_t line, const std::string& msg) -> ConfigError {
-    return ConfigError(source, "line " + std::to_string(line), msg);
-  };
   ValidationTable t;
   t.csv_path = source;
   std::vector<Column> cols;
@@ -171,104 +284,15 @@ ValidationTable parse_validation_csv(const std::string& text, const std::string&
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (trim(line).empty()) continue;
-    if (!split_csv_line(line, fields)) throw fail(line_no, "unterminated or misplaced double quote");
+    if (!split_csv_line(line, fields)) throw csv_error(source, line_no, "unterminated or misplaced double quote");
 
     if (!have_header) {
       have_header = true;
-      if (fields[0] != "case")
-        throw fail(line_no, "the first column must be 'case', got '" + fields[0] + "'");
-      std::set<std::string> seen;
-      bool tflops_peer = false;
-      for (const auto& name : fields) {
-        if (name.empty()) throw fail(line_no, "empty column name");
-        if (!seen.insert(name).second) throw fail(line_no, "duplicate column '" + name + "'");
-        Column c;
-        c.name = name;
-        if (name == "case") {
-          c.kind = Column::Case;
-        } else if (starts_with(name, "real_")) {
-          auto m = metric_from_name(name.substr(5));
-          if (!m) throw fail(line_no, unknown_column(name, real_column_names()));
-          c.kind = Column::Real;
-          c.metric = t.metrics.size();
-          t.metrics.push_back(*m);
-        } else if (starts_with(name, "peer_")) {
-          if (name == kTflopsPeer) {
-            c.kind = Column::PeerTflops;
-            tflops_peer = true;
-          } else if (starts_with(name, "peer_err_pct_") && metric_from_name(name.substr(13))) {
-            c.kind = Column::Peer;
-          } else {
-            throw fail(line_no, unknown_column(name, peer_column_names()));
-          }
-        }
-        cols.push_back(c);
-      }
-      if (t.metrics.empty())
-        throw fail(line_no, "no compared metric; expected at least one of the columns " +
-                                join(real_column_names()));
-      // Bind peer columns to their metric.
-      for (auto& c : cols) {
-        if (c.kind != Column::Peer && c.kind != Column::PeerTflops) continue;
-        std::string metric = c.kind == Column::Peer ? c.name.substr(13) : "iteration_ms";
-        auto it = std::find_if(t.metrics.begin(), t.metrics.end(),
-                               [&](ValidationMetric m) { return metric == metric_name(m); });
-        if (it == t.metrics.end())
-          throw fail(line_no, "column '" + c.name + "' needs the column 'real_" + metric + "'");
-        c.metric = static_cast<size_t>(it - t.metrics.begin());
-        if (c.kind == Column::Peer && metric == "iteration_ms" && tflops_peer)
-          throw fail(line_no, "give the peer's error once: 'peer_err_pct_iteration_ms' or '" +
-                                  std::string(kTflopsPeer) + "'");
-      }
+      cols = read_header(fields, line_no, t, source);
       continue;
     }
 
-    if (fields.size() != cols.size())
-      throw fail(line_no, strprintf("expected %zu fields (as in the header), got %zu", cols.size(),
-                                    fields.size()));
-    ValidationCase vc;
-    vc.line = line_no;
-    vc.real.assign(t.metrics.size(), 0.0);
-    vc.peer_err_pct.assign(t.metrics.size(), std::nullopt);
-    for (size_t i = 0; i < cols.size(); ++i) {
-      const Column& c = cols[i];
-      const std::string& v = fields[i];
-      switch (c.kind) {
-        case Column::Case: {
-          if (!valid_case_name(v))
-            throw fail(line_no, "invalid case name '" + v +
-                                    "'; use letters, digits, '.', '_' and '-' (not first '.')");
-          auto [it, inserted] = case_lines.emplace(v, line_no);
-          if (!inserted)
-            throw fail(line_no, "duplicate case '" + v + "' (first on line " +
-                                    std::to_string(it->second) + ")");
-          vc.name = v;
-          break;
-        }
-        case Column::Real: {
-          double x = 0;
-          if (!parse_double(v, x) || x <= 0)
-            throw fail(line_no, "column '" + c.name + "': expected a positive number, got '" + v + "'");
-          vc.real[c.metric] = x;
-          break;
-        }
-        case Column::Peer:
-        case Column::PeerTflops: {
-          if (v.empty()) break;  // not published
-          double x = 0;
-          if (!parse_double(v, x) || (c.kind == Column::PeerTflops && x <= -100))
-            throw fail(line_no, "column '" + c.name + "': expected a number" +
-                                    (c.kind == Column::PeerTflops ? std::string(" above -100") : "") +
-                                    " or nothing, got '" + v + "'");
-          vc.peer_err_pct[c.metric] = c.kind == Column::PeerTflops ? time_error_from_tflops_error(x) : x;
-          break;
-        }
-        case Column::Info:
-          vc.info.emplace_back(c.name, v);
-          break;
-      }
-    }
-    t.cases.push_back(std::move(vc));
+    t.cases.push_back(read_case(fields, cols, line_no, t, case_lines, source));
   }
   if (!have_header) throw ConfigError(source, "", "is empty; expected a header line starting with 'case'");
   if (t.cases.empty()) throw ConfigError(source, "", "has a header but no case rows");

@@ -116,6 +116,81 @@ nlohmann::ordered_json breakdown_json(const Estimate& e) {
 
 }  // namespace
 
+namespace {
+
+// Memory per stage with its fit verdict under `rule`.
+nlohmann::ordered_json stages_json(const Estimate& e, const FitRule& rule) {
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (const auto& st : e.stages) {
+    nlohmann::ordered_json x;
+    const FitVerdict fit = fit_verdict(st, rule);
+    x["name"] = st.name;
+    x["fits"] = fit.known ? nlohmann::ordered_json(fit.fits) : nlohmann::ordered_json();
+    x["memory_headroom_gib"] = fit.known ? nlohmann::ordered_json(fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
+    x["peak_alloc_gib"] = st.peak_alloc_bytes / kGiB;
+    x["peak_reserved_gib"] = st.peak_reserved_bytes / kGiB;
+    x["non_tensor_memory_gib"] = (rule.stage_non_tensor ? st.non_tensor_bytes : rule.unusable_bytes) / kGiB;
+    x["model_mem_gib"] = st.model_bytes / kGiB;
+    x["weight_gib"] = st.weight_bytes / kGiB;
+    x["grad_gib"] = st.grad_bytes / kGiB;
+    x["optimizer_state_gib"] = st.state_bytes / kGiB;
+    x["activation_cache_per_micro_batch_gib"] = st.activation_cache_per_mb_bytes / kGiB;
+    x["in_flight_micro_batches"] = st.in_flight_micro_batches;
+    x["peak_activation_gib"] = st.peak_activation_bytes / kGiB;
+    x["peak_at"] = st.peak_phase;
+    x["host_memory_gib"] = st.host_bytes / kGiB;
+    stages.push_back(x);
+  }
+  return stages;
+}
+
+// Time per stage: compute, communication by group (total, exposed, hidden), bubble, tail.
+nlohmann::ordered_json stage_times_json(const Estimate& e) {
+  nlohmann::ordered_json times = nlohmann::ordered_json::array();
+  for (const auto& t : e.stage_times) {
+    nlohmann::ordered_json x;
+    x["name"] = t.name;
+    x["total_ms"] = t.total_s * 1e3;
+    x["pipeline_ms"] = t.pipeline_s * 1e3;
+    x["forward_compute_ms"] = t.fwd_compute_s * 1e3;
+    x["backward_compute_ms"] = t.bwd_compute_s * 1e3;
+    x["recompute_ms"] = t.recompute_s * 1e3;
+    x["tp_cp_ep_comm_ms"] = t.tp_comm_s * 1e3;
+    x["pp_comm_ms"] = t.pp_comm_s * 1e3;
+    x["bubble_ms"] = t.bubble_s * 1e3;
+    x["p2p_wait_ms"] = t.p2p_wait_s * 1e3;
+    nlohmann::ordered_json comm;
+    for (size_t g = 0; g < t.comm_by_group_s.size(); ++g) {
+      const double total = t.comm_by_group_s[g], exposed = t.exposed_comm_s(g);
+      comm[group_name(static_cast<Group>(g))] = {
+          {"total_ms", total * 1e3}, {"exposed_ms", exposed * 1e3}, {"hidden_ms", (total - exposed) * 1e3}};
+    }
+    x["communication"] = comm;
+    x["idle_ms"] = t.idle_s * 1e3;
+    x["dp_comm_ms"] = t.dp_comm_s * 1e3;
+    x["optimizer_ms"] = t.optimizer_s * 1e3;
+    x["forward_per_micro_batch_ms"] = t.fwd_per_mb_s * 1e3;
+    x["backward_per_micro_batch_ms"] = t.bwd_per_mb_s * 1e3;
+    times.push_back(x);
+  }
+  return times;
+}
+
+// Where the kernels' efficiencies came from: hits, interpolations, misses.
+void efficiency_json(const Estimate& e, nlohmann::ordered_json& j) {
+  j["efficiency_hits"] = e.efficiency_hits;
+  if (e.efficiency_interpolated + e.efficiency_extrapolated > 0) {
+    j["efficiency_interpolated"] = e.efficiency_interpolated;
+    j["efficiency_extrapolated"] = e.efficiency_extrapolated;
+  }
+  nlohmann::ordered_json misses = nlohmann::ordered_json::array();
+  for (const auto& mm : e.misses)
+    misses.push_back({{"op", mm.op}, {"key", format_packed_key(mm.key)}, {"flops", mm.flops}, {"used_efficiency", mm.used_efficiency}});
+  j["efficiency_misses"] = misses;
+}
+
+}  // namespace
+
 std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   nlohmann::ordered_json j;
   const auto& s = in.strategy;
@@ -185,69 +260,13 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   double host = 0;
   for (const auto& st : e.stages) host = std::max(host, st.host_bytes);
   j["host_memory_gib"] = host / kGiB;
-  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
-  for (const auto& st : e.stages) {
-    nlohmann::ordered_json x;
-    const FitVerdict fit = fit_verdict(st, rule);
-    x["name"] = st.name;
-    x["fits"] = fit.known ? nlohmann::ordered_json(fit.fits) : nlohmann::ordered_json();
-    x["memory_headroom_gib"] = fit.known ? nlohmann::ordered_json(fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
-    x["peak_alloc_gib"] = st.peak_alloc_bytes / kGiB;
-    x["peak_reserved_gib"] = st.peak_reserved_bytes / kGiB;
-    x["non_tensor_memory_gib"] = (rule.stage_non_tensor ? st.non_tensor_bytes : rule.unusable_bytes) / kGiB;
-    x["model_mem_gib"] = st.model_bytes / kGiB;
-    x["weight_gib"] = st.weight_bytes / kGiB;
-    x["grad_gib"] = st.grad_bytes / kGiB;
-    x["optimizer_state_gib"] = st.state_bytes / kGiB;
-    x["activation_cache_per_micro_batch_gib"] = st.activation_cache_per_mb_bytes / kGiB;
-    x["in_flight_micro_batches"] = st.in_flight_micro_batches;
-    x["peak_activation_gib"] = st.peak_activation_bytes / kGiB;
-    x["peak_at"] = st.peak_phase;
-    x["host_memory_gib"] = st.host_bytes / kGiB;
-    stages.push_back(x);
-  }
-  j["stages"] = stages;
-  nlohmann::ordered_json times = nlohmann::ordered_json::array();
-  for (const auto& t : e.stage_times) {
-    nlohmann::ordered_json x;
-    x["name"] = t.name;
-    x["total_ms"] = t.total_s * 1e3;
-    x["pipeline_ms"] = t.pipeline_s * 1e3;
-    x["forward_compute_ms"] = t.fwd_compute_s * 1e3;
-    x["backward_compute_ms"] = t.bwd_compute_s * 1e3;
-    x["recompute_ms"] = t.recompute_s * 1e3;
-    x["tp_cp_ep_comm_ms"] = t.tp_comm_s * 1e3;
-    x["pp_comm_ms"] = t.pp_comm_s * 1e3;
-    x["bubble_ms"] = t.bubble_s * 1e3;
-    x["p2p_wait_ms"] = t.p2p_wait_s * 1e3;
-    nlohmann::ordered_json comm;
-    for (size_t g = 0; g < t.comm_by_group_s.size(); ++g) {
-      const double total = t.comm_by_group_s[g], exposed = t.exposed_comm_s(g);
-      comm[group_name(static_cast<Group>(g))] = {
-          {"total_ms", total * 1e3}, {"exposed_ms", exposed * 1e3}, {"hidden_ms", (total - exposed) * 1e3}};
-    }
-    x["communication"] = comm;
-    x["idle_ms"] = t.idle_s * 1e3;
-    x["dp_comm_ms"] = t.dp_comm_s * 1e3;
-    x["optimizer_ms"] = t.optimizer_s * 1e3;
-    x["forward_per_micro_batch_ms"] = t.fwd_per_mb_s * 1e3;
-    x["backward_per_micro_batch_ms"] = t.bwd_per_mb_s * 1e3;
-    times.push_back(x);
-  }
-  j["time_breakdown"] = times;
+  j["stages"] = stages_json(e, rule);
+  j["time_breakdown"] = stage_times_json(e);
   nlohmann::ordered_json nets;
   for (const auto& [g, n] : e.networks) nets[std::string(g)] = n;
   j["networks"] = nets;
   j["breakdown"] = breakdown_json(e);
-  j["efficiency_hits"] = e.efficiency_hits;
-  if (e.efficiency_interpolated + e.efficiency_extrapolated > 0) {
-    j["efficiency_interpolated"] = e.efficiency_interpolated;
-    j["efficiency_extrapolated"] = e.efficiency_extrapolated;
-  }
-  nlohmann::ordered_json misses = nlohmann::ordered_json::array();
-  for (const auto& mm : e.misses)
-    misses.push_back({{"op", mm.op}, {"key", format_packed_key(mm.key)}, {"flops", mm.flops}, {"used_efficiency", mm.used_efficiency}});
-  j["efficiency_misses"] = misses;
+  efficiency_json(e, j);
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

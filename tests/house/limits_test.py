@@ -11,14 +11,8 @@ FILE_LIMIT, ESTIMATE_FILE_LIMIT, FUNCTION_LIMIT = 600, 400, 120
 
 # Known exceptions: path (relative to simulator/) or "path:function".
 KNOWN = {
-    "model/graph.cpp",
     "inputs/strategy_config.cpp:load_strategy",
     "system/system_config.cpp:load_system",
-    "validation/runner.cpp:parse_validation_csv",
-    "views/report.cpp:estimate_to_json",
-    "views/web_app_page.cpp:web_app_page",
-    "estimate/stage_memory.cpp:stage_memory",
-    "schedule/dp_lowering.cpp:add_dp_ops",
     "search/search.cpp:search",
 }
 

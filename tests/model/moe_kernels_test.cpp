@@ -1,4 +1,4 @@
-// The MoE layer at kernel granularity (model/moe_kernels.h, model/graph.cpp default mode) and
+// The MoE layer at kernel granularity (model/moe_kernels.h, model/ops_moe.cpp default mode) and
 // DeepEP's bandwidth (model/moe_dispatch.h): hand-computed bytes, launches and times.
 #include "model/moe_kernels.h"
 
