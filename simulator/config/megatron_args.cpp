@@ -139,11 +139,14 @@ const Rule kRules[] = {
     {"--optimizer-cpu-offload", Use::Strategy, R"({"optimizer_cpu_offload": true})"},
     {"--optimizer-offload-fraction", Use::Strategy, R"({"optimizer_offload_fraction": $v})"},
     {"--overlap-cpu-optimizer-d2h-h2d", Use::NotModeled, "CPU optimizer copies overlapped"},
-    {"--enable-cuda-graph", Use::NotModeled, "CUDA graphs"},
+    // CUDA graphs: the captured parts cost one launch on the host (compute/host_cost.h).
+    {"--enable-cuda-graph", Use::Strategy, R"({"enable_cuda_graph": true})"},
     {"--cuda-graph-impl=none", Use::Ignored, ""},
-    {"--cuda-graph-impl", Use::NotModeled, "CUDA graphs"},
-    {"--cuda-graph-scope", Use::NotModeled, "CUDA graphs"},
-    {"--external-cuda-graph", Use::NotModeled, "CUDA graphs"},
+    {"--cuda-graph-impl", Use::Strategy, R"({"cuda_graph_impl": "$v"})"},
+    {"--cuda-graph-scope", Use::Special, ""},
+    // Megatron's older switch for the TransformerEngine implementation.
+    {"--external-cuda-graph", Use::Strategy, R"({"cuda_graph_impl": "transformer_engine"})"},
+    {"--no-check-for-nan-in-loss-and-grad", Use::Strategy, R"({"check_for_nan_in_loss_and_grad": false})"},
     {"--optimizer-cuda-graph", Use::NotModeled, "CUDA graphs"},
     {"--moe-router-fusion", Use::NotModeled, "fused MoE router"},
     {"--moe-layer-recompute", Use::NotModeled, "MoE layer recompute"},
@@ -611,6 +614,7 @@ MegatronArgs parse_megatron_args(const std::string& text, const std::string& sou
   if (auto d = value_of("--moe-token-dispatcher-type")) out.moe_dispatcher = *d;
 
   if (has("--offload-modules")) out.strategy["offload_modules"] = given["--offload-modules"];
+  if (has("--cuda-graph-scope")) out.strategy["cuda_graph_scope"] = given["--cuda-graph-scope"];
 
   // Recompute: full (uniform or block over recompute_num_layers) or selective (modules).
   std::optional<std::string> granularity = value_of("--recompute-granularity");

@@ -127,6 +127,11 @@ std::vector<Moot> find_moot(const ModelConfig& m, const StrategyConfig& s, Mode 
         "changes nothing unless cp_comm_type is 'a2a+p2p'", "remove it",
         [](StrategyConfig& x) { x.hierarchical_context_parallel_sizes.clear(); });
 
+  if (!compat && s.cuda_graphs().empty() && !s.cuda_graph_scope.empty())
+    add("cuda_graph_scope", json_text(s.cuda_graph_scope), "changes nothing without CUDA graphs",
+        "remove it or set cuda_graph_impl (--cuda-graph-impl local|transformer_engine)",
+        [](StrategyConfig& x) { x.cuda_graph_scope.clear(); });
+
   if (!compat && !m.is_moe()) {
     const std::string why = "changes nothing with a dense model";
     if (s.moe_token_dispatcher_type && *s.moe_token_dispatcher_type != "alltoall")
@@ -471,7 +476,10 @@ std::vector<Issue> validate_plan(const ModelConfig& m, const StrategyConfig& s,
         {"/tp_comm_overlap", s.tp_comm_overlap, "remove it"},
         {"/overlap_moe_expert_parallel_comm", s.overlap_moe_expert_parallel_comm, "remove it"},
         {"/scatter_gather_tensors_in_pipeline", s.scatter_gather_tensors_in_pipeline, "remove it"},
-        {"/data_parallel_sharding_strategy", s.data_parallel_sharding_strategy.has_value(), "use zero_state"}};
+        {"/data_parallel_sharding_strategy", s.data_parallel_sharding_strategy.has_value(), "use zero_state"},
+        {"/cuda_graph_impl", !s.cuda_graphs().empty() && s.cuda_graph_impl.has_value(), "remove it"},
+        {"/enable_cuda_graph", s.enable_cuda_graph, "remove it"},
+        {"/cuda_graph_scope", !s.cuda_graph_scope.empty(), "remove it"}};
     for (const auto& a : added)
       if (a.set) add(a.key, std::string("not part of SimuMax v1.2; ") + a.instead + ", or use the default mode");
   } else {
