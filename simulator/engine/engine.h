@@ -66,6 +66,18 @@ class Engine {
   /// The same into `into` (replaced): false when the program cannot finish.
   [[nodiscard]] bool try_run(Timeline& into, bool events = true) const;
 
+  /// Walking a stream: its first op (-1: none), the op after `op` on its stream (-1: the last),
+  /// an op's label and duration.
+  [[nodiscard]] OpId first_op(int32_t rank, Stream stream) const {
+    return queues_[static_cast<size_t>(rank * kStreamCount + static_cast<int32_t>(stream))].first;
+  }
+  [[nodiscard]] OpId next_op(OpId op) const { return ops_[static_cast<size_t>(op)].next; }
+  [[nodiscard]] Label label(OpId op) const {
+    const Op& o = ops_[static_cast<size_t>(op)];
+    return {o.kind, o.chunk, o.mb};
+  }
+  [[nodiscard]] double duration(OpId op) const { return ops_[static_cast<size_t>(op)].duration; }
+
   [[nodiscard]] int32_t ranks() const { return ranks_; }
   [[nodiscard]] size_t size() const { return nops_; }
 

@@ -56,6 +56,7 @@ constexpr double kUnfusedNormFwdBytes = 26, kUnfusedNormBwdBytes = 56;
 // Fused RMSNorm over [B, S_sp, H] (TE LayerNorm bytes: in + gamma + out; bwd adds rstd).
 void layer_norm(Leaf& l, const Ctx& c, std::string_view name, double width = 0) {
   l.name = name;
+  l.te_module = true;  // TENorm (or the norm of a fused LayerNormLinear)
   const double Hn = width > 0 ? width : c.H;
   const double X = c.B * c.S_sp * Hn, rstd = c.B * c.S_sp;
   l.kernels[kFwd] = {mem_kernel(X * c.e + Hn * c.e + X * c.e)};
@@ -87,6 +88,7 @@ void layer_norm(Leaf& l, const Ctx& c, std::string_view name, double width = 0) 
 
 void linear_common(const Ctx& c, Leaf& l, double m_rows, double in, double out, double flops,
                    double x_in, double x_out, double wt, bool fp8) {
+  l.te_module = true;  // TE Linear / LayerNormLinear
   const double a = fp8 ? 1 : c.e, w = fp8 ? 1 : c.e;
   const char* op = fp8 ? "fp8_matmul" : "matmul";
   const double bytes = x_in * a + wt * w + x_out * 2;
@@ -202,6 +204,7 @@ void linear_dup(Leaf& l, const Ctx& c, std::string_view name, double in, double 
 // q and k (read, write; backward also the gradient), inputs saved for backward, 2·d weights.
 void qk_layernorm(Leaf& l, const Ctx& c, double d) {
   l.name = "qk_layernorm";
+  l.te_module = true;
   const double heads = static_cast<double>(c.m.head_num + c.m.kv_head_num) / static_cast<double>(c.tp);
   const double X = c.B * c.S_l * heads * d * c.e;
   l.kernels[kFwd] = {mem_kernel(2 * X)};
@@ -241,6 +244,7 @@ void bias_dropout_add(Leaf& l, const Ctx& c, std::string_view name) {
 // size; MLA uses all heads with K like Q and V of v_head_dim.
 void core_attention(Leaf& l, const Ctx& c, double d_qk, double d_v, bool mla) {
   l.name = "core_attention";
+  l.te_module = true;  // TE DotProductAttention
   const double h = static_cast<double>(c.m.head_num), kv = static_cast<double>(c.m.kv_head_num);
   const CpSplit split = c.cp > 1 ? cp_split(c.s) : CpSplit{};
   const double a2a = static_cast<double>(split.a2a);
@@ -548,6 +552,11 @@ DispatchComm dispatch_comm(const Ctx& c, const MoeShape& sh, bool combine) {
 // TE's fused permute (`moe_permute_fusion`).
 void permutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   l.name = "permutation";
+  // Without padding to capacity the experts' token counts are data: every dispatcher copies
+  // them to the host before it sizes the permuted buffers (Megatron's MoEAlltoAllTokenDispatcher
+  // and MoEAllGatherTokenDispatcher `.cpu()` / `.tolist()`, DeepEP's dispatch waiting for the
+  // received counts), so the host waits for the router here.
+  l.host_sync = c.env.mode == Mode::Default && !c.m.moe_pad_expert_input_to_capacity;
   const double NE = static_cast<double>(c.m.expert_num);
   const double k1 = (sh.T * c.H + sh.P * c.H) * c.e, k2 = 2 * sh.P * c.H * c.e;
   l.kernels[kFwd] = {mem_kernel(k1, "permute_fwd"), mem_kernel(k2, "permute_fwd")};
@@ -606,6 +615,7 @@ void unpermutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
 void grouped_linear(Leaf& l, const Ctx& c, const MoeShape& sh, std::string_view name, double in, double out, bool col) {
   l.name = name;
   l.grouped = true;
+  l.te_module = true;  // TE GroupedLinear
   const bool fp8 = c.fp8;
   const double a = fp8 ? 1 : c.e, w = fp8 ? 1 : c.e;
   const double Tl = sh.M * sh.El;

@@ -92,6 +92,11 @@ struct Leaf {
   RecomputeStatus status = RecomputeStatus::None;
   bool grouped = false;
   bool fp8_cast_transpose = false;  // TE's forward cast of the fp8 input also writes its transpose
+  // The host's side (compute/host_cost.h): a TransformerEngine module call (else PyTorch eager
+  // ops), and a sync point: the host waits for the device to finish every op before this one
+  // (a device-to-host read such as the dropless MoE dispatcher's tokens per expert).
+  bool te_module = false;
+  bool host_sync = false;
 };
 
 /// One transformer layer's leaves; the recompute fields describe the layer when recomputed.
