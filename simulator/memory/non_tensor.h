@@ -35,13 +35,25 @@ struct NonTensorMemory {
   double nccl_bytes = 0;     // NCCL communicator buffers, every group of more than one rank
   int64_t communicators = 0;
   bool measured = false;     // the system gives unusable_mem_gbs: its value replaces both terms
-  [[nodiscard]] double total() const { return context_bytes + nccl_bytes; }
+  double cuda_graph_bytes = 0;  // the CUDA graphs' private pool (cuda_graph_pool_bytes)
+  [[nodiscard]] double total() const { return context_bytes + nccl_bytes + cuda_graph_bytes; }
 };
+
+/// The private memory pool of a rank's CUDA graphs (cuda_graph_impl local or transformer_engine):
+/// every graphed layer keeps static input and output buffers for its forward graph and its
+/// backward graph (the hidden state and its gradient: 4 tensors of micro_batch_size · seq_len /
+/// (cp · tp under sequence parallelism) · hidden_size elements of the training dtype) that eager
+/// code cannot reuse; the graphs' intermediates share one pool, reused as the graphs replay in
+/// capture order (torch.cuda.graph's `pool`, TE make_graphed_callables, Megatron's
+/// CudaGraphManager). `layers`: the rank's layers. 0 without graphs. A lower bound: the pool's
+/// largest intermediate set is left to the allocator's reserve.
+[[nodiscard]] double cuda_graph_pool_bytes(const ModelConfig& m, const StrategyConfig& s, int64_t layers);
 
 /// The communicators a rank of the plan sends data over, one per group of more than one rank:
 /// tp, cp, dp·cp (gradient reduction), pp (p2p), and for a MoE model ep, etp and the expert
 /// data-parallel group. NCCL (2.22+, NCCL_RUNTIME_CONNECT) allocates buffers only on a group's
-/// first collective, so the groups Megatron creates and never uses hold none.
+/// first collective, so the groups Megatron creates and never uses hold none. With CUDA graphs,
+/// their pool for the average rank's layers (layer_num / pp_size, rounded up), measured or not.
 [[nodiscard]] NonTensorMemory non_tensor_memory(const ModelConfig& m, const StrategyConfig& s,
                                                 const SystemConfig& sys);
 
