@@ -50,7 +50,10 @@ class Engine {
   /// `op` starts no earlier than `fraction` (0–1) of the way through `on`: the point where an
   /// op running on another stream has produced part of its output (e.g. the gradients of the
   /// last layers of a backward pass). `op` is still replayed after `on` has been placed.
-  void depends_at(OpId op, OpId on, double fraction);
+  void depends_at(OpId op, OpId on, double fraction) {
+    if (!(fraction >= 0 && fraction <= 1)) bad_fraction();
+    link(op, false, on, fraction);
+  }
   /// `a` and `b` rendezvous: each ends no earlier than max(start a, start b) + `duration`.
   void rendezvous(OpId a, OpId b, double duration) {
     link(a, true, b, duration);
@@ -115,6 +118,7 @@ class Engine {
   }
   // The slow paths of add and link, out of line: check the arguments, grow the arrays.
   void make_room(int32_t rank, double duration);
+  [[noreturn]] static void bad_fraction();
   void make_link_room(OpId op, OpId other);
   int32_t ranks_ = 0;
   bool unordered_ = false;  // an op of negative (or NaN) duration was added: ends are not in stream order

@@ -4,7 +4,8 @@
 // needs launching, and a pass whose host time exceeds its device time ends when its last kernel
 // is issued (the device idles before it, visible in the trace). Sync points make the host wait
 // for the device: a forward with sync points inside (ChunkTimes::fwd_first), the loss read after
-// the head's forward, and every blocking p2p bundle (Megatron's batch_p2p_sync).
+// the head's forward, and every blocking p2p bundle (Megatron's batch_p2p_sync: the transfers
+// wait for the host to get there, one host op after them issues and synchronizes).
 #pragma once
 
 #include "engine/engine.h"

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/presets.h"
+#include "config/validate.h"
 #include "estimate/estimate.h"
 #include "test_presets.h"
 #include "views/trace.h"
@@ -145,6 +146,27 @@ TEST(HostStream, TraceShowsTheHostThread) {
   }
   EXPECT_NEAR(launch_end, h.host_fwd * 1e6, 1e-3);
   EXPECT_NEAR(first_device, (h.host_fwd - h.fwd) * 1e6, 1e-3);
+}
+
+// A graph scope without CUDA graphs is accepted and turned off (Megatron reads it only with an
+// implementation); compat mode (SimuMax v1.2) has no CUDA graphs.
+TEST(HostStream, GraphKeysWithoutEffectAndInCompatMode) {
+  const ModelConfig m = llama_two_layers();
+  StrategyConfig s = one_rank(R"("cuda_graph_scope": ["attn"])");
+  const std::vector<NoEffect> off = normalize_strategy(m, s, Mode::Default);
+  ASSERT_EQ(off.size(), 1u);
+  EXPECT_EQ(no_effect_line(off[0]), "cuda_graph_scope=[\"attn\"] changes nothing without CUDA graphs; turned off");
+  EXPECT_TRUE(s.cuda_graph_scope.empty());
+  const StrategyConfig graphs = one_rank(R"("cuda_graph_impl": "local", "cuda_graph_scope": ["attn"])");
+  StrategyConfig kept = graphs;
+  EXPECT_TRUE(normalize_strategy(m, kept, Mode::Default).empty());
+  const std::vector<Issue> issues =
+      validate_plan(m, graphs, test::preset_system("h100-sxm-80g"), {"m.json", "s.json", "y.json"}, Mode::SimuMax12);
+  size_t graph_issues = 0;
+  for (const Issue& i : issues) graph_issues += i.path == "/cuda_graph_impl" || i.path == "/cuda_graph_scope";
+  EXPECT_EQ(graph_issues, 2u);
+  // Megatron rejects the older switch beside an implementation.
+  EXPECT_THROW((void)one_rank(R"("enable_cuda_graph": true, "cuda_graph_impl": "transformer_engine")"), ConfigError);
 }
 
 }  // namespace
