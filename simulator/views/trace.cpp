@@ -194,10 +194,10 @@ std::string trace_json(const Estimate& e, const TraceOptions& opt, TraceStats* s
         break;
       case StepKind::HostLaunch:
       case StepKind::HostSync: {
-        // The host issuing a pass (the device cannot start it before) or waiting for a value.
+        // The host issuing a pass (the device cannot start it before), or waiting for the device
+        // (a blocking p2p bundle, the loss).
         const std::string name = ev.kind == StepKind::HostSync ? "host sync"
-                                 : ev.mb >= 0 && ev.chunk >= 0 ? "launch mb" + std::to_string(ev.mb)
-                                 : ev.mb >= 0                 ? "launch p2p"
+                                 : ev.mb >= 0                 ? "launch mb" + std::to_string(ev.mb)
                                                               : "launch";
         w.complete(pid, kHost, name, ev.start, ev.end, std::move(args));
         break;
