@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <utility>
 
@@ -18,9 +19,9 @@ void Engine::reset(int32_t ranks) {
   queues_.assign(static_cast<size_t>(ranks) * kStreamCount, {});
 }
 
-void Engine::depends_at(OpId op, OpId on, double fraction) {
-  TRAINSIM_ASSERT(fraction >= 0 && fraction <= 1, "dependency fraction outside [0, 1]");
-  link(op, false, on, fraction);
+void Engine::bad_fraction() {
+  TRAINSIM_ASSERT(false, "dependency fraction outside [0, 1]");
+  std::abort();
 }
 
 void Engine::reserve(size_t ops, size_t deps, size_t syncs) {

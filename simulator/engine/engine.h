@@ -50,7 +50,10 @@ class Engine {
   /// `op` starts no earlier than `fraction` (0–1) of the way through `on`: the point where an
   /// op running on another stream has produced part of its output (e.g. the gradients of the
   /// last layers of a backward pass). `op` is still replayed after `on` has been placed.
-  void depends_at(OpId op, OpId on, double fraction);
+  void depends_at(OpId op, OpId on, double fraction) {
+    if (!(fraction >= 0 && fraction <= 1)) bad_fraction();
+    link(op, false, on, fraction);
+  }
   /// `a` and `b` rendezvous: each ends no earlier than max(start a, start b) + `duration`.
   void rendezvous(OpId a, OpId b, double duration) {
     link(a, true, b, duration);
@@ -65,6 +68,18 @@ class Engine {
   [[nodiscard]] std::optional<Timeline> try_run(bool events = true) const;
   /// The same into `into` (replaced): false when the program cannot finish.
   [[nodiscard]] bool try_run(Timeline& into, bool events = true) const;
+
+  /// Walking a stream: its first op (-1: none), the op after `op` on its stream (-1: the last),
+  /// an op's label and duration.
+  [[nodiscard]] OpId first_op(int32_t rank, Stream stream) const {
+    return queues_[static_cast<size_t>(rank * kStreamCount + static_cast<int32_t>(stream))].first;
+  }
+  [[nodiscard]] OpId next_op(OpId op) const { return ops_[static_cast<size_t>(op)].next; }
+  [[nodiscard]] Label label(OpId op) const {
+    const Op& o = ops_[static_cast<size_t>(op)];
+    return {o.kind, o.chunk, o.mb};
+  }
+  [[nodiscard]] double duration(OpId op) const { return ops_[static_cast<size_t>(op)].duration; }
 
   [[nodiscard]] int32_t ranks() const { return ranks_; }
   [[nodiscard]] size_t size() const { return nops_; }
@@ -103,6 +118,7 @@ class Engine {
   }
   // The slow paths of add and link, out of line: check the arguments, grow the arrays.
   void make_room(int32_t rank, double duration);
+  [[noreturn]] static void bad_fraction();
   void make_link_room(OpId op, OpId other);
   int32_t ranks_ = 0;
   bool unordered_ = false;  // an op of negative (or NaN) duration was added: ends are not in stream order

@@ -2,9 +2,38 @@
 // sums, its backward in segments, the EP all-to-all pieces of its passes, and its memory walk.
 #include <algorithm>
 
+#include "compute/host_cost.h"
 #include "estimate/chunk_cost.h"
 
 namespace trainsim::detail {
+
+namespace {
+
+// The host side of a layer's ops (default mode with host.framework): what its CUDA graphs hold
+// costs one replay per run of captured ops and pass (on the run's first op), nothing per op;
+// Megatron's Python around the layer's forward goes on its first op unless a graph holds the
+// whole layer.
+void layer_host(const Env& env, const LayerTemplate& t, std::vector<OpCost>& ops, bool& sync) {
+  const HostFramework& f = *env.sys.host_framework;
+  const GraphCapture g = graph_capture(env.s);
+  const std::vector<bool> cap = captured_leaves(t, g);
+  bool whole = !cap.empty();
+  for (size_t i = 0; i < cap.size(); ++i) {
+    OpCost& o = ops[i];
+    sync = sync || o.host_sync;
+    whole = whole && cap[i];
+    if (!cap[i]) continue;
+    const double replay = g.all || (i > 0 && cap[i - 1]) ? 0 : f.graph_launch_s;
+    o.host_fwd_s = o.host_bwd_s = replay;
+    o.host_bwd_weight_s = 0;
+    if (o.host_recompute_s > 0) o.host_recompute_s = replay;
+  }
+  if (whole || ops.empty()) return;
+  ops[0].host_fwd_s += f.megatron_layer_s;
+  if (ops[0].recompute_s > 0) ops[0].host_recompute_s += f.megatron_layer_s;
+}
+
+}  // namespace
 
 BackwardSegment backward_segment(const std::vector<Leaf>& leaves, const PhaseSums& ps) {
   BackwardSegment b;
@@ -27,6 +56,7 @@ CostedLayer cost_layer(const Env& env, std::shared_ptr<const LayerTemplate> laye
     leaf_cost(leaves.emplace_back(), local, l, true, type, 0);
     offload += l.offload_bytes;
   }
+  if (env.mode == Mode::Default && env.sys.host_framework) layer_host(env, t, leaves, out.host_sync);
   if (t.moe && env.s.moe_shared_expert_overlap) out.shared_hidden = overlap_shared_expert(env, t, leaves);
   for (const auto& o : leaves) {
     fwd += o.fwd_total_s();
@@ -57,6 +87,12 @@ CostedLayer cost_layer(const Env& env, std::shared_ptr<const LayerTemplate> laye
 void chunk_ops(ChunkOps& ops, const Env& env, const Chunk& c, const LayerStore& store) {
   for (const auto& l : c.pre) leaf_cost(ops.pre.emplace_back(), env, l, false, "embedding", -1);
   for (const auto& l : c.post) leaf_cost(ops.post.emplace_back(), env, l, false, "head", -1);
+  // full_iteration: one graph holds the whole step, the embedding and the head too.
+  if (env.mode == Mode::Default && env.sys.host_framework && graph_capture(env.s).all) {
+    auto none = [](OpCost& o) { o.host_fwd_s = o.host_bwd_s = o.host_bwd_weight_s = o.host_recompute_s = 0; };
+    for (OpCost& o : ops.pre) none(o);
+    for (OpCost& o : ops.post) none(o);
+  }
   for (const auto& t : c.templates) ops.templates.push_back(store.costed(t));
   for (const auto& L : c.layers) ops.layer_templates.push_back(L.template_index);
 }
@@ -119,6 +155,35 @@ void a2a_passes(const Env& env, const Chunk& c, const ChunkOps& ops, A2aPass& fw
   for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) add(bwd, it->op->bwd_total_s(), *it, kBwdAct, 1, "permutation");
 }
 
+namespace {
+
+// The chunk's forward cut at its sync points, when it has any: each segment's host and device
+// seconds, in call order.
+void host_sync_walk(const Env& env, ChunkResult& r) {
+  const ChunkOps& ops = r.ops;
+  bool any = false;
+  for (const auto& t : ops.templates) any = any || t->host_sync;
+  for (const OpCost& o : ops.pre) any = any || o.host_sync;
+  for (const OpCost& o : ops.post) any = any || o.host_sync;
+  if (!any) return;
+  SmallVector<HostSegment, 16> seg;
+  seg.push_back({});
+  auto add = [&](const OpCost& o) {
+    if (o.host_sync) seg.push_back({});
+    seg.back().host += o.host_fwd_s;
+    seg.back().device += o.fwd_total_s();
+  };
+  for (const OpCost& o : ops.pre) add(o);
+  for (int ti : ops.layer_templates)
+    for (const OpCost& o : ops.templates[static_cast<size_t>(ti)]->ops) add(o);
+  for (const OpCost& o : ops.post) add(o);
+  const HostFramework& f = *env.sys.host_framework;
+  r.fwd_sync = synced_pass(std::span<const HostSegment>(seg.begin(), seg.size()), f.sync_s, f.eager_op_s);
+  r.fwd_synced = true;
+}
+
+}  // namespace
+
 // Fills the fresh result `r` with the chunk of `spec`.
 void evaluate_chunk(ChunkResult& r, const Env& env, LayerStore& store, const ChunkSpec& spec, int64_t padded_vocab,
                     const ChunkEnv& chunk_env) {
@@ -129,6 +194,7 @@ void evaluate_chunk(ChunkResult& r, const Env& env, LayerStore& store, const Chu
   chunk_ops(r.ops, local, chunk, store);
   r.sums = chunk_sums(chunk, r.ops, r.backward);
   if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.ops, r.a2a_fwd, r.a2a_bwd);
+  if (env.mode == Mode::Default && env.sys.host_framework) host_sync_walk(env, r);
   r.act = walk_activations(chunk, env.s);
   r.params = chunk_parameters(chunk);
   r.dummy_bytes = dummy_wgrad_bytes(chunk);

@@ -12,6 +12,7 @@
 
 #include "comm/collective.h"
 #include "compute/cost.h"
+#include "compute/host_cost.h"
 #include "core/small_vector.h"
 #include "estimate/estimate.h"
 #include "memory/activation.h"
@@ -37,6 +38,7 @@ struct PhaseSums {
   double fwd = 0, bwd = 0, recompute = 0;          // compute (bwd: input + weight gradients)
   double fwd_net = 0, bwd_net = 0, recompute_net = 0;
   double bwd_w = 0, bwd_w_net = 0;                 // the weight-gradient part of bwd / bwd_net
+  double host_fwd = 0, host_bwd = 0, host_recompute = 0, host_bwd_w = 0;  // host seconds to issue them
   std::array<double, kGroupCount> net_by_group{};  // all phases' collectives, by parallel group
   std::array<double, kGroupCount> hidden_by_group{};  // the part of net_by_group under compute
   void add(const PhaseSums& o, double k = 1) {
@@ -52,6 +54,10 @@ struct PhaseSums {
     recompute_net += o.recompute_net * k;
     bwd_w += o.bwd_w * k;
     bwd_w_net += o.bwd_w_net * k;
+    host_fwd += o.host_fwd * k;
+    host_bwd += o.host_bwd * k;
+    host_recompute += o.host_recompute * k;
+    host_bwd_w += o.host_bwd_w * k;
   }
   /// Per-micro-batch pass times: recompute runs in the backward; a split backward leaves the
   /// weight gradients (and their collectives) to a pass of their own.
@@ -59,9 +65,13 @@ struct PhaseSums {
     ChunkTimes t;
     t.fwd = fwd + fwd_net;
     t.bwd = bwd + bwd_net + recompute + recompute_net;
+    t.host_fwd = host_fwd;
+    t.host_bwd = host_bwd + host_recompute;
     if (split) {
       t.bwd_weight = bwd_w + bwd_w_net;
       t.bwd -= t.bwd_weight;
+      t.host_bwd_weight = host_bwd_w;
+      t.host_bwd -= host_bwd_w;
     }
     return t;
   }
@@ -103,6 +113,7 @@ std::vector<std::array<double, 2>> overlap_shared_expert(const Env& env, const L
 // phase sums, its backward segment and its efficiency lookups.
 struct CostedLayer {
   std::shared_ptr<const LayerTemplate> layer;
+  bool host_sync = false;  // an op of the layer is a sync point
   std::vector<OpCost> ops;
   std::vector<std::array<double, 2>> shared_hidden;
   PhaseSums sums;
@@ -217,6 +228,9 @@ struct ChunkResult {
   double dummy_bytes = 0;
   EfficiencyLog log;  // efficiency lookups of the embedding and head kernels (the layers': ops.templates)
   A2aPass a2a_fwd, a2a_bwd;  // overlap_moe_expert_parallel_comm only
+  // The forward cut at its sync points (compute/host_cost.h synced_pass); fwd_synced false: none.
+  SyncedPass fwd_sync;
+  bool fwd_synced = false;
 };
 
 // Fills the fresh result `r` with the chunk of `spec`.

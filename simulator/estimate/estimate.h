@@ -86,6 +86,11 @@ struct OpCost {
   /// extrapolated by a model (`measured` false: some took the op default).
   EfficiencySource source = EfficiencySource::Default;
   double cache_bytes = 0;     // activations it saves for the backward
+  /// Host seconds to issue it (default mode with the system's host.framework; 0 where a CUDA
+  /// graph holds it): forward, backward (weight gradients included, recompute not), and the
+  /// weight-gradient part. `host_sync`: the host waits for the device before it (a sync point).
+  double host_fwd_s = 0, host_bwd_s = 0, host_bwd_weight_s = 0, host_recompute_s = 0;
+  bool host_sync = false;
   /// Forward and backward pass durations (kernels + collectives; backward includes recompute).
   [[nodiscard]] double fwd_total_s() const { return fwd_s + fwd_comm_s; }
   [[nodiscard]] double bwd_total_s() const { return bwd_s + bwd_comm_s + recompute_s + recompute_comm_s; }

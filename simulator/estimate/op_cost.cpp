@@ -3,6 +3,7 @@
 // the shared expert beside the EP all-to-alls).
 #include <algorithm>
 
+#include "compute/host_cost.h"
 #include "estimate/chunk_cost.h"
 #include "model/context_parallel.h"
 #include "model/moe_dispatch.h"
@@ -174,6 +175,15 @@ void leaf_cost(OpCost& o, const Env& env, const Leaf& l, bool recomputed, const 
     o.bytes += bytes[kFwd];
     if (l.recompute_repeats_comm) o.recompute_comm_s = o.fwd_comm_s;
   }
+  if (env.mode == Mode::Default && env.sys.host_framework) {
+    const HostFramework& f = *env.sys.host_framework;
+    const bool act = !l.kernels[kBwdAct].empty() || !l.comms[kBwdAct].empty();
+    o.host_fwd_s = leaf_host_s(f, l, kFwd);
+    o.host_bwd_weight_s = leaf_host_s(f, l, kBwdW, !act);
+    o.host_bwd_s = leaf_host_s(f, l, kBwdAct) + o.host_bwd_weight_s;
+    o.host_recompute_s = recompute ? o.host_fwd_s : 0;
+    o.host_sync = l.host_sync;
+  }
   if (l.ring_steps > 1) {
     // Ring attention: each step's KV exchange hides under the previous step's blockwise
     // attention; only what sticks out is added. The backward circulates dK, dV with K, V and
@@ -206,6 +216,10 @@ PhaseSums sums_of(const OpCost& o) {
   p.recompute_net = o.recompute_comm_s;
   p.bwd_w = o.bwd_weight_s;
   p.bwd_w_net = o.bwd_weight_comm_s;
+  p.host_fwd = o.host_fwd_s;
+  p.host_bwd = o.host_bwd_s;
+  p.host_recompute = o.host_recompute_s;
+  p.host_bwd_w = o.host_bwd_weight_s;
   p.net_by_group = o.comm_by_group_s;
   p.hidden_by_group = o.hidden_comm_by_group_s;
   return p;

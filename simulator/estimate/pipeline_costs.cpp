@@ -17,6 +17,13 @@ void pipeline_costs(const Plan& plan, const Env& env, ChunkResults& results, Pip
   costs.chunks.resize(static_cast<size_t>(pp));
   costs.a2a.resize(plan.a2a_overlap ? static_cast<size_t>(pp) : 0);
   costs.a2a_slowdown = 0;
+  costs.host = plan.mode == Mode::Default && sys.host_framework.has_value();
+  if (costs.host) {
+    const HostFramework& f = *sys.host_framework;
+    costs.launch = f.eager_op_s;
+    costs.p2p_host = f.collective_s;
+    costs.sync = f.sync_s;
+  }
   rank_sums.assign(static_cast<size_t>(pp), {});
   for (int64_t r = 0; r < pp; ++r) {
     costs.chunks[static_cast<size_t>(r)].clear();
@@ -28,7 +35,19 @@ void pipeline_costs(const Plan& plan, const Env& env, ChunkResults& results, Pip
     for (const auto& spec : plan.chunks[static_cast<size_t>(r)]) {
       const ChunkResult& cr = results.get(spec);
       const PhaseSums& ps = cr.sums;
-      costs.chunks[static_cast<size_t>(r)].push_back(ps.times(split));
+      ChunkTimes t = ps.times(split);
+      if (costs.host) {
+        // The host model: a forward with sync points takes its synced time (not with merged
+        // steps, whose pieces are the passes' cost); the head's loss is read after its forward.
+        if (cr.fwd_synced && !plan.a2a_overlap) {
+          t.fwd = cr.fwd_sync.device_first + cr.fwd_sync.device_rest;
+          t.fwd_first = cr.fwd_sync.device_first;
+          t.host_fwd_first = cr.fwd_sync.host_first;
+          t.host_fwd = cr.fwd_sync.host_first + cr.fwd_sync.host_rest;
+        }
+        t.loss_sync = spec.head && s.check_for_nan_in_loss_and_grad;
+      }
+      costs.chunks[static_cast<size_t>(r)].push_back(t);
       if (plan.a2a_overlap) costs.a2a[static_cast<size_t>(r)].push_back({cr.a2a_fwd, cr.a2a_bwd});
       rank_sums[static_cast<size_t>(r)].add(ps);
     }

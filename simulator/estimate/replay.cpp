@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "estimate/stages.h"
+#include "schedule/host_lowering.h"
 
 namespace trainsim::detail {
 
@@ -49,6 +50,7 @@ void run_pipeline(const Plan& plan, const Env& env, ChunkResults& results, const
   // Replays `prog` into `out`: false when it cannot finish.
   auto replay = [&](const Program& prog, Replayed& out) {
     lower(prog, costs, plan.p2p, engine, scheduled_dp ? &step_ops : nullptr);  // the DP ops hang on the steps
+    add_host_stream(engine, costs);
     out.dp.assign(static_cast<size_t>(pp), {});
     if (scheduled_dp)
       for (int64_t r = 0; r < pp; ++r)

@@ -132,6 +132,11 @@ void step_tail(const Plan& plan, const Env& env, ChunkResults& results, const Pi
     }
     rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
     rank_optim[ri] = same ? rank_optim[ri - 1] : optimizer_step_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
+    // The host model: Megatron reads the gradient norm on the host (clip_grad, on by default, and
+    // check_for_nan_in_loss_and_grad) before it launches the update, so the device idles for the
+    // read and the first launch once per step.
+    if (!same && plan.mode == Mode::Default && sys.host_framework)
+      rank_optim[ri] += sys.host_framework->sync_s + sys.host_framework->eager_op_s;
   }
   // Megatron's embedding group: with pp > 1 the first stage's embedding and the last stage's copy
   // (a tied output layer, or the MTP lookups) all-reduce their gradients after the backward

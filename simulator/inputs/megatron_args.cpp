@@ -458,6 +458,7 @@ void apply_special_flags(const GivenFlags& g, MegatronArgs& out, const std::stri
   if (auto d = g.value_of("--moe-token-dispatcher-type")) out.moe_dispatcher = *d;
 
   if (g.has("--offload-modules")) out.strategy["offload_modules"] = g.all("--offload-modules");
+  if (g.has("--cuda-graph-scope")) out.strategy["cuda_graph_scope"] = g.all("--cuda-graph-scope");
 
   read_recompute(g, out);
 }

@@ -129,11 +129,14 @@ const MegatronRule kRules[] = {
     {"--optimizer-cpu-offload", MegatronUse::Strategy, R"({"optimizer_cpu_offload": true})"},
     {"--optimizer-offload-fraction", MegatronUse::Strategy, R"({"optimizer_offload_fraction": $v})"},
     {"--overlap-cpu-optimizer-d2h-h2d", MegatronUse::NotModeled, "CPU optimizer copies overlapped"},
-    {"--enable-cuda-graph", MegatronUse::NotModeled, "CUDA graphs"},
+    // CUDA graphs: the captured parts cost one launch on the host (compute/host_cost.h).
+    {"--enable-cuda-graph", MegatronUse::Strategy, R"({"enable_cuda_graph": true})"},
     {"--cuda-graph-impl=none", MegatronUse::Ignored, ""},
-    {"--cuda-graph-impl", MegatronUse::NotModeled, "CUDA graphs"},
-    {"--cuda-graph-scope", MegatronUse::NotModeled, "CUDA graphs"},
-    {"--external-cuda-graph", MegatronUse::NotModeled, "CUDA graphs"},
+    {"--cuda-graph-impl", MegatronUse::Strategy, R"({"cuda_graph_impl": "$v"})"},
+    {"--cuda-graph-scope", MegatronUse::Special, ""},
+    // Megatron's older switch for the TransformerEngine implementation.
+    {"--external-cuda-graph", MegatronUse::Strategy, R"({"cuda_graph_impl": "transformer_engine"})"},
+    {"--no-check-for-nan-in-loss-and-grad", MegatronUse::Strategy, R"({"check_for_nan_in_loss_and_grad": false})"},
     {"--optimizer-cuda-graph", MegatronUse::NotModeled, "CUDA graphs"},
     {"--moe-layer-recompute", MegatronUse::NotModeled, "MoE layer recompute"},
     {"--moe-latent-size", MegatronUse::NotModeled, "latent MoE"},

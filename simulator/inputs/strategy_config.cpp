@@ -77,6 +77,8 @@ const BoolField kBoolFields[] = {
     {"moe_router_fusion", &StrategyConfig::moe_router_fusion},
     {"moe_router_force_load_balancing", &StrategyConfig::moe_router_force_load_balancing},
     {"moe_router_padding_for_fp8", &StrategyConfig::moe_router_padding_for_fp8},
+    {"enable_cuda_graph", &StrategyConfig::enable_cuda_graph},
+    {"check_for_nan_in_loss_and_grad", &StrategyConfig::check_for_nan_in_loss_and_grad},
 };
 const StrField kStrFields[] = {
     {"dtype", &StrategyConfig::dtype},
@@ -114,6 +116,7 @@ const OptStrField kOptStrFields[] = {
     {"moe_flex_dispatcher_backend", &StrategyConfig::moe_flex_dispatcher_backend},
     {"moe_router_load_balancing_type", &StrategyConfig::moe_router_load_balancing_type},
     {"moe_router_score_function", &StrategyConfig::moe_router_score_function},
+    {"cuda_graph_impl", &StrategyConfig::cuda_graph_impl},
 };
 
 // A version component above this is not a version (and would overflow when parsed).
@@ -242,6 +245,7 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   r.opt("num_virtual_stages_per_pipeline_rank", virtual_stages);
   r.opt("offload_modules", s.offload_modules);
   r.opt("offload_tensors", s.offload_tensors);
+  r.opt("cuda_graph_scope", s.cuda_graph_scope);
   std::optional<std::string> recompute_method;
   std::optional<int64_t> recompute_num_layers;
   std::vector<std::string> recompute_modules;
@@ -361,6 +365,12 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
                                std::pair{"moe_router_group_topk", s.moe_router_group_topk},
                                std::pair{"moe_hybridep_num_sms", s.moe_hybridep_num_sms}})
     if (v && !(*v >= 1 && *v <= (1 << 16))) issues.add(std::string("/") + key, "must be in [1, 65536]");
+  if (s.cuda_graph_impl)
+    check_choice(issues, "cuda_graph_impl", *s.cuda_graph_impl, {"none", "local", "transformer_engine"});
+  if (s.enable_cuda_graph && s.cuda_graph_impl && *s.cuda_graph_impl != "none")
+    issues.add("/enable_cuda_graph", "is Megatron's older switch for cuda_graph_impl 'local'; give one of the two");
+  for (size_t i = 0; i < s.cuda_graph_scope.size(); ++i)
+    check_choice(issues, ("cuda_graph_scope/" + std::to_string(i)).c_str(), s.cuda_graph_scope[i], kCudaGraphScopes);
   if (s.te_version && !valid_version(*s.te_version))
     issues.add("/te_version", "expected a version like \"2.11.0\" (1 to 4 numbers of at most 9 digits), got \"" +
                                   s.te_version->substr(0, 40) + "\"");
@@ -390,6 +400,7 @@ std::string strategy_to_json_text(const StrategyConfig& s) {
   if (!s.megatron_recompute_modules.empty()) j["megatron_recompute_modules"] = s.megatron_recompute_modules;
   if (!s.offload_modules.empty()) j["offload_modules"] = s.offload_modules;
   if (!s.offload_tensors.empty()) j["offload_tensors"] = s.offload_tensors;
+  if (!s.cuda_graph_scope.empty()) j["cuda_graph_scope"] = s.cuda_graph_scope;
   if (!s.hierarchical_context_parallel_sizes.empty())
     j["hierarchical_context_parallel_sizes"] = s.hierarchical_context_parallel_sizes;
   if (s.moe_load_imbalance_factor) j["moe_load_imbalance_factor"] = *s.moe_load_imbalance_factor;
@@ -429,6 +440,8 @@ uint64_t strategy_hash(const StrategyConfig& s) {
   for (const auto& m : s.offload_modules) str(m);
   num(static_cast<int64_t>(s.offload_tensors.size()));
   for (const auto& t : s.offload_tensors) str(t);
+  num(static_cast<int64_t>(s.cuda_graph_scope.size()));
+  for (const auto& t : s.cuda_graph_scope) str(t);
   num(static_cast<int64_t>(s.hierarchical_context_parallel_sizes.size()));
   for (int64_t v : s.hierarchical_context_parallel_sizes) num(v);
   const double imbalance = s.moe_load_imbalance_factor.value_or(0);
@@ -451,7 +464,7 @@ std::vector<std::string> strategy_keys() {
                         "num_virtual_stages_per_pipeline_rank", "recompute_method", "recompute_num_layers",
                         "recompute_modules", "optimizer_offload_fraction", "offload_modules",
                         "hierarchical_context_parallel_sizes", "moe_load_imbalance_factor", "offload_tensors",
-                        "moe_aux_loss_coeff", "moe_z_loss_coeff"})
+                        "moe_aux_loss_coeff", "moe_z_loss_coeff", "cuda_graph_scope"})
     keys.emplace_back(k);
   return keys;
 }

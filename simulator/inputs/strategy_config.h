@@ -15,6 +15,10 @@ inline const std::vector<std::string> kMegatronRecomputeModules = {
     "core_attn", "mlp", "moe", "moe_act", "shared_experts", "routed_experts", "layernorm", "mla_up_proj",
     "a2a_overlap_attn", "a2a_overlap_post_attn", "a2a_overlap_mlp"};
 
+/// Megatron-LM's `--cuda-graph-scope` values (CudaGraphScope of 0.16+, and 0.15's `full`).
+inline const std::vector<std::string> kCudaGraphScopes = {"full", "attn", "mlp", "moe", "moe_router",
+                                                          "moe_preprocess", "mamba", "full_iteration"};
+
 struct StrategyConfig {
   int64_t seq_len = 0;
   int64_t micro_batch_size = 0;
@@ -125,6 +129,15 @@ struct StrategyConfig {
   /// no_shard, optim, optim_grads, optim_grads_params; sets zero_state 0–3 when given.
   std::optional<std::string> data_parallel_sharding_strategy;
   std::optional<std::string> te_version;
+  /// CUDA graphs (Megatron): cuda_graph_impl none | local | transformer_engine; enable_cuda_graph
+  /// is the older switch for local; cuda_graph_scope the captured parts (empty or full: every
+  /// transformer layer; attn, mlp, moe, moe_router, moe_preprocess, mamba, full_iteration).
+  std::optional<std::string> cuda_graph_impl;
+  bool enable_cuda_graph = false;
+  std::vector<std::string> cuda_graph_scope;
+  /// Megatron's check_for_nan_in_loss_and_grad (on by default): the loss of every micro-batch is
+  /// tested on the host (a device-to-host read) and so is the gradient norm.
+  bool check_for_nan_in_loss_and_grad = true;
   std::string tp_net = "auto", cp_net = "auto", pp_net = "auto", dp_net = "auto", ep_net = "auto",
               etp_net = "auto", edp_net = "auto";
   bool dispatch_probs = false;
@@ -143,6 +156,11 @@ struct StrategyConfig {
   [[nodiscard]] bool deepep_backend() const {
     return moe_token_dispatcher_type == std::optional<std::string>("flex") &&
            moe_flex_dispatcher_backend.value_or("deepep") == "deepep";
+  }
+  /// The CUDA graph implementation in effect: "local", "transformer_engine", or "" for none.
+  [[nodiscard]] std::string cuda_graphs() const {
+    if (cuda_graph_impl && *cuda_graph_impl != "none") return *cuda_graph_impl;
+    return enable_cuda_graph ? "local" : "";
   }
   [[nodiscard]] bool is_recompute() const {
     return enable_recompute && (recompute_granularity.has_value() || megatron_recompute);

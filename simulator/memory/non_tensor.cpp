@@ -61,10 +61,20 @@ double library_workspace_bytes(int64_t streams, double workspace_bytes) {
   return static_cast<double>(streams) * workspace_bytes;
 }
 
+double cuda_graph_pool_bytes(const ModelConfig& m, const StrategyConfig& s, int64_t layers) {
+  if (s.cuda_graphs().empty() || layers <= 0) return 0;
+  const double tokens = static_cast<double>(s.micro_batch_size * s.seq_len) /
+                        static_cast<double>(s.cp_size * (s.sp() ? s.tp_size : 1));
+  const double elem = s.dtype == "fp32" ? 4 : 2;
+  return 4 * tokens * static_cast<double>(m.hidden_size) * elem * static_cast<double>(layers);
+}
+
 NonTensorMemory non_tensor_memory(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys) {
   NonTensorMemory out;
   // PyTorch's cuBLAS workspace and TransformerEngine's cuBLASLt workspace, on the compute stream.
   out.workspace_bytes = library_workspace_bytes(2, sys.cublas_workspace_bytes);
+  out.cuda_graph_bytes =
+      cuda_graph_pool_bytes(m, s, (m.layer_num + s.pp_size - 1) / std::max<int64_t>(1, s.pp_size));
   if (sys.unusable_mem_given) {
     out.measured = true;
     out.context_bytes = sys.unusable_mem_bytes;

@@ -76,14 +76,25 @@ struct NonTensorMemory {
   int64_t nvls_communicators = 0;
   double userbuffers_bytes = 0;  // TE userbuffers (tp_comm_overlap)
   double ep_buffer_bytes = 0;    // DeepEP / HybridEP buffers (flex dispatcher)
+  double cuda_graph_bytes = 0;   // the CUDA graphs' private pool (cuda_graph_pool_bytes)
   bool measured = false;         // the system gives unusable_mem_gbs: its value replaces every term
   /// cuBLAS / cuBLASLt workspaces: allocated through PyTorch, so added to the allocated bytes,
   /// not to total().
   double workspace_bytes = 0;
   [[nodiscard]] double total() const {
-    return context_bytes + nccl_bytes + nvls_bytes + userbuffers_bytes + ep_buffer_bytes;
+    return context_bytes + nccl_bytes + nvls_bytes + userbuffers_bytes + ep_buffer_bytes + cuda_graph_bytes;
   }
 };
+
+/// The private memory pool of a rank's CUDA graphs (cuda_graph_impl local or transformer_engine):
+/// every graphed layer keeps static input and output buffers for its forward graph and its
+/// backward graph (the hidden state and its gradient: 4 tensors of micro_batch_size · seq_len /
+/// (cp · tp under sequence parallelism) · hidden_size elements of the training dtype) that eager
+/// code cannot reuse; the graphs' intermediates share one pool, reused as the graphs replay in
+/// capture order (torch.cuda.graph's `pool`, TE make_graphed_callables, Megatron's
+/// CudaGraphManager). `layers`: the rank's layers. 0 without graphs. A lower bound: the pool's
+/// largest intermediate set is left to the allocator's reserve.
+[[nodiscard]] double cuda_graph_pool_bytes(const ModelConfig& m, const StrategyConfig& s, int64_t layers);
 
 /// The communicators a rank of the plan sends data over, one per group of more than one rank:
 /// tp, cp, dp·cp (gradient reduction), pp (p2p), and for a MoE model ep, etp and the expert
@@ -93,6 +104,8 @@ struct NonTensorMemory {
 /// node (Megatron's rank order tp-cp-dp, expert groups etp-ep-edp: a group's ranks in one node =
 /// min(group, node / stride)); the userbuffers under tp_comm_overlap with sequence parallelism;
 /// the flex dispatcher's DeepEP or HybridEP buffers over the ep·etp group.
+/// With CUDA graphs, their pool for the average rank's layers (layer_num / pp_size, rounded
+/// up), measured or not.
 [[nodiscard]] NonTensorMemory non_tensor_memory(const ModelConfig& m, const StrategyConfig& s,
                                                 const SystemConfig& sys);
 

@@ -102,9 +102,10 @@ struct Leaf {
   RecomputeStatus status = RecomputeStatus::None;
   bool grouped = false;
   bool fp8_cast_transpose = false;  // TE's forward cast of the fp8 input also writes its transpose
-  // A device-to-host sync in the forward: the host waits for this op's device work before it
-  // issues the next op (Megatron's MoE cuda_sync_point: the token counts a dropless dispatch
-  // reads on the host). Marked for a host-stream model; the device times ignore it.
+  // The host's side (compute/host_cost.h): a TransformerEngine module call (else PyTorch eager
+  // ops), and a sync point: the host waits for the device to finish every op before this one
+  // (a device-to-host read such as the dropless MoE dispatcher's tokens per expert).
+  bool te_module = false;
   bool host_sync = false;
 };
 

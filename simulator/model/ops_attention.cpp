@@ -24,6 +24,7 @@ namespace trainsim::graph_ops {
 // size; MLA uses all heads with K like Q and V of v_head_dim.
 void core_attention(Leaf& l, const Ctx& c, double d_qk, double d_v, bool mla) {
   l.name = "core_attention";
+  l.te_module = true;  // TE DotProductAttention
   const double h = static_cast<double>(c.m.head_num), kv = static_cast<double>(c.m.kv_head_num);
   const CpSplit split = c.cp > 1 ? cp_split(c.s) : CpSplit{};
   const double a2a = static_cast<double>(split.a2a);

@@ -46,6 +46,7 @@ constexpr double kUnfusedNormFwdBytes = 26, kUnfusedNormBwdBytes = 56;
 // Fused RMSNorm over [B, S_sp, H] (TE LayerNorm bytes: in + gamma + out; bwd adds rstd).
 void layer_norm(Leaf& l, const Ctx& c, std::string_view name, double width) {
   l.name = name;
+  l.te_module = true;  // TENorm (or the norm of a fused LayerNormLinear)
   const double Hn = width > 0 ? width : c.H;
   const double X = c.B * c.S_sp * Hn, rstd = c.B * c.S_sp;
   l.kernels[kFwd] = {mem_kernel(X * c.e + Hn * c.e + X * c.e)};
@@ -77,6 +78,7 @@ void layer_norm(Leaf& l, const Ctx& c, std::string_view name, double width) {
 
 void linear_common(const Ctx& c, Leaf& l, double m_rows, double in, double out, double flops,
                    double x_in, double x_out, double wt, bool fp8) {
+  l.te_module = true;  // TE Linear / LayerNormLinear
   const double a = fp8 ? 1 : c.e, w = fp8 ? 1 : c.e;
   const char* op = fp8 ? "fp8_matmul" : "matmul";
   const double bytes = x_in * a + wt * w + x_out * 2;
@@ -192,6 +194,7 @@ void linear_dup(Leaf& l, const Ctx& c, std::string_view name, double in, double 
 // q and k (read, write; backward also the gradient), inputs saved for backward, 2·d weights.
 void qk_layernorm(Leaf& l, const Ctx& c, double d) {
   l.name = "qk_layernorm";
+  l.te_module = true;
   const double heads = static_cast<double>(c.m.head_num + c.m.kv_head_num) / static_cast<double>(c.tp);
   const double X = c.B * c.S_l * heads * d * c.e;
   l.kernels[kFwd] = {mem_kernel(2 * X)};

@@ -298,6 +298,7 @@ void unpermutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
 void grouped_linear(Leaf& l, const Ctx& c, const MoeShape& sh, std::string_view name, double in, double out, bool col) {
   l.name = name;
   l.grouped = true;
+  l.te_module = true;  // TE GroupedLinear
   const bool fp8 = c.fp8;
   const double a = fp8 ? 1 : c.e, w = fp8 ? 1 : c.e;
   const double Tl = sh.M * sh.El;

@@ -63,6 +63,10 @@ class MootRules {
       add("hierarchical_context_parallel_sizes", json_text(s.hierarchical_context_parallel_sizes),
           "changes nothing unless cp_comm_type is 'a2a+p2p'", "remove it",
           [](StrategyConfig& x) { x.hierarchical_context_parallel_sizes.clear(); });
+    if (!compat && s.cuda_graphs().empty() && !s.cuda_graph_scope.empty())
+      add("cuda_graph_scope", json_text(s.cuda_graph_scope), "changes nothing without CUDA graphs",
+          "remove it or set cuda_graph_impl (--cuda-graph-impl local|transformer_engine)",
+          [](StrategyConfig& x) { x.cuda_graph_scope.clear(); });
   }
 
   // MoE switches on a dense model.

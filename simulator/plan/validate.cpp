@@ -333,7 +333,10 @@ class PlanChecks {
           {"/tp_comm_overlap", s.tp_comm_overlap, "remove it"},
           {"/overlap_moe_expert_parallel_comm", s.overlap_moe_expert_parallel_comm, "remove it"},
           {"/scatter_gather_tensors_in_pipeline", s.scatter_gather_tensors_in_pipeline, "remove it"},
-          {"/data_parallel_sharding_strategy", s.data_parallel_sharding_strategy.has_value(), "use zero_state"}};
+          {"/data_parallel_sharding_strategy", s.data_parallel_sharding_strategy.has_value(), "use zero_state"},
+          {"/cuda_graph_impl", !s.cuda_graphs().empty() && s.cuda_graph_impl.has_value(), "remove it"},
+          {"/enable_cuda_graph", s.enable_cuda_graph, "remove it"},
+          {"/cuda_graph_scope", !s.cuda_graph_scope.empty(), "remove it"}};
       for (const auto& a : added)
         if (a.set) add(a.key, std::string("not part of SimuMax v1.2; ") + a.instead + ", or use the default mode");
     } else {

@@ -17,6 +17,12 @@ namespace trainsim {
 /// backward, or only its input-gradient half when the program splits the backward.
 struct ChunkTimes {
   double fwd = 0, bwd = 0, bwd_weight = 0;
+  // Host seconds to issue each pass (PipelineCosts::host). A forward with sync points runs on
+  // the host as two ops, host_fwd_first then the rest (host_fwd − host_fwd_first), the second
+  // starting when the device is fwd_first into its pass (the first sync); fwd_first 0: none.
+  double host_fwd = 0, host_bwd = 0, host_bwd_weight = 0;
+  double host_fwd_first = 0, fwd_first = 0;
+  bool loss_sync = false;  // the host reads the loss after this chunk's forward (the head)
 };
 
 /// A chunk's forward and backward cut at its EP all-to-alls (merged steps).
@@ -29,6 +35,11 @@ struct PipelineCosts {
   double p2p = 0;                               // one activation / gradient transfer
   std::vector<std::vector<ChunkA2a>> a2a;       // [rank][chunk], merged steps only (else empty)
   double a2a_slowdown = 0;                      // compute beside an EP all-to-all (merged steps)
+  /// The host stream (default mode with the system's host.framework): a host op per pass; a
+  /// device pass starts no earlier than `launch` after its host op starts; blocking p2p costs
+  /// the host `p2p_host` and makes it wait for the transfer (Megatron's batch_p2p_sync).
+  bool host = false;
+  double launch = 0, p2p_host = 0, sync = 0;  // sync: the host's read once the device is there
 };
 
 enum class P2PMode { Blocking, Async };

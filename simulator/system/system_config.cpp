@@ -196,6 +196,23 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
     double link_gbps = 0, adam_gbps = 0;
     h.opt("link_gbps", link_gbps);
     h.opt("cpu_adam_gbps", adam_gbps);
+    if (const json* fw = h.object("framework", false)) {
+      ObjectReader f(*fw, "/host/framework", issues);
+      HostFramework hf;
+      const std::pair<const char*, double HostFramework::*> keys[] = {
+          {"eager_op_us", &HostFramework::eager_op_s},   {"te_module_us", &HostFramework::te_module_s},
+          {"megatron_layer_us", &HostFramework::megatron_layer_s}, {"collective_us", &HostFramework::collective_s},
+          {"graph_launch_us", &HostFramework::graph_launch_s},     {"sync_us", &HostFramework::sync_s}};
+      for (const auto& [key, field] : keys) {
+        double us = 0;
+        f.req(key, us);
+        if (!(us >= 0 && us <= 1e6))
+          issues.add(std::string("/host/framework/") + key, "must be in [0, 1e6] µs, got " + format_number(us));
+        hf.*field = us * kMicro;
+      }
+      f.finish();
+      sys.host_framework = hf;
+    }
     h.finish();
     for (const auto& [key, v] : {std::pair<const char*, double>{"link_gbps", link_gbps}, {"cpu_adam_gbps", adam_gbps}}) {
       if (!(v >= 0)) issues.add(std::string("/host/") + key, "must be ≥ 0");
@@ -537,9 +554,18 @@ std::string system_json_text(const SystemConfig& sys, int indent, bool models) {
   }
   for (const auto& [name, bw] : sys.bandwidths) acc["bandwidth"][name] = bandwidth_json(bw);
   j["accelerator"] = acc;
-  if (sys.host_link_bytes_per_s > 0 || sys.host_adam_bytes_per_s > 0)
-    j["host"] = {{"link_gbps", clean(sys.host_link_bytes_per_s / kGiB)},
-                 {"cpu_adam_gbps", clean(sys.host_adam_bytes_per_s / kGiB)}};
+  if (sys.host_link_bytes_per_s > 0 || sys.host_adam_bytes_per_s > 0 || sys.host_framework) {
+    json h = {{"link_gbps", clean(sys.host_link_bytes_per_s / kGiB)},
+              {"cpu_adam_gbps", clean(sys.host_adam_bytes_per_s / kGiB)}};
+    if (const auto& f = sys.host_framework)
+      h["framework"] = {{"eager_op_us", clean(f->eager_op_s / kMicro)},
+                        {"te_module_us", clean(f->te_module_s / kMicro)},
+                        {"megatron_layer_us", clean(f->megatron_layer_s / kMicro)},
+                        {"collective_us", clean(f->collective_s / kMicro)},
+                        {"graph_launch_us", clean(f->graph_launch_s / kMicro)},
+                        {"sync_us", clean(f->sync_s / kMicro)}};
+    j["host"] = h;
+  }
   json nets;
   nets["intra_with_pcie"] = sys.intra_with_pcie;
   for (const auto& [name, net] : sys.networks) {

@@ -148,6 +148,17 @@ inline constexpr double kDefaultCublasWorkspaceMiB = 32;
 inline constexpr int64_t kDefaultDeepepNvlChunkTokens = 256;
 inline constexpr int64_t kDefaultDeepepRdmaChunkTokens = 128;
 
+/// Host (CPU) seconds to issue work, by framework layer (JSON `host.framework`, in µs).
+struct HostFramework {
+  double eager_op_s = 0;        // one PyTorch eager op: Python, dispatcher and the kernel launch
+  double te_module_s = 0;       // one TransformerEngine module call beyond its kernels' launches
+  double megatron_layer_s = 0;  // Megatron's Python around one transformer layer's forward
+  double collective_s = 0;      // one torch.distributed (NCCL) call
+  double graph_launch_s = 0;    // one CUDA graph replay
+  double sync_s = 0;            // a device-to-host read the host waits for, once the device is there
+  bool operator==(const HostFramework&) const = default;
+};
+
 struct SystemConfig {
   std::string sys_name;
   int64_t num_per_node = 8;
@@ -183,6 +194,9 @@ struct SystemConfig {
   /// m and v).
   double host_link_bytes_per_s = 0;
   double host_adam_bytes_per_s = 0;
+  /// The host's cost of issuing work (JSON `host.framework`, µs; trainsim extension): absent, the
+  /// estimate has no host stream. compute/host_cost.h says how each op's cost is made of them.
+  std::optional<HostFramework> host_framework;
   CostMode mode = CostMode::Roofline;
   // Looked up by string_view without building a string.
   ComputeOps ops;

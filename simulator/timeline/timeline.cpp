@@ -11,6 +11,7 @@ const char* stream_name(Stream s) {
     case Stream::PpBackward: return "pp_backward";
     case Stream::Dp: return "dp";
     case Stream::Ep: return "ep";
+    case Stream::Host: return "host";
     case Stream::kCount: break;
   }
   return "?";
@@ -27,6 +28,8 @@ const char* step_kind_name(StepKind k) {
     case StepKind::DpComm: return "dp_comm";
     case StepKind::Optimizer: return "optimizer";
     case StepKind::EpComm: return "ep_comm";
+    case StepKind::HostLaunch: return "host_launch";
+    case StepKind::HostSync: return "host_sync";
   }
   return "?";
 }

@@ -11,7 +11,9 @@
 namespace trainsim {
 
 /// Streams of one rank. Ops on one stream run in issue order; different streams overlap.
-enum class Stream : uint8_t { Compute, PpForward, PpBackward, Dp, Ep, kCount };
+/// Host: the CPU thread of the rank issuing the work (default mode with the system's
+/// host.framework; compute/host_cost.h).
+enum class Stream : uint8_t { Compute, PpForward, PpBackward, Dp, Ep, Host, kCount };
 inline constexpr int kStreamCount = static_cast<int>(Stream::kCount);
 [[nodiscard]] const char* stream_name(Stream s);
 
@@ -26,6 +28,8 @@ enum class StepKind : uint8_t {
   DpComm,          // gradient reduce-scatter / all-reduce and parameter all-gather
   Optimizer,       // optimizer step
   EpComm,          // expert-parallel all-to-all on the EP stream (overlap_moe_expert_parallel_comm)
+  HostLaunch,      // the host issuing a pass (chunk, micro-batch) or a blocking p2p
+  HostSync,        // the host reading a value from the device once it is there
 };
 [[nodiscard]] const char* step_kind_name(StepKind k);
 

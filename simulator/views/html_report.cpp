@@ -262,6 +262,8 @@ const char* kind_color(StepKind k) {
     case StepKind::DpComm: return "#b07aa1";
     case StepKind::Optimizer: return "#e15759";
     case StepKind::EpComm: return "#76b7b2";
+    case StepKind::HostLaunch: return "#9c755f";
+    case StepKind::HostSync: return "#ff9da7";
   }
   return "#000";
 }
@@ -300,7 +302,7 @@ std::string gantt_plot(const Estimate& e) {
   const double ly = axis_y + 30;
   const StepKind kinds[] = {StepKind::Forward,  StepKind::Backward,  StepKind::BackwardInput, StepKind::BackwardWeight,
                             StepKind::P2P,      StepKind::EpComm,    StepKind::DpComm,        StepKind::Optimizer,
-                            StepKind::Straggler};
+                            StepKind::Straggler, StepKind::HostLaunch, StepKind::HostSync};
   double x = 0;
   for (StepKind k : kinds) {
     if (!present[static_cast<size_t>(k) % 16]) continue;

@@ -15,10 +15,11 @@ namespace trainsim {
 namespace {
 
 // Threads of a stage: compute, one per collective group, pipeline p2p, data parallel.
-enum Thread : int { kCompute = 1, kTp, kCp, kEp, kEtp, kPpBlocking, kPpForward, kPpBackward, kDp, kThreadEnd };
+// host: the CPU thread issuing the work (the host model of the default mode).
+enum Thread : int { kCompute = 1, kTp, kCp, kEp, kEtp, kPpBlocking, kPpForward, kPpBackward, kDp, kHost, kThreadEnd };
 constexpr std::array<const char*, kThreadEnd> kThreadNames = {
     "", "compute", "tp comm", "cp comm", "ep comm", "etp comm", "pp p2p (blocking)", "pp send forward",
-    "pp send backward", "dp comm"};
+    "pp send backward", "dp comm", "host"};
 
 int group_thread(size_t g) {
   switch (static_cast<Group>(g)) {
@@ -191,6 +192,16 @@ std::string trace_json(const Estimate& e, const TraceOptions& opt, TraceStats* s
         w.complete(pid, group_thread(static_cast<size_t>(Group::EP)), "ep all-to-all", ev.start, ev.end,
                    std::move(args));
         break;
+      case StepKind::HostLaunch:
+      case StepKind::HostSync: {
+        // The host issuing a pass (the device cannot start it before), or waiting for the device
+        // (a blocking p2p bundle, the loss).
+        const std::string name = ev.kind == StepKind::HostSync ? "host sync"
+                                 : ev.mb >= 0                 ? "launch mb" + std::to_string(ev.mb)
+                                                              : "launch";
+        w.complete(pid, kHost, name, ev.start, ev.end, std::move(args));
+        break;
+      }
       default: w.complete(pid, kCompute, step_kind_name(ev.kind), ev.start, ev.end, std::move(args));
     }
   }

@@ -73,6 +73,8 @@ TEST(OptimizerOffload, SystemHostSectionRoundTrips) {
   SystemConfig bare = test::preset_system("h100-sxm-80g");
   EXPECT_TRUE(nlohmann::json::parse(system_to_json_text(bare)).contains("host"));
   bare.host_link_bytes_per_s = bare.host_adam_bytes_per_s = 0;
+  EXPECT_TRUE(nlohmann::json::parse(system_to_json_text(bare)).contains("host"));  // its framework
+  bare.host_framework.reset();
   EXPECT_FALSE(nlohmann::json::parse(system_to_json_text(bare)).contains("host"));
   EXPECT_EQ(test::error_of([] {
               nlohmann::json j = nlohmann::json::parse(resolve_config("system", "h100-sxm-80g").text);

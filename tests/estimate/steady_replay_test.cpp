@@ -29,6 +29,9 @@ class SteadyReplayTest : public ::testing::Test {
     m_.layer_num = 8;
     m_.vocab_size = 256;
     sys_ = preset_system("h100-sxm-80g");
+    // The replay machinery without the host stream (HostStreamExtrapolates has it).
+    host_sys_ = sys_;
+    sys_.host_framework.reset();
   }
   Plan plan(const std::string& extra, int64_t mbc, int64_t pp = 4, Mode mode = Mode::Default) {
     return plan_of(m_, R"({"seq_len": 4096, "micro_batch_size": 1, "enable_recompute": false, "world_size": )" +
@@ -40,7 +43,7 @@ class SteadyReplayTest : public ::testing::Test {
     return resolve_plan(m, strategies_.emplace_back(load_strategy(json, "s.json")), sys_, mode, kSrc);
   }
   ModelConfig m_;
-  SystemConfig sys_;
+  SystemConfig sys_, host_sys_;
   std::deque<StrategyConfig> strategies_;
 };
 
@@ -104,6 +107,14 @@ TEST_F(SteadyReplayTest, ZeroBubble) { expect_same(plan(R"(, "pipeline_schedule"
 
 TEST_F(SteadyReplayTest, OverlappedGradReduceAndParamGather) {
   expect_same(plan(R"(, "zero_state": 1, "overlap_grad_reduce": true, "overlap_param_gather": true)", 64));
+}
+
+// With the host stream (the preset's host.framework) the program is as periodic: its host ops
+// repeat with the passes and the blocking bundles re-align host and device every micro-batch.
+TEST_F(SteadyReplayTest, HostStreamExtrapolates) {
+  sys_ = host_sys_;
+  expect_same(plan("", 64));
+  expect_same(plan(R"(, "overlap_grad_reduce": true)", 64));
 }
 
 TEST_F(SteadyReplayTest, ShardedParametersGatherPerMicroBatch) {

@@ -152,7 +152,12 @@ TEST(MegatronArgs, StrategyGuideFlagsAreClassified) {
       {"--fp8-recipe blockwise", 's', "fp8_recipe"},
       {"--fp8-param-gather", 's', "fp8_param_gather"},
       {"--delay-wgrad-compute", 'n', ""},
-      {"--cuda-graph-impl transformer_engine", 'n', ""},
+      {"--cuda-graph-impl transformer_engine", 's', "cuda_graph_impl"},
+      {"--enable-cuda-graph", 's', "enable_cuda_graph"},
+      {"--external-cuda-graph", 's', "cuda_graph_impl"},
+      {"--cuda-graph-impl local --cuda-graph-scope attn moe_router", 's', "cuda_graph_scope"},
+      {"--no-check-for-nan-in-loss-and-grad", 's', "check_for_nan_in_loss_and_grad"},
+      {"--optimizer-cuda-graph", 'n', ""},
       {"--use-megatron-fsdp", 's', "data_parallel_sharding_strategy"},
   };
   for (const auto& c : cases) {

@@ -42,6 +42,21 @@ TEST(NonTensorMemory, AllocatorReserve) {
   EXPECT_DOUBLE_EQ(allocator_reserved_bytes(3 * kGiB, 0), 3 * kGiB);
 }
 
+// CUDA graphs' pool: Llama 3 8B (hidden 4096, 32 layers) with tp 2 (sequence parallel) and pp 2:
+// 4 buffers × 4096/2 tokens × 4096 × 2 B × 16 layers = 1 GiB; none without graphs, and the
+// older switch (enable_cuda_graph) counts as the local implementation.
+TEST(NonTensorMemory, CudaGraphPool) {
+  const ModelConfig m = test::preset_model("llama3-8b");
+  const StrategyConfig graphs = strategy(R"("tp_size": 2, "pp_size": 2, "cuda_graph_impl": "local")");
+  EXPECT_DOUBLE_EQ(cuda_graph_pool_bytes(m, graphs, 16), kGiB);
+  EXPECT_DOUBLE_EQ(cuda_graph_pool_bytes(m, strategy(R"("tp_size": 2, "pp_size": 2)"), 16), 0);
+  EXPECT_DOUBLE_EQ(cuda_graph_pool_bytes(m, strategy(R"("enable_cuda_graph": true)"), 1), 4 * 4096.0 * 4096 * 2);
+  const SystemConfig sys = test::preset_system("h100-sxm-80g");
+  const NonTensorMemory n = non_tensor_memory(m, graphs, sys);
+  EXPECT_DOUBLE_EQ(n.cuda_graph_bytes, kGiB);
+  EXPECT_DOUBLE_EQ(n.total(), n.context_bytes + n.nccl_bytes + kGiB);
+}
+
 TEST(NonTensorMemory, ContextAndOneCommunicatorPerGroup) {
   const SystemConfig sys = test::preset_system("h100-sxm-80g");
   // Dense, tp 2, pp 2, dp 2: tp, dp·cp and pp groups of 2 ranks: 3 × 294 MiB + 0.5 GiB context.

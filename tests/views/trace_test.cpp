@@ -41,8 +41,8 @@ TEST(Trace, Llama70bHasAProcessPerStageAndAThreadPerStream) {
     if (ev["args"].contains("phase")) ++phases[ev["args"]["phase"].get<std::string>()];
   }
   EXPECT_EQ(pids.size(), 4u);
-  // compute, tp comm, blocking p2p and dp comm on each of the four stages.
-  EXPECT_EQ(threads.size(), 16u);
+  // compute, tp comm, blocking p2p, dp comm and the host on each of the four stages.
+  EXPECT_EQ(threads.size(), 20u);
   EXPECT_EQ(first, 0);
   EXPECT_NEAR(last, e.iteration_time_s * 1e6, e.iteration_time_s * 1e6 * 1e-9);
   EXPECT_GT(phases["forward"], 0);
