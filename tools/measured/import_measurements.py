@@ -312,7 +312,11 @@ def nccl_errors(gpu, spec, comm_path):
                p["time_us"] * 1e-6) for p in pts]
         big = [(mt.alpha_beta_time(fit, p["size_bytes"]), p["time_us"] * 1e-6) for p in pts
                if p["size_bytes"] >= 2**20]
+        held = mt.size_interpolated_held_out([(p["size_bytes"], p["time_us"] * 1e-6) for p in pts])
+        mid = [(pr, t) for s, pr, t in held if 2**20 <= s <= 16 * 2**20]
         out[f"{gpu} nccl {op} x{n}"] = {"alpha_beta": mt.error_summary(ab), "alpha_beta_>=1MiB": mt.error_summary(big),
+                                        "size_interpolated_held_out": mt.error_summary([(pr, t) for _, pr, t in held]),
+                                        "size_interpolated_held_out_1-16MiB": mt.error_summary(mid),
                                         "datasheet": mt.error_summary(ds),
                                         "fit": {"count": 0, "busbw_gbs": fit["bus_bandwidth_gbs"],
                                                 "latency_us": fit["latency_us"]}}
