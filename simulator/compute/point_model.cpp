@@ -73,6 +73,24 @@ PointModel::PointModel(KeyKind kind, std::vector<std::pair<PackedKey, double>> p
     features_.push_back(f);
     eff_.push_back(eff);
     log_eff_.push_back(std::log(eff));
+    exact_.emplace(key, keys_.size() - 1);
+  }
+  order_.resize(keys_.size());
+  for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  std::stable_sort(order_.begin(), order_.end(),
+                   [&](size_t a, size_t b) { return features_[a].cls < features_[b].cls; });
+  for (size_t at = 0; at < order_.size(); ++at) {
+    const PointFeatures& p = features_[order_[at]];
+    if (classes_.empty() || classes_.back().cls != p.cls) {
+      classes_.push_back({p.cls, at, at, {}, {}});
+      for (int d = 0; d < p.n; ++d) classes_.back().lo[d] = classes_.back().hi[d] = p.x[d];
+    }
+    Class& c = classes_.back();
+    c.end = at + 1;
+    for (int d = 0; d < p.n; ++d) {
+      c.lo[d] = std::min(c.lo[d], p.x[d]);
+      c.hi[d] = std::max(c.hi[d], p.x[d]);
+    }
   }
 }
 
@@ -90,55 +108,43 @@ EfficiencyAnswer PointModel::predict(const PackedKey& key) const {
   return predict_features(f, &key, -1);
 }
 
-EfficiencyAnswer PointModel::predict_features(const PointFeatures& f, const PackedKey* key, long skip) const {
-  const auto same = [&](size_t i) {
-    if (features_[i].cls != f.cls) return false;
-    for (int d = 0; d < f.n; ++d)
-      if (features_[i].x[d] != f.x[d]) return false;
-    return true;
-  };
-  const auto left_out = [&](size_t i) { return skip >= 0 && same(i); };
-  // The class's points, else every point.
-  bool any_of_class = false;
-  for (size_t i = 0; i < keys_.size() && !any_of_class; ++i)
-    any_of_class = features_[i].cls == f.cls && !left_out(i);
-  // Measured: the points of these features (the exact key first).
-  if (skip < 0) {
-    double acc = 0;
-    int n = 0;
-    for (size_t i = 0; i < keys_.size(); ++i) {
-      if (key && keys_[i] == *key) return {eff_[i], EfficiencySource::Measured};
-      if (same(i)) {
-        acc += log_eff_[i];
-        ++n;
-      }
-    }
-    if (n > 0) return {std::exp(acc / n), EfficiencySource::Measured};
-  }
-  // The nearest kPointNeighbours (distance², index), kept sorted: a short insertion.
+bool PointModel::nearest(const PointFeatures& f, size_t begin, size_t end, bool skip_same, EfficiencyAnswer& out,
+                         bool& measured) const {
+  // The nearest kPointNeighbours (distance², index), kept sorted: a short insertion. Points of
+  // the query's features (distance 0) are averaged apart: a measurement of the same shape.
   std::pair<double, size_t> near[kPointNeighbours];
-  int count = 0;
-  double lo[5], hi[5];
-  std::fill(lo, lo + 5, std::numeric_limits<double>::infinity());
-  std::fill(hi, hi + 5, -std::numeric_limits<double>::infinity());
-  for (size_t i = 0; i < keys_.size(); ++i) {
-    if ((any_of_class && features_[i].cls != f.cls) || left_out(i)) continue;
+  int count = 0, zeros = 0;
+  double zero_acc = 0;
+  for (size_t at = begin; at < end; ++at) {
+    const size_t i = order_[at];
+    const PointFeatures& p = features_[i];
     double d2 = 0;
     for (int d = 0; d < f.n; ++d) {
-      const double dx = features_[i].x[d] - f.x[d];
+      const double dx = p.x[d] - f.x[d];
       d2 += dx * dx;
-      lo[d] = std::min(lo[d], features_[i].x[d]);
-      hi[d] = std::max(hi[d], features_[i].x[d]);
+    }
+    if (d2 == 0) {
+      if (skip_same && p.cls == f.cls) continue;
+      if (p.cls == f.cls) {
+        zero_acc += log_eff_[i];
+        ++zeros;
+        continue;
+      }
     }
     if (count == kPointNeighbours && d2 >= near[count - 1].first) continue;
-    int at = count < kPointNeighbours ? count++ : count - 1;
-    while (at > 0 && near[at - 1].first > d2) {
-      near[at] = near[at - 1];
-      --at;
+    int slot = count < kPointNeighbours ? count++ : count - 1;
+    while (slot > 0 && near[slot - 1].first > d2) {
+      near[slot] = near[slot - 1];
+      --slot;
     }
-    near[at] = {d2, i};
+    near[slot] = {d2, i};
   }
-  if (count == 0) return {};
+  measured = zeros > 0;
+  if (zeros > 0) {
+    out = {std::exp(zero_acc / zeros), EfficiencySource::Measured};
+    return true;
+  }
+  if (count == 0) return false;
   double acc = 0, wsum = 0;
   for (int j = 0; j < count; ++j) {
     // A point of the same features in another class (no class of the query's): weight as a
@@ -148,9 +154,30 @@ EfficiencyAnswer PointModel::predict_features(const PointFeatures& f, const Pack
     acc += w * log_eff_[near[j].second];
     wsum += w;
   }
-  bool inside = any_of_class;
-  for (int d = 0; d < f.n; ++d) inside = inside && f.x[d] >= lo[d] && f.x[d] <= hi[d];
-  return {std::exp(acc / wsum), inside ? EfficiencySource::Interpolated : EfficiencySource::Extrapolated};
+  out = {std::exp(acc / wsum), EfficiencySource::Interpolated};
+  return true;
+}
+
+EfficiencyAnswer PointModel::predict_features(const PointFeatures& f, const PackedKey* key, long skip) const {
+  if (key) {
+    if (const auto it = exact_.find(*key); it != exact_.end()) return {eff_[it->second], EfficiencySource::Measured};
+  }
+  const bool skip_same = skip >= 0;
+  EfficiencyAnswer out;
+  bool measured = false;
+  // The class's points, else every point (extrapolated).
+  for (const Class& c : classes_) {
+    if (c.cls != f.cls) continue;
+    if (!nearest(f, c.begin, c.end, skip_same, out, measured)) break;
+    if (measured) return out;
+    bool inside = true;
+    for (int d = 0; d < f.n; ++d) inside = inside && f.x[d] >= c.lo[d] && f.x[d] <= c.hi[d];
+    if (!inside) out.source = EfficiencySource::Extrapolated;
+    return out;
+  }
+  if (!nearest(f, 0, order_.size(), skip_same, out, measured)) return {};
+  if (!measured) out.source = EfficiencySource::Extrapolated;
+  return out;
 }
 
 std::vector<PointModel::HeldOut> PointModel::leave_one_out() const {

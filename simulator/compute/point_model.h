@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -86,10 +87,24 @@ class PointModel {
   // `skip`: index of a point whose features and class are left out (leave-one-out), or -1.
   [[nodiscard]] EfficiencyAnswer predict_features(const PointFeatures& f, const PackedKey* key, long skip) const;
 
+  // The points of one class: order_[begin, end), and the range of each feature.
+  struct Class {
+    uint32_t cls = 0;
+    size_t begin = 0, end = 0;
+    double lo[5] = {}, hi[5] = {};
+  };
+  // Scans order_[begin, end) for the nearest points; `skip_same`: leave out the points of the
+  // query's features and class. Returns false when it found none.
+  bool nearest(const PointFeatures& f, size_t begin, size_t end, bool skip_same, EfficiencyAnswer& out,
+               bool& measured) const;
+
   KeyKind kind_ = KeyKind::None;
   std::vector<PackedKey> keys_;
   std::vector<PointFeatures> features_;
   std::vector<double> eff_, log_eff_;  // as given (written back exactly), and its log
+  std::vector<size_t> order_;          // point indices by class
+  std::vector<Class> classes_;
+  std::unordered_map<PackedKey, size_t, PackedKeyHash> exact_;  // key → its point
 };
 
 }  // namespace trainsim
