@@ -1,6 +1,7 @@
 // `trainsim system build`: merges kernels_bench and comm_bench measurements and measured GEMM
 // grids into a base system file and writes a system JSON the simulator reads back.
-// `trainsim system evaluate`: leave-one-out error of a system file's efficiency models.
+// `trainsim system build --measured-system`: another system file's measured per-shape entries as
+// models. `trainsim system evaluate`: leave-one-out error of a system file's efficiency models.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -56,6 +57,30 @@ int evaluate(const std::string& system_arg, double min_m) {
                 op.gemm_model->points(), errs.size(), 100 * mean, 100 * p90, errs.empty() ? 0.0 : 100 * errs.back(),
                 without ? strprintf("  (%zu without a neighbour)", without).c_str() : "");
   }
+  // Measured-points models: every point predicted without the points of its shape.
+  for (const auto& [name, op] : sys.ops) {
+    if (!op.point_model) continue;
+    ++models;
+    std::vector<double> errs;
+    size_t without = 0;
+    for (const auto& h : op.point_model->leave_one_out()) {
+      if (h.predicted > 0) {
+        // Time error: time ∝ 1 / efficiency.
+        errs.push_back(std::fabs(h.measured / h.predicted - 1));
+      } else {
+        ++without;
+      }
+    }
+    std::sort(errs.begin(), errs.end());
+    double mean = 0;
+    for (double e : errs) mean += e;
+    if (!errs.empty()) mean /= static_cast<double>(errs.size());
+    const auto rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(errs.size())));
+    const double p90 = errs.empty() ? 0 : errs[std::min(errs.size(), rank) - 1];
+    std::printf("  %-12s %-10s %7zu %8zu %7.2f %7.2f %7.1f%s\n", name.c_str(), "points", op.point_model->points(),
+                errs.size(), 100 * mean, 100 * p90, errs.empty() ? 0.0 : 100 * errs.back(),
+                without ? strprintf("  (%zu without a neighbour)", without).c_str() : "");
+  }
   if (models == 0) std::printf("  no efficiency models in this system file\n");
   return 0;
 }
@@ -67,7 +92,8 @@ int cmd_system(const Args& args) {
                "system file; system evaluate: leave-one-out error of a system file's efficiency models.",
                "trainsim system");
   std::string action, base_arg, kernels, comm, out, name, description, system_arg;
-  std::vector<std::string> grids;
+  std::vector<std::string> grids, measured_ops;
+  std::string measured_system;
   double min_m = 0;
   app.add_option("ACTION", action, "build or evaluate")->required()->check(CLI::IsMember({"build", "evaluate"}));
   app.add_option("--base", base_arg, "build: system preset or file to start from (declared peaks, networks, latencies)");
@@ -75,6 +101,12 @@ int cmd_system(const Args& args) {
   app.add_option("--comm", comm, "build: comm_bench output (comm.json)");
   app.add_option("--gemm-grid", grids, "build: measured GEMM grid (trainsim-gemm-grid JSON); fits the op's model "
                                        "(repeatable, one per op class)");
+  app.add_option("--measured-system", measured_system,
+                 "build: system file (or preset) whose measured per-shape entries (accurate_efficient_factor) "
+                 "become measured-points models of the same op classes");
+  app.add_option("--measured-ops", measured_ops, "build: with --measured-system, only these op classes "
+                                                 "(comma-separated; default: every class it measured)")
+      ->delimiter(',');
   app.add_option("--out", out, "build: where to write the merged system JSON");
   app.add_option("--name", name, "build: sys_name of the result (default: the base's)");
   app.add_option("--description", description, "build: description of the result (default: the base's)");
@@ -87,8 +119,10 @@ int cmd_system(const Args& args) {
   }
   if (base_arg.empty()) throw UsageError("system build: --base is required");
   if (out.empty()) throw UsageError("system build: --out is required");
-  if (kernels.empty() && comm.empty() && grids.empty())
-    throw UsageError("system build: give --kernels, --comm, --gemm-grid or several");
+  if (kernels.empty() && comm.empty() && grids.empty() && measured_system.empty())
+    throw UsageError("system build: give --kernels, --comm, --gemm-grid, --measured-system or several");
+  if (!measured_ops.empty() && measured_system.empty())
+    throw UsageError("system build: --measured-ops needs --measured-system");
 
   ConfigText base = resolve_config("system", base_arg);
   SystemConfig sys = load_system(base.text, base.source);
@@ -104,6 +138,13 @@ int cmd_system(const Args& args) {
   if (!kernels.empty()) merge_kernels(sys, read_file(kernels), kernels);
   if (!comm.empty()) merge_comm(sys, read_file(comm), comm);
   for (const auto& g : grids) merge_gemm_grid(sys, read_file(g), g);
+  if (!measured_system.empty()) {
+    const ConfigText src = resolve_config("system", measured_system);
+    const SystemConfig measured = load_system(src.text, src.source);
+    const auto set = merge_measured_system(sys, measured, src.source, measured_ops);
+    std::fprintf(stderr, "trainsim system build: measured-points models of %s from %s\n", join(set, ", ").c_str(),
+                 src.source.c_str());
+  }
   if (!name.empty()) sys.sys_name = name;
   if (!description.empty()) sys.description = description;
   if (sys.schema_version.empty()) sys.schema_version = "1.0.0";

@@ -84,6 +84,14 @@ double stream_time(const BandwidthConfig& bw, double bytes) {
   return a.source;
 }
 
+// The efficiency of a key from the op's measured-points model (its efficiencies are against the
+// op's peak already).
+[[gnu::noinline]] EfficiencySource point_efficiency(const PointModel& model, const PackedKey& key, double& eff) {
+  const EfficiencyAnswer a = model.predict(key);
+  if (a.source != EfficiencySource::Default) eff = a.efficiency;
+  return a.source;
+}
+
 }  // namespace
 
 const ComputeOpConfig* ClassTable::op(const char* name) {
@@ -116,6 +124,7 @@ EfficiencySource efficiency_source_of(const ComputeOpConfig& op, const PackedKey
   if (op.accurate.find(key) != nullptr) return EfficiencySource::Measured;
   double eff = 0;
   if (op.gemm_model && key.kind == KeyKind::Matmul) return model_efficiency(*op.gemm_model, key, op.peak_flops, eff);
+  if (op.point_model && key.kind == op.point_model->kind()) return point_efficiency(*op.point_model, key, eff);
   return EfficiencySource::Default;
 }
 
@@ -142,6 +151,8 @@ KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log)
           source = EfficiencySource::Measured;
         } else if (op.gemm_model && k.key.kind == KeyKind::Matmul) {
           source = model_efficiency(*op.gemm_model, k.key, op.peak_flops, eff);
+        } else if (op.point_model && k.key.kind == op.point_model->kind()) {
+          source = point_efficiency(*op.point_model, k.key, eff);
         }
       }
       if (log) {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <stdexcept>
 #include <vector>
@@ -75,9 +76,83 @@ void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::stri
   refresh_fingerprint(sys);
 }
 
+std::vector<std::string> merge_measured_system(SystemConfig& sys, const SystemConfig& src, const std::string& source,
+                                               const std::vector<std::string>& ops) {
+  std::vector<std::string> wanted = ops;
+  if (wanted.empty())
+    for (const auto& name : keyed_ops())
+      if (const auto it = src.ops.find(name); it != src.ops.end() && !it->second.accurate.empty()) wanted.push_back(name);
+  std::vector<std::string> done;
+  for (const auto& name : wanted) {
+    const auto from = src.ops.find(name);
+    if (from == src.ops.end() || from->second.accurate.empty())
+      throw ConfigError(source, "/accelerator/op/" + name + "/accurate_efficient_factor",
+                        "no measured entries of op class '" + name + "' to fit a model on");
+    const auto to = sys.ops.find(name);
+    if (to == sys.ops.end())
+      throw ConfigError(source, "/accelerator/op/" + name,
+                        "the base system has no op class '" + name + "'; add it to the base (tflops, efficient_factor)");
+    ComputeOpConfig& c = to->second;
+    const double scale = from->second.peak_flops / c.peak_flops;
+    std::vector<std::pair<PackedKey, double>> points;
+    KeyKind kind = KeyKind::None;
+    size_t unreadable = 0;
+    for (const auto& [text, eff] : from->second.accurate.entries()) {
+      const std::optional<PackedKey> key = pack_shape_key(text);
+      if (!key) {
+        ++unreadable;
+        continue;
+      }
+      kind = key->kind;
+      points.emplace_back(*key, eff * scale);
+    }
+    std::shared_ptr<PointModel> model;
+    try {
+      model = std::make_shared<PointModel>(kind, std::move(points));
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(source, "/accelerator/op/" + name + "/accurate_efficient_factor", e.what());
+    }
+    nlohmann::json mp = nlohmann::json::object();
+    mp["fitted_by"] = "trainsim system build --measured-system";
+    mp["file"] = source;
+    mp["sys_name"] = src.sys_name;
+    if (!src.description.empty()) mp["description"] = src.description;
+    mp["family"] = point_family_name(kind);
+    mp["points"] = model->points();
+    if (unreadable) mp["unreadable_entries"] = unreadable;
+    mp["source_tflops"] = from->second.peak_flops / 1e12;
+    if (!c.accurate.empty()) mp["replaced_entries"] = c.accurate.size();
+    if (c.gemm_model) mp["replaced_model"] = "gemm_grid of " + std::to_string(c.gemm_model->points()) + " points";
+    model->provenance_json = mp.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    c.accurate = EfficiencyTable{};
+    c.gemm_model = nullptr;
+    c.point_model = std::move(model);
+    done.push_back(name);
+  }
+  refresh_fingerprint(sys);
+  return done;
+}
+
 std::vector<std::string> model_summaries(const SystemConfig& sys) {
   std::vector<std::string> out;
   for (const auto& [name, op] : sys.ops) {
+    if (op.point_model) {
+      // "sdp_fwd: attention model of 32 measured shapes (b200_bf16_ceperm, SimuMax v1.2 ...)"
+      std::string line = name + ": " + point_family_name(op.point_model->kind()) + " model of " +
+                         std::to_string(op.point_model->points()) + " measured shapes";
+      const auto prov = nlohmann::json::parse(
+          op.point_model->provenance_json.empty() ? "{}" : op.point_model->provenance_json, nullptr, false);
+      std::vector<std::string> from;
+      for (const char* key : {"sys_name", "file"}) {
+        if (!prov.is_object() || !prov.contains(key) || !prov[key].is_string()) continue;
+        std::string v = prov[key].get<std::string>();
+        if (const size_t slash = v.find_last_of('/'); slash != std::string::npos) v = v.substr(slash + 1);
+        from.push_back(v);
+      }
+      if (!from.empty()) line += " (" + join(from, ", ") + ")";
+      out.push_back(line);
+      continue;
+    }
     if (!op.gemm_model) continue;
     std::string points = std::to_string(op.gemm_model->points());
     for (int i = static_cast<int>(points.size()) - 3; i > 0; i -= 3) points.insert(static_cast<size_t>(i), ",");

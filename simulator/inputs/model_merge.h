@@ -16,6 +16,16 @@ namespace trainsim {
 /// key, its measured nodes exactly). Throws ConfigError naming `source` and the JSON path on bad input.
 void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::string& source);
 
+/// Fits measured-points models (compute/point_model.h) in `sys` from the per-shape entries of
+/// another system file `src` (e.g. SimuMax's calibrated files), one per op class in `ops` that
+/// `src` measured (non-empty accurate_efficient_factor; empty `ops`: every keyed class). An
+/// efficiency is carried over as the same time: eff · src peak / sys peak. The class's own
+/// entries and model are replaced; its provenance names `source`, the file's sys_name and
+/// description and the number of points. Returns the classes set. Throws ConfigError naming
+/// `source` for a class in `ops` that `src` has no entries for or `sys` lacks.
+std::vector<std::string> merge_measured_system(SystemConfig& sys, const SystemConfig& src, const std::string& source,
+                                               const std::vector<std::string>& ops);
+
 /// One line per op class with an efficiency model, naming what it was fitted on, e.g.
 /// "matmul: GEMM model of 35,700 measured points (aiconfigurator-core 0.12.0, NVIDIA H100 80GB HBM3)".
 [[nodiscard]] std::vector<std::string> model_summaries(const SystemConfig& sys);

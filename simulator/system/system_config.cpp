@@ -120,6 +120,61 @@ bool read_numbers(const json& j, const std::string& path, IssueList& issues, boo
   return true;
 }
 
+// The key kind of op class `op`'s shape keys (None for a class without keys).
+KeyKind key_kind_of(const std::string& op) {
+  if (op == "matmul" || op == "fp8_matmul") return KeyKind::Matmul;
+  if (op == "group_matmul" || op == "fp8_group_matmul") return KeyKind::Grouped;
+  if (op == "sdp_fwd" || op == "sdp_bwd") return KeyKind::Sdpa;
+  return KeyKind::None;
+}
+
+// `accelerator.op.<op>.model` of kind points: measured per-shape efficiencies
+// (compute/point_model.h), keys as in accurate_efficient_factor.
+std::shared_ptr<const PointModel> read_point_model(const json& j, const std::string& path, const std::string& op,
+                                                   IssueList& issues) {
+  ObjectReader r(j, path, issues);
+  std::string kind;
+  r.req("kind", kind);
+  std::map<std::string, double> entries;
+  if (!r.has("points")) issues.add(path + "/points", "required object is missing ({shape key: efficiency})");
+  r.opt("points", entries);
+  std::string provenance;
+  if (const json* prov = r.object("provenance", false)) provenance = prov->dump();
+  r.finish();
+  const KeyKind kk = key_kind_of(op);
+  if (kk == KeyKind::None) {
+    issues.add(path, "a points model answers shape keys: only the op classes matmul, fp8_matmul, group_matmul, "
+                     "fp8_group_matmul, sdp_fwd and sdp_bwd carry one, not '" + op + "'");
+    return nullptr;
+  }
+  std::vector<std::pair<PackedKey, double>> points;
+  for (const auto& [text, eff] : entries) {
+    const std::optional<PackedKey> key = pack_shape_key(text);
+    if (!key || key->kind != kk) {
+      issues.add(path + "/points/" + text, std::string("not a ") + point_family_name(kk) + " shape key of op class '" +
+                                               op + "' (the format of accurate_efficient_factor)");
+      return nullptr;
+    }
+    if (!(eff > 0) || !std::isfinite(eff)) {
+      issues.add(path + "/points/" + text, "efficiency must be a number > 0");
+      return nullptr;
+    }
+    points.emplace_back(*key, eff);
+  }
+  if (points.empty()) {
+    issues.add(path + "/points", "expected at least one measured shape");
+    return nullptr;
+  }
+  try {
+    auto model = std::make_shared<PointModel>(kk, std::move(points));
+    model->provenance_json = provenance;
+    return model;
+  } catch (const std::invalid_argument& e) {
+    issues.add(path, e.what());
+    return nullptr;
+  }
+}
+
 // `accelerator.op.<op>.model`: a GEMM grid (compute/gemm_model.h).
 std::shared_ptr<const GemmModel> read_gemm_model(const json& j, const std::string& path, const std::string& op,
                                                  IssueList& issues) {
@@ -128,7 +183,7 @@ std::shared_ptr<const GemmModel> read_gemm_model(const json& j, const std::strin
   r.req("kind", kind);
   std::vector<double> axes[3], times;
   bool ok = kind == "gemm_grid";
-  if (!kind.empty() && !ok) issues.add(path + "/kind", "unknown model kind '" + kind + "'; valid values: gemm_grid");
+  if (!kind.empty() && !ok) issues.add(path + "/kind", "unknown model kind '" + kind + "'; valid values: gemm_grid, points");
   if (ok && op != "matmul" && op != "fp8_matmul")
     issues.add(path, "a gemm_grid model answers dense GEMM shape keys: only the op classes matmul and fp8_matmul "
                      "carry one, not '" + op + "'");
@@ -301,8 +356,12 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
         op.has_accurate = r.has("accurate_efficient_factor");
         std::map<std::string, double> accurate;
         r.opt("accurate_efficient_factor", accurate);
-        if (const json* model = r.object("model", false))
-          op.gemm_model = read_gemm_model(*model, p + "/model", it.key(), issues);
+        if (const json* model = r.object("model", false)) {
+          if (model->is_object() && model->contains("kind") && (*model)["kind"] == "points")
+            op.point_model = read_point_model(*model, p + "/model", it.key(), issues);
+          else
+            op.gemm_model = read_gemm_model(*model, p + "/model", it.key(), issues);
+        }
         r.finish();
         if (!(tflops > 0) && it.value().is_object() && it.value().contains("tflops"))
           issues.add(p + "/tflops", "must be > 0");
@@ -443,6 +502,7 @@ void refresh_fingerprint(SystemConfig& sys) {
   std::string text = system_json_text(sys, -1, false);
   for (const auto& [name, op] : sys.ops)
     if (op.gemm_model) text += name + ":" + std::to_string(op.gemm_model->content_hash()) + "\n";
+  // (a points model is in the text itself: a few hundred entries)
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (unsigned char c : text) {
     h ^= c;
@@ -550,6 +610,15 @@ std::string system_json_text(const SystemConfig& sys, int indent, bool models) {
     }
     // The model's text is put in after the dump: its grid on one line per m, not per number.
     if (op.gemm_model) o["model"] = "\x01gemm_model:" + name;
+    if (op.point_model) {
+      json m;
+      m["kind"] = "points";
+      if (!op.point_model->provenance_json.empty()) m["provenance"] = json::parse(op.point_model->provenance_json);
+      json pts = json::object();
+      for (const auto& [key, eff] : op.point_model->entries()) pts[format_packed_key(key)] = eff;
+      m["points"] = pts;
+      o["model"] = m;
+    }
     acc["op"][name] = o;
   }
   for (const auto& [name, bw] : sys.bandwidths) acc["bandwidth"][name] = bandwidth_json(bw);

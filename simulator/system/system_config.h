@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compute/gemm_model.h"
+#include "compute/point_model.h"
 #include "system/indexed_map.h"
 #include "calibration/shape_key.h"
 #include "core/units.h"
@@ -64,6 +65,9 @@ struct ComputeOpConfig {
   /// Efficiency model of the shapes `accurate` lacks (JSON `model`, trainsim extension; matmul
   /// and fp8_matmul: `kind` gemm_grid). Shared: systems are copied, models are not edited.
   std::shared_ptr<const GemmModel> gemm_model;
+  /// Efficiency model of measured per-shape entries (JSON `model`, `kind` points: GEMM, grouped
+  /// GEMM or attention keys, by the op class). At most one of the two models is set.
+  std::shared_ptr<const PointModel> point_model;
 };
 
 /// A bandwidth class (`accelerator.bandwidth.<name>` or `networks.<group>.bandwidth`).

@@ -1,6 +1,7 @@
-// The measured presets' GEMM models answer every dense GEMM of the validation plans: no matmul or
-// fp8_matmul kernel takes the op default, and most shapes are not measured points (the model
-// interpolates them). The presets are committed: no published-table package needed.
+// The measured presets' models answer every kernel of their op classes in the validation plans:
+// no matmul or fp8_matmul kernel takes the op default, and most shapes are not measured points
+// (the model interpolates them); on B200 the same for grouped GEMM and attention. The presets are
+// committed: no published-table package needed.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -29,6 +30,54 @@ std::string table_system(const fs::path& table) {
   return last;
 }
 
+// The model or strategy of a validation case (files or a Megatron command line).
+void load_case(const fs::path& dir, ModelConfig& model, StrategyConfig& strategy) {
+  const fs::path args = dir / "megatron_args.txt";
+  if (fs::is_regular_file(args)) {
+    PlanRequest req;
+    req.megatron = ConfigText{read_file(args.string()), args.string()};
+    if (fs::is_regular_file(dir / "config.json"))
+      req.hf_config = ConfigText{read_file((dir / "config.json").string()), "config.json"};
+    PlanConfigs pc = build_plan(req, "", "");
+    model = std::move(pc.model);
+    strategy = std::move(pc.strategy);
+  } else {
+    const std::string mp = (dir / "model.json").string(), sp = (dir / "strategy.json").string();
+    model = load_model(read_file(mp), mp);
+    strategy = load_strategy(read_file(sp), sp);
+  }
+}
+
+// The B200 measured preset: every op class with a model (bf16 GEMM, grouped GEMM and attention
+// from SimuMax's training measurements, fp8 GEMM from the published tables) answers every
+// kernel of the B200 plans; only fp8 grouped GEMMs, which no source measured, take a default.
+TEST(MeasuredModelTest, B200PlansNeverTakeTheDefaultOfAModelledClass) {
+  const ConfigText st = resolve_config("system", "b200-sxm-180g-measured");
+  const SystemConfig sys = load_system(st.text, st.source);
+  for (const char* op : {"matmul", "fp8_matmul", "group_matmul", "sdp_fwd", "sdp_bwd"})
+    EXPECT_TRUE(sys.ops.at(op).gemm_model || sys.ops.at(op).point_model) << op;
+  int cases = 0;
+  int64_t measured = 0, modelled = 0;
+  for (const char* table : {"b200_megatron", "megatron_bridge_2509_b200"}) {
+    for (const auto& c : fs::directory_iterator(fs::path(TRAINSIM_SOURCE_DIR) / "validation" / table / "cases")) {
+      ModelConfig model;
+      StrategyConfig strategy;
+      load_case(c.path(), model, strategy);
+      const Estimate e = estimate(model, strategy, sys, nullptr, Mode::Default, false);
+      ++cases;
+      for (const auto& m : e.misses) {
+        const ComputeOpConfig& op = sys.ops.at(m.op);
+        EXPECT_FALSE(op.gemm_model || op.point_model) << c.path().filename() << ": " << m.op << " " << format_packed_key(m.key);
+      }
+      measured += e.efficiency_hits;
+      modelled += e.efficiency_interpolated + e.efficiency_extrapolated;
+    }
+  }
+  EXPECT_EQ(cases, 26);
+  EXPECT_GT(measured, 0);
+  EXPECT_GT(modelled, 0);
+}
+
 TEST(MeasuredModelTest, ValidationPlansGemmsNeverTakeTheOpDefault) {
   int cases = 0;
   int64_t measured = 0, interpolated = 0, extrapolated = 0;
@@ -42,20 +91,7 @@ TEST(MeasuredModelTest, ValidationPlansGemmsNeverTakeTheOpDefault) {
       // A case: model and strategy files, or a Megatron command line (with an optional config.json).
       ModelConfig model;
       StrategyConfig strategy;
-      const fs::path args = c.path() / "megatron_args.txt";
-      if (fs::is_regular_file(args)) {
-        PlanRequest req;
-        req.megatron = ConfigText{read_file(args.string()), args.string()};
-        if (fs::is_regular_file(c.path() / "config.json"))
-          req.hf_config = ConfigText{read_file((c.path() / "config.json").string()), "config.json"};
-        PlanConfigs pc = build_plan(req, "", "");
-        model = std::move(pc.model);
-        strategy = std::move(pc.strategy);
-      } else {
-        const std::string mp = (c.path() / "model.json").string(), sp = (c.path() / "strategy.json").string();
-        model = load_model(read_file(mp), mp);
-        strategy = load_strategy(read_file(sp), sp);
-      }
+      load_case(c.path(), model, strategy);
       const Estimate e = estimate(model, strategy, sys, nullptr, Mode::Default, false);
       ++cases;
       for (const auto& m : e.misses)

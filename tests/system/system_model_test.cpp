@@ -131,3 +131,85 @@ TEST(SystemModelTest, GemmGridFitsTheModelWithProvenance) {
 
 }  // namespace
 }  // namespace trainsim
+
+namespace trainsim {
+namespace {
+
+// A SimuMax-style file: measured per-shape entries at a 2000 TFLOP/s peak.
+constexpr const char* kMeasured = R"({"sys_name": "measured_x", "description": "calibrated by someone", "num_per_node": 8,
+ "accelerator": {"backend": "cuda", "mem_gbs": 80, "op": {
+   "default": {"tflops": 2000, "efficient_factor": 0.5},
+   "matmul": {"tflops": 2000, "efficient_factor": 0.5, "accurate_efficient_factor": {
+     "b=1, m=1024, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16": 0.2,
+     "b=1, m=4096, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16": 0.3}},
+   "sdp_fwd": {"tflops": 2000, "efficient_factor": 0.5, "accurate_efficient_factor": {
+     "batch=1, seq_len=4096, head_num=32, kv_head_num=8, qk_head_dim=128, v_head_dim=128, qkv_contiguous=True": 0.6}}},
+  "bandwidth": {"default": {"gbps": 1000, "efficient_factor": 1, "latency_us": 0}}},
+ "networks": {}})";
+
+// `system build --measured-system`: the entries become points models of the same classes, the
+// efficiency carried over as the same time against the base's peak (2000 / 1000 TFLOP/s: × 2).
+TEST(SystemModelTest, MeasuredEntriesOfAnotherFileBecomePointsModels) {
+  SystemConfig sys = load_system(tiny(), "tiny.json");
+  const SystemConfig src = load_system(kMeasured, "measured.json");
+  try {
+    (void)merge_measured_system(sys, src, "measured.json", {"sdp_fwd"});
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/accelerator/op/sdp_fwd: the base system has no op class 'sdp_fwd'"),
+              std::string::npos)
+        << e.what();
+  }
+  const uint64_t before = sys.fingerprint;
+  EXPECT_EQ(merge_measured_system(sys, src, "dir/measured.json", {"matmul"}), std::vector<std::string>{"matmul"});
+  const ComputeOpConfig& mm = sys.ops.at("matmul");
+  ASSERT_TRUE(mm.point_model);
+  EXPECT_FALSE(mm.gemm_model);  // replaced
+  EXPECT_NE(sys.fingerprint, before);
+  const PackedKey mid = matmul_key(1, 2048, 4096, 4096, KeyLayout::TN, false, KeyDtype::bf16);
+  EXPECT_NEAR(mm.point_model->predict(mid).efficiency, 2 * std::sqrt(0.2 * 0.3), 1e-12);
+  EXPECT_EQ(model_summaries(sys),
+            std::vector<std::string>{"matmul: GEMM model of 2 measured shapes (measured_x, measured.json)"});
+  EXPECT_EQ(mm.point_model->provenance_json,
+            R"({"description":"calibrated by someone","family":"GEMM","file":"dir/measured.json",)"
+            R"("fitted_by":"trainsim system build --measured-system","points":2,)"
+            R"("replaced_model":"gemm_grid of 2 points","source_tflops":2000.0,"sys_name":"measured_x"})");
+  // Written and read back: the same points and provenance.
+  const std::string text = system_to_json_text(sys);
+  const SystemConfig back = load_system(text, "back.json");
+  ASSERT_TRUE(back.ops.at("matmul").point_model);
+  EXPECT_EQ(back.ops.at("matmul").point_model->points(), 2u);
+  EXPECT_NEAR(back.ops.at("matmul").point_model->predict(mid).efficiency, 2 * std::sqrt(0.2 * 0.3), 1e-12);
+  EXPECT_EQ(system_to_json_text(back), text);
+  EXPECT_EQ(back.fingerprint, sys.fingerprint);
+  // A class the file did not measure is an error naming it.
+  try {
+    (void)merge_measured_system(sys, src, "measured.json", {"group_matmul"});
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/accelerator/op/group_matmul/accurate_efficient_factor: no measured entries "
+                                         "of op class 'group_matmul'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(SystemModelTest, MalformedPointsModelsNameTheirPath) {
+  const std::string model =
+      R"("model": {"kind": "points", "points": {"b=1, m=1024, k=64, n=64, layout=TN, accumulate=False, out_dtype=bf16": 0.5}})";
+  const std::string ok = replaced(tiny(), R"("model": {"kind": "gemm_grid", "provenance": {"note": "synthetic: 1/32 µs per row at m = 32, 1/16 at m = 128"},
+                        "m": [32, 64, 128], "n": [64], "k": [64], "time_us": [1, null, 8]})",
+                                  model);
+  const SystemConfig sys = load_system(ok, "ok.json");
+  ASSERT_TRUE(sys.ops.at("matmul").point_model);
+  EXPECT_NE(error_of(replaced(ok, "0.5}}", "-1}}")).find("efficiency must be a number > 0"), std::string::npos);
+  EXPECT_NE(error_of(replaced(ok, "b=1, m=1024", "b=1 m=1024"))
+                .find("not a GEMM shape key of op class 'matmul' (the format of accurate_efficient_factor)"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(ok, R"("matmul": {)", R"("default2": {)"))
+                .find("/accelerator/op/default2/model: a points model answers shape keys"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainsim

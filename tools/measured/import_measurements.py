@@ -36,8 +36,14 @@ GPUS = {
                  "attention": "trtllm/1.3.0rc20", "nccl": "2.29.2", "fp8": "fp8"},
     "h200_sxm": {"out": "h200-sxm-141g", "base": "h200-sxm-141g", "gemm": "trtllm/1.3.0rc20",
                  "attention": "trtllm/1.3.0rc20", "nccl": "2.29.2", "fp8": "fp8"},
+    # B200 bf16 GEMMs, grouped GEMMs and attention from SimuMax's calibration of a DGX B200 (its
+    # benches of TransformerEngine's training kernels, backward measured): on the whole development set
+    # these predict the B200 runs better than the TensorRT-LLM tables (docs/calibration.md,
+    # "Two measured B200 sources"). The fp8 classes keep the tables (SimuMax has no fp8 entries).
     "b200_sxm": {"out": "b200-sxm-180g", "base": "b200-sxm-180g", "gemm": "trtllm/1.3.0rc20",
-                 "attention": "trtllm/1.3.0rc20", "nccl": "2.29.2", "fp8": "fp8"},
+                 "attention": "trtllm/1.3.0rc20", "nccl": "2.29.2", "fp8": "fp8",
+                 "training": {"file": "configs/system/b200-simumax.json", "name": "SimuMax v1.2 b200_bf16_ceperm",
+                              "ops": ["matmul", "group_matmul", "sdp_fwd", "sdp_bwd"]}},
     # No GB200 datasheet preset: the B200 one with GB200's peaks and memory (gb200.yaml of the
     # package: bf16 2500, fp8 5000 TFLOP/s dense, 185.03 GiB HBM3e at 8000 GB/s).
     "gb200": {"out": "gb200", "base": "b200-sxm-180g", "gemm": "trtllm/1.3.0rc20",
@@ -275,9 +281,18 @@ def build_gpu(gpu, root, version, shapes, args):
         f"{', '.join(map(str, sizes))} GPUs. Everything else (peaks, memory-bound classes, MoE, inter-node) from "
         f"the base: {base}. "
         f"See provenance and docs/calibration.md.")
+    training = []
+    if spec.get("training"):
+        t = spec["training"]
+        training = ["--measured-system", t["file"], "--measured-ops", ",".join(t["ops"])]
+        description = description.replace(" See provenance", (
+            f" Except: {', '.join(t['ops'])} (bf16 GEMM, grouped GEMM, attention) from models of the per-shape "
+            f"efficiencies {t['name']} measured with TransformerEngine's training kernels on a DGX B200 ({t['file']}), evaluated "
+            f"for any shape; the tables' models and entries of these classes are not used. See provenance"))
     out = os.path.join(args.out_dir, spec["out"] + "-measured.json")
     run([args.trainsim, "system", "build", "--base", base_file(spec, work), "--kernels", kernels, "--comm", comm,
-         *grids, "--out", out, "--name", spec["out"].replace("-", "_") + "_measured", "--description", description])
+         *grids, *training, "--out", out, "--name", spec["out"].replace("-", "_") + "_measured",
+         "--description", description])
     print(f"{gpu}: wrote {out} ({len(results)} kernel entries: {counts}; {len(files)} NCCL series)")
 
 
@@ -297,7 +312,11 @@ def nccl_errors(gpu, spec, comm_path):
                p["time_us"] * 1e-6) for p in pts]
         big = [(mt.alpha_beta_time(fit, p["size_bytes"]), p["time_us"] * 1e-6) for p in pts
                if p["size_bytes"] >= 2**20]
+        held = mt.size_interpolated_held_out([(p["size_bytes"], p["time_us"] * 1e-6) for p in pts])
+        mid = [(pr, t) for s, pr, t in held if 2**20 <= s <= 16 * 2**20]
         out[f"{gpu} nccl {op} x{n}"] = {"alpha_beta": mt.error_summary(ab), "alpha_beta_>=1MiB": mt.error_summary(big),
+                                        "size_interpolated_held_out": mt.error_summary([(pr, t) for _, pr, t in held]),
+                                        "size_interpolated_held_out_1-16MiB": mt.error_summary(mid),
                                         "datasheet": mt.error_summary(ds),
                                         "fit": {"count": 0, "busbw_gbs": fit["bus_bandwidth_gbs"],
                                                 "latency_us": fit["latency_us"]}}

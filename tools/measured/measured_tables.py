@@ -340,6 +340,20 @@ def alpha_beta_time(fit, size):
     return fit["latency_us"] * 1e-6 + model_bytes(fit["op"], fit["n"], size) / (fit["bus_bandwidth_gbs"] * 1e9)
 
 
+def size_interpolated_held_out(points):
+    """Leave-one-out of a size-dependent collective model: time interpolated linearly in
+    (log size, log time) between the measured sizes of one (collective, group size) series, each
+    interior point predicted from its two neighbours without it (the ends have one side only and
+    are left out). points: (size_bytes, seconds). Returns (size, predicted, measured) triples."""
+    pts = sorted(points)
+    out = []
+    for i in range(1, len(pts) - 1):
+        (s0, t0), (s, t), (s1, t1) = pts[i - 1], pts[i], pts[i + 1]
+        w = (math.log(s) - math.log(s0)) / (math.log(s1) - math.log(s0))
+        out.append((s, math.exp(math.log(t0) + w * (math.log(t1) - math.log(t0))), t))
+    return out
+
+
 def system_collective_time(network, op, n, size, num_per_node=8):
     """Seconds the simulator's network formula (SimuMax compute_net_op_time) gives for one
     collective of `size` bytes on a group of n inside `network` (a system JSON networks entry):

@@ -175,6 +175,15 @@ class CollectiveTimeTest(unittest.TestCase):
         # all_gather n=4, 1 GiB: x = 3/4 GiB at 80 GiB/s = 9.375 ms; + 1 µs·3 + 3 µs.
         self.assertAlmostEqual(mt.system_collective_time(net, "all_gather", 4, 2**30), 0.009375 + 6e-6, places=12)
 
+    def test_size_interpolated_held_out(self):
+        # 1 µs at 1 KiB, 4 µs at 4 KiB, 9 µs at 16 KiB: 4 KiB held out lies halfway (in log size)
+        # between its neighbours, sqrt(1·9) = 3 µs; the ends are not held out.
+        held = mt.size_interpolated_held_out([(16384, 9e-6), (1024, 1e-6), (4096, 4e-6)])
+        self.assertEqual(len(held), 1)
+        size, predicted, measured = held[0]
+        self.assertEqual((size, measured), (4096, 4e-6))
+        self.assertAlmostEqual(predicted, 3e-6, places=15)
+
     def test_alpha_beta_time(self):
         fit = {"op": "reduce_scatter", "n": 2, "latency_us": 5.0, "bus_bandwidth_gbs": 100.0}
         # x = 1e9·1/2 bytes at 100 GB/s = 5 ms, + 5 µs.
