@@ -224,45 +224,9 @@ void lower_megatron_recompute(const ObjectReader& r, const std::optional<std::st
   s.megatron_recompute_modules = mods;
 }
 
-}  // namespace
-
-StrategyConfig load_strategy(const std::string& text, const std::string& source) {
-  nlohmann::json doc = parse_json(text, source);
-  IssueList issues(source);
-  StrategyConfig s;
-  ObjectReader r(doc, "", issues);
-  for (const auto& f : kIntFields) r.opt(f.name, s.*f.ptr);
-  for (const auto& f : kBoolFields) r.opt(f.name, s.*f.ptr);
-  for (const auto& f : kStrFields) r.opt(f.name, s.*f.ptr);
-  for (const auto& f : kOptIntFields) r.opt(f.name, s.*f.ptr);
-  for (const auto& f : kOptStrFields) r.opt(f.name, s.*f.ptr);
-  r.opt("attention_sparse_ratio", s.attention_sparse_ratio);
-  r.opt("mem_factor", s.mem_factor);
-  r.opt("optimizer_offload_fraction", s.optimizer_offload_fraction);
-  r.opt("megatron_recompute_modules", s.megatron_recompute_modules);
-  // Megatron's name for interleaving_size (the peer's key).
-  std::optional<int64_t> virtual_stages;
-  r.opt("num_virtual_stages_per_pipeline_rank", virtual_stages);
-  r.opt("offload_modules", s.offload_modules);
-  r.opt("offload_tensors", s.offload_tensors);
-  r.opt("cuda_graph_scope", s.cuda_graph_scope);
-  std::optional<std::string> recompute_method;
-  std::optional<int64_t> recompute_num_layers;
-  std::vector<std::string> recompute_modules;
-  r.opt("recompute_method", recompute_method);
-  r.opt("recompute_num_layers", recompute_num_layers);
-  r.opt("recompute_modules", recompute_modules);
-  r.opt("hierarchical_context_parallel_sizes", s.hierarchical_context_parallel_sizes);
-  r.opt("moe_load_imbalance_factor", s.moe_load_imbalance_factor);
-  r.opt("moe_aux_loss_coeff", s.moe_aux_loss_coeff);
-  r.opt("moe_z_loss_coeff", s.moe_z_loss_coeff);
-  r.finish();
-  if (virtual_stages && r.has("interleaving_size"))
-    issues.add("/num_virtual_stages_per_pipeline_rank", "is Megatron's name for interleaving_size; give one of the two");
-  else if (virtual_stages)
-    s.interleaving_size = *virtual_stages;
-
-  // Upper bounds keep every product of sizes far from int64 overflow and every replay bounded.
+// Sizes: required, at least 1, and below the bounds that keep every product of sizes far from
+// int64 overflow and every replay bounded.
+void check_sizes(const nlohmann::json& doc, const ObjectReader& r, const StrategyConfig& s, IssueList& issues) {
   const struct { const char* name; int64_t v; int64_t max; } bounded[] = {
       {"seq_len", s.seq_len, 1 << 24}, {"micro_batch_size", s.micro_batch_size, 1 << 16},
       {"micro_batch_num", s.micro_batch_num, 1 << 20}, {"world_size", s.world_size, 1 << 24},
@@ -292,6 +256,10 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   for (const auto& p : positive)
     if (r.has(p.name) && p.v < 1)
       issues.add(std::string("/") + p.name, "must be ≥ 1, got " + std::to_string(p.v));
+}
+
+// Ranges and choices of the core switches (ZeRO stage, dtype, CP flavour, schedule, recompute).
+void check_core_switches(StrategyConfig& s, IssueList& issues) {
   if (s.zero_state < 0 || s.zero_state > 3)
     issues.add("/zero_state", "must be 0, 1, 2 or 3, got " + std::to_string(s.zero_state));
   if (s.recompute_layer_num < 0) issues.add("/recompute_layer_num", "must be ≥ 0");
@@ -317,7 +285,11 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
   if (s.recompute_granularity)
     check_choice(issues, "recompute_granularity", *s.recompute_granularity,
                  {"full_block", "attn_only", "mlp_only", "sdp_only", "selective_recompute", "full", "selective"});
-  lower_megatron_recompute(r, recompute_method, recompute_num_layers, recompute_modules, s, issues);
+}
+
+// Ranges and choices of the feature switches (loss fusion, offloading, fp8, sharding, MoE
+// routing and dispatch, CUDA graphs, TE version, recompute modules).
+void check_feature_switches(const ObjectReader& r, StrategyConfig& s, IssueList& issues) {
   check_choice(issues, "cross_entropy_fusion_impl", s.cross_entropy_fusion_impl, {"native", "te", "linear"});
   for (size_t i = 0; i < s.offload_modules.size(); ++i)
     check_choice(issues, ("offload_modules/" + std::to_string(i)).c_str(), s.offload_modules[i],
@@ -381,6 +353,50 @@ StrategyConfig load_strategy(const std::string& text, const std::string& source)
     std::string msg = "unknown module '" + m + "'; valid values: " + join(valid);
     issues.add("/megatron_recompute_modules/" + std::to_string(i), msg);
   }
+}
+
+}  // namespace
+
+StrategyConfig load_strategy(const std::string& text, const std::string& source) {
+  nlohmann::json doc = parse_json(text, source);
+  IssueList issues(source);
+  StrategyConfig s;
+  ObjectReader r(doc, "", issues);
+  for (const auto& f : kIntFields) r.opt(f.name, s.*f.ptr);
+  for (const auto& f : kBoolFields) r.opt(f.name, s.*f.ptr);
+  for (const auto& f : kStrFields) r.opt(f.name, s.*f.ptr);
+  for (const auto& f : kOptIntFields) r.opt(f.name, s.*f.ptr);
+  for (const auto& f : kOptStrFields) r.opt(f.name, s.*f.ptr);
+  r.opt("attention_sparse_ratio", s.attention_sparse_ratio);
+  r.opt("mem_factor", s.mem_factor);
+  r.opt("optimizer_offload_fraction", s.optimizer_offload_fraction);
+  r.opt("megatron_recompute_modules", s.megatron_recompute_modules);
+  // Megatron's name for interleaving_size (the peer's key).
+  std::optional<int64_t> virtual_stages;
+  r.opt("num_virtual_stages_per_pipeline_rank", virtual_stages);
+  r.opt("offload_modules", s.offload_modules);
+  r.opt("offload_tensors", s.offload_tensors);
+  r.opt("cuda_graph_scope", s.cuda_graph_scope);
+  std::optional<std::string> recompute_method;
+  std::optional<int64_t> recompute_num_layers;
+  std::vector<std::string> recompute_modules;
+  r.opt("recompute_method", recompute_method);
+  r.opt("recompute_num_layers", recompute_num_layers);
+  r.opt("recompute_modules", recompute_modules);
+  r.opt("hierarchical_context_parallel_sizes", s.hierarchical_context_parallel_sizes);
+  r.opt("moe_load_imbalance_factor", s.moe_load_imbalance_factor);
+  r.opt("moe_aux_loss_coeff", s.moe_aux_loss_coeff);
+  r.opt("moe_z_loss_coeff", s.moe_z_loss_coeff);
+  r.finish();
+  if (virtual_stages && r.has("interleaving_size"))
+    issues.add("/num_virtual_stages_per_pipeline_rank", "is Megatron's name for interleaving_size; give one of the two");
+  else if (virtual_stages)
+    s.interleaving_size = *virtual_stages;
+
+  check_sizes(doc, r, s, issues);
+  check_core_switches(s, issues);
+  lower_megatron_recompute(r, recompute_method, recompute_num_layers, recompute_modules, s, issues);
+  check_feature_switches(r, s, issues);
   issues.throw_if_any();
   return s;
 }

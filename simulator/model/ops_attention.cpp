@@ -40,8 +40,7 @@ void core_attention(Leaf& l, const Ctx& c, double d_qk, double d_v, bool mla) {
   b.flops = 5 * base;
   b.op = "sdp_bwd";
   b.bytes = (2 * q_el + 2 * kv_reads * (q_el + v_el) + o_el + lse_el) * c.e;
-  f.key = sdpa_key(c.B, Sq, hp, kv / c.tp / a2a, d_qk, d_v, true);
-  b.key = f.key;
+  b.key = f.key = sdpa_key(c.B, Sq, hp, kv / c.tp / a2a, d_qk, d_v, true);
   l.kernels[kFwd] = {f};
   l.kernels[kBwdAct] = {b};
   // Activation sizes per TP rank over the local sequence (the peer sizes lse in 2 bytes).

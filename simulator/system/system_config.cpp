@@ -1,4 +1,4 @@
-// System JSON reader and writer (SimuMax-compatible; `gbps` is GiB/s, latencies in µs).
+// System JSON reader (SimuMax-compatible; `gbps` is GiB/s, latencies in µs); the writer is system_writer.cpp.
 #include "system/system_config.h"
 
 #include <algorithm>
@@ -219,6 +219,161 @@ std::shared_ptr<const GemmModel> read_gemm_model(const json& j, const std::strin
   }
 }
 
+// host: the link to host memory, the CPU Adam's rate and the framework's costs per op kind.
+void read_host(const json* host, SystemConfig& sys, IssueList& issues) {
+  ObjectReader h(*host, "/host", issues);
+  double link_gbps = 0, adam_gbps = 0;
+  h.opt("link_gbps", link_gbps);
+  h.opt("cpu_adam_gbps", adam_gbps);
+  if (const json* fw = h.object("framework", false)) {
+    ObjectReader f(*fw, "/host/framework", issues);
+    HostFramework hf;
+    const std::pair<const char*, double HostFramework::*> keys[] = {
+        {"eager_op_us", &HostFramework::eager_op_s},   {"te_module_us", &HostFramework::te_module_s},
+        {"megatron_layer_us", &HostFramework::megatron_layer_s}, {"collective_us", &HostFramework::collective_s},
+        {"graph_launch_us", &HostFramework::graph_launch_s},     {"sync_us", &HostFramework::sync_s}};
+    for (const auto& [key, field] : keys) {
+      double us = 0;
+      f.req(key, us);
+      if (!(us >= 0 && us <= 1e6))
+        issues.add(std::string("/host/framework/") + key, "must be in [0, 1e6] µs, got " + format_number(us));
+      hf.*field = us * kMicro;
+    }
+    f.finish();
+    sys.host_framework = hf;
+  }
+  h.finish();
+  for (const auto& [key, v] : {std::pair<const char*, double>{"link_gbps", link_gbps}, {"cpu_adam_gbps", adam_gbps}}) {
+    if (!(v >= 0)) issues.add(std::string("/host/") + key, "must be ≥ 0");
+    check_magnitude(issues, std::string("/host/") + key, v, kMaxRate, kMinPositive);
+  }
+  sys.host_link_bytes_per_s = link_gbps * kGiB;
+  sys.host_adam_bytes_per_s = adam_gbps * kGiB;
+}
+
+// The accelerator's memory outside the tensors: CUDA context, NCCL and NVLS buffers, library
+// workspaces, DeepEP slots and the caching allocator's reserve (memory/non_tensor.h).
+void read_memory_terms(ObjectReader& a, double mem_gbs, SystemConfig& sys, IssueList& issues) {
+  double unusable_gbs = kDefaultUnusableMemGiB;
+  a.opt("unusable_mem_gbs", unusable_gbs);
+  sys.unusable_mem_bytes = unusable_gbs * kGiB;
+  sys.unusable_mem_given = a.has("unusable_mem_gbs");
+  double context_gbs = kDefaultCudaContextGiB, channel_mib = kDefaultNcclChannelBufferMiB;
+  a.opt("cuda_context_gbs", context_gbs);
+  a.opt("nccl_channels", sys.nccl_channels);
+  a.opt("nccl_channel_buffer_mib", channel_mib);
+  a.opt("allocator_fragmentation", sys.allocator_fragmentation);
+  sys.cuda_context_bytes = context_gbs * kGiB;
+  sys.nccl_channel_buffer_bytes = channel_mib * kMiB;
+  if (!(context_gbs >= 0 && context_gbs < 1e4))
+    issues.add("/accelerator/cuda_context_gbs", "must be in [0, 10000) GiB (a CUDA context takes about 0.5)");
+  if (!(sys.nccl_channels >= 1 && sys.nccl_channels <= 64))
+    issues.add("/accelerator/nccl_channels", strprintf("must be in 1..64 (NCCL's ring channels; at most 32 in NCCL 2.x), "
+                                                       "got %lld", static_cast<long long>(sys.nccl_channels)));
+  if (!(channel_mib >= 0 && channel_mib < 1e4))
+    issues.add("/accelerator/nccl_channel_buffer_mib", "must be in [0, 10000) MiB (NCCL's defaults: 9.1875)");
+  double nvls_kib = kDefaultNvlsChunkKiB, workspace_mib = kDefaultCublasWorkspaceMiB;
+  a.opt("nvls_channels", sys.nvls_channels);
+  a.opt("nvls_chunk_kib", nvls_kib);
+  a.opt("cublas_workspace_mib", workspace_mib);
+  a.opt("deepep_nvl_chunk_tokens", sys.deepep_nvl_chunk_tokens);
+  a.opt("deepep_rdma_chunk_tokens", sys.deepep_rdma_chunk_tokens);
+  sys.nvls_chunk_bytes = nvls_kib * 1024;
+  sys.cublas_workspace_bytes = workspace_mib * kMiB;
+  if (!(sys.nvls_channels >= 0 && sys.nvls_channels <= 64))
+    issues.add("/accelerator/nvls_channels",
+               strprintf("must be in 0..64 (NVLS channels per communicator, 0 = NVLS off; NCCL's default 16), got %lld",
+                         static_cast<long long>(sys.nvls_channels)));
+  if (!(nvls_kib >= 0 && nvls_kib < 1e6))
+    issues.add("/accelerator/nvls_chunk_kib", "must be in [0, 1000000) KiB (NCCL_NVLS_CHUNKSIZE; default 128)");
+  if (!(workspace_mib >= 0 && workspace_mib < 1e5))
+    issues.add("/accelerator/cublas_workspace_mib", "must be in [0, 100000) MiB (a GEMM workspace; 32 on sm90+)");
+  for (const auto& [key, v] : {std::pair<const char*, int64_t>{"deepep_nvl_chunk_tokens", sys.deepep_nvl_chunk_tokens},
+                               {"deepep_rdma_chunk_tokens", sys.deepep_rdma_chunk_tokens}})
+    if (!(v >= 0 && v <= (1 << 20)))
+      issues.add(std::string("/accelerator/") + key,
+                 strprintf("must be in 0..1048576 (DeepEP receive slots per channel and peer), got %lld",
+                           static_cast<long long>(v)));
+  if (!(sys.allocator_fragmentation >= 0 && sys.allocator_fragmentation <= 1))
+    issues.add("/accelerator/allocator_fragmentation",
+               "must be in [0, 1] (reserved / allocated − 1 of the caching allocator; measured 0.03–0.08)");
+  if (!(unusable_gbs >= 0)) issues.add("/accelerator/unusable_mem_gbs", "must be ≥ 0");
+  check_magnitude(issues, "/accelerator/unusable_mem_gbs", unusable_gbs, kMaxRate);
+  if (mem_gbs > 0 && unusable_gbs >= mem_gbs && a.has("unusable_mem_gbs"))
+    issues.add("/accelerator/unusable_mem_gbs", strprintf("%g GiB leaves no memory of the device's %g GiB; expected "
+                                                          "a few GiB (CUDA context, NCCL buffers)", unusable_gbs, mem_gbs));
+}
+
+// accelerator/op: each op class's peak, efficiency, measured entries and model.
+void read_op_classes(const json* ops, SystemConfig& sys, IssueList& issues) {
+  for (auto it = ops->begin(); it != ops->end(); ++it) {
+    std::string p = "/accelerator/op/" + it.key();
+    ComputeOpConfig op;
+    ObjectReader r(it.value(), p, issues);
+    double tflops = 0;
+    r.req("tflops", tflops);
+    r.req("efficient_factor", op.efficient_factor);
+    op.has_accurate = r.has("accurate_efficient_factor");
+    std::map<std::string, double> accurate;
+    r.opt("accurate_efficient_factor", accurate);
+    if (const json* model = r.object("model", false)) {
+      if (model->is_object() && model->contains("kind") && (*model)["kind"] == "points")
+        op.point_model = read_point_model(*model, p + "/model", it.key(), issues);
+      else
+        op.gemm_model = read_gemm_model(*model, p + "/model", it.key(), issues);
+    }
+    r.finish();
+    if (!(tflops > 0) && it.value().is_object() && it.value().contains("tflops"))
+      issues.add(p + "/tflops", "must be > 0");
+    // 0 is allowed (the peer ships unmeasured fp8 classes as 0); a plan using it is rejected.
+    if (op.efficient_factor < 0) issues.add(p + "/efficient_factor", "must be ≥ 0");
+    check_magnitude(issues, p + "/tflops", tflops, kMaxRate, kMinPositive);
+    check_magnitude(issues, p + "/efficient_factor", op.efficient_factor, kMaxFactor, kMinPositive);
+    for (const auto& [key, eff] : accurate)
+      check_magnitude(issues, p + "/accurate_efficient_factor/" + key, eff, kMaxFactor, kMinPositive);
+    for (const auto& [key, eff] : accurate)
+      if (!(eff > 0)) issues.add(p + "/accurate_efficient_factor/" + key, "must be > 0");
+    for (const auto& [key, eff] : accurate) op.accurate.set(key, eff);
+    op.peak_flops = tflops * kTera;
+    sys.ops[it.key()] = std::move(op);
+  }
+  if (!ops->contains("default")) issues.add("/accelerator/op/default", "required op class is missing");
+}
+
+// networks: each group's bandwidth and collectives, and whether the node is PCIe.
+void read_networks(const json* nets, SystemConfig& sys, IssueList& issues) {
+  for (auto it = nets->begin(); it != nets->end(); ++it) {
+    std::string p = "/networks/" + it.key();
+    if (it.key() == "intra_with_pcie") {
+      if (!it.value().is_boolean()) {
+        issues.add(p, "expected true or false");
+      } else {
+        sys.intra_with_pcie = it.value().get<bool>();
+      }
+      continue;
+    }
+    NetworkConfig net;
+    ObjectReader r(it.value(), p, issues);
+    r.opt("processor_usage", net.processor_usage);
+    if (const json* bw = r.object("bandwidth", true))
+      read_bandwidth(*bw, p + "/bandwidth", issues, net.bandwidth, true);
+    if (const json* ops = r.object("op", true)) {
+      ObjectReader ro(*ops, p + "/op", issues);
+      for (const std::string_view name : kNetCollectives) {
+        const char* c = name.data();  // a literal: NUL-terminated
+        if (const json* oj = ro.object(c, false)) {
+          NetOpConfig op;
+          read_net_op(*oj, p + "/op/" + c, issues, op);
+          net.ops[c] = op;
+        }
+      }
+      ro.finish();
+    }
+    r.finish();
+    sys.networks[it.key()] = std::move(net);
+  }
+}
+
 }  // namespace
 
 SystemConfig load_system(const std::string& text, const std::string& source) {
@@ -246,36 +401,7 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
     issues.add("/straggler_jitter", "must be in [0, 1] (relative step-time jitter of one node), got " +
                                         format_number(*sys.straggler_jitter));
 
-  if (const json* host = top.object("host", false)) {
-    ObjectReader h(*host, "/host", issues);
-    double link_gbps = 0, adam_gbps = 0;
-    h.opt("link_gbps", link_gbps);
-    h.opt("cpu_adam_gbps", adam_gbps);
-    if (const json* fw = h.object("framework", false)) {
-      ObjectReader f(*fw, "/host/framework", issues);
-      HostFramework hf;
-      const std::pair<const char*, double HostFramework::*> keys[] = {
-          {"eager_op_us", &HostFramework::eager_op_s},   {"te_module_us", &HostFramework::te_module_s},
-          {"megatron_layer_us", &HostFramework::megatron_layer_s}, {"collective_us", &HostFramework::collective_s},
-          {"graph_launch_us", &HostFramework::graph_launch_s},     {"sync_us", &HostFramework::sync_s}};
-      for (const auto& [key, field] : keys) {
-        double us = 0;
-        f.req(key, us);
-        if (!(us >= 0 && us <= 1e6))
-          issues.add(std::string("/host/framework/") + key, "must be in [0, 1e6] µs, got " + format_number(us));
-        hf.*field = us * kMicro;
-      }
-      f.finish();
-      sys.host_framework = hf;
-    }
-    h.finish();
-    for (const auto& [key, v] : {std::pair<const char*, double>{"link_gbps", link_gbps}, {"cpu_adam_gbps", adam_gbps}}) {
-      if (!(v >= 0)) issues.add(std::string("/host/") + key, "must be ≥ 0");
-      check_magnitude(issues, std::string("/host/") + key, v, kMaxRate, kMinPositive);
-    }
-    sys.host_link_bytes_per_s = link_gbps * kGiB;
-    sys.host_adam_bytes_per_s = adam_gbps * kGiB;
-  }
+  if (const json* host = top.object("host", false)) read_host(host, sys, issues);
   if (const json* acc = top.object("accelerator", true)) {
     ObjectReader a(*acc, "/accelerator", issues);
     a.opt("backend", sys.backend);
@@ -284,54 +410,7 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
     sys.mem_bytes = mem_gbs * kGiB;
     if (mem_gbs < 0) issues.add("/accelerator/mem_gbs", "must be ≥ 0");
     check_magnitude(issues, "/accelerator/mem_gbs", mem_gbs, kMaxRate);
-    double unusable_gbs = kDefaultUnusableMemGiB;
-    a.opt("unusable_mem_gbs", unusable_gbs);
-    sys.unusable_mem_bytes = unusable_gbs * kGiB;
-    sys.unusable_mem_given = a.has("unusable_mem_gbs");
-    double context_gbs = kDefaultCudaContextGiB, channel_mib = kDefaultNcclChannelBufferMiB;
-    a.opt("cuda_context_gbs", context_gbs);
-    a.opt("nccl_channels", sys.nccl_channels);
-    a.opt("nccl_channel_buffer_mib", channel_mib);
-    a.opt("allocator_fragmentation", sys.allocator_fragmentation);
-    sys.cuda_context_bytes = context_gbs * kGiB;
-    sys.nccl_channel_buffer_bytes = channel_mib * kMiB;
-    if (!(context_gbs >= 0 && context_gbs < 1e4))
-      issues.add("/accelerator/cuda_context_gbs", "must be in [0, 10000) GiB (a CUDA context takes about 0.5)");
-    if (!(sys.nccl_channels >= 1 && sys.nccl_channels <= 64))
-      issues.add("/accelerator/nccl_channels", strprintf("must be in 1..64 (NCCL's ring channels; at most 32 in NCCL 2.x), "
-                                                         "got %lld", static_cast<long long>(sys.nccl_channels)));
-    if (!(channel_mib >= 0 && channel_mib < 1e4))
-      issues.add("/accelerator/nccl_channel_buffer_mib", "must be in [0, 10000) MiB (NCCL's defaults: 9.1875)");
-    double nvls_kib = kDefaultNvlsChunkKiB, workspace_mib = kDefaultCublasWorkspaceMiB;
-    a.opt("nvls_channels", sys.nvls_channels);
-    a.opt("nvls_chunk_kib", nvls_kib);
-    a.opt("cublas_workspace_mib", workspace_mib);
-    a.opt("deepep_nvl_chunk_tokens", sys.deepep_nvl_chunk_tokens);
-    a.opt("deepep_rdma_chunk_tokens", sys.deepep_rdma_chunk_tokens);
-    sys.nvls_chunk_bytes = nvls_kib * 1024;
-    sys.cublas_workspace_bytes = workspace_mib * kMiB;
-    if (!(sys.nvls_channels >= 0 && sys.nvls_channels <= 64))
-      issues.add("/accelerator/nvls_channels",
-                 strprintf("must be in 0..64 (NVLS channels per communicator, 0 = NVLS off; NCCL's default 16), got %lld",
-                           static_cast<long long>(sys.nvls_channels)));
-    if (!(nvls_kib >= 0 && nvls_kib < 1e6))
-      issues.add("/accelerator/nvls_chunk_kib", "must be in [0, 1000000) KiB (NCCL_NVLS_CHUNKSIZE; default 128)");
-    if (!(workspace_mib >= 0 && workspace_mib < 1e5))
-      issues.add("/accelerator/cublas_workspace_mib", "must be in [0, 100000) MiB (a GEMM workspace; 32 on sm90+)");
-    for (const auto& [key, v] : {std::pair<const char*, int64_t>{"deepep_nvl_chunk_tokens", sys.deepep_nvl_chunk_tokens},
-                                 {"deepep_rdma_chunk_tokens", sys.deepep_rdma_chunk_tokens}})
-      if (!(v >= 0 && v <= (1 << 20)))
-        issues.add(std::string("/accelerator/") + key,
-                   strprintf("must be in 0..1048576 (DeepEP receive slots per channel and peer), got %lld",
-                             static_cast<long long>(v)));
-    if (!(sys.allocator_fragmentation >= 0 && sys.allocator_fragmentation <= 1))
-      issues.add("/accelerator/allocator_fragmentation",
-                 "must be in [0, 1] (reserved / allocated − 1 of the caching allocator; measured 0.03–0.08)");
-    if (!(unusable_gbs >= 0)) issues.add("/accelerator/unusable_mem_gbs", "must be ≥ 0");
-    check_magnitude(issues, "/accelerator/unusable_mem_gbs", unusable_gbs, kMaxRate);
-    if (mem_gbs > 0 && unusable_gbs >= mem_gbs && a.has("unusable_mem_gbs"))
-      issues.add("/accelerator/unusable_mem_gbs", strprintf("%g GiB leaves no memory of the device's %g GiB; expected "
-                                                            "a few GiB (CUDA context, NCCL buffers)", unusable_gbs, mem_gbs));
+    read_memory_terms(a, mem_gbs, sys, issues);
     a.opt("sm_count", sys.sm_count);
     if (sys.sm_count && !(*sys.sm_count >= 1 && *sys.sm_count <= 100000))
       issues.add("/accelerator/sm_count", strprintf("must be in 1..100000 (streaming multiprocessors; H100 SXM: 132), "
@@ -345,40 +424,7 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
     } else {
       issues.add("/accelerator/mode", "unknown mode '" + mode + "'; valid values: roofline, only_compute");
     }
-    if (const json* ops = a.object("op", true)) {
-      for (auto it = ops->begin(); it != ops->end(); ++it) {
-        std::string p = "/accelerator/op/" + it.key();
-        ComputeOpConfig op;
-        ObjectReader r(it.value(), p, issues);
-        double tflops = 0;
-        r.req("tflops", tflops);
-        r.req("efficient_factor", op.efficient_factor);
-        op.has_accurate = r.has("accurate_efficient_factor");
-        std::map<std::string, double> accurate;
-        r.opt("accurate_efficient_factor", accurate);
-        if (const json* model = r.object("model", false)) {
-          if (model->is_object() && model->contains("kind") && (*model)["kind"] == "points")
-            op.point_model = read_point_model(*model, p + "/model", it.key(), issues);
-          else
-            op.gemm_model = read_gemm_model(*model, p + "/model", it.key(), issues);
-        }
-        r.finish();
-        if (!(tflops > 0) && it.value().is_object() && it.value().contains("tflops"))
-          issues.add(p + "/tflops", "must be > 0");
-        // 0 is allowed (the peer ships unmeasured fp8 classes as 0); a plan using it is rejected.
-        if (op.efficient_factor < 0) issues.add(p + "/efficient_factor", "must be ≥ 0");
-        check_magnitude(issues, p + "/tflops", tflops, kMaxRate, kMinPositive);
-        check_magnitude(issues, p + "/efficient_factor", op.efficient_factor, kMaxFactor, kMinPositive);
-        for (const auto& [key, eff] : accurate)
-          check_magnitude(issues, p + "/accurate_efficient_factor/" + key, eff, kMaxFactor, kMinPositive);
-        for (const auto& [key, eff] : accurate)
-          if (!(eff > 0)) issues.add(p + "/accurate_efficient_factor/" + key, "must be > 0");
-        for (const auto& [key, eff] : accurate) op.accurate.set(key, eff);
-        op.peak_flops = tflops * kTera;
-        sys.ops[it.key()] = std::move(op);
-      }
-      if (!ops->contains("default")) issues.add("/accelerator/op/default", "required op class is missing");
-    }
+    if (const json* ops = a.object("op", true)) read_op_classes(ops, sys, issues);
     if (const json* bws = a.object("bandwidth", true)) {
       for (auto it = bws->begin(); it != bws->end(); ++it) {
         BandwidthConfig bw;
@@ -391,38 +437,7 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
     a.finish();
   }
 
-  if (const json* nets = top.object("networks", true)) {
-    for (auto it = nets->begin(); it != nets->end(); ++it) {
-      std::string p = "/networks/" + it.key();
-      if (it.key() == "intra_with_pcie") {
-        if (!it.value().is_boolean()) {
-          issues.add(p, "expected true or false");
-        } else {
-          sys.intra_with_pcie = it.value().get<bool>();
-        }
-        continue;
-      }
-      NetworkConfig net;
-      ObjectReader r(it.value(), p, issues);
-      r.opt("processor_usage", net.processor_usage);
-      if (const json* bw = r.object("bandwidth", true))
-        read_bandwidth(*bw, p + "/bandwidth", issues, net.bandwidth, true);
-      if (const json* ops = r.object("op", true)) {
-        ObjectReader ro(*ops, p + "/op", issues);
-        for (const std::string_view name : kNetCollectives) {
-          const char* c = name.data();  // a literal: NUL-terminated
-          if (const json* oj = ro.object(c, false)) {
-            NetOpConfig op;
-            read_net_op(*oj, p + "/op/" + c, issues, op);
-            net.ops[c] = op;
-          }
-        }
-        ro.finish();
-      }
-      r.finish();
-      sys.networks[it.key()] = std::move(net);
-    }
-  }
+  if (const json* nets = top.object("networks", true)) read_networks(nets, sys, issues);
   top.finish();
   issues.throw_if_any();
   refresh_fingerprint(sys);
@@ -490,192 +505,6 @@ std::vector<std::pair<std::string, double>> EfficiencyTable::entries() const {
   return out;
 }
 
-namespace {
-// The system's JSON text; `models`: with the models' grids (else a placeholder per model).
-std::string system_json_text(const SystemConfig& sys, int indent, bool models);
-}  // namespace
-
-void refresh_fingerprint(SystemConfig& sys) {
-  sys.fingerprint = 0;
-  // The models enter by their content hash, not their text (formatting a grid of 35,700 times
-  // took 20 times the rest of loading a system).
-  std::string text = system_json_text(sys, -1, false);
-  for (const auto& [name, op] : sys.ops)
-    if (op.gemm_model) text += name + ":" + std::to_string(op.gemm_model->content_hash()) + "\n";
-  // (a points model is in the text itself: a few hundred entries)
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  sys.fingerprint = h == 0 ? 1 : h;
-}
-
-namespace {
-
-// Round to 15 significant digits so unit conversions round-trip to the numbers users wrote.
-double clean(double v) {
-  if (v == 0 || !std::isfinite(v)) return v;
-  double mag = std::pow(10.0, 14 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
-  return std::round(v * mag) / mag;
-}
-
-json bandwidth_json(const BandwidthConfig& bw) {
-  json j;
-  j["gbps"] = clean(bw.bytes_per_s / kGiB);
-  j["efficient_factor"] = bw.efficient_factor;
-  j["latency_us"] = clean(bw.latency_s / kMicro);
-  if (bw.has_fixed_latency) j["fixed_latency"] = clean(bw.fixed_latency_s / kMicro);
-  if (!bw.fixed_latency_s_by_comm_num.empty()) {
-    json m = json::object();
-    for (const auto& [k, v] : bw.fixed_latency_s_by_comm_num) m[k] = clean(v / kMicro);
-    j["fixed_latency_us_by_comm_num"] = m;
-  }
-  return j;
-}
-
-// A GEMM model as JSON text: kind, provenance, axes, then the times one line per m (µs, 5
-// significant digits; null for a node not measured).
-std::string gemm_model_json(const GemmModel& m, int indent) {
-  const std::string nl = indent < 0 ? "" : "\n";
-  std::string o = "{\"kind\": \"gemm_grid\"";
-  if (!m.provenance_json.empty()) o += ", \"provenance\": " + m.provenance_json;
-  const auto axis = [&](const char* name, const std::vector<double>& v) {
-    o += strprintf(", \"%s\": [", name);
-    for (size_t i = 0; i < v.size(); ++i) o += strprintf(i ? ", %.17g" : "%.17g", v[i]);
-    o += "]";
-  };
-  axis("m", m.m_axis());
-  axis("n", m.n_axis());
-  axis("k", m.k_axis());
-  o += ", \"time_us\": [";
-  for (size_t i = 0; i < m.m_axis().size(); ++i) {
-    o += nl;
-    for (size_t j = 0; j < m.n_axis().size(); ++j)
-      for (size_t l = 0; l < m.k_axis().size(); ++l) {
-        const double t = m.time_at(i, j, l);
-        const bool last = i + 1 == m.m_axis().size() && j + 1 == m.n_axis().size() && l + 1 == m.k_axis().size();
-        o += t > 0 ? strprintf("%.5g", t / kMicro) : std::string("null");
-        if (!last) o += j + 1 == m.n_axis().size() && l + 1 == m.k_axis().size() ? "," : ", ";
-      }
-  }
-  return o + nl + "]}";
-}
-
-}  // namespace
-
 int64_t nvlink_domain(const SystemConfig& sys) { return sys.nvlink_domain_size.value_or(sys.num_per_node); }
-
-std::string system_to_json_text(const SystemConfig& sys, int indent) { return system_json_text(sys, indent, true); }
-
-namespace {
-
-std::string system_json_text(const SystemConfig& sys, int indent, bool models) {
-  json j;
-  if (!sys.schema_version.empty()) j["schema_version"] = sys.schema_version;
-  if (!sys.description.empty()) j["description"] = sys.description;
-  j["sys_name"] = sys.sys_name;
-  j["num_per_node"] = sys.num_per_node;
-  if (sys.has_fc8) j["FC8"] = sys.fc8;
-  if (sys.nvlink_domain_size) j["nvlink_domain_size"] = *sys.nvlink_domain_size;
-  if (sys.straggler_jitter) j["straggler_jitter"] = *sys.straggler_jitter;
-  json acc;
-  acc["backend"] = sys.backend;
-  acc["mem_gbs"] = clean(sys.mem_bytes / kGiB);
-  if (sys.unusable_mem_given || sys.unusable_mem_bytes != kDefaultUnusableMemGiB * kGiB)
-    acc["unusable_mem_gbs"] = clean(sys.unusable_mem_bytes / kGiB);
-  if (sys.cuda_context_bytes != kDefaultCudaContextGiB * kGiB) acc["cuda_context_gbs"] = clean(sys.cuda_context_bytes / kGiB);
-  if (sys.nccl_channels != kDefaultNcclChannels) acc["nccl_channels"] = sys.nccl_channels;
-  if (sys.nccl_channel_buffer_bytes != kDefaultNcclChannelBufferMiB * kMiB)
-    acc["nccl_channel_buffer_mib"] = clean(sys.nccl_channel_buffer_bytes / kMiB);
-  if (sys.allocator_fragmentation != kDefaultAllocatorFragmentation)
-    acc["allocator_fragmentation"] = clean(sys.allocator_fragmentation);
-  if (sys.nvls_channels != kDefaultNvlsChannels) acc["nvls_channels"] = sys.nvls_channels;
-  if (sys.nvls_chunk_bytes != kDefaultNvlsChunkKiB * 1024) acc["nvls_chunk_kib"] = clean(sys.nvls_chunk_bytes / 1024);
-  if (sys.cublas_workspace_bytes != kDefaultCublasWorkspaceMiB * kMiB)
-    acc["cublas_workspace_mib"] = clean(sys.cublas_workspace_bytes / kMiB);
-  if (sys.deepep_nvl_chunk_tokens != kDefaultDeepepNvlChunkTokens) acc["deepep_nvl_chunk_tokens"] = sys.deepep_nvl_chunk_tokens;
-  if (sys.deepep_rdma_chunk_tokens != kDefaultDeepepRdmaChunkTokens)
-    acc["deepep_rdma_chunk_tokens"] = sys.deepep_rdma_chunk_tokens;
-  if (sys.sm_count) acc["sm_count"] = *sys.sm_count;
-  acc["mode"] = sys.mode == CostMode::Roofline ? "roofline" : "only_compute";
-  for (const auto& [name, op] : sys.ops) {
-    json o;
-    o["tflops"] = clean(op.peak_flops / kTera);
-    o["efficient_factor"] = op.efficient_factor;
-    if (op.has_accurate || !op.accurate.empty()) {
-      json a = json::object();
-      for (const auto& [k, v] : op.accurate.entries()) a[k] = v;
-      o["accurate_efficient_factor"] = a;
-    }
-    // The model's text is put in after the dump: its grid on one line per m, not per number.
-    if (op.gemm_model) o["model"] = "\x01gemm_model:" + name;
-    if (op.point_model) {
-      json m;
-      m["kind"] = "points";
-      if (!op.point_model->provenance_json.empty()) m["provenance"] = json::parse(op.point_model->provenance_json);
-      json pts = json::object();
-      for (const auto& [key, eff] : op.point_model->entries()) pts[format_packed_key(key)] = eff;
-      m["points"] = pts;
-      o["model"] = m;
-    }
-    acc["op"][name] = o;
-  }
-  for (const auto& [name, bw] : sys.bandwidths) acc["bandwidth"][name] = bandwidth_json(bw);
-  j["accelerator"] = acc;
-  if (sys.host_link_bytes_per_s > 0 || sys.host_adam_bytes_per_s > 0 || sys.host_framework) {
-    json h = {{"link_gbps", clean(sys.host_link_bytes_per_s / kGiB)},
-              {"cpu_adam_gbps", clean(sys.host_adam_bytes_per_s / kGiB)}};
-    if (const auto& f = sys.host_framework)
-      h["framework"] = {{"eager_op_us", clean(f->eager_op_s / kMicro)},
-                        {"te_module_us", clean(f->te_module_s / kMicro)},
-                        {"megatron_layer_us", clean(f->megatron_layer_s / kMicro)},
-                        {"collective_us", clean(f->collective_s / kMicro)},
-                        {"graph_launch_us", clean(f->graph_launch_s / kMicro)},
-                        {"sync_us", clean(f->sync_s / kMicro)}};
-    j["host"] = h;
-  }
-  json nets;
-  nets["intra_with_pcie"] = sys.intra_with_pcie;
-  for (const auto& [name, net] : sys.networks) {
-    json n;
-    n["processor_usage"] = net.processor_usage;
-    n["bandwidth"] = bandwidth_json(net.bandwidth);
-    json ops = json::object();
-    for (const auto& [cname, op] : net.ops) {
-      json o;
-      o["scale"] = op.scale;
-      o["offset"] = op.offset;
-      if (op.efficient_factor) o["efficient_factor"] = *op.efficient_factor;
-      if (op.latency_s) o["latency_us"] = clean(*op.latency_s / kMicro);
-      if (op.fixed_latency_s) o["fixed_latency_us"] = clean(*op.fixed_latency_s / kMicro);
-      if (op.has_fixed_by_comm_num || !op.fixed_latency_s_by_comm_num.empty()) {
-        json m = json::object();
-        for (const auto& [k, v] : op.fixed_latency_s_by_comm_num) m[k] = clean(v / kMicro);
-        o["fixed_latency_us_by_comm_num"] = m;
-      }
-      if (!op.dp_fixed_bw.empty()) {
-        json m = json::object();
-        for (const auto& [k, v] : op.dp_fixed_bw) m[k] = clean(v / kGiB);
-        o["dp_fixed_bw"] = m;
-      }
-      ops[cname] = o;
-    }
-    n["op"] = ops;
-    nets[name] = n;
-  }
-  j["networks"] = nets;
-  if (!sys.provenance_json.empty()) j["provenance"] = json::parse(sys.provenance_json);
-  std::string text = j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  for (const auto& [name, op] : sys.ops) {
-    if (!op.gemm_model || !models) continue;
-    const std::string mark = "\"\\u0001gemm_model:" + json(name).dump().substr(1);
-    const size_t at = text.find(mark);
-    if (at != std::string::npos) text.replace(at, mark.size(), gemm_model_json(*op.gemm_model, indent));
-  }
-  return text;
-}
-
-}  // namespace
 
 }  // namespace trainsim

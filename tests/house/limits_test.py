@@ -11,8 +11,6 @@ FILE_LIMIT, ESTIMATE_FILE_LIMIT, FUNCTION_LIMIT = 600, 400, 120
 
 # Known exceptions: path (relative to simulator/) or "path:function".
 KNOWN = {
-    "inputs/strategy_config.cpp:load_strategy",
-    "system/system_config.cpp:load_system",
     "search/search.cpp:search",
 }
 
