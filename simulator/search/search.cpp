@@ -540,8 +540,8 @@ void Worker::run_layout(const Layout& l, size_t index, std::vector<std::array<bo
         reject("recompute_not_needed", 1);
         continue;
       }
-      // An earlier layout of the ladder (EP overlap on, less sharding) fits with the same choice,
-      // or without recompute: it is at least as fast.
+      // The layout with the EP overlap on fits with the same choice, or without recompute: it
+      // is at least as fast.
       if (sh_.o.ladder && (fits_before[static_cast<size_t>(k)] || fits_before[0])) {
         reject("switch_not_needed", 1);
         continue;
@@ -598,12 +598,18 @@ BaseResult evaluate_base(const ModelConfig& m, const SystemConfig& sys, const Se
                                   static_cast<long long>(o.global_batch)));
     s.micro_batch_num = o.global_batch / (s.dp_size() * s.micro_batch_size);
     (void)normalize_strategy(m, s, o.mode);
-    Estimate e = estimate(m, s, sys, nullptr, o.mode, /*events=*/false);
+    Estimate e = estimate(m, s, sys, nullptr, o.mode);
     require_finite(e, PlanSources{});
     b.evaluated = true;
     b.fits = fit_verdict(e, rule).fits;
     Candidate& c = b.plan;
     c.strategy = s;
+    c.split = s.pipeline_model_parallel_layout || s.account_for_embedding_in_pipeline_split ||
+                      s.account_for_loss_in_pipeline_split
+                  ? PipelineSplit::Balanced
+              : s.num_layers_in_last_pipeline_stage  ? PipelineSplit::UnevenLast
+              : s.num_layers_in_first_pipeline_stage ? PipelineSplit::UnevenFirst
+                                                     : PipelineSplit::Even;
     c.iteration_time_s = e.iteration_time_s;
     const Throughput t = o.mfu == MfuConvention::Megatron ? megatron_throughput(m, s, sys, e)
                                                           : Throughput{e.tflops_per_gpu, e.mfu};
@@ -737,6 +743,26 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
 
   const int64_t seq_len = o.base.seq_len > 0 ? o.base.seq_len : 4096;
   SearchSpace space = default_search_space(m, sys, o.world_size, space_in, o.mode, seq_len);
+  // A search started from a plan (rank_base) has that plan's values in every default dimension, so
+  // that the plan's own layout is a candidate.
+  if (o.rank_base && o.mode == Mode::Default) {
+    const StrategyConfig& b = o.base;
+    auto add = [](std::vector<int64_t>& v, const std::vector<int64_t>& given, int64_t x) {
+      if (given.empty() && x >= 1 && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+    };
+    add(space.tp, space_in.tp, b.tp_size);
+    add(space.cp, space_in.cp, b.cp_size);
+    add(space.pp, space_in.pp, b.pp_size);
+    add(space.ep, space_in.ep, b.ep_size);
+    add(space.etp, space_in.etp, b.etp_size);
+    add(space.vpp, space_in.vpp, virtual_stages_per_rank(m, b));
+    add(space.mbs, space_in.mbs, b.micro_batch_size);
+    if (space_in.zero.empty() && std::find(space.zero.begin(), space.zero.end(), b.zero_state) == space.zero.end())
+      space.zero.push_back(b.zero_state);
+    if (space_in.cp_comm.empty() && b.cp_size > 1 &&
+        std::find(space.cp_comm.begin(), space.cp_comm.end(), b.cp_comm_type) == space.cp_comm.end())
+      space.cp_comm.push_back(b.cp_comm_type);
+  }
   auto tidy = [&](std::vector<int64_t>& v, const char* name, int64_t lo, int64_t hi) {
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -807,11 +833,12 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   }
   const auto switches = static_cast<int64_t>(space.cp_comm.size() * space.dispatcher.size() * space.a2a_overlap.size());
   const int64_t per_layout = static_cast<int64_t>(space.mbs.size() * space.recompute.size());
-  const int64_t total = static_cast<int64_t>(sized) * switches;
+  int64_t total = 0;  // counted below: each switch only where it can act
   // keep 0 keeps every feasible candidate: only for spaces small enough to hold in memory.
-  if ((o.keep == 0 || o.keep > kMaxKeep) && total > kMaxKeep)
-    bad("/keep", strprintf("keeping %s of %lld candidates; at most %lld can be kept",
-                           o.keep == 0 ? "all" : std::to_string(o.keep).c_str(), static_cast<long long>(total),
+  if ((o.keep == 0 || o.keep > kMaxKeep) && sized * static_cast<uint64_t>(switches) > static_cast<uint64_t>(kMaxKeep))
+    bad("/keep", strprintf("keeping %s of %llu candidates; at most %lld can be kept",
+                           o.keep == 0 ? "all" : std::to_string(o.keep).c_str(),
+                           static_cast<unsigned long long>(sized * static_cast<uint64_t>(switches)),
                            static_cast<long long>(kMaxKeep)));
   // The layouts worth deciding: a switch is varied only where it can act (cp_comm_type with CP,
   // the dispatcher with experts exchanged, the EP overlap with EP, sequence parallel with TP); the
@@ -819,9 +846,10 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   std::vector<Layout> layouts;
   std::map<std::string, int64_t> pre_rejected;
   const bool sp_on_in_space = space.sp.front();
-  // Ladder groups: layouts that differ only in the ZeRO stage and the EP overlap, in the order of
-  // preference (overlap on before off; ZeRO 1, 2, 3, then 0): a later one is estimated at a
-  // (micro batch, recompute) only where no earlier one fits (SearchResult: switch_not_needed).
+  // Ladder groups: layouts that differ only in the EP overlap, on before off: the later one is
+  // estimated at a (micro batch, recompute) only where the earlier one does not fit
+  // (switch_not_needed). ZeRO stages are not laddered: ZeRO 3 can be faster than ZeRO 1 (its
+  // optimizer step updates a shard).
   std::vector<int64_t> zero_order;
   for (int64_t z : {1, 2, 3, 0})
     if (std::find(space.zero.begin(), space.zero.end(), z) != space.zero.end()) zero_order.push_back(z);
@@ -834,27 +862,27 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
             for (int64_t vpp : space.vpp)
               for (bool sp : space.sp) {
                 const auto n_zero = static_cast<int64_t>(zero_order.size());
-                if (o.world_size % (tp * cp * pp) != 0) {
-                  pre_rejected["illegal_world_size"] += n_zero * switches * per_layout;
-                  continue;
-                }
-                if (!sp && tp == 1 && sp_on_in_space) {
-                  pre_rejected["duplicate"] += n_zero * switches * per_layout;
-                  continue;
-                }
                 const size_t n_cpc = cp > 1 ? space.cp_comm.size() : 1;
                 const size_t n_disp = m.is_moe() && ep * etp > 1 ? space.dispatcher.size() : 1;
                 const size_t n_a2a = m.is_moe() && ep > 1 ? space.a2a_overlap.size() : 1;
-                const auto used = static_cast<int64_t>(n_cpc * n_disp * n_a2a);
-                if (used < switches) pre_rejected["duplicate"] += n_zero * (switches - used) * per_layout;
+                const auto here = n_zero * static_cast<int64_t>(n_cpc * n_disp * n_a2a) * per_layout;
+                total += here;
+                if (o.world_size % (tp * cp * pp) != 0) {
+                  pre_rejected["illegal_world_size"] += here;
+                  continue;
+                }
+                if (!sp && tp == 1 && sp_on_in_space) {
+                  pre_rejected["duplicate"] += here;
+                  continue;
+                }
                 for (size_t c = 0; c < n_cpc; ++c)
-                  for (size_t d = 0; d < n_disp; ++d) {
-                    groups.emplace_back(layouts.size(), 0);
-                    for (int64_t zero : zero_order)
+                  for (size_t d = 0; d < n_disp; ++d)
+                    for (int64_t zero : zero_order) {
+                      groups.emplace_back(layouts.size(), 0);
                       for (size_t a = 0; a < n_a2a; ++a)
                         layouts.push_back(Layout{tp, cp, pp, split, ep, etp, vpp, zero, sp, c, d, space.a2a_overlap[a]});
-                    groups.back().second = layouts.size() - groups.back().first;
-                  }
+                      groups.back().second = layouts.size() - groups.back().first;
+                    }
               }
   const size_t n_layouts = groups.size();
 
@@ -982,6 +1010,28 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   }
   if (o.keep > 0 && r.candidates.size() > static_cast<size_t>(o.keep))
     r.candidates.resize(static_cast<size_t>(o.keep));
+  // The plans reported are estimated once more as perf estimates them (no cache, the timeline's
+  // events recorded): the search's estimates without events can differ from perf's in the last
+  // bits (5.054803111003993 s against 5.054803111003995 s for a Llama 3 8B plan with CP 4 and
+  // ZeRO 3), and the reported time and memory must be perf's exactly.
+  auto cold = [&](Candidate& c) {
+    Estimate e = estimate(m, c.strategy, sys, nullptr, o.mode);
+    c.iteration_time_s = e.iteration_time_s;
+    const Throughput t = o.mfu == MfuConvention::Megatron ? megatron_throughput(m, c.strategy, sys, e)
+                                                          : Throughput{e.tflops_per_gpu, e.mfu};
+    c.mfu = t.mfu;
+    c.tflops_per_gpu = t.tflops_per_gpu;
+    c.tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
+    c.peak_bytes = rule.use_reserved ? e.peak_reserved_bytes() : e.peak_alloc_bytes();
+    c.straggler_ratio = e.straggler_ratio;
+    c.stage_times = std::move(e.stage_times);
+    c.stages = std::move(e.stages);
+  };
+  for (Candidate& c : r.candidates) cold(c);
+  for (Candidate& c : r.pareto) cold(c);
+  std::stable_sort(r.candidates.begin(), r.candidates.end(), Better{o.rank_by});
+  r.collapsed = 0;  // the variants folded into the plans shown
+  for (const Candidate& c : r.candidates) r.collapsed += c.variants;
   r.evaluated = total;
   r.estimate_calls = sh.calls.load();
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -998,7 +1048,6 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
     if (again.base.fits) again.base.rank = 1 + static_cast<int64_t>(std::count_if(
         again.pareto.begin(), again.pareto.end(), [&](const Candidate& c) { return c.iteration_time_s < again.base.plan.iteration_time_s; }));
     again.offloaded = true;
-    again.evaluated += r.evaluated;
     again.estimate_calls += r.estimate_calls;
     again.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return again;
