@@ -102,6 +102,7 @@ bool set_balanced(StrategyConfig& s, const ModelConfig& m, int64_t pp, int64_t v
     layout += (i ? "|" : "") + stage;
   }
   s.pipeline_model_parallel_layout = layout;
+  s.interleaving_size = 1;  // the layout fixes the virtual stages (Megatron rejects both)
   return true;
 }
 

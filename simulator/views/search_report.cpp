@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/output_file.h"
+#include "config/pipeline_layout.h"
 #include "config/presets.h"
 #include "core/error.h"
 #include "core/text.h"
@@ -149,6 +150,14 @@ std::string counts_text(const SearchResult& r) {
   return out;
 }
 
+// Virtual stages per pipeline rank, also of a plan whose layout string sets them.
+int64_t vpp_of(const StrategyConfig& s) {
+  if (!s.pipeline_model_parallel_layout) return s.interleaving_size;
+  std::vector<VirtualStage> stages;
+  if (!parse_pipeline_layout(*s.pipeline_model_parallel_layout, stages, nullptr) || s.pp_size < 1) return 1;
+  return std::max<int64_t>(1, static_cast<int64_t>(stages.size()) / s.pp_size);
+}
+
 std::string dispatcher_text(const StrategyConfig& s) {
   if (!s.moe_token_dispatcher_type) return "-";
   if (*s.moe_token_dispatcher_type == "flex") return s.moe_flex_dispatcher_backend.value_or("deepep");
@@ -166,7 +175,7 @@ nlohmann::ordered_json candidate_json(const Candidate& c, size_t rank) {
   j["ep"] = s.ep_size;
   j["etp"] = s.etp_size;
   j["edp"] = s.edp_size();
-  j["vpp"] = s.interleaving_size;
+  j["vpp"] = vpp_of(s);
   j["split"] = pipeline_split_name(c.split);
   j["mbs"] = s.micro_batch_size;
   j["mbc"] = s.micro_batch_num;
@@ -320,7 +329,7 @@ std::string table_row(const Candidate& c, const std::string& rank) {
       rank.c_str(), static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
       (s.cp_size > 1 ? s.cp_comm_type : std::string("-")).c_str(), static_cast<long long>(s.pp_size),
       static_cast<long long>(s.dp_size()), static_cast<long long>(s.ep_size), static_cast<long long>(s.etp_size),
-      static_cast<long long>(s.interleaving_size), split_text(c).c_str(), static_cast<long long>(s.micro_batch_size),
+      static_cast<long long>(vpp_of(s)), split_text(c).c_str(), static_cast<long long>(s.micro_batch_size),
       static_cast<long long>(s.micro_batch_num), static_cast<long long>(s.zero_state),
       s.enable_sequence_parallel ? "on" : "off", dispatcher_text(s).c_str(),
       s.overlap_moe_expert_parallel_comm ? "on" : "off", recompute_text(c).c_str(), c.iteration_time_s, c.mfu,
@@ -348,7 +357,8 @@ std::string search_base_line(const SearchResult& r) {
   if (!b.evaluated) return b.error.empty() ? "" : "base plan: not estimated (" + b.error + ")\n";
   std::string out = strprintf("base plan (as given): %.3f s, %.2f GiB, ", b.plan.iteration_time_s, b.plan.peak_bytes / kGiB);
   if (!b.fits) return out + "does not fit\n";
-  out += strprintf("rank %lld of %lld feasible", static_cast<long long>(b.rank), static_cast<long long>(r.feasible));
+  out += strprintf("rank %lld (%lld of the %lld feasible plans are faster)", static_cast<long long>(b.rank),
+                   static_cast<long long>(b.rank - 1), static_cast<long long>(r.feasible));
   if (!r.candidates.empty() && r.candidates.front().iteration_time_s < b.plan.iteration_time_s)
     out += strprintf("; the best plan is %.1f %% faster", 100.0 * (1 - r.candidates.front().iteration_time_s / b.plan.iteration_time_s));
   return out + "\n";
@@ -506,7 +516,7 @@ std::string search_csv(const SearchResult& r) {
         i + 1, static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
         static_cast<long long>(s.pp_size), static_cast<long long>(s.dp_size()),
         static_cast<long long>(s.ep_size), static_cast<long long>(s.etp_size),
-        static_cast<long long>(s.edp_size()), static_cast<long long>(s.interleaving_size),
+        static_cast<long long>(s.edp_size()), static_cast<long long>(vpp_of(s)),
         split_text(c).c_str(), static_cast<long long>(s.micro_batch_size),
         static_cast<long long>(s.micro_batch_num), static_cast<long long>(s.zero_state),
         s.enable_sequence_parallel ? "on" : "off", recompute_kind_name(c.recompute),

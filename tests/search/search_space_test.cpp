@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "config/pipeline_layout.h"
 #include "config/plan_request.h"
 #include "config/presets.h"
 #include "config/validate.h"
@@ -67,7 +68,7 @@ TEST(SearchSpaceTest, DenseDimensionsAndPerfAgreement) {
   bool balanced = false;
   for (const Candidate& c : r.candidates) {
     if (c.strategy.cp_size > 1) flavours.insert(c.strategy.cp_comm_type);
-    vpps.insert(c.strategy.interleaving_size);
+    vpps.insert(virtual_stages_per_rank(m, c.strategy));
     balanced = balanced || c.strategy.account_for_embedding_in_pipeline_split;
     EXPECT_TRUE(c.strategy.overlap_grad_reduce || c.strategy.dp_size() == 1);
     if (c.strategy.cp_size == 2 && c.strategy.tp_size == 8) {
@@ -108,7 +109,7 @@ TEST(SearchSpaceTest, MoeDimensionsAndPerfAgreement) {
     recomputes.insert(recompute_kind_name(c.recompute));
     if (s.overlap_moe_expert_parallel_comm) {
       overlap = true;
-      EXPECT_TRUE(s.pp_size == 1 || s.interleaving_size > 1);
+      EXPECT_TRUE(s.pp_size == 1 || virtual_stages_per_rank(m, s) > 1);
     }
   }
   EXPECT_EQ(dispatchers, (std::set<std::string>{"allgather", "alltoall", "deepep", "hybridep"}));
