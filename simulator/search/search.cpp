@@ -991,9 +991,9 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   // collapse_within of its time, differs only in switches and is folded into it.
   if (o.collapse_within > 0) {
     std::vector<Candidate> diverse;
-    auto core = [](const Candidate& c) {
+    auto core = [&](const Candidate& c) {
       const StrategyConfig& s = c.strategy;
-      return std::make_tuple(s.tp_size, s.cp_size, s.pp_size, s.ep_size, s.etp_size, s.interleaving_size,
+      return std::make_tuple(s.tp_size, s.cp_size, s.pp_size, s.ep_size, s.etp_size, virtual_stages_per_rank(m, s),
                              s.micro_batch_size);
     };
     for (auto& c : r.candidates) {

@@ -315,7 +315,7 @@ SearchRun prepare_search(const PlanArgs& po, const SearchArgs& p,
     if (v != "on" && v != "base") throw UsageError("search: --overlaps: '" + v + "' is not a choice; valid values: on, base");
     o.overlaps_on = v == "on";
   }
-  o.rank_base = true;
+  o.rank_base = own_strategy;  // a plan was given: rank it among the candidates
   return run;
 }
 

@@ -197,7 +197,8 @@ TEST(SearchSpaceTest, BaseRankDiverseTopAndParetoFront) {
     for (size_t j = 0; j < i; ++j) {
       const StrategyConfig &a = top.candidates[i].strategy, &b = top.candidates[j].strategy;
       const bool same = a.tp_size == b.tp_size && a.cp_size == b.cp_size && a.pp_size == b.pp_size &&
-                        a.interleaving_size == b.interleaving_size && a.micro_batch_size == b.micro_batch_size;
+                        virtual_stages_per_rank(m, a) == virtual_stages_per_rank(m, b) &&
+                        a.ep_size == b.ep_size && a.micro_batch_size == b.micro_batch_size;
       EXPECT_FALSE(same && top.candidates[i].iteration_time_s <= 1.005 * top.candidates[j].iteration_time_s);
     }
   }
