@@ -605,6 +605,17 @@ BaseResult evaluate_base(const ModelConfig& m, const SystemConfig& sys, const Se
     b.fits = fit_verdict(e, rule).fits;
     Candidate& c = b.plan;
     c.strategy = s;
+    // Its recompute in the search's names where it is one of them ("as given" otherwise).
+    c.recompute = RecomputeKind::None;
+    if (s.is_recompute()) {
+      c.recompute = static_cast<RecomputeKind>(kRecomputeKinds);  // none of the search's choices
+      if (s.recompute_granularity == std::optional<std::string>("full_block")) c.recompute = RecomputeKind::FullBlock;
+      if (s.recompute_granularity == std::optional<std::string>("sdp_only")) c.recompute = RecomputeKind::CoreAttn;
+      for (size_t k = 0; k < kRecomputeKinds; ++k)
+        if (s.megatron_recompute && !megatron_modules(static_cast<RecomputeKind>(k)).empty() &&
+            megatron_modules(static_cast<RecomputeKind>(k)) == s.megatron_recompute_modules)
+          c.recompute = static_cast<RecomputeKind>(k);
+    }
     c.split = s.pipeline_model_parallel_layout || s.account_for_embedding_in_pipeline_split ||
                       s.account_for_loss_in_pipeline_split
                   ? PipelineSplit::Balanced
@@ -654,7 +665,7 @@ const char* recompute_kind_name(RecomputeKind k) {
     case RecomputeKind::Moe:
       return "moe";
   }
-  return "?";
+  return "as given";
 }
 
 const char* pipeline_split_name(PipelineSplit s) {

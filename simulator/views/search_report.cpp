@@ -129,7 +129,6 @@ std::string split_text(const Candidate& c) {
 
 std::string recompute_text(const Candidate& c) {
   std::string out = recompute_kind_name(c.recompute);
-  if (c.recompute == RecomputeKind::None && c.strategy.is_recompute()) out = "as given";  // the base plan's own
   if (c.recompute == RecomputeKind::FullBlock)
     out += " x" + std::to_string(c.strategy.recompute_layer_num);
   return out;
@@ -186,7 +185,7 @@ nlohmann::ordered_json candidate_json(const Candidate& c, size_t rank) {
   j["a2a_overlap"] = s.overlap_moe_expert_parallel_comm;
   j["straggler_ratio"] = c.straggler_ratio;
   j["variants"] = c.variants;
-  j["recompute"] = c.recompute == RecomputeKind::None && s.is_recompute() ? "as given" : recompute_kind_name(c.recompute);
+  j["recompute"] = recompute_kind_name(c.recompute);
   j["recompute_layer_num"] = s.recompute_layer_num;
   j["iteration_time_s"] = c.iteration_time_s;
   j["mfu"] = c.mfu;
