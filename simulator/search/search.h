@@ -140,11 +140,13 @@ struct SearchResult {
   int64_t feasible = 0;
   int64_t estimate_calls = 0;  // estimate() calls (full_block binary searches make several)
   /// Rejected candidates per reason: illegal_<field> (first rule validate_plan reports),
-  /// global_batch (dp·mbs does not divide it), duplicate (sp with tp 1), oom (estimated over the
-  /// limit), oom_bound (skipped: the layout's weights, gradients and optimizer states, or the
-  /// same recompute choice at a smaller mbs, already exceed the limit), recompute_not_needed
-  /// (skipped: the plan fits without recompute),
-  /// estimate_error (the estimator rejected a plan validate_plan accepted).
+  /// global_batch (dp·mbs does not divide it), duplicate (a twin of another candidate: sp with
+  /// tp 1, a dispatcher or the EP overlap where they cannot act, a recompute set with nothing to
+  /// act on), oom (estimated over the limit), oom_bound (skipped: the layout's weights, gradients
+  /// and optimizer states, or the same recompute choice at a smaller mbs, already exceed the
+  /// limit), recompute_not_needed (skipped: the plan fits without recompute), switch_not_needed
+  /// (skipped: the same plan with the EP overlap on fits), time_bound (skipped: slower than the
+  /// branch-and-bound bound), estimate_error (the estimator rejected a plan validate_plan accepted).
   std::map<std::string, int64_t> rejected_by_reason;
   std::string first_estimate_error;  // message of the first estimate_error, if any
   double memory_limit_bytes = 0;    // device memory − unusable_memory_bytes (estimate/fit.h)
