@@ -243,6 +243,16 @@ std::vector<Issue> legalize(const ModelConfig& m, const SystemConfig& sys, Strat
 
 class Worker {
  public:
+  enum class Outcome { Fits, Oom, Error };
+  /// The bound pass's estimate of a group's first layout without recompute at one micro batch
+  /// size, reused by the main pass for the same plan (same strategy hash).
+  struct SeedSlot {
+    bool valid = false;
+    uint64_t hash = 0;
+    Outcome out = Outcome::Error;
+    bool static_oom = false;
+    Candidate c;
+  };
   explicit Worker(Shared& sh) : sh_(sh) {}
 
   /// Decides every candidate of layout number `index`.
@@ -250,11 +260,13 @@ class Worker {
   std::string prepare(const Layout& l, int64_t mbs, StrategyConfig& out) const;
   /// The bound pass: the time of `l` (a group's preferred layout) without recompute at every micro
   /// batch size into lb[mbs index] (0 where it is no plan); the feasible ones into seeds().
-  void seed(const Layout& l, size_t index, double* lb);
+  void seed(const Layout& l, size_t index, double* lb, SeedSlot* slots);
   std::vector<double>& seeds() { return seeds_; }
   void set_lower_bounds(const double* lb) { lb_ = lb; }
   /// `ladder[mbs index][recompute kind]`: an earlier layout of the ladder group fits there.
-  void run_layout(const Layout& l, size_t index, std::vector<std::array<bool, kRecomputeKinds>>& ladder);
+  /// `seeds`: the bound pass's slots of this layout (its group's first), per mbs, or nullptr.
+  void run_layout(const Layout& l, size_t index, std::vector<std::array<bool, kRecomputeKinds>>& ladder,
+                  SeedSlot* seeds = nullptr);
   std::vector<Candidate>& kept() { return kept_; }
   std::vector<Candidate>& front() { return front_; }
   std::map<std::string, int64_t>& rejected() { return rejected_; }
@@ -266,12 +278,11 @@ class Worker {
   }
 
  private:
-  enum class Outcome { Fits, Oom, Error };
   StrategyConfig layout_strategy(const Layout& l, int64_t mbs, bool& expressible) const;
   /// Estimates `s`; fills `out` when it fits. Sets static_oom when weights, gradients and
   /// optimizer states alone exceed the limit.
   Outcome evaluate(const StrategyConfig& s, RecomputeKind k, PipelineSplit split, bool& static_oom,
-                   Candidate& out);
+                   Candidate& out, double* time = nullptr);
   void keep(Candidate c);
   void reject(const std::string& reason, int64_t n) {
     rejected_[reason] += n;
@@ -387,7 +398,7 @@ void Worker::keep(Candidate c) {
 }
 
 Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, PipelineSplit split,
-                                 bool& static_oom, Candidate& out) {
+                                 bool& static_oom, Candidate& out, double* time) {
   sh_.calls.fetch_add(1, std::memory_order_relaxed);
   Estimate e;
   try {
@@ -400,6 +411,7 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
     }
     return Outcome::Error;
   }
+  if (time != nullptr) *time = e.iteration_time_s;
   // The reserve on the weights, gradients and optimizer states alone (the estimate's rule).
   const double scale = !sh_.rule.use_reserved         ? 1.0
                        : sh_.o.mode == Mode::SimuMax12 ? 1.0 / s.mem_factor
@@ -453,25 +465,26 @@ std::string Worker::prepare(const Layout& l, int64_t mbs, StrategyConfig& out) c
   return "";
 }
 
-void Worker::seed(const Layout& l, size_t index, double* lb) {
+void Worker::seed(const Layout& l, size_t index, double* lb, SeedSlot* slots) {
   layout_ = index;
   for (size_t mi = 0; mi < sh_.space.mbs.size(); ++mi) {
     StrategyConfig s;
     const std::string why = prepare(l, sh_.space.mbs[mi], s);
     if (!why.empty() && why != "duplicate") continue;
-    sh_.calls.fetch_add(1, std::memory_order_relaxed);
-    try {
-      const Estimate e = estimate(sh_.m, s, sh_.sys, &cache_, sh_.o.mode, /*events=*/false);
-      if (!std::isfinite(e.iteration_time_s)) continue;
-      lb[mi] = e.iteration_time_s;
-      if (fit_verdict(e, sh_.rule).fits) seeds_.push_back(e.iteration_time_s);
-    } catch (const std::exception&) {
-      // decided (and reported) in the main pass
-    }
+    SeedSlot& slot = slots[mi];
+    double t = 0;
+    slot.out = evaluate(s, RecomputeKind::None, l.split, slot.static_oom, slot.c, &t);
+    if (slot.out == Outcome::Error) continue;  // decided (and reported) in the main pass
+    lb[mi] = t;
+    if (slot.out == Outcome::Fits) seeds_.push_back(t);
+    // The main pass decides a duplicate's twin itself; the plan here is this layout's own.
+    slot.valid = why.empty();
+    slot.hash = strategy_hash(s);
   }
 }
 
-void Worker::run_layout(const Layout& l, size_t index, std::vector<std::array<bool, kRecomputeKinds>>& ladder) {
+void Worker::run_layout(const Layout& l, size_t index, std::vector<std::array<bool, kRecomputeKinds>>& ladder,
+                        SeedSlot* seeds) {
   layout_ = index;
   const std::vector<RecomputeKind>& kinds = sh_.space.recompute;
   const auto n_kinds = static_cast<int64_t>(kinds.size());
@@ -549,7 +562,14 @@ void Worker::run_layout(const Layout& l, size_t index, std::vector<std::array<bo
       }
 
       Candidate c;
-      const Outcome out = evaluate(v, k, l.split, static_oom, c);
+      Outcome out;
+      if (k == RecomputeKind::None && seeds != nullptr && seeds[mi].valid && seeds[mi].hash == strategy_hash(v)) {
+        out = seeds[mi].out;  // estimated in the bound pass
+        static_oom = static_oom || seeds[mi].static_oom;
+        if (out == Outcome::Fits) c = std::move(seeds[mi].c);
+      } else {
+        out = evaluate(v, k, l.split, static_oom, c);
+      }
       if (out == Outcome::Fits && k == RecomputeKind::FullBlock) {
         // Fewest recomputed layers per chunk that fit: memory falls as layers grow, so all
         // layers are tried first (one call when nothing fits), then the rest is
@@ -956,11 +976,14 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   // the base plan's time, so that its rank stays exact). The bound is fixed before the main pass:
   // the result does not depend on the thread count.
   std::vector<double> lower_bounds;
+  std::vector<Worker::SeedSlot> seed_slots;
   const size_t pool_size = o.keep == 0 ? 0 : static_cast<size_t>(o.keep) * (o.collapse_within > 0 ? 16 : 1);
   if (o.branch_and_bound && pool_size > 0 && o.rank_by != RankBy::Mfu) {
     lower_bounds.assign(n_layouts * space.mbs.size(), 0.0);
+    seed_slots.resize(n_layouts * space.mbs.size());
     run_pass([&](Worker& w, size_t i) {
-      w.seed(layouts[groups[i].first], groups[i].first, &lower_bounds[i * space.mbs.size()]);
+      w.seed(layouts[groups[i].first], groups[i].first, &lower_bounds[i * space.mbs.size()],
+             &seed_slots[i * space.mbs.size()]);
     });
     std::vector<double> seeds;
     for (auto& w : workers) seeds.insert(seeds.end(), w.seeds().begin(), w.seeds().end());
@@ -971,7 +994,9 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   run_pass([&](Worker& w, size_t i) {
     std::vector<std::array<bool, kRecomputeKinds>> ladder(space.mbs.size());
     w.set_lower_bounds(lower_bounds.empty() ? nullptr : &lower_bounds[i * space.mbs.size()]);
-    for (size_t j = 0; j < groups[i].second; ++j) w.run_layout(layouts[groups[i].first + j], groups[i].first + j, ladder);
+    for (size_t j = 0; j < groups[i].second; ++j)
+      w.run_layout(layouts[groups[i].first + j], groups[i].first + j, ladder,
+                   j == 0 && !seed_slots.empty() ? &seed_slots[i * space.mbs.size()] : nullptr);
   });
 
   size_t error_layout = SIZE_MAX;
