@@ -213,3 +213,64 @@ TEST(SearchSpaceTest, BaseRankDiverseTopAndParetoFront) {
 
 }  // namespace
 }  // namespace trainsim
+
+namespace trainsim {
+namespace {
+
+// --explain's Megatron flags of a plan, by hand from Megatron-LM's flag names.
+TEST(SearchSpaceTest, MegatronFlagsOfAPlan) {
+  StrategyConfig s;
+  s.tp_size = 4;
+  s.enable_sequence_parallel = true;
+  s.cp_size = 4;
+  s.cp_comm_type = "a2a+p2p";
+  s.hierarchical_context_parallel_sizes = {2, 2};
+  s.pp_size = 2;
+  s.pipeline_model_parallel_layout = "Et|tt|tt|tL";
+  s.ep_size = 8;
+  s.moe_token_dispatcher_type = "flex";
+  s.moe_flex_dispatcher_backend = "hybridep";
+  s.overlap_moe_expert_parallel_comm = true;
+  s.micro_batch_size = 2;
+  s.zero_state = 3;
+  s.overlap_grad_reduce = true;
+  s.megatron_recompute = true;
+  s.recompute_granularity.reset();
+  s.megatron_recompute_modules = {"layernorm", "moe_act"};
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"--tensor-model-parallel-size", "4"},
+      {"--sequence-parallel", ""},
+      {"--context-parallel-size", "4"},
+      {"--cp-comm-type", "a2a+p2p"},
+      {"--hierarchical-context-parallel-sizes", "2 2"},
+      {"--pipeline-model-parallel-size", "2"},
+      {"--pipeline-model-parallel-layout", "\"Et|tt|tt|tL\""},
+      {"--expert-model-parallel-size", "8"},
+      {"--expert-tensor-parallel-size", "1"},
+      {"--moe-token-dispatcher-type", "flex"},
+      {"--moe-flex-dispatcher-backend", "hybridep"},
+      {"--overlap-moe-expert-parallel-comm", ""},
+      {"--micro-batch-size", "2"},
+      {"--use-megatron-fsdp", ""},
+      {"--data-parallel-sharding-strategy", "optim_grads_params"},
+      {"--overlap-grad-reduce", ""},
+      {"--recompute-granularity", "selective"},
+      {"--recompute-modules", "layernorm moe_act"}};
+  EXPECT_EQ(megatron_flags(s), want);
+  // Full recompute of the first 3 layers of each chunk, the distributed optimizer.
+  StrategyConfig f;
+  f.zero_state = 1;
+  f.micro_batch_size = 1;
+  f.recompute_granularity = "full_block";
+  f.recompute_layer_num = 3;
+  const auto flags = megatron_flags(f);
+  EXPECT_NE(std::find(flags.begin(), flags.end(), std::make_pair(std::string("--use-distributed-optimizer"), std::string())),
+            flags.end());
+  EXPECT_NE(std::find(flags.begin(), flags.end(), std::make_pair(std::string("--recompute-method"), std::string("block"))),
+            flags.end());
+  EXPECT_NE(std::find(flags.begin(), flags.end(), std::make_pair(std::string("--recompute-num-layers"), std::string("3"))),
+            flags.end());
+}
+
+}  // namespace
+}  // namespace trainsim
