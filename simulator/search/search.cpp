@@ -171,6 +171,12 @@ void set_recompute(StrategyConfig& s, RecomputeKind k, int64_t layers) {
     s.recompute_granularity = "full_block";
     return;
   }
+  if (k == RecomputeKind::FullUniform) {  // Megatron's full + uniform, as the strategy reader lowers it
+    s.recompute_granularity = "full_block";
+    s.recompute_layer_num = kAllLayers;
+    s.recompute_unit_layers = 2;
+    return;
+  }
   // Megatron's selective sets, as the strategy reader lowers --recompute-modules.
   if (std::vector<std::string> mods = megatron_modules(k); !mods.empty()) {
     s.recompute_layer_num = kAllLayers;
@@ -531,8 +537,8 @@ void Worker::run_layout(const Layout& l, size_t index, std::vector<std::array<bo
     }
     chunk_layers = std::max<int64_t>(chunk_layers, 1);
 
-    bool none_fits = false;
-    for (RecomputeKind k : kinds) {  // sorted: None first
+    bool none_fits = false, block_fits = false;
+    for (RecomputeKind k : kinds) {  // sorted: None first, full_uniform last
       StrategyConfig v = s;
       set_recompute(v, k, chunk_layers);
       if (k != RecomputeKind::None) {
@@ -550,8 +556,12 @@ void Worker::run_layout(const Layout& l, size_t index, std::vector<std::array<bo
         reject("oom_bound", 1);
         continue;
       }
-      if (none_fits) {
+      if (none_fits || (k == RecomputeKind::FullUniform && block_fits)) {
         reject("recompute_not_needed", 1);
+        continue;
+      }
+      if (k == RecomputeKind::FullUniform && chunk_layers < 2) {  // one layer per unit: full_block
+        reject("duplicate", 1);
         continue;
       }
       // The layout with the EP overlap on fits with the same choice, or without recompute: it
@@ -570,6 +580,14 @@ void Worker::run_layout(const Layout& l, size_t index, std::vector<std::array<bo
       } else {
         out = evaluate(v, k, l.split, static_oom, c);
       }
+      // Uniform units of 2 layers, else 4, else 8 (within the chunk): the first that fits.
+      for (int64_t n = 4; k == RecomputeKind::FullUniform && out == Outcome::Oom && n <= std::min<int64_t>(8, chunk_layers);
+           n *= 2) {
+        StrategyConfig t = v;
+        t.recompute_unit_layers = n;
+        out = evaluate(t, k, l.split, static_oom, c);
+      }
+      block_fits = block_fits || (out == Outcome::Fits && k == RecomputeKind::FullBlock);
       if (out == Outcome::Fits && k == RecomputeKind::FullBlock) {
         // Fewest recomputed layers per chunk that fit: memory falls as layers grow, so all
         // layers are tried first (one call when nothing fits), then the rest is
@@ -629,7 +647,9 @@ BaseResult evaluate_base(const ModelConfig& m, const SystemConfig& sys, const Se
     c.recompute = RecomputeKind::None;
     if (s.is_recompute()) {
       c.recompute = static_cast<RecomputeKind>(kRecomputeKinds);  // none of the search's choices
-      if (s.recompute_granularity == std::optional<std::string>("full_block")) c.recompute = RecomputeKind::FullBlock;
+      if (s.recompute_granularity == std::optional<std::string>("full_block"))
+        c.recompute = s.recompute_layer_num >= kAllLayers && s.recompute_unit_layers > 1 ? RecomputeKind::FullUniform
+                                                                                         : RecomputeKind::FullBlock;
       if (s.recompute_granularity == std::optional<std::string>("sdp_only")) c.recompute = RecomputeKind::CoreAttn;
       for (size_t k = 0; k < kRecomputeKinds; ++k)
         if (s.megatron_recompute && !megatron_modules(static_cast<RecomputeKind>(k)).empty() &&
@@ -684,6 +704,8 @@ const char* recompute_kind_name(RecomputeKind k) {
       return "layernorm+moe_act";
     case RecomputeKind::Moe:
       return "moe";
+    case RecomputeKind::FullUniform:
+      return "full_uniform";
   }
   return "as given";
 }
@@ -731,7 +753,8 @@ SearchSpace default_search_space(const ModelConfig& m, const SystemConfig& sys, 
       space.recompute = {RecomputeKind::None, RecomputeKind::FullBlock, RecomputeKind::SelectiveAll,
                          RecomputeKind::SelectiveAttn, RecomputeKind::SelectiveMlp};
     } else {
-      space.recompute = {RecomputeKind::None, RecomputeKind::FullBlock, RecomputeKind::CoreAttn};
+      space.recompute = {RecomputeKind::None, RecomputeKind::FullBlock, RecomputeKind::CoreAttn,
+                         RecomputeKind::FullUniform};
       if (!m.is_moe() || m.moe_layers_in(0, m.layer_num) < m.layer_num) space.recompute.push_back(RecomputeKind::CoreAttnMlp);
       if (m.is_mla()) space.recompute.push_back(RecomputeKind::MlaUpProjMlp);
       if (m.is_moe())

@@ -32,8 +32,12 @@ enum class RecomputeKind {
   MoeAct,              // moe_act (the experts' activation)
   LayernormMoeAct,     // layernorm moe_act
   Moe,                 // moe (the whole MoE layer)
+  /// Full recompute, --recompute-method uniform with N layers per unit (N = 2, 4, 8: the first
+  /// that fits): every layer is recomputed, as full_block on all layers, but each unit keeps only
+  /// its input. Tried only where no full_block plan fits (it is never faster).
+  FullUniform,
 };
-inline constexpr size_t kRecomputeKinds = 11;
+inline constexpr size_t kRecomputeKinds = 12;
 
 /// How a pipeline splits layers when layer_num is not a multiple of pp (the peer's check_pp_valid):
 /// every stage gets ceil(L/pp) layers except the last (UnevenLast) or the first (UnevenFirst).
@@ -185,7 +189,7 @@ inline constexpr int64_t kMaxKeep = int64_t{1} << 16;
                                   const SearchSpace& space, const SearchOptions& options);
 
 /// "none", "full_block", "selective_all", "selective_attn", "selective_mlp", "core_attn",
-/// "core_attn+mlp", "mla_up_proj+mlp", "moe_act", "layernorm+moe_act", "moe".
+/// "core_attn+mlp", "mla_up_proj+mlp", "moe_act", "layernorm+moe_act", "moe", "full_uniform".
 [[nodiscard]] const char* recompute_kind_name(RecomputeKind k);
 /// "even", "uneven_last", "uneven_first", "balanced".
 [[nodiscard]] const char* pipeline_split_name(PipelineSplit s);

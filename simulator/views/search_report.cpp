@@ -72,11 +72,12 @@ std::vector<RecomputeKind> parse_recompute(const Values& p) {
   if (!p.has("recompute")) return out;
   const std::vector<std::string> names = {"none",          "full",           "full_block",     "selective",
                                           "selective_all", "selective_attn", "selective_mlp",  "core_attn",
-                                          "core_attn+mlp", "mla_up_proj+mlp", "moe_act", "layernorm+moe_act", "moe"};
+                                          "core_attn+mlp", "mla_up_proj+mlp", "moe_act", "layernorm+moe_act", "moe", "full_uniform"};
   const std::pair<const char*, RecomputeKind> megatron[] = {
       {"core_attn", RecomputeKind::CoreAttn},     {"core_attn+mlp", RecomputeKind::CoreAttnMlp},
       {"mla_up_proj+mlp", RecomputeKind::MlaUpProjMlp}, {"moe_act", RecomputeKind::MoeAct},
-      {"layernorm+moe_act", RecomputeKind::LayernormMoeAct}, {"moe", RecomputeKind::Moe}};
+      {"layernorm+moe_act", RecomputeKind::LayernormMoeAct}, {"moe", RecomputeKind::Moe},
+      {"full_uniform", RecomputeKind::FullUniform}};
   for (const auto& item : split_commas("recompute", p.get("recompute"))) {
     if (item == "none")
       out.push_back(RecomputeKind::None);
@@ -131,6 +132,7 @@ std::string recompute_text(const Candidate& c) {
   std::string out = recompute_kind_name(c.recompute);
   if (c.recompute == RecomputeKind::FullBlock)
     out += " x" + std::to_string(c.strategy.recompute_layer_num);
+  if (c.recompute == RecomputeKind::FullUniform) out += " /" + std::to_string(c.strategy.recompute_unit_layers);
   return out;
 }
 

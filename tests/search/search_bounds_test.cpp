@@ -61,7 +61,7 @@ TEST(SearchBoundsTest, CandidateSpaceIsCapped) {
     (void)search(m, sys, space, o);
     FAIL() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "search: /keep: keeping all of 8912896 candidates; at most 65536 can be kept");
+    EXPECT_STREQ(e.what(), "search: /keep: keeping all of 11141120 candidates; at most 65536 can be kept");
   }
 }
 

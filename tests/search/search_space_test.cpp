@@ -274,3 +274,38 @@ TEST(SearchSpaceTest, MegatronFlagsOfAPlan) {
 
 }  // namespace
 }  // namespace trainsim
+
+namespace trainsim {
+namespace {
+
+// Full recompute in uniform units where no full_block plan fits: Llama 3 8B at 8k tokens, mbs 4 on
+// 8 GPUs (ZeRO 1): full_block of all 32 layers is over the device, units of 2 layers fit; at
+// mbs 2 full_block fits (31 layers) and the uniform form is not needed.
+TEST(SearchSpaceTest, FullUniformOnlyWhereNoBlockFits) {
+  const ModelConfig m = preset_model("llama3-8b");
+  const SystemConfig sys = preset_system("h100-sxm-80g");
+  SearchSpace space;
+  space.tp = space.pp = space.cp = space.vpp = space.zero = {1};
+  space.mbs = {4};
+  space.recompute = {RecomputeKind::FullBlock, RecomputeKind::FullUniform};
+  SearchOptions o = options(8, 64, 8192);
+  o.gmi_error_gib = 0;
+  o.keep = 0;
+  SearchResult r = search(m, sys, space, o);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_EQ(r.candidates[0].recompute, RecomputeKind::FullUniform);
+  EXPECT_EQ(r.candidates[0].strategy.recompute_unit_layers, 2);
+  EXPECT_EQ(r.rejected_by_reason.at("oom"), 1);  // full_block on every layer
+  const auto flags = megatron_flags(r.candidates[0].strategy);
+  EXPECT_NE(std::find(flags.begin(), flags.end(), std::make_pair(std::string("--recompute-method"), std::string("uniform"))),
+            flags.end());
+  space.mbs = {2};
+  r = search(m, sys, space, o);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_EQ(r.candidates[0].recompute, RecomputeKind::FullBlock);
+  EXPECT_EQ(r.candidates[0].strategy.recompute_layer_num, 31);
+  EXPECT_EQ(r.rejected_by_reason.at("recompute_not_needed"), 1);
+}
+
+}  // namespace
+}  // namespace trainsim

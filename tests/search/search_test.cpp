@@ -299,7 +299,8 @@ TEST(SearchTest, DefaultSpace) {
   EXPECT_EQ(dense.pp.size(), 64u);  // 1..min(80 layers, 64 GPUs)
   EXPECT_EQ(dense.ep, (std::vector<int64_t>{1}));
   EXPECT_EQ(dense.recompute, (std::vector<RecomputeKind>{RecomputeKind::None, RecomputeKind::FullBlock,
-                                                         RecomputeKind::CoreAttn, RecomputeKind::CoreAttnMlp}));
+                                                         RecomputeKind::CoreAttn, RecomputeKind::FullUniform,
+                                                         RecomputeKind::CoreAttnMlp}));
   EXPECT_EQ(dense.vpp, (std::vector<int64_t>{1, 2, 4, 8}));
   EXPECT_EQ(dense.cp, (std::vector<int64_t>{1}));  // 4096 tokens
   EXPECT_EQ(dense.zero, (std::vector<int64_t>{1, 3}));
@@ -313,7 +314,7 @@ TEST(SearchTest, DefaultSpace) {
   EXPECT_EQ(moe.pp.size(), 61u);
   EXPECT_EQ(moe.dispatcher, (std::vector<std::string>{"alltoall", "allgather", "deepep", "hybridep"}));
   EXPECT_EQ(moe.a2a_overlap, (std::vector<bool>{true, false}));
-  EXPECT_EQ(moe.recompute.size(), 8u);  // none, full, core_attn, mla_up_proj+mlp, 3 MoE sets (the preset has no dense MLP layers)
+  EXPECT_EQ(moe.recompute.size(), 9u);  // none, full, core_attn, full_uniform, mla_up_proj+mlp, 3 MoE sets (no dense MLP layers in the preset)
 }
 
 // The limit is the fit rule of perf (estimate/fit.h): the system's unusable_mem_gbs unless
