@@ -309,3 +309,34 @@ TEST(SearchSpaceTest, FullUniformOnlyWhereNoBlockFits) {
 
 }  // namespace
 }  // namespace trainsim
+
+namespace trainsim {
+namespace {
+
+// Every reported plan (the top ten, the Pareto front and the base) of three searches is perf's:
+// the same time, memory and straggler factor through perf's code path.
+TEST(SearchSpaceTest, EveryReportedPlanIsPerfs) {
+  const SystemConfig sys = preset_system("h100-sxm-80g");
+  struct Case {
+    const char* model;
+    int64_t gpus, batch, seq;
+  };
+  for (const Case& k : {Case{"llama3-8b", 16, 64, 8192}, Case{"mixtral-8x7b", 32, 128, 4096},
+                        Case{"deepseek-v2-lite", 16, 64, 4096}}) {
+    SCOPED_TRACE(k.model);
+    const ModelConfig m = preset_model(k.model);
+    SearchSpace space;
+    space.tp = {1, 2, 4};
+    space.pp = {1, 2};
+    space.mbs = {1, 2};
+    SearchOptions o = options(k.gpus, k.batch, k.seq);
+    o.keep = 10;
+    const SearchResult r = search(m, sys, space, o);
+    ASSERT_FALSE(r.candidates.empty());
+    for (const Candidate& c : r.candidates) expect_perf_agrees(k.model, sys, c);
+    for (const Candidate& c : r.pareto) expect_perf_agrees(k.model, sys, c);
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
