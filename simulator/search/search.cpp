@@ -39,6 +39,8 @@ struct Layout {
 };
 
 constexpr int64_t kAllLayers = int64_t{1} << 20;  // the strategy reader's "every layer"
+// The diverse top-k draws its --top plans from the best kCollapsePool × --top (variants folded).
+constexpr size_t kCollapsePool = 4;
 
 // The dispatcher a strategy runs, in the search's names ("base" when none is set).
 std::string dispatcher_of(const StrategyConfig& s) {
@@ -389,7 +391,7 @@ void Worker::keep(Candidate c) {
   const Better better{sh_.o.rank_by};
   // Room for the variants the diverse top-k folds away.
   const auto keep_n = sh_.o.keep == 0 ? size_t{0}
-                                      : static_cast<size_t>(sh_.o.keep) * (sh_.o.collapse_within > 0 ? 16 : 1);
+                                      : static_cast<size_t>(sh_.o.keep) * (sh_.o.collapse_within > 0 ? kCollapsePool : 1);
   if (keep_n == 0) {
     kept_.push_back(std::move(c));
     return;
@@ -1000,7 +1002,7 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   // the result does not depend on the thread count.
   std::vector<double> lower_bounds;
   std::vector<Worker::SeedSlot> seed_slots;
-  const size_t pool_size = o.keep == 0 ? 0 : static_cast<size_t>(o.keep) * (o.collapse_within > 0 ? 16 : 1);
+  const size_t pool_size = o.keep == 0 ? 0 : static_cast<size_t>(o.keep) * (o.collapse_within > 0 ? kCollapsePool : 1);
   if (o.branch_and_bound && pool_size > 0 && o.rank_by != RankBy::Mfu) {
     lower_bounds.assign(n_layouts * space.mbs.size(), 0.0);
     seed_slots.resize(n_layouts * space.mbs.size());
