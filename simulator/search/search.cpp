@@ -1108,7 +1108,8 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
     SearchResult again = search(m, sys, space_in, off);
     again.base = std::move(r.base);
     if (again.base.fits) again.base.rank = 1 + static_cast<int64_t>(std::count_if(
-        again.pareto.begin(), again.pareto.end(), [&](const Candidate& c) { return c.iteration_time_s < again.base.plan.iteration_time_s; }));
+        again.pareto.begin(), again.pareto.end(),
+        [&](const Candidate& c) { return c.iteration_time_s < again.base.plan.iteration_time_s; }));
     again.offloaded = true;
     again.estimate_calls += r.estimate_calls;
     again.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -361,7 +361,8 @@ std::string search_base_line(const SearchResult& r) {
   out += strprintf("rank %lld (%lld of the %lld feasible plans are faster)", static_cast<long long>(b.rank),
                    static_cast<long long>(b.rank - 1), static_cast<long long>(r.feasible));
   if (!r.candidates.empty() && r.candidates.front().iteration_time_s < b.plan.iteration_time_s)
-    out += strprintf("; the best plan is %.1f %% faster", 100.0 * (1 - r.candidates.front().iteration_time_s / b.plan.iteration_time_s));
+    out += strprintf("; the best plan is %.1f %% faster",
+                     100.0 * (1 - r.candidates.front().iteration_time_s / b.plan.iteration_time_s));
   return out + "\n";
 }
 
@@ -379,10 +380,13 @@ std::vector<std::pair<std::string, std::string>> megatron_flags(const StrategyCo
     f.emplace_back("--hierarchical-context-parallel-sizes", v);
   }
   f.emplace_back("--pipeline-model-parallel-size", num(s.pp_size));
-  if (s.pipeline_model_parallel_layout) f.emplace_back("--pipeline-model-parallel-layout", "\"" + *s.pipeline_model_parallel_layout + "\"");
+  if (s.pipeline_model_parallel_layout)
+    f.emplace_back("--pipeline-model-parallel-layout", "\"" + *s.pipeline_model_parallel_layout + "\"");
   else if (s.interleaving_size > 1) f.emplace_back("--num-virtual-stages-per-pipeline-rank", num(s.interleaving_size));
-  if (s.num_layers_in_first_pipeline_stage) f.emplace_back("--decoder-first-pipeline-num-layers", num(*s.num_layers_in_first_pipeline_stage));
-  if (s.num_layers_in_last_pipeline_stage) f.emplace_back("--decoder-last-pipeline-num-layers", num(*s.num_layers_in_last_pipeline_stage));
+  if (s.num_layers_in_first_pipeline_stage)
+    f.emplace_back("--decoder-first-pipeline-num-layers", num(*s.num_layers_in_first_pipeline_stage));
+  if (s.num_layers_in_last_pipeline_stage)
+    f.emplace_back("--decoder-last-pipeline-num-layers", num(*s.num_layers_in_last_pipeline_stage));
   flag("--account-for-embedding-in-pipeline-split", s.account_for_embedding_in_pipeline_split);
   flag("--account-for-loss-in-pipeline-split", s.account_for_loss_in_pipeline_split);
   if (s.ep_size > 1) f.emplace_back("--expert-model-parallel-size", num(s.ep_size));

@@ -314,7 +314,8 @@ TEST(SearchTest, DefaultSpace) {
   EXPECT_EQ(moe.pp.size(), 61u);
   EXPECT_EQ(moe.dispatcher, (std::vector<std::string>{"alltoall", "allgather", "deepep", "hybridep"}));
   EXPECT_EQ(moe.a2a_overlap, (std::vector<bool>{true, false}));
-  EXPECT_EQ(moe.recompute.size(), 9u);  // none, full, core_attn, full_uniform, core_attn+mlp (3 dense layers), mla_up_proj+mlp, 3 MoE sets
+  // none, full, core_attn, full_uniform, core_attn+mlp (3 dense layers), mla_up_proj+mlp, 3 MoE sets
+  EXPECT_EQ(moe.recompute.size(), 9u);
 }
 
 // The limit is the fit rule of perf (estimate/fit.h): the system's unusable_mem_gbs unless
