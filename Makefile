@@ -85,6 +85,7 @@ python-test: build python
 bench: build
 	./$(BUILD_DIR)/bin/estimate_bench --benchmark_min_time=0.05
 	./$(BUILD_DIR)/bin/estimate_bench --rotate 20
+	./$(BUILD_DIR)/bin/search_bench
 
 # Regenerates configs/system/*-measured.json from NVIDIA's published kernel and NCCL tables
 # (PyPI aiconfigurator-core, installed into $(VENV); needs the network the first time).

@@ -56,8 +56,18 @@ int cmd_search(const Args& args) {
   opt("--vpp", "virtual pipeline sizes (default 1; > 1 needs pp ≥ 2 and each stage's layers divisible by vpp; pp ≥ 3 with --compat)");
   opt("--mbs", "micro batch sizes (default 1,2,4)");
   opt("--zero", "ZeRO stages 0..3 (default 1)");
-  opt("--recompute", "none, full, selective (= selective_all,selective_attn,selective_mlp) (default: all)");
+  opt("--recompute", "none, full, Megatron module sets core_attn, core_attn+mlp, mla_up_proj+mlp, moe_act, "
+                     "layernorm+moe_act, moe; SimuMax's selective (= selective_all,selective_attn,selective_mlp) "
+                     "(default: those that apply to the model)");
   opt("--sp", "sequence parallel: on, off or on,off (default on)");
+  opt("--cp-comm", "cp_comm_type values where cp > 1: p2p, a2a, all_gather, a2a+p2p (default: all four)");
+  opt("--dispatcher", "MoE token dispatchers: alltoall, allgather, deepep, hybridep, base (default: the first four)");
+  opt("--a2a-overlap", "EP all-to-all overlap (overlap_moe_expert_parallel_comm): on, off or on,off (default on,off "
+                       "for MoE)");
+  opt("--overlaps", "on (default: every overlap Megatron runs at a candidate's sizes) or base (the base's switches)");
+  bool explain = false;
+  app.add_flag("--explain", explain, "after the table: the best plan's Megatron flags that differ from the base "
+                                     "plan's and the time terms that moved");
   std::string compat;
   add_compat_option(app, compat);
   if (!parse_args(app, "search", args)) return 0;
@@ -114,7 +124,8 @@ int cmd_search(const Args& args) {
                 r.memory_limit_bytes / kGiB, sys.mem_bytes / kGiB,
                 format_number(r.unusable_memory_bytes / kGiB).c_str(), o.use_reserved ? "reserved" : "allocated");
   std::fputs(search_table(r).c_str(), stdout);
-  std::fputs(("\n" + search_summary(r)).c_str(), stdout);
+  std::fputs(("\n" + search_base_line(r) + search_summary(r)).c_str(), stdout);
+  if (explain) std::fputs(("\n" + search_explain(r)).c_str(), stdout);
   return 0;
 }
 

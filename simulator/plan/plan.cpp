@@ -21,12 +21,18 @@ const char* schedule_name(ScheduleKind k) {
   return kSchedules.c_str(k);
 }
 
-Straggler straggler_model(const StrategyConfig& s, const SystemConfig& sys) {
+Straggler straggler_model(const StrategyConfig& s, const SystemConfig& sys, Mode mode) {
   Straggler out;
   out.nodes = (s.world_size + sys.num_per_node - 1) / sys.num_per_node;
   out.dp = s.dp_size();
   out.edp = s.edp_size();
-  out.replicas = std::max<int64_t>(1, std::min({out.nodes, out.dp, out.edp}));
+  out.peer_rule = mode == Mode::SimuMax12;
+  // What the step waits on: every rank takes part in collectives that chain all of them within one
+  // step (the pipeline's p2p links its stages, the data-parallel gradient reduction its replicas,
+  // and Megatron's gradient-norm and loss all-reduces span the model-parallel groups), so the step
+  // ends when the slowest node of the job arrives: n = the nodes of the job, whatever the layout.
+  // SimuMax v1.2 counts min(nodes, dp, edp) independent replicas instead (compat mode).
+  out.replicas = out.peer_rule ? std::max<int64_t>(1, std::min({out.nodes, out.dp, out.edp})) : out.nodes;
   out.jitter = sys.straggler_jitter.value_or(kDefaultStragglerJitter);
   out.system_jitter = sys.straggler_jitter.has_value();
   out.enabled = s.enable_straggler_model;
@@ -39,11 +45,18 @@ Straggler straggler_model(const StrategyConfig& s, const SystemConfig& sys) {
 
 std::string Straggler::basis() const {
   if (!enabled) return "off (strategy enable_straggler_model false)";
-  if (replicas <= 1) return "1: one replica (min of nodes, dp, edp) has no slower peer to wait for";
-  return strprintf("1 + j·log2 n/(log2 n + 1)·sqrt(log2 n) with n = %lld replicas (min of %lld nodes, dp %lld, "
-                   "edp %lld), j = %g (%s)",
-                   static_cast<long long>(replicas), static_cast<long long>(nodes), static_cast<long long>(dp),
-                   static_cast<long long>(edp), jitter,
+  if (peer_rule) {
+    if (replicas <= 1) return "1: one replica (min of nodes, dp, edp) has no slower peer to wait for";
+    return strprintf("1 + j·log2 n/(log2 n + 1)·sqrt(log2 n) with n = %lld replicas (min of %lld nodes, dp %lld, "
+                     "edp %lld), j = %g (%s)",
+                     static_cast<long long>(replicas), static_cast<long long>(nodes), static_cast<long long>(dp),
+                     static_cast<long long>(edp), jitter,
+                     system_jitter ? "system straggler_jitter" : "default, SimuMax v1.2's constant");
+  }
+  if (replicas <= 1) return "1: one node has no slower peer to wait for";
+  return strprintf("1 + j·log2 n/(log2 n + 1)·sqrt(log2 n) with n = %lld nodes (every node joins the step's "
+                   "synchronising collectives), j = %g (%s)",
+                   static_cast<long long>(replicas), jitter,
                    system_jitter ? "system straggler_jitter" : "default, SimuMax v1.2's constant");
 }
 
@@ -192,7 +205,7 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
   p.nets = choose_networks(sys, s, mode);
   p.padded_vocab = padded_vocab_size(m.vocab_size, s.tp_size);
   p.chunk_env = {sys.num_per_node, moe_load_imbalance(m, s, mode), mode, is_blackwell_system(sys.sys_name)};
-  p.straggler = straggler_model(s, sys);
+  p.straggler = straggler_model(s, sys, mode);
 
   if (s.pipeline_schedule == "zero_bubble_h1") {
     p.schedule = ScheduleKind::ZeroBubbleH1;

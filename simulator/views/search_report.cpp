@@ -4,11 +4,14 @@
 
 #include "views/predict.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "inputs/output_file.h"
 #include "system/presets.h"
+#include "plan/pipeline_layout.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"
@@ -67,9 +70,14 @@ std::vector<int64_t> parse_int_list(const Values& p, const std::string& flag, in
 std::vector<RecomputeKind> parse_recompute(const Values& p) {
   std::vector<RecomputeKind> out;
   if (!p.has("recompute")) return out;
-  const std::vector<std::string> names = {"none",         "full",          "full_block",
-                                          "selective",    "selective_all", "selective_attn",
-                                          "selective_mlp"};
+  const std::vector<std::string> names = {"none",          "full",           "full_block",     "selective",
+                                          "selective_all", "selective_attn", "selective_mlp",  "core_attn",
+                                          "core_attn+mlp", "mla_up_proj+mlp", "moe_act", "layernorm+moe_act", "moe", "full_uniform"};
+  const std::pair<const char*, RecomputeKind> megatron[] = {
+      {"core_attn", RecomputeKind::CoreAttn},     {"core_attn+mlp", RecomputeKind::CoreAttnMlp},
+      {"mla_up_proj+mlp", RecomputeKind::MlaUpProjMlp}, {"moe_act", RecomputeKind::MoeAct},
+      {"layernorm+moe_act", RecomputeKind::LayernormMoeAct}, {"moe", RecomputeKind::Moe},
+      {"full_uniform", RecomputeKind::FullUniform}};
   for (const auto& item : split_commas("recompute", p.get("recompute"))) {
     if (item == "none")
       out.push_back(RecomputeKind::None);
@@ -84,6 +92,9 @@ std::vector<RecomputeKind> parse_recompute(const Values& p) {
       out.push_back(RecomputeKind::SelectiveAttn);
     else if (item == "selective_mlp")
       out.push_back(RecomputeKind::SelectiveMlp);
+    else if (auto it = std::find_if(std::begin(megatron), std::end(megatron), [&](const auto& x) { return item == x.first; });
+             it != std::end(megatron))
+      out.push_back(it->second);
     else {
       std::string msg =
           "search: --recompute: unknown choice '" + item + "'; valid values: " + join(names);
@@ -108,6 +119,8 @@ std::vector<bool> parse_sp(const Values& p) {
 
 std::string split_text(const Candidate& c) {
   const StrategyConfig& s = c.strategy;
+  if (s.pipeline_model_parallel_layout) return "layout";
+  if (s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split) return "acct:E,L";
   if (s.num_layers_in_first_pipeline_stage)
     return "first:" + std::to_string(*s.num_layers_in_first_pipeline_stage);
   if (s.num_layers_in_last_pipeline_stage)
@@ -119,6 +132,7 @@ std::string recompute_text(const Candidate& c) {
   std::string out = recompute_kind_name(c.recompute);
   if (c.recompute == RecomputeKind::FullBlock)
     out += " x" + std::to_string(c.strategy.recompute_layer_num);
+  if (c.recompute == RecomputeKind::FullUniform) out += " /" + std::to_string(c.strategy.recompute_unit_layers);
   return out;
 }
 
@@ -137,6 +151,20 @@ std::string counts_text(const SearchResult& r) {
   return out;
 }
 
+// Virtual stages per pipeline rank, also of a plan whose layout string sets them.
+int64_t vpp_of(const StrategyConfig& s) {
+  if (!s.pipeline_model_parallel_layout) return s.interleaving_size;
+  std::vector<VirtualStage> stages;
+  if (!parse_pipeline_layout(*s.pipeline_model_parallel_layout, stages, nullptr) || s.pp_size < 1) return 1;
+  return std::max<int64_t>(1, static_cast<int64_t>(stages.size()) / s.pp_size);
+}
+
+std::string dispatcher_text(const StrategyConfig& s) {
+  if (!s.moe_token_dispatcher_type) return "-";
+  if (*s.moe_token_dispatcher_type == "flex") return s.moe_flex_dispatcher_backend.value_or("deepep");
+  return *s.moe_token_dispatcher_type;
+}
+
 nlohmann::ordered_json candidate_json(const Candidate& c, size_t rank) {
   const StrategyConfig& s = c.strategy;
   nlohmann::ordered_json j;
@@ -148,12 +176,17 @@ nlohmann::ordered_json candidate_json(const Candidate& c, size_t rank) {
   j["ep"] = s.ep_size;
   j["etp"] = s.etp_size;
   j["edp"] = s.edp_size();
-  j["vpp"] = s.interleaving_size;
+  j["vpp"] = vpp_of(s);
   j["split"] = pipeline_split_name(c.split);
   j["mbs"] = s.micro_batch_size;
   j["mbc"] = s.micro_batch_num;
   j["zero"] = s.zero_state;
   j["sp"] = s.enable_sequence_parallel;
+  j["cp_comm_type"] = s.cp_size > 1 ? s.cp_comm_type : "-";
+  j["dispatcher"] = dispatcher_text(s);
+  j["a2a_overlap"] = s.overlap_moe_expert_parallel_comm;
+  j["straggler_ratio"] = c.straggler_ratio;
+  j["variants"] = c.variants;
   j["recompute"] = recompute_kind_name(c.recompute);
   j["recompute_layer_num"] = s.recompute_layer_num;
   j["iteration_time_s"] = c.iteration_time_s;
@@ -262,33 +295,188 @@ SearchRun prepare_search(const PlanArgs& po, const SearchArgs& p,
                        " is not a ZeRO stage; valid values: 0, 1, 2, 3");
   space.recompute = parse_recompute(p);
   space.sp = parse_sp(p);
+  auto names = [&](const std::string& flag, const std::vector<std::string>& valid) {
+    std::vector<std::string> out;
+    if (!p.has(flag)) return out;
+    for (const auto& item : split_commas(flag, p.get(flag))) {
+      if (std::find(valid.begin(), valid.end(), item) == valid.end()) {
+        std::string msg = "search: --" + flag + ": unknown value '" + item + "'; valid values: " + join(valid);
+        if (std::string near = suggest(item, valid); !near.empty()) msg += "; did you mean '" + near + "'?";
+        throw UsageError(msg);
+      }
+      out.push_back(item);
+    }
+    return out;
+  };
+  space.cp_comm = names("cp-comm", {"p2p", "a2a", "all_gather", "a2a+p2p"});
+  space.dispatcher = names("dispatcher", {"alltoall", "allgather", "deepep", "hybridep", "base"});
+  for (const auto& v : names("a2a-overlap", {"on", "off"})) space.a2a_overlap.push_back(v == "on");
+  if (p.has("overlaps")) {
+    const std::string v = p.get("overlaps");
+    if (v != "on" && v != "base") throw UsageError("search: --overlaps: '" + v + "' is not a choice; valid values: on, base");
+    o.overlaps_on = v == "on";
+  }
+  o.rank_base = own_strategy;  // a plan was given: rank it among the candidates
   return run;
 }
 
+namespace {
+
+std::string table_row(const Candidate& c, const std::string& rank) {
+  const StrategyConfig& s = c.strategy;
+  return strprintf(
+      "%4s %3lld %3lld %-10s %3lld %5lld %3lld %3lld %3lld %-8s %4lld %5lld %4lld %-3s %-8s %-3s %-15s %9.3f "
+      "%6.4f %10.1f %8.2f %6.3f %4lld\n",
+      rank.c_str(), static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
+      (s.cp_size > 1 ? s.cp_comm_type : std::string("-")).c_str(), static_cast<long long>(s.pp_size),
+      static_cast<long long>(s.dp_size()), static_cast<long long>(s.ep_size), static_cast<long long>(s.etp_size),
+      static_cast<long long>(vpp_of(s)), split_text(c).c_str(), static_cast<long long>(s.micro_batch_size),
+      static_cast<long long>(s.micro_batch_num), static_cast<long long>(s.zero_state),
+      s.enable_sequence_parallel ? "on" : "off", dispatcher_text(s).c_str(),
+      s.overlap_moe_expert_parallel_comm ? "on" : "off", recompute_text(c).c_str(), c.iteration_time_s, c.mfu,
+      c.tokens_per_s_per_gpu, c.peak_bytes / kGiB, c.straggler_ratio, static_cast<long long>(c.variants));
+}
+
+}  // namespace
+
 std::string search_table(const SearchResult& r) {
   std::string out =
-      strprintf("%4s %3s %3s %3s %5s %3s %3s %3s %-8s %4s %5s %4s %-3s %-15s %9s %6s %10s %8s\n",
-                "rank", "tp", "cp", "pp", "dp", "ep", "etp", "vpp", "split", "mbs", "mbc", "zero",
-                "sp", "recompute", "time_s", "mfu", "tok/s/gpu", "mem_gib");
-  for (size_t i = 0; i < r.candidates.size(); ++i) {
-    const Candidate& c = r.candidates[i];
-    const StrategyConfig& s = c.strategy;
-    out += strprintf(
-        "%4zu %3lld %3lld %3lld %5lld %3lld %3lld %3lld %-8s %4lld %5lld %4lld %-3s %-15s %9.3f "
-        "%6.4f %10.1f %8.2f\n",
-        i + 1, static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
-        static_cast<long long>(s.pp_size), static_cast<long long>(s.dp_size()),
-        static_cast<long long>(s.ep_size), static_cast<long long>(s.etp_size),
-        static_cast<long long>(s.interleaving_size), split_text(c).c_str(),
-        static_cast<long long>(s.micro_batch_size), static_cast<long long>(s.micro_batch_num),
-        static_cast<long long>(s.zero_state), s.enable_sequence_parallel ? "on" : "off",
-        recompute_text(c).c_str(), c.iteration_time_s, c.mfu, c.tokens_per_s_per_gpu,
-        c.peak_bytes / kGiB);
-  }
+      strprintf("%4s %3s %3s %-10s %3s %5s %3s %3s %3s %-8s %4s %5s %4s %-3s %-8s %-3s %-15s %9s %6s %10s %8s %6s %4s\n",
+                "rank", "tp", "cp", "cp_comm", "pp", "dp", "ep", "etp", "vpp", "split", "mbs", "mbc", "zero", "sp",
+                "dispatch", "a2a", "recompute", "time_s", "mfu", "tok/s/gpu", "mem_gib", "strag", "+var");
+  for (size_t i = 0; i < r.candidates.size(); ++i) out += table_row(r.candidates[i], std::to_string(i + 1));
+  if (r.base.evaluated) out += table_row(r.base.plan, "base");
   if (r.candidates.empty())
     out +=
         "(no strategy fits: more GPUs, --zero 2,3, a smaller --mbs or a smaller --gmi-error may "
         "help)\n";
+  return out;
+}
+
+std::string search_base_line(const SearchResult& r) {
+  const BaseResult& b = r.base;
+  if (!b.evaluated) return b.error.empty() ? "" : "base plan: not estimated (" + b.error + ")\n";
+  std::string out = strprintf("base plan (as given): %.3f s, %.2f GiB, ", b.plan.iteration_time_s, b.plan.peak_bytes / kGiB);
+  if (!b.fits) return out + "does not fit\n";
+  out += strprintf("rank %lld (%lld of the %lld feasible plans are faster)", static_cast<long long>(b.rank),
+                   static_cast<long long>(b.rank - 1), static_cast<long long>(r.feasible));
+  if (!r.candidates.empty() && r.candidates.front().iteration_time_s < b.plan.iteration_time_s)
+    out += strprintf("; the best plan is %.1f %% faster",
+                     100.0 * (1 - r.candidates.front().iteration_time_s / b.plan.iteration_time_s));
+  return out + "\n";
+}
+
+std::vector<std::pair<std::string, std::string>> megatron_flags(const StrategyConfig& s) {
+  std::vector<std::pair<std::string, std::string>> f;
+  auto num = [](int64_t v) { return std::to_string(v); };
+  auto flag = [&](const char* name, bool on) { if (on) f.emplace_back(name, ""); };
+  f.emplace_back("--tensor-model-parallel-size", num(s.tp_size));
+  flag("--sequence-parallel", s.sp());
+  f.emplace_back("--context-parallel-size", num(s.cp_size));
+  if (s.cp_size > 1) f.emplace_back("--cp-comm-type", s.cp_comm_type);
+  if (!s.hierarchical_context_parallel_sizes.empty()) {
+    std::string v;
+    for (int64_t x : s.hierarchical_context_parallel_sizes) v += (v.empty() ? "" : " ") + num(x);
+    f.emplace_back("--hierarchical-context-parallel-sizes", v);
+  }
+  f.emplace_back("--pipeline-model-parallel-size", num(s.pp_size));
+  if (s.pipeline_model_parallel_layout)
+    f.emplace_back("--pipeline-model-parallel-layout", "\"" + *s.pipeline_model_parallel_layout + "\"");
+  else if (s.interleaving_size > 1) f.emplace_back("--num-virtual-stages-per-pipeline-rank", num(s.interleaving_size));
+  if (s.num_layers_in_first_pipeline_stage)
+    f.emplace_back("--decoder-first-pipeline-num-layers", num(*s.num_layers_in_first_pipeline_stage));
+  if (s.num_layers_in_last_pipeline_stage)
+    f.emplace_back("--decoder-last-pipeline-num-layers", num(*s.num_layers_in_last_pipeline_stage));
+  flag("--account-for-embedding-in-pipeline-split", s.account_for_embedding_in_pipeline_split);
+  flag("--account-for-loss-in-pipeline-split", s.account_for_loss_in_pipeline_split);
+  if (s.ep_size > 1) f.emplace_back("--expert-model-parallel-size", num(s.ep_size));
+  if (s.ep_size > 1 || s.etp_size > 1) f.emplace_back("--expert-tensor-parallel-size", num(s.etp_size));
+  if (s.moe_token_dispatcher_type) f.emplace_back("--moe-token-dispatcher-type", *s.moe_token_dispatcher_type);
+  if (s.moe_token_dispatcher_type == std::optional<std::string>("flex"))
+    f.emplace_back("--moe-flex-dispatcher-backend", s.moe_flex_dispatcher_backend.value_or("deepep"));
+  flag("--overlap-moe-expert-parallel-comm", s.overlap_moe_expert_parallel_comm);
+  flag("--moe-shared-expert-overlap", s.moe_shared_expert_overlap);
+  f.emplace_back("--micro-batch-size", num(s.micro_batch_size));
+  if (s.zero_state == 1) flag("--use-distributed-optimizer", true);
+  if (s.zero_state >= 2) {
+    flag("--use-megatron-fsdp", true);
+    f.emplace_back("--data-parallel-sharding-strategy", s.zero_state == 2 ? "optim_grads" : "optim_grads_params");
+  }
+  flag("--overlap-grad-reduce", s.overlap_grad_reduce);
+  flag("--overlap-param-gather", s.overlap_param_gather);
+  flag("--tp-comm-overlap", s.tp_comm_overlap);
+  if (s.interleaving_size > 1 && !s.pp_comm_async) flag("--no-overlap-p2p-communication", true);
+  flag("--use-cpu-initialization --optimizer-cpu-offload", s.optimizer_cpu_offload);
+  if (s.is_recompute()) {
+    if (s.megatron_recompute || s.recompute_granularity == std::optional<std::string>("sdp_only")) {
+      f.emplace_back("--recompute-granularity", "selective");
+      std::string mods;
+      for (const auto& m : s.megatron_recompute ? s.megatron_recompute_modules : std::vector<std::string>{"core_attn"})
+        mods += (mods.empty() ? "" : " ") + m;
+      f.emplace_back("--recompute-modules", mods);
+    } else if (s.recompute_granularity == std::optional<std::string>("full_block")) {
+      f.emplace_back("--recompute-granularity", "full");
+      const bool uniform = s.recompute_layer_num >= (int64_t{1} << 20);
+      f.emplace_back("--recompute-method", uniform ? "uniform" : "block");
+      f.emplace_back("--recompute-num-layers", num(uniform ? s.recompute_unit_layers : s.recompute_layer_num));
+    } else {
+      f.emplace_back("--recompute-granularity", "(" + *s.recompute_granularity + ", no Megatron flag)");
+    }
+  }
+  return f;
+}
+
+std::string search_explain(const SearchResult& r) {
+  if (r.candidates.empty()) return "explain: no plan fits\n";
+  const Candidate& best = r.candidates.front();
+  std::string out = "explain: the best plan against the base plan\n";
+  if (!r.base.evaluated) return out + "  (the base plan was not estimated: " + r.base.error + ")\n";
+  const Candidate& base = r.base.plan;
+  const auto a = megatron_flags(base.strategy), b = megatron_flags(best.strategy);
+  auto find = [](const std::vector<std::pair<std::string, std::string>>& v, const std::string& k) -> const std::string* {
+    for (const auto& [f, val] : v)
+      if (f == k) return &val;
+    return nullptr;
+  };
+  auto shown = [](const std::string* v) { return v == nullptr ? std::string("(absent)") : v->empty() ? std::string("(set)") : *v; };
+  out += "  Megatron flags that change (base -> best):\n";
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : a) keys.push_back(k);
+  for (const auto& [k, v] : b)
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  int changed = 0;
+  for (const auto& k : keys) {
+    const std::string *x = find(a, k), *y = find(b, k);
+    if ((x == nullptr) == (y == nullptr) && (x == nullptr || *x == *y)) continue;
+    out += strprintf("    %-42s %s -> %s\n", k.c_str(), shown(x).c_str(), shown(y).c_str());
+    ++changed;
+  }
+  if (changed == 0) out += "    (none: the base plan is the best)\n";
+  // Time terms of the stage that sets the step, base and best.
+  auto crit = [](const Candidate& c) -> const StageTime& {
+    size_t k = 0;
+    for (size_t i = 1; i < c.stage_times.size(); ++i)
+      if (c.stage_times[i].total_s > c.stage_times[k].total_s) k = i;
+    return c.stage_times[k];
+  };
+  const StageTime &t0 = crit(base), &t1 = crit(best);
+  out += strprintf("  time terms of the critical stage (s): %-12s %10s %10s %10s\n", "", "base", "best", "change");
+  struct Term { const char* name; double a, b; };
+  const Term terms[] = {{"forward compute", t0.fwd_compute_s, t1.fwd_compute_s},
+                        {"backward compute", t0.bwd_compute_s, t1.bwd_compute_s},
+                        {"recompute", t0.recompute_s, t1.recompute_s},
+                        {"TP communication", t0.tp_comm_s, t1.tp_comm_s},
+                        {"PP communication", t0.pp_comm_s, t1.pp_comm_s},
+                        {"DP communication", t0.dp_comm_s, t1.dp_comm_s},
+                        {"optimizer", t0.optimizer_s, t1.optimizer_s},
+                        {"bubble", t0.bubble_s, t1.bubble_s},
+                        {"step", base.iteration_time_s, best.iteration_time_s}};
+  for (const Term& t : terms)
+    if (std::abs(t.b - t.a) >= 0.005 * base.iteration_time_s || std::string(t.name) == "step")
+      out += strprintf("    %-47s %10.3f %10.3f %+10.3f\n", t.name, t.a, t.b, t.b - t.a);
+  out += strprintf("    %-47s %10.3f %10.3f\n", "straggler factor", base.straggler_ratio, best.straggler_ratio);
+  out += strprintf("    %-47s %10.2f %10.2f %+10.2f\n", "peak memory (GiB)", base.peak_bytes / kGiB, best.peak_bytes / kGiB,
+                   (best.peak_bytes - base.peak_bytes) / kGiB);
   return out;
 }
 
@@ -301,6 +489,10 @@ std::string search_summary(const SearchResult& r) {
       static_cast<long long>(r.estimate_calls), r.threads, static_cast<long long>(r.feasible),
       static_cast<long long>(r.evaluated - r.feasible));
   if (!r.rejected_by_reason.empty()) out += "  rejected: " + counts_text(r) + "\n";
+  if (r.collapsed > 0)
+    out += strprintf("  %lld variants within 0.5 %% of a better plan with the same sizes folded into it (+var)\n",
+                     static_cast<long long>(r.collapsed));
+  if (r.offloaded) out += "  nothing fits without offloading: these plans keep the optimizer states in host memory\n";
   if (!r.first_estimate_error.empty())
     out += "  first estimate error: " + r.first_estimate_error + "\n";
   return out;
@@ -329,7 +521,7 @@ std::string search_csv(const SearchResult& r) {
         i + 1, static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
         static_cast<long long>(s.pp_size), static_cast<long long>(s.dp_size()),
         static_cast<long long>(s.ep_size), static_cast<long long>(s.etp_size),
-        static_cast<long long>(s.edp_size()), static_cast<long long>(s.interleaving_size),
+        static_cast<long long>(s.edp_size()), static_cast<long long>(vpp_of(s)),
         split_text(c).c_str(), static_cast<long long>(s.micro_batch_size),
         static_cast<long long>(s.micro_batch_num), static_cast<long long>(s.zero_state),
         s.enable_sequence_parallel ? "on" : "off", recompute_kind_name(c.recompute),
@@ -343,7 +535,7 @@ std::string search_csv(const SearchResult& r) {
 
 std::string search_json(const SearchRun& run, const SearchResult& r, const std::string& command) {
   const SearchOptions& o = run.options;
-  const SearchSpace full = default_search_space(run.plan.model, run.system, o.world_size, run.space, o.mode);
+  const SearchSpace full = default_search_space(run.plan.model, run.system, o.world_size, run.space, o.mode, o.base.seq_len);
   nlohmann::ordered_json j;
   j["schema_version"] = "1.0.0";
   j["provenance"] = {{"tool", "trainsim search"},
@@ -362,7 +554,8 @@ std::string search_json(const SearchRun& run, const SearchResult& r, const std::
   in["memory_limit_gib"] = r.memory_limit_bytes / kGiB;
   in["space"] = {{"tp", full.tp},   {"pp", full.pp},     {"cp", full.cp},
                  {"ep", full.ep},   {"etp", full.etp},   {"vpp", full.vpp},
-                 {"mbs", full.mbs}, {"zero", full.zero}, {"sp", full.sp}};
+                 {"mbs", full.mbs}, {"zero", full.zero}, {"sp", full.sp},
+                 {"cp_comm", full.cp_comm}, {"dispatcher", full.dispatcher}, {"a2a_overlap", full.a2a_overlap}};
   for (RecomputeKind k : full.recompute)
     in["space"]["recompute"].push_back(recompute_kind_name(k));
   j["search"] = in;
@@ -373,9 +566,30 @@ std::string search_json(const SearchRun& run, const SearchResult& r, const std::
   j["threads"] = r.threads;
   j["rejected_by_reason"] = r.rejected_by_reason;
   if (!r.first_estimate_error.empty()) j["first_estimate_error"] = r.first_estimate_error;
+  if (std::isfinite(r.time_bound_s)) j["time_bound_s"] = r.time_bound_s;
+  j["collapsed"] = r.collapsed;
+  j["offloaded"] = r.offloaded;
+  if (r.base.evaluated) {
+    nlohmann::ordered_json b = candidate_json(r.base.plan, 0);
+    b.erase("rank");
+    b["fits"] = r.base.fits;
+    if (r.base.fits) b["rank"] = r.base.rank;
+    j["base"] = b;
+  } else if (!r.base.error.empty()) {
+    j["base"] = {{"error", r.base.error}};
+  }
   j["candidates"] = nlohmann::ordered_json::array();
   for (size_t i = 0; i < r.candidates.size(); ++i)
     j["candidates"].push_back(candidate_json(r.candidates[i], i + 1));
+  // Time × memory Pareto front of the feasible plans (up to the bound), fastest first.
+  j["pareto"] = nlohmann::ordered_json::array();
+  for (const Candidate& c : r.pareto) {
+    nlohmann::ordered_json p = candidate_json(c, 0);
+    p.erase("rank");
+    p.erase("stage_times");
+    p.erase("stages");
+    j["pareto"].push_back(p);
+  }
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

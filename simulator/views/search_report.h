@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "inputs/plan_request.h"
 #include "system/system_config.h"
@@ -57,5 +59,13 @@ struct SearchDocuments {
 [[nodiscard]] std::string search_summary(const SearchResult& r);
 [[nodiscard]] std::string search_csv(const SearchResult& r);
 [[nodiscard]] std::string search_json(const SearchRun& run, const SearchResult& r, const std::string& command);
+/// "base plan (as given): 27.310 s, 81.20 GiB, does not fit" or its rank among the feasible plans.
+[[nodiscard]] std::string search_base_line(const SearchResult& r);
+/// The Megatron-LM flags of the fields a search chooses (sizes, split, dispatcher, overlaps,
+/// sharding, micro batch, recompute), flag and value ("" for a switch that is set).
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> megatron_flags(const StrategyConfig& s);
+/// `--explain`: the best plan's Megatron flags that differ from the base plan's, and the time terms
+/// of the critical stage that moved by 0.5 % of the base step or more.
+[[nodiscard]] std::string search_explain(const SearchResult& r);
 
 }  // namespace trainsim

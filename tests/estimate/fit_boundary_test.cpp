@@ -64,6 +64,8 @@ TEST(FitBoundary, TwoGibOverIsRejectedAndTwoUnderAcceptedEverywhere) {
     o.global_batch = 64;
     o.base.seq_len = 4096;
     o.keep = 0;
+    o.overlaps_on = false;  // exactly the preset's switches
+    o.offload_when_nothing_fits = false;  // exactly this plan: no offloaded retry
     const SearchResult r = search(b.in.model, b.in.system, space, o);
     EXPECT_EQ(r.feasible, fits ? 1 : 0);
     if (fits) {

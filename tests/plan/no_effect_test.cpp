@@ -318,6 +318,7 @@ TEST(NoEffect, SearchTurnsMootSwitchesOffPerCandidate) {
   space.pp = {1};
   space.mbs = {1};
   space.zero = {1};
+  space.vpp = {1};
   space.recompute = {RecomputeKind::None};
   SearchOptions o;
   o.world_size = 2;

@@ -17,14 +17,25 @@ TEST(Straggler, RatioAndBasisFromClusterSizeAndSystem) {
   SystemConfig sys = test::preset_system("h100-sxm-80g");
   StrategyConfig s = load_strategy(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8,
                                        "world_size": 32, "tp_size": 2})", "s");
-  // 32 GPUs on 8-GPU nodes: 4 nodes, dp 16, edp 32 → n = 4 replicas, log2 n = 2:
-  // 1 + 2/3 · 0.09 · √2 = 1.0848528.
+  // 32 GPUs on 8-GPU nodes: 4 nodes → n = 4, log2 n = 2: 1 + 2/3 · 0.09 · √2 = 1.0848528.
   Straggler st = straggler_model(s, sys);
   EXPECT_EQ(st.nodes, 4);
   EXPECT_EQ(st.replicas, 4);
   EXPECT_NEAR(st.ratio, 1.0848528, 1e-7);
-  EXPECT_EQ(st.basis(), "1 + j·log2 n/(log2 n + 1)·sqrt(log2 n) with n = 4 replicas (min of 4 nodes, dp 16, edp 32), "
-                      "j = 0.09 (default, SimuMax v1.2's constant)");
+  EXPECT_EQ(st.basis(), "1 + j·log2 n/(log2 n + 1)·sqrt(log2 n) with n = 4 nodes (every node joins the step's "
+                        "synchronising collectives), j = 0.09 (default, SimuMax v1.2's constant)");
+  // The same GPUs without data parallelism (tp 8, pp 4: dp 1) wait on the same 4 nodes.
+  StrategyConfig no_dp = s;
+  no_dp.tp_size = 8;
+  no_dp.pp_size = 4;
+  EXPECT_EQ(straggler_model(no_dp, sys).ratio, st.ratio);
+  // SimuMax v1.2 counts min(nodes, dp, edp) replicas: dp 1 → 1.
+  EXPECT_EQ(straggler_model(no_dp, sys, Mode::SimuMax12).ratio, 1);
+  EXPECT_EQ(straggler_model(no_dp, sys, Mode::SimuMax12).basis(),
+            "1: one replica (min of nodes, dp, edp) has no slower peer to wait for");
+  EXPECT_EQ(straggler_model(s, sys, Mode::SimuMax12).basis(),
+            "1 + j·log2 n/(log2 n + 1)·sqrt(log2 n) with n = 4 replicas (min of 4 nodes, dp 16, edp 32), "
+            "j = 0.09 (default, SimuMax v1.2's constant)");
   // A calmer cluster: j = 0.03 → 1 + 2/3 · 0.03 · √2 = 1.0282843.
   sys.straggler_jitter = 0.03;
   st = straggler_model(s, sys);
@@ -32,7 +43,7 @@ TEST(Straggler, RatioAndBasisFromClusterSizeAndSystem) {
   EXPECT_NE(st.basis().find("j = 0.03 (system straggler_jitter)"), std::string::npos);
   s.world_size = 8;  // one node
   EXPECT_EQ(straggler_model(s, sys).ratio, 1);
-  EXPECT_EQ(straggler_model(s, sys).basis(), "1: one replica (min of nodes, dp, edp) has no slower peer to wait for");
+  EXPECT_EQ(straggler_model(s, sys).basis(), "1: one node has no slower peer to wait for");
   s.world_size = 32;
   s.enable_straggler_model = false;
   EXPECT_EQ(straggler_model(s, sys).ratio, 1);

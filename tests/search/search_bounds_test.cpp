@@ -19,6 +19,9 @@ TEST(SearchBoundsTest, DerivedMicroBatchCountIsBounded) {
   space.tp = {8};
   space.pp = {4};
   space.mbs = {1};
+  space.vpp = {1};
+  space.zero = {1};
+  space.splits = {PipelineSplit::Even};
   space.recompute = {RecomputeKind::None};
   SearchOptions o;
   o.world_size = 32;                       // dp 1
@@ -58,7 +61,7 @@ TEST(SearchBoundsTest, CandidateSpaceIsCapped) {
     (void)search(m, sys, space, o);
     FAIL() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "search: /keep: keeping all of 189440 candidates; at most 65536 can be kept");
+    EXPECT_STREQ(e.what(), "search: /keep: keeping all of 11141120 candidates; at most 65536 can be kept");
   }
 }
 

@@ -38,6 +38,14 @@ class SmallSearchTest : public ::testing::Test {
     space_.pp = {1, 2, 4, 8};
     space_.mbs = {1, 2};
     space_.zero = {0, 1};
+    // SimuMax's space (the seed-003 dimensions are tested in search_space_test.cpp).
+    space_.vpp = {1};
+    space_.recompute = {RecomputeKind::None, RecomputeKind::FullBlock, RecomputeKind::SelectiveAll,
+                        RecomputeKind::SelectiveAttn, RecomputeKind::SelectiveMlp};
+    space_.splits = {PipelineSplit::Even, PipelineSplit::UnevenLast, PipelineSplit::UnevenFirst};
+    opt_.overlaps_on = false;
+    opt_.ladder = false;
+    opt_.collapse_within = 0;
     opt_.world_size = 16;
     opt_.global_batch = 32;
     opt_.base.seq_len = 4096;
@@ -187,8 +195,10 @@ TEST_F(SmallSearchTest, RejectedCountsAddUp) {
   // layouts × 2 mbs × 2 zero × 5 recompute choices.
   EXPECT_EQ(r.evaluated, 3 * 5 * 2 * 2 * 5);
   EXPECT_EQ(r.feasible + total_rejected(r), r.evaluated);
-  // pp 8 splits 10 layers as 2 per stage with a negative remainder: 3 tp × 2 mbs × 2 zero × 5.
-  EXPECT_EQ(r.rejected_by_reason.at("illegal_pp_size"), 60);
+  // pp 8 splits 10 layers as 2 per stage with a negative remainder: tp 1, 2 × 2 mbs × 2 zero × 5;
+  // tp 4 × pp 8 does not factor 16 GPUs.
+  EXPECT_EQ(r.rejected_by_reason.at("illegal_pp_size"), 40);
+  EXPECT_EQ(r.rejected_by_reason.at("illegal_world_size"), 20);
   EXPECT_GT(r.rejected_by_reason.at("oom"), 0);
   EXPECT_GT(r.rejected_by_reason.at("recompute_not_needed"), 0);
   EXPECT_GT(r.rejected_by_reason.at("oom_bound"), 0);  // pruning is covered by the brute-force test
@@ -202,6 +212,12 @@ TEST(SearchTest, SameResultForAnyThreadCount) {
   space.pp = {1, 2, 4, 8};
   space.sp = {true, false};
   space.zero = {0, 1};
+  space.vpp = {1, 2};
+  space.mbs = {1, 2};
+  space.tp = {1, 2, 4};
+  space.ep = {1, 4, 8};
+  space.dispatcher = {"alltoall", "deepep"};
+  space.recompute = {RecomputeKind::None, RecomputeKind::FullBlock, RecomputeKind::MoeAct};
   SearchOptions o;
   o.world_size = 64;
   o.global_batch = 256;
@@ -223,18 +239,19 @@ TEST(SearchTest, SameResultForAnyThreadCount) {
   EXPECT_EQ(one.estimate_calls, four.estimate_calls);
   EXPECT_GT(one.rejected_by_reason.at("duplicate"), 0);  // sp off with tp 1
 
-  // keep = 3 returns the first three of the full ranking.
+  // keep = 3 returns the first three of the full ranking (the bound skips plans that cannot rank).
   o.keep = 3;
   const SearchResult top = search(m, sys, space, o);
   ASSERT_EQ(top.candidates.size(), 3u);
-  EXPECT_EQ(top.feasible, one.feasible);
+  EXPECT_LT(top.feasible, one.feasible);
+  EXPECT_LT(top.estimate_calls, one.estimate_calls);
   for (size_t i = 0; i < 3; ++i)
     EXPECT_EQ(strategy_to_json_text(top.candidates[i].strategy),
               strategy_to_json_text(one.candidates[i].strategy));
 }
 
-// Default mode: TP8 × CP2 on 8 KV heads cannot split heads all-to-all, so the search runs the
-// ring (Megatron's default) instead of rejecting the layout.
+// Default mode: TP8 × CP2 on 8 KV heads cannot split heads all-to-all (Megatron rejects it), so
+// the ring (Megatron's default) and the other flavours are the candidates.
 TEST(SearchTest, RingContextParallelWhereHeadsDoNotSplit) {
   const ModelConfig m = preset_model("llama3-8b");
   const SystemConfig sys = preset_system("h100-sxm-80g");
@@ -248,10 +265,15 @@ TEST(SearchTest, RingContextParallelWhereHeadsDoNotSplit) {
   o.global_batch = 8;
   o.base.seq_len = 16384;
   o.threads = 1;
+  o.keep = 0;
   const SearchResult r = search(m, sys, space, o);
   ASSERT_FALSE(r.candidates.empty());
-  EXPECT_EQ(r.candidates[0].strategy.cp_comm_type, "p2p");
+  for (const Candidate& c : r.candidates) EXPECT_NE(c.strategy.cp_comm_type, "a2a");
+  EXPECT_GT(r.rejected_by_reason.at("illegal_cp_size"), 0);  // a2a: 8 KV heads / TP 8 do not split over CP 2
+  space.cp_comm = {"p2p"};
+  EXPECT_EQ(search(m, sys, space, o).candidates.front().strategy.cp_comm_type, "p2p");
   o.mode = Mode::SimuMax12;  // SimuMax v1.2 has a2a only: the layout is illegal there
+  space.cp_comm.clear();
   EXPECT_TRUE(search(m, sys, space, o).candidates.empty());
 }
 
@@ -276,7 +298,13 @@ TEST(SearchTest, DefaultSpace) {
   EXPECT_EQ(dense.tp, (std::vector<int64_t>{1, 2, 4, 8}));
   EXPECT_EQ(dense.pp.size(), 64u);  // 1..min(80 layers, 64 GPUs)
   EXPECT_EQ(dense.ep, (std::vector<int64_t>{1}));
-  EXPECT_EQ(dense.recompute.size(), 5u);
+  EXPECT_EQ(dense.recompute, (std::vector<RecomputeKind>{RecomputeKind::None, RecomputeKind::FullBlock,
+                                                         RecomputeKind::CoreAttn, RecomputeKind::FullUniform,
+                                                         RecomputeKind::CoreAttnMlp}));
+  EXPECT_EQ(dense.vpp, (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(dense.cp, (std::vector<int64_t>{1}));  // 4096 tokens
+  EXPECT_EQ(dense.zero, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(dense.dispatcher, (std::vector<std::string>{"base"}));
   const SearchSpace moe =
       default_search_space(preset_model("deepseek-v3"), preset_system("h100-sxm-80g"), 256);
   EXPECT_EQ(moe.tp, (std::vector<int64_t>{1, 2, 4, 8}));  // MLA splits over TP (Megatron)
@@ -284,6 +312,10 @@ TEST(SearchTest, DefaultSpace) {
             (std::vector<int64_t>{1}));  // SimuMax v1.2 models MLA with tp 1
   EXPECT_EQ(moe.ep, (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256}));
   EXPECT_EQ(moe.pp.size(), 61u);
+  EXPECT_EQ(moe.dispatcher, (std::vector<std::string>{"alltoall", "allgather", "deepep", "hybridep"}));
+  EXPECT_EQ(moe.a2a_overlap, (std::vector<bool>{true, false}));
+  // none, full, core_attn, full_uniform, core_attn+mlp (3 dense layers), mla_up_proj+mlp, 3 MoE sets
+  EXPECT_EQ(moe.recompute.size(), 9u);
 }
 
 // The limit is the fit rule of perf (estimate/fit.h): the system's unusable_mem_gbs unless
