@@ -33,7 +33,7 @@ Straggler straggler_model(const StrategyConfig& s, const SystemConfig& sys, Mode
   // ends when the slowest node of the job arrives: n = the nodes of the job, whatever the layout.
   // SimuMax v1.2 counts min(nodes, dp, edp) independent replicas instead (compat mode).
   out.replicas = out.peer_rule ? std::max<int64_t>(1, std::min({out.nodes, out.dp, out.edp})) : out.nodes;
-  out.jitter = sys.straggler_jitter.value_or(kDefaultStragglerJitter);
+  out.jitter = sys.straggler_jitter.value_or(out.peer_rule ? kDefaultStragglerJitter : kNodeStragglerJitter);
   out.system_jitter = sys.straggler_jitter.has_value();
   out.enabled = s.enable_straggler_model;
   if (!out.enabled || out.replicas <= 1) return out;
@@ -57,7 +57,7 @@ std::string Straggler::basis() const {
   return strprintf("1 + j·log2 n/(log2 n + 1)·sqrt(log2 n) with n = %lld nodes (every node joins the step's "
                    "synchronising collectives), j = %g (%s)",
                    static_cast<long long>(replicas), jitter,
-                   system_jitter ? "system straggler_jitter" : "default, SimuMax v1.2's constant");
+                   system_jitter ? "system straggler_jitter" : "default, fitted over nodes on the validation runs");
 }
 
 Program Plan::program(int64_t mbc) const {

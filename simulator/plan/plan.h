@@ -30,7 +30,7 @@ struct Straggler {
   int64_t nodes = 1;      // ⌈world_size / num_per_node⌉
   int64_t replicas = 1;   // what must all arrive: the job's nodes (compat mode: min(nodes, dp, edp))
   int64_t dp = 1, edp = 1;
-  double jitter = 0;      // coefficient: system straggler_jitter, or the peer's 0.09
+  double jitter = 0;      // coefficient: system straggler_jitter, or the default (0.055; compat 0.09)
   bool enabled = true;         // strategy enable_straggler_model
   bool system_jitter = false;  // jitter from the system's straggler_jitter
   bool peer_rule = false;      // SimuMax v1.2's n = min(nodes, dp, edp) (compat mode)
@@ -149,7 +149,7 @@ struct Plan {
 
 /// The straggler factor of a plan: the peer's empirical tail model over the number n of nodes the
 /// step waits on, 1 + j·log2 n/(log2 n + 1)·sqrt(log2 n), j = the system's straggler_jitter
-/// (default kDefaultStragglerJitter); 1 when disabled or n = 1. n is the job's node count (every
+/// (default kNodeStragglerJitter; compat mode kDefaultStragglerJitter); 1 when disabled or n = 1. n is the job's node count (every
 /// node joins the step's synchronising collectives), the same for every plan on the same GPUs;
 /// compat mode keeps SimuMax v1.2's n = min(nodes, dp, edp).
 [[nodiscard]] Straggler straggler_model(const StrategyConfig& s, const SystemConfig& sys,

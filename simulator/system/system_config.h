@@ -211,7 +211,8 @@ struct SystemConfig {
   /// domain use high_intra_node. Absent: the node (num_per_node), as the peer.
   std::optional<int64_t> nvlink_domain_size;
   /// Relative step-time jitter of one node (JSON `straggler_jitter`), the coefficient of the
-  /// straggler tail model. Absent: kDefaultStragglerJitter, the peer's constant.
+  /// straggler tail model. Absent: kNodeStragglerJitter (default mode) or kDefaultStragglerJitter,
+  /// the peer's constant (compat mode).
   std::optional<double> straggler_jitter;
   /// trainsim extensions (ignored by the peer): schema version, free-text description and
   /// provenance (JSON text) of measured files.
@@ -223,8 +224,15 @@ struct SystemConfig {
   uint64_t fingerprint = 0;
 };
 
-/// The peer's straggler coefficient (SimuMax v1.2), used when the system file gives none.
+/// The peer's straggler coefficient (SimuMax v1.2, fitted by its authors with n = min(nodes, dp,
+/// edp)), used in compat mode when the system file gives none.
 inline constexpr double kDefaultStragglerJitter = 0.09;
+/// The default mode's coefficient with n = the job's nodes, refitted on the development set's
+/// multi-node whole runs (nemo2407_h100, megatron_bridge_2509_h100 and _b200: 18 runs, 12 of them
+/// dense) by a scan of j (docs/cost-model.md §9): mean |step-time error| 8.65 % at 0.055 over
+/// the 18 runs and 5.61 % over the 12 dense ones, the minimum of both (0.09: 9.10 / 5.90 %;
+/// 0.045: 8.89 / 5.87 %; 0: 12.04 / 9.54 %).
+inline constexpr double kNodeStragglerJitter = 0.055;
 /// GPUs sharing one NVLink domain: nvlink_domain_size, or the node.
 [[nodiscard]] int64_t nvlink_domain(const SystemConfig& sys);
 
