@@ -24,6 +24,21 @@ namespace trainsim::cli {
 
 namespace {
 
+// One model's leave-one-out row: points, held-out errors (relative time errors), mean, p90 (the
+// ceil(0.9·n)-th smallest error, as tools/measured error_summary) and max.
+void print_held_out(const std::string& name, const char* kind, size_t points, std::vector<double> errs,
+                    size_t without) {
+  std::sort(errs.begin(), errs.end());
+  double mean = 0;
+  for (double e : errs) mean += e;
+  if (!errs.empty()) mean /= static_cast<double>(errs.size());
+  const auto rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(errs.size())));
+  const double p90 = errs.empty() ? 0 : errs[std::min(errs.size(), rank) - 1];
+  std::printf("  %-12s %-10s %7zu %8zu %7.2f %7.2f %7.1f%s\n", name.c_str(), kind, points, errs.size(), 100 * mean,
+              100 * p90, errs.empty() ? 0.0 : 100 * errs.back(),
+              without ? strprintf("  (%zu without a neighbour)", without).c_str() : "");
+}
+
 // `system evaluate`: every measured node of each GEMM model predicted without it.
 int evaluate(const std::string& system_arg, double min_m) {
   const ConfigText text = resolve_config("system", system_arg);
@@ -46,16 +61,7 @@ int evaluate(const std::string& system_arg, double min_m) {
         ++without;
       }
     }
-    std::sort(errs.begin(), errs.end());
-    double mean = 0;
-    for (double e : errs) mean += e;
-    if (!errs.empty()) mean /= static_cast<double>(errs.size());
-    // The 90th percentile: the ceil(0.9·n)-th smallest error (as tools/measured error_summary).
-    const auto rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(errs.size())));
-    const double p90 = errs.empty() ? 0 : errs[std::min(errs.size(), rank) - 1];
-    std::printf("  %-12s %-10s %7zu %8zu %7.2f %7.2f %7.1f%s\n", name.c_str(), "gemm_grid",
-                op.gemm_model->points(), errs.size(), 100 * mean, 100 * p90, errs.empty() ? 0.0 : 100 * errs.back(),
-                without ? strprintf("  (%zu without a neighbour)", without).c_str() : "");
+    print_held_out(name, "gemm_grid", op.gemm_model->points(), errs, without);
   }
   // Measured-points models: every point predicted without the points of its shape.
   for (const auto& [name, op] : sys.ops) {
@@ -71,15 +77,7 @@ int evaluate(const std::string& system_arg, double min_m) {
         ++without;
       }
     }
-    std::sort(errs.begin(), errs.end());
-    double mean = 0;
-    for (double e : errs) mean += e;
-    if (!errs.empty()) mean /= static_cast<double>(errs.size());
-    const auto rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(errs.size())));
-    const double p90 = errs.empty() ? 0 : errs[std::min(errs.size(), rank) - 1];
-    std::printf("  %-12s %-10s %7zu %8zu %7.2f %7.2f %7.1f%s\n", name.c_str(), "points", op.point_model->points(),
-                errs.size(), 100 * mean, 100 * p90, errs.empty() ? 0.0 : 100 * errs.back(),
-                without ? strprintf("  (%zu without a neighbour)", without).c_str() : "");
+    print_held_out(name, "points", op.point_model->points(), errs, without);
   }
   if (models == 0) std::printf("  no efficiency models in this system file\n");
   return 0;
