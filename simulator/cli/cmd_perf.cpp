@@ -16,6 +16,7 @@
 #include "views/report.h"
 #include "views/breakdown.h"
 #include "views/html_report.h"
+#include "memory/non_tensor.h"
 #include "views/memory_csv.h"
 #include "views/predict.h"
 #include "views/trace.h"
@@ -96,9 +97,9 @@ int cmd_perf(const Args& args) {
       if (!worst || fit_verdict(st, rule).headroom_bytes < fit_verdict(*worst, rule).headroom_bytes) worst = &st;
     if (worst && rule.stage_non_tensor)
       std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the limit %.2f GiB "
-                   "(device %.2f GiB less %.2f GiB outside PyTorch: CUDA context, NCCL buffers)\n",
+                   "(device %.2f GiB less %.2f GiB outside PyTorch: %s)\n",
                    worst->peak_reserved_bytes / kGiB, rule.stage_limit_bytes(*worst) / kGiB, rule.device_bytes / kGiB,
-                   worst->non_tensor_bytes / kGiB);
+                   worst->non_tensor_bytes / kGiB, non_tensor_memory(in.model, in.strategy, in.system).terms().c_str());
     else
       std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the limit %.2f GiB "
                    "(device %.2f GiB less %.2f GiB unusable)\n", e.peak_reserved_bytes() / kGiB,

@@ -61,6 +61,15 @@ double library_workspace_bytes(int64_t streams, double workspace_bytes) {
   return static_cast<double>(streams) * workspace_bytes;
 }
 
+std::string NonTensorMemory::terms() const {
+  std::string o = measured ? "measured (accelerator.unusable_mem_gbs)" : "CUDA context, NCCL buffers";
+  if (!measured && nvls_bytes > 0) o += ", NVLS buffers";
+  if (!measured && userbuffers_bytes > 0) o += ", TE userbuffers";
+  if (!measured && ep_buffer_bytes > 0) o += ", DeepEP/HybridEP buffers";
+  if (cuda_graph_bytes > 0) o += ", CUDA-graph pool";
+  return o;
+}
+
 double cuda_graph_pool_bytes(const ModelConfig& m, const StrategyConfig& s, int64_t layers) {
   if (s.cuda_graphs().empty() || layers <= 0) return 0;
   const double tokens = static_cast<double>(s.micro_batch_size * s.seq_len) /

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "inputs/model_config.h"
 #include "inputs/strategy_config.h"
@@ -84,6 +85,10 @@ struct NonTensorMemory {
   [[nodiscard]] double total() const {
     return context_bytes + nccl_bytes + nvls_bytes + userbuffers_bytes + ep_buffer_bytes + cuda_graph_bytes;
   }
+  /// The terms total() holds, for messages: "CUDA context, NCCL buffers", then those of the plan
+  /// that are not zero ("NVLS buffers", "TE userbuffers", "DeepEP/HybridEP buffers", "CUDA-graph
+  /// pool"); a measured value replaces the first two ("measured (accelerator.unusable_mem_gbs)").
+  [[nodiscard]] std::string terms() const;
 };
 
 /// The private memory pool of a rank's CUDA graphs (cuda_graph_impl local or transformer_engine):

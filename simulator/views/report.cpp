@@ -9,6 +9,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "estimate/fit.h"
+#include "memory/non_tensor.h"
 #include "model/parameter_count.h"
 #include "views/breakdown.h"
 
@@ -348,9 +349,10 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
     if (!worst || fit_verdict(st, rule).headroom_bytes < fit_verdict(*worst, rule).headroom_bytes) worst = &st;
   if (plan_fit.known && worst && rule.stage_non_tensor)
     o += strprintf("fit        %s: peak reserved %.2f GiB vs limit %.2f GiB (device %.2f − %.2f outside PyTorch: "
-                   "CUDA context, NCCL buffers)\n",
+                   "%s)\n",
                    plan_fit.fits ? "FITS" : "DOES NOT FIT", worst->peak_reserved_bytes / kGiB,
-                   rule.stage_limit_bytes(*worst) / kGiB, rule.device_bytes / kGiB, worst->non_tensor_bytes / kGiB);
+                   rule.stage_limit_bytes(*worst) / kGiB, rule.device_bytes / kGiB, worst->non_tensor_bytes / kGiB,
+                   non_tensor_memory(in.model, in.strategy, in.system).terms().c_str());
   else if (plan_fit.known)
     o += strprintf("fit        %s: peak reserved %.2f GiB vs limit %.2f GiB (device %.2f − unusable %.2f)\n",
                    plan_fit.fits ? "FITS" : "DOES NOT FIT", e.peak_reserved_bytes() / kGiB, rule.limit_bytes() / kGiB,

@@ -170,6 +170,13 @@ TEST(NonTensorMemory, NvlsAndUserbuffersOfAPlan) {
   const NonTensorMemory on = non_tensor_memory(m, s, nvls);
   EXPECT_EQ(on.nvls_communicators, 2);
   EXPECT_DOUBLE_EQ(on.nvls_bytes / kMiB, 8 + 16);
+  // The messages name the terms a plan holds.
+  EXPECT_EQ(off.terms(), "CUDA context, NCCL buffers, TE userbuffers");
+  EXPECT_EQ(on.terms(), "CUDA context, NCCL buffers, NVLS buffers, TE userbuffers");
+  NonTensorMemory measured = on;
+  measured.measured = true;
+  measured.cuda_graph_bytes = 1;
+  EXPECT_EQ(measured.terms(), "measured (accelerator.unusable_mem_gbs), CUDA-graph pool");
   // Written back, read again; a bad value is an error naming the key.
   EXPECT_EQ(load_system(system_to_json_text(nvls), "back.json").nvls_channels, 16);
   j["accelerator"]["nvls_channels"] = -1;
