@@ -144,6 +144,27 @@ bool fp8_row_padding(const Ctx& c, const MoeShape& sh) {
   return std::fmod(sh.M, static_cast<double>(fp8_row_alignment(c.s.fp8_recipe == "mxfp8"))) != 0;
 }
 
+namespace {
+
+// The sort of the R received rows by local expert (alltoall with several local experts:
+// sort_chunks_by_idxs, or the padded view's transpose) and its mirror in the backward: the rows
+// and their int32 indices read and written, 2 launches each way.
+void add_row_sort(KernelList& f, KernelList& b, double R, double tok) {
+  Kernel sort = mem_kernel(2 * R * tok + 2 * R * 4, "permute_fwd");
+  sort.launches = 2;
+  f.push_back(sort);
+  sort.bw = "permute_bwd";
+  b.push_back(sort);
+}
+
+// TE's Fp8Padding / Fp8Unpadding: a copy of the R rows each way.
+void add_fp8_padding(KernelList& f, KernelList& b, double R, double tok) {
+  f.push_back(mem_kernel(2 * R * tok));
+  b.push_back(mem_kernel(2 * R * tok));
+}
+
+}  // namespace
+
 // Default mode: the permutation as Megatron's dispatchers run it (token_dispatcher.py), forward
 // and input gradient. Forward: the token counts (alltoall, allgather) or DeepEP's metadata (the
 // top-k of the probs, get_dispatch_layout, the received map as multihot and the counts read on
@@ -180,17 +201,8 @@ void megatron_permutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   f.push_back(mem_kernel((sh.T + sh.P) * tok, "permute_fwd"));
   b.push_back(mem_kernel((sh.P + sh.T) * tok + (fused ? 0 : sh.T * tok), "permute_bwd"));
   if (!fused) b.back().launches = 2;
-  if (disp == MoeDispatcher::AllToAll && sh.El > 1) {
-    Kernel sort = mem_kernel(2 * R * tok + 2 * R * 4, "permute_fwd");
-    sort.launches = 2;
-    f.push_back(sort);
-    sort.bw = "permute_bwd";
-    b.push_back(sort);
-  }
-  if (fp8_row_padding(c, sh)) {
-    f.push_back(mem_kernel(2 * R * tok));
-    b.push_back(mem_kernel(2 * R * tok));
-  }
+  if (disp == MoeDispatcher::AllToAll && sh.El > 1) add_row_sort(f, b, R, tok);
+  if (fp8_row_padding(c, sh)) add_fp8_padding(f, b, R, tok);
   // Token counts the host reads before the dispatch (no fixed capacities): a sync point, and
   // with alltoall the counts' all-gather over the EP group (gather_from_sequence_parallel_region).
   l.host_sync = !padded;
@@ -215,17 +227,8 @@ void megatron_unpermutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   KernelList& b = l.kernels[kBwdAct];
   f.clear();
   b.clear();
-  if (fp8_row_padding(c, sh)) {
-    f.push_back(mem_kernel(2 * R * tok));
-    b.push_back(mem_kernel(2 * R * tok));
-  }
-  if (disp == MoeDispatcher::AllToAll && sh.El > 1) {
-    Kernel sort = mem_kernel(2 * R * tok + 2 * R * 4, "permute_fwd");
-    sort.launches = 2;
-    f.push_back(sort);
-    sort.bw = "permute_bwd";
-    b.push_back(sort);
-  }
+  if (fp8_row_padding(c, sh)) add_fp8_padding(f, b, R, tok);
+  if (disp == MoeDispatcher::AllToAll && sh.El > 1) add_row_sort(f, b, R, tok);
   const double probs = c.s.dispatch_probs ? 0 : 2 * sh.P * tok;
   Kernel un = mem_kernel((sh.P + sh.T) * tok + (fused ? 0 : sh.T * tok + probs), "permute_fwd");
   un.launches = fused ? 1 : (c.s.dispatch_probs ? 2 : 3);

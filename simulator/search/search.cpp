@@ -355,9 +355,10 @@ void rank_kept(const ModelConfig& m, const SearchOptions& o, SearchResult& r) {
 // events recorded): the search's estimates without events can differ from perf's in the last
 // bits (5.054803111003993 s against 5.054803111003995 s for a Llama 3 8B plan with CP 4 and
 // ZeRO 3), and the reported time and memory must be perf's exactly.
-void reestimate(const ModelConfig& m, const SystemConfig& sys, const SearchOptions& o, const FitRule& rule,
-                Candidate& c) {
-  Estimate e = estimate(m, c.strategy, sys, nullptr, o.mode);
+// A candidate's reported figures from the estimate of its strategy (time, MFU in the search's
+// convention, throughput, peak memory under the fit rule, straggler, stages).
+void take_figures(const ModelConfig& m, const SystemConfig& sys, const SearchOptions& o, const FitRule& rule,
+                  Estimate& e, Candidate& c) {
   c.iteration_time_s = e.iteration_time_s;
   const Throughput t = o.mfu == MfuConvention::Megatron ? megatron_throughput(m, c.strategy, sys, e)
                                                         : Throughput{e.tflops_per_gpu, e.mfu};
@@ -368,6 +369,12 @@ void reestimate(const ModelConfig& m, const SystemConfig& sys, const SearchOptio
   c.straggler_ratio = e.straggler_ratio;
   c.stage_times = std::move(e.stage_times);
   c.stages = std::move(e.stages);
+}
+
+void reestimate(const ModelConfig& m, const SystemConfig& sys, const SearchOptions& o, const FitRule& rule,
+                Candidate& c) {
+  Estimate e = estimate(m, c.strategy, sys, nullptr, o.mode);
+  take_figures(m, sys, o, rule, e, c);
 }
 
 // The base strategy as given: its own sizes, split, micro batches and switches (moot ones off, as
@@ -412,16 +419,7 @@ BaseResult evaluate_base(const ModelConfig& m, const SystemConfig& sys, const Se
               : s.num_layers_in_last_pipeline_stage  ? PipelineSplit::UnevenLast
               : s.num_layers_in_first_pipeline_stage ? PipelineSplit::UnevenFirst
                                                      : PipelineSplit::Even;
-    c.iteration_time_s = e.iteration_time_s;
-    const Throughput t = o.mfu == MfuConvention::Megatron ? megatron_throughput(m, s, sys, e)
-                                                          : Throughput{e.tflops_per_gpu, e.mfu};
-    c.mfu = t.mfu;
-    c.tflops_per_gpu = t.tflops_per_gpu;
-    c.tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
-    c.peak_bytes = rule.use_reserved ? e.peak_reserved_bytes() : e.peak_alloc_bytes();
-    c.straggler_ratio = e.straggler_ratio;
-    c.stage_times = std::move(e.stage_times);
-    c.stages = std::move(e.stages);
+    take_figures(m, sys, o, rule, e, c);
   } catch (const std::exception& err) {
     b.error = err.what();
   }
