@@ -99,7 +99,7 @@ int cmd_perf(const Args& args) {
       std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the limit %.2f GiB "
                    "(device %.2f GiB less %.2f GiB outside PyTorch: %s)\n",
                    worst->peak_reserved_bytes / kGiB, rule.stage_limit_bytes(*worst) / kGiB, rule.device_bytes / kGiB,
-                   worst->non_tensor_bytes / kGiB, non_tensor_memory(in.model, in.strategy, in.system).terms().c_str());
+                   worst->non_tensor_bytes / kGiB, non_tensor_memory(in.model, in.settings, in.system).terms().c_str());
     else
       std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the limit %.2f GiB "
                    "(device %.2f GiB less %.2f GiB unusable)\n", e.peak_reserved_bytes() / kGiB,

@@ -63,7 +63,7 @@ int cmd_shapes(const Args& args) {
     const StrategyConfig& strategy = plans[pi].strategy;
     auto plan = static_cast<int64_t>(doc.plans.size());
     doc.plans.push_back({model_name, plan_names[pi]});
-    for (const ShapeUse& use : list_shapes(model, strategy, sys)) {
+    for (const ShapeUse& use : list_shapes(resolve_plan(model, strategy, sys, Mode::Default))) {
       auto [it, fresh] = index.emplace(std::make_pair(use.op, use.key), doc.shapes.size());
       if (!fresh) {
         ShapeEntry& e = doc.shapes[it->second];

@@ -84,9 +84,9 @@ bool contains_nocase(std::string_view hay, std::string_view needle) {
 }
 
 // The network of each group (choose_networks without the resolving).
-std::array<Network, kGroupCount> pick_networks(const SystemConfig& sys, const StrategyConfig& s, Mode mode) {
-  const int64_t npn = sys.num_per_node, tp = s.tp_size, cp = s.cp_size, dp = s.dp_size();
-  const int64_t ep = s.ep_size, etp = s.etp_size, edp = s.edp_size(), pp = s.pp_size;
+std::array<Network, kGroupCount> pick_networks(const SystemConfig& sys, const Settings& s, Mode mode) {
+  const int64_t npn = sys.num_per_node, tp = s.par.tp, cp = s.par.cp, dp = s.par.dp;
+  const int64_t ep = s.par.ep, etp = s.par.etp, edp = s.par.edp, pp = s.par.pp;
   std::array<Network, kGroupCount> c{};
   auto set = [&](Group g, Network n) { c[static_cast<size_t>(g)] = n; };
   if (sys.intra_with_pcie) {
@@ -113,7 +113,7 @@ std::array<Network, kGroupCount> pick_networks(const SystemConfig& sys, const St
     set(Group::TP, nv(inside(tp)));
     set(Group::CP, nv(inside(tp * cp)));
     set(Group::DP, nv(inside(tp * cp * dp)));
-    set(Group::PP, nv(pp == 1 || s.world_size <= domain));
+    set(Group::PP, nv(pp == 1 || s.par.world <= domain));
     set(Group::EP, nv(inside(ep * etp)));
     set(Group::ETP, nv(inside(etp)));
     set(Group::EDP, nv(inside(etp * ep * edp)));
@@ -122,7 +122,7 @@ std::array<Network, kGroupCount> pick_networks(const SystemConfig& sys, const St
   set(Group::TP, nv(tp <= npn));
   set(Group::CP, nv(tp * cp <= npn));
   set(Group::DP, nv(tp * cp * dp <= npn));
-  set(Group::PP, nv(s.world_size / pp < npn));
+  set(Group::PP, nv(s.par.world / pp < npn));
   set(Group::EP, nv(ep * etp <= npn));
   set(Group::ETP, nv(etp <= npn));
   set(Group::EDP, nv(etp * ep * edp <= npn));
@@ -141,16 +141,16 @@ NetworkChoice resolve_networks(const SystemConfig& sys, const std::array<Network
   return c;
 }
 
-NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s, Mode mode) {
+NetworkChoice choose_networks(const SystemConfig& sys, const Settings& s, Mode mode) {
   return resolve_networks(sys, pick_networks(sys, s, mode));
 }
 
-double collective_time(const SystemConfig& sys, const StrategyConfig& s, const std::string& net,
+double collective_time(const SystemConfig& sys, const Settings& s, const std::string& net,
                        Collective kind, double bytes, int64_t n, const char* stage) {
   return collective_time(sys, s, resolve_network(sys, net), kind, bytes, n, stage);
 }
 
-double collective_time(const SystemConfig& sys, const StrategyConfig& s, const NetworkRef& net,
+double collective_time(const SystemConfig& sys, const Settings& s, const NetworkRef& net,
                        Collective kind, double bytes, int64_t n, const char* stage) {
   if (!net.config) throw std::out_of_range("collective_time: the system has no such network group");
   const NetOpConfig* found = net.ops[static_cast<size_t>(kind)];
@@ -184,9 +184,9 @@ double collective_time(const SystemConfig& sys, const StrategyConfig& s, const N
     if (kind == Collective::AllReduce || kind == Collective::AllGather ||
         kind == Collective::ReduceScatter) {
       if (dp_stage) {
-        bw /= static_cast<double>(std::min(npn, s.tp_size * (tag == DpTag::Dp ? s.cp_size : 1)));
+        bw /= static_cast<double>(std::min(npn, s.par.tp * (tag == DpTag::Dp ? s.par.cp : 1)));
       } else if (tag == DpTag::Edp) {
-        bw /= static_cast<double>(std::min(npn, s.ep_size * s.etp_size));
+        bw /= static_cast<double>(std::min(npn, s.par.ep * s.par.etp));
       }
     }
   }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "inputs/mode.h"
-#include "inputs/strategy_config.h"
+#include "plan/settings.h"
 #include "system/system_config.h"
 #include "model/graph.h"
 
@@ -55,15 +55,15 @@ struct NetworkChoice {
 /// domain (nvlink_domain(sys) GPUs): span ≤ domain and the domain a multiple of the span; the
 /// pipeline group only when the whole world fits one domain (its slowest p2p pair sets the pace).
 /// User `*_net` values are ignored, as the peer. The chosen groups are resolved against `sys`.
-[[nodiscard]] NetworkChoice choose_networks(const SystemConfig& sys, const StrategyConfig& s, Mode mode);
+[[nodiscard]] NetworkChoice choose_networks(const SystemConfig& sys, const Settings& s, Mode mode);
 
 /// Seconds for one collective over `n` ranks on `net` of `bytes` (the full tensor).
 /// `stage` is the peer's comm_stage tag ("dp_cp", "edp", "tp", "cp", "ep", ...). Throws
 /// std::out_of_range when the system lacks the network or its collective.
-[[nodiscard]] double collective_time(const SystemConfig& sys, const StrategyConfig& s, const NetworkRef& net,
+[[nodiscard]] double collective_time(const SystemConfig& sys, const Settings& s, const NetworkRef& net,
                                      Collective kind, double bytes, int64_t n, const char* stage);
 /// The same on the network group named `net`, resolved for this call.
-[[nodiscard]] double collective_time(const SystemConfig& sys, const StrategyConfig& s,
+[[nodiscard]] double collective_time(const SystemConfig& sys, const Settings& s,
                                      const std::string& net, Collective kind, double bytes,
                                      int64_t n, const char* stage);
 

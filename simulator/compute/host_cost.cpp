@@ -13,14 +13,14 @@ double leaf_host_s(const HostFramework& f, const Leaf& l, int phase, bool module
   return kernels * f.eager_op_s + comms * f.collective_s + (l.te_module && module_call ? f.te_module_s : 0);
 }
 
-GraphCapture graph_capture(const StrategyConfig& s) {
+GraphCapture graph_capture(const Settings& s) {
   GraphCapture g;
-  if (s.cuda_graphs().empty()) return g;
-  if (s.cuda_graph_scope.empty()) {
+  if (s.host.cuda_graphs == CudaGraphImpl::None) return g;
+  if (s.host.cuda_graph_scope.empty()) {
     g.attn = g.mlp = g.moe = true;
     return g;
   }
-  for (const std::string& x : s.cuda_graph_scope) {
+  for (const std::string& x : s.host.cuda_graph_scope) {
     if (x == "full") g.attn = g.mlp = g.moe = true;
     if (x == "attn") g.attn = true;
     if (x == "mlp") g.mlp = true;

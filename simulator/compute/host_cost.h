@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "inputs/strategy_config.h"
+#include "plan/settings.h"
 #include "system/system_config.h"
 #include "model/graph.h"
 
@@ -33,9 +33,9 @@ struct GraphCapture {
   [[nodiscard]] bool any() const { return attn || mlp || moe || router || all; }
 };
 
-/// What `s` captures: nothing without CUDA graphs (StrategyConfig::cuda_graphs); an empty
+/// What `s` captures: nothing without CUDA graphs (Settings::cuda_graphs); an empty
 /// scope, or 0.15's `full`, captures every transformer layer whole.
-[[nodiscard]] GraphCapture graph_capture(const StrategyConfig& s);
+[[nodiscard]] GraphCapture graph_capture(const Settings& s);
 
 /// Per leaf of a layer, whether its graphs hold it. A sync point cannot be captured (its
 /// host read needs the data), nor can what follows it in the MoE part (shapes set by the read):

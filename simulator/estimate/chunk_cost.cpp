@@ -57,7 +57,7 @@ CostedLayer cost_layer(const Env& env, std::shared_ptr<const LayerTemplate> laye
     offload += l.offload_bytes;
   }
   if (env.mode == Mode::Default && env.sys.host_framework) layer_host(env, t, leaves, out.host_sync);
-  if (t.moe && env.s.moe_shared_expert_overlap) out.shared_hidden = overlap_shared_expert(env, t, leaves);
+  if (t.moe && env.s.moe.shared_expert_overlap) out.shared_hidden = overlap_shared_expert(env, t, leaves);
   for (const auto& o : leaves) {
     fwd += o.fwd_total_s();
     bwd += o.bwd_total_s();
@@ -193,7 +193,7 @@ void evaluate_chunk(ChunkResult& r, const Env& env, LayerStore& store, const Chu
   local.log = &r.log;
   chunk_ops(r.ops, local, chunk, store);
   r.sums = chunk_sums(chunk, r.ops, r.backward);
-  if (env.mode == Mode::Default && env.s.overlap_moe_expert_parallel_comm) a2a_passes(env, chunk, r.ops, r.a2a_fwd, r.a2a_bwd);
+  if (env.mode == Mode::Default && env.s.ovl.a2a_overlap) a2a_passes(env, chunk, r.ops, r.a2a_fwd, r.a2a_bwd);
   if (env.mode == Mode::Default && env.sys.host_framework) host_sync_walk(env, r);
   r.act = walk_activations(chunk, env.s);
   r.params = chunk_parameters(chunk);

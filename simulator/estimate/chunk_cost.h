@@ -25,7 +25,7 @@ namespace trainsim::detail {
 
 struct Env {
   const ModelConfig& m;
-  const StrategyConfig& s;
+  const Settings& s;
   const SystemConfig& sys;
   const NetworkChoice& nets;
   EfficiencyLog* log;
@@ -138,13 +138,13 @@ class LayerStore {
   LayerStore(const Env& env, const ChunkEnv& chunk_env, LayerMap* map, const std::string& base_key)
       : env_(env), chunk_env_(chunk_env), map_(map), base_key_(base_key) {
     // SimuMax v1.2 does not model dropout; the copy is only made where the strategy asks for it.
-    if (env.mode == Mode::SimuMax12 && env.s.enable_dropout) {
+    if (env.mode == Mode::SimuMax12 && env.s.fuse.dropout) {
       compat_.emplace(env.s);
-      compat_->enable_dropout = false;
+      compat_->fuse.dropout = false;
     }
   }
   /// The strategy the leaves are built with.
-  [[nodiscard]] const StrategyConfig& strategy() const { return compat_ ? *compat_ : env_.s; }
+  [[nodiscard]] const Settings& strategy() const { return compat_ ? *compat_ : env_.s; }
 
   [[nodiscard]] std::shared_ptr<const LayerTemplate> layer(LayerKind k) {
     std::shared_ptr<const CostedLayer>& slot = local_[k.moe][k.recompute][k.continues];
@@ -183,7 +183,7 @@ class LayerStore {
   const ChunkEnv& chunk_env_;
   LayerMap* map_;
   const std::string& base_key_;
-  std::optional<StrategyConfig> compat_;
+  std::optional<Settings> compat_;
   std::shared_ptr<const CostedLayer> local_[2][2][2];  // [moe][recompute][continues]
 };
 

@@ -70,7 +70,7 @@ ChunkSpec rank_spec(const Plan& p, int64_t r) {
     all.dense_layers += c.dense_layers;
     all.mtp_layers += c.mtp_layers;
   }
-  all.recompute_layers = p.strategy->is_recompute() ? std::min(all.layers, p.strategy->recompute_layer_num) : 0;
+  all.recompute_layers = p.rc.on ? std::min(all.layers, p.rc.layers) : 0;
   return all;
 }
 

@@ -41,7 +41,7 @@ class ChunkResults {
       c.model = env.m;
       c.system_hash = sh;
     }
-    const uint64_t strategy = chunk_strategy_hash(env.s);
+    const uint64_t strategy = plan.chunk_key;
     base_key_.append(reinterpret_cast<const char*>(&strategy), sizeof strategy);
     base_key_ += mode_name(plan.mode);
     // Leaves communicate over these groups only (a test checks every preset's leaves).

@@ -45,15 +45,10 @@ double Estimate::peak_reserved_bytes() const {
   return m;
 }
 
-Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys, EstimateCache* cache,
-                  Mode mode, bool events) {
-  return estimate(resolve_plan(m, s, sys, mode), cache, events);
-}
-
 Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineReplay replay_mode) {
   using namespace detail;  // NOLINT: the estimate's stages
   const ModelConfig& m = *plan.model;
-  const StrategyConfig& s = *plan.strategy;
+  const Settings& s = plan;
   const SystemConfig& sys = *plan.system;
   Estimate est;
   EfficiencyLog log;
@@ -65,8 +60,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.mode = plan.mode;
   est.schedule = schedule_name(plan.schedule);
   est.p2p = plan.p2p == P2PMode::Async ? "async" : "blocking";
-  est.dp = plan.dp;
-  est.edp = plan.edp;
+  est.dp = plan.par.dp;
+  est.edp = plan.par.edp;
   est.global_batch_size = plan.global_batch_size();
   est.padded_vocab = plan.padded_vocab;
   est.straggler_ratio = plan.straggler.ratio;
@@ -89,12 +84,12 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   stage_times(plan, costs, rank_sums, run, tail, est);
   stage_memory(plan, results, run, tail, events, est);
 
-  const double tokens = static_cast<double>(plan.seq_len * plan.micro_batch_size * plan.micro_batch_num * plan.dp);
-  const double fpt = flops_per_token(m, static_cast<double>(plan.seq_len), static_cast<double>(est.padded_vocab));
-  const double theory = std::floor(fpt * tokens / static_cast<double>(plan.world));
+  const double tokens = static_cast<double>(plan.batch.seq_len * plan.batch.micro_batch_size * plan.batch.micro_batch_num * plan.par.dp);
+  const double fpt = flops_per_token(m, static_cast<double>(plan.batch.seq_len), static_cast<double>(est.padded_vocab));
+  const double theory = std::floor(fpt * tokens / static_cast<double>(plan.par.world));
   est.tflops_per_gpu = theory / est.iteration_time_s / kTera;
   est.mfu = est.tflops_per_gpu * kTera / sys.ops.known_at(ComputeOps::slot("default")).peak_flops;
-  est.tokens_per_s_per_gpu = tokens / est.iteration_time_s / static_cast<double>(plan.world);
+  est.tokens_per_s_per_gpu = tokens / est.iteration_time_s / static_cast<double>(plan.par.world);
   est.misses = std::move(log.misses);
   est.efficiency_hits = log.hits;
   est.efficiency_interpolated = log.interpolated;

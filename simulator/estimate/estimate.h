@@ -12,7 +12,7 @@
 #include "compute/cost.h"
 #include "inputs/mode.h"
 #include "inputs/model_config.h"
-#include "inputs/strategy_config.h"
+#include "plan/settings.h"
 #include "system/system_config.h"
 #include "plan/plan.h"
 #include "timeline/timeline.h"
@@ -174,8 +174,5 @@ class EstimateCache {
 /// `replay`: how the pipeline is replayed when no events are recorded (see PipelineReplay).
 [[nodiscard]] Estimate estimate(const Plan& plan, EstimateCache* cache = nullptr, bool events = true,
                                 PipelineReplay replay = PipelineReplay::Auto);
-/// resolve_plan + estimate. Throws ConfigError when the plan is illegal.
-[[nodiscard]] Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
-                                EstimateCache* cache = nullptr, Mode mode = Mode::Default, bool events = true);
 
 }  // namespace trainsim

@@ -87,7 +87,7 @@ const CommCall* tp_collective(const Leaf& l, int phase) {
 // AG of the output gradient pipelined into the dgrad GEMM. Returns false for other leaves.
 bool tp_overlapped_phases(const Env& env, const Leaf& l, const double (&t)[3], double (&phase)[3],
                           double (&comm)[3]) {
-  if (env.mode != Mode::Default || !env.s.tp_comm_overlap) return false;
+  if (env.mode != Mode::Default || !env.s.ovl.tp_comm_overlap) return false;
   const CommCall* f = tp_collective(l, kFwd);
   if (!f) return false;
   const bool column = f->kind == Collective::AllGather;
@@ -152,7 +152,7 @@ void leaf_cost(OpCost& o, const Env& env, const Leaf& l, bool recomputed, const 
   o.measured = keyed && all_measured;
   o.source = o.measured ? source : EfficiencySource::Default;
   o.cache_bytes = l.cache;
-  const bool recompute = recomputed && l.recompute && !l.variance && env.s.enable_recompute;
+  const bool recompute = recomputed && l.recompute && !l.variance && env.s.rc.enabled;
   const bool repeats = recompute && l.recompute_repeats_comm;
   double phase[3], comm[3];
   if (tp_overlapped_phases(env, l, t, phase, comm)) {

@@ -21,9 +21,9 @@ int64_t max_in_flight(const RankSteps& steps, bool split) {
 
 void run_pipeline(const Plan& plan, const Env& env, ChunkResults& results, const PipelineCosts& costs, bool events,
                   PipelineReplay replay_mode, Estimate& est, PipelineRun& run) {
-  const StrategyConfig& s = *plan.strategy;
+  const Settings& s = plan;
   const NetworkChoice& nets = env.nets;
-  const int64_t pp = plan.pp;
+  const int64_t pp = plan.par.pp;
   const bool split = plan.split_backward();
   const bool scheduled_dp = plan.mode == Mode::Default;
   SmallVector<ChunkBuckets, 8> buckets;
@@ -41,7 +41,7 @@ void run_pipeline(const Plan& plan, const Env& env, ChunkResults& results, const
       buckets[static_cast<size_t>(r)] = chunk_buckets_of(plan, split, r, backward[static_cast<size_t>(r)]);
       for (const auto& sides : buckets[static_cast<size_t>(r)])
         for (const auto& bs : sides)
-          once_ops += static_cast<int64_t>(bs.size()) * (s.zero_state >= 2 ? 0 : s.overlap_param_gather ? 2 : 1);
+          once_ops += static_cast<int64_t>(bs.size()) * (s.ovl.zero_state >= 2 ? 0 : s.ovl.overlap_param_gather ? 2 : 1);
     }
   // The replays reuse one engine's and one step table's memory, kept per thread across estimates
   // (as the engine's replay keeps its working arrays): lowering empties them first.
@@ -69,7 +69,7 @@ void run_pipeline(const Plan& plan, const Env& env, ChunkResults& results, const
   rank_steps.assign(static_cast<size_t>(pp), {});
   bool periodic = replayed.has_value();
   if (periodic) {
-    const int64_t repeats = (plan.micro_batch_num - plan.steady_base()) / plan.steady_period();
+    const int64_t repeats = (plan.batch.micro_batch_num - plan.steady_base()) / plan.steady_period();
     for (int64_t r = 0; r < pp && periodic; ++r) {
       const auto ri = static_cast<size_t>(r);
       const auto rs = periodic_steps(shorts[0].ranks[ri], shorts[1].ranks[ri], repeats);
@@ -81,7 +81,7 @@ void run_pipeline(const Plan& plan, const Env& env, ChunkResults& results, const
   thread_local Program program_memory;
   Program& program = program_memory;
   if (!periodic) {
-    plan.program(plan.micro_batch_num, program);
+    plan.program(plan.batch.micro_batch_num, program);
     for (int64_t r = 0; r < pp; ++r) rank_steps[static_cast<size_t>(r)] = whole_steps(program.ranks[static_cast<size_t>(r)]);
   }
   if (!replayed) {

@@ -60,12 +60,12 @@ bool each_total(Replayed (&r)[3], F f) {
 template <class Replay>
 std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64_t once_ops, const Replay& replay,
                                     Program (&shorts)[2]) {
-  const int64_t mbc = plan.micro_batch_num;
+  const int64_t mbc = plan.batch.micro_batch_num;
   const int64_t g = plan.steady_period(), a = plan.steady_base();
   const int64_t last = a + 2 * g;
   // Auto: only where the three replays hold fewer ops than the whole program (about 5 per
   // micro-batch and virtual stage: passes and transfers; `once_ops` in each replay).
-  const int64_t per_mb = 5 * plan.pp * plan.vpp;
+  const int64_t per_mb = 5 * plan.par.pp * plan.par.vpp;
   if (mbc <= last || (mode == PipelineReplay::Auto && 3 * once_ops + per_mb * 3 * (a + g) >= once_ops + per_mb * mbc))
     return std::nullopt;
   // The shorter programs must pair their blocking bundles and finish, as the plan's does.
@@ -73,7 +73,7 @@ std::optional<Replayed> extrapolate(const Plan& plan, PipelineReplay mode, int64
   Replayed r[3];
   for (int64_t i = 2; i >= 0; --i) {
     Program prog = plan.program(a + i * g);
-    if (plan.p2p == P2PMode::Blocking && plan.pp > 1 && !blocking_problem(prog).empty()) return std::nullopt;
+    if (plan.p2p == P2PMode::Blocking && plan.par.pp > 1 && !blocking_problem(prog).empty()) return std::nullopt;
     if (!replay(prog, r[i])) return std::nullopt;
     if (i < 2) shorts[i] = std::move(prog);
   }

@@ -11,14 +11,15 @@
 
 namespace trainsim {
 
-std::vector<ShapeUse> list_shapes(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys) {
-  const Plan plan = resolve_plan(m, s, sys, Mode::Default);
+std::vector<ShapeUse> list_shapes(const Plan& plan) {
+  const ModelConfig& m = *plan.model;
+  const SystemConfig& sys = *plan.system;
   std::vector<ChunkSpec> specs;
   for (const auto& rank : plan.chunks)
     for (const auto& spec : rank)
       if (std::find(specs.begin(), specs.end(), spec) == specs.end()) specs.push_back(spec);
   std::vector<Chunk> chunks;
-  for (const auto& spec : specs) chunks.push_back(build_chunk(m, s, plan.padded_vocab, spec, plan.chunk_env));
+  for (const auto& spec : specs) chunks.push_back(build_chunk(m, plan, plan.padded_vocab, spec, plan.chunk_env));
   std::vector<ShapeUse> out;
   std::vector<std::pair<std::string_view, PackedKey>> keys;  // out[i]'s op and key
   auto add_leaf = [&](const Leaf& l, int64_t count) {

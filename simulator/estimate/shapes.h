@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "inputs/model_config.h"
-#include "inputs/strategy_config.h"
+#include "plan/plan.h"
 #include "system/system_config.h"
 
 namespace trainsim {
@@ -20,9 +20,7 @@ struct ShapeUse {
   int64_t count = 0;     // calls per micro-batch over all stages
 };
 
-/// Every distinct (op, key) the plan evaluates, in first-use order. Throws ConfigError on an
-/// illegal plan.
-[[nodiscard]] std::vector<ShapeUse> list_shapes(const ModelConfig& m, const StrategyConfig& s,
-                                                const SystemConfig& sys);
+/// Every distinct (op, key) the plan evaluates, in first-use order.
+[[nodiscard]] std::vector<ShapeUse> list_shapes(const Plan& plan);
 
 }  // namespace trainsim

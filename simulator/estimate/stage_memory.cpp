@@ -21,25 +21,25 @@ namespace {
 class StageMemoryBuilder {
  public:
   StageMemoryBuilder(const Plan& p, ChunkResults& r, const PipelineRun& run, const StepTail& tail, Estimate& e)
-      : plan(p), s(*p.strategy), results(r), rank_steps(run.rank_steps), whole(tail.whole), est(e),
+      : plan(p), s(p), results(r), rank_steps(run.rank_steps), whole(tail.whole), est(e),
         simumax_memory(p.mode == Mode::SimuMax12), outside(non_tensor_memory(*p.model, s, *p.system)),
         non_tensor(simumax_memory ? 0.0 : outside.total()),
         // Library workspaces are allocated through PyTorch: part of the allocated bytes (default mode).
         workspaces(simumax_memory ? 0.0 : outside.workspace_bytes) {}
 
   void run(bool events) {
-    est.stages.reserve(plan.vpp == 1 ? reported_ranks(plan.pp).n : static_cast<size_t>(plan.pp));
-    if (plan.vpp == 1)
+    est.stages.reserve(plan.par.vpp == 1 ? reported_ranks(plan.par.pp).n : static_cast<size_t>(plan.par.pp));
+    if (plan.par.vpp == 1)
       one_f_one_b();
     else
       interleaved();
-    est.micro_batches = plan.micro_batch_num;
+    est.micro_batches = plan.batch.micro_batch_num;
     if (events) rank_profiles();
   }
 
  private:
   const Plan& plan;
-  const StrategyConfig& s;
+  const Settings& s;
   ChunkResults& results;
   const SmallVector<RankSteps, 8>& rank_steps;
   const SmallVector<const ChunkResult*, 8>& whole;
@@ -49,7 +49,7 @@ class StageMemoryBuilder {
   const double non_tensor, workspaces;
 
   double reserved_of(double alloc) const {
-    return simumax_memory ? alloc / s.mem_factor : allocator_reserved_bytes(alloc, plan.system->allocator_fragmentation);
+    return simumax_memory ? alloc / s.mem.mem_factor : allocator_reserved_bytes(alloc, plan.system->allocator_fragmentation);
   }
 
   // The static part of rank r's memory into the fresh `mem` (filled in place).
@@ -60,7 +60,7 @@ class StageMemoryBuilder {
     mem.grad_bytes = sm.grad + sm.moe_grad;
     mem.state_bytes = sm.state + sm.moe_state;
     mem.model_bytes = sm.total() + cr.dummy_bytes + workspaces;
-    if (plan.mode == Mode::Default && s.zero_state >= 3) {
+    if (plan.mode == Mode::Default && s.ovl.zero_state >= 3) {
       // FSDP's gathered working set: the bf16 parameters of the layer computing and of the one
       // prefetched (the largest layer of the rank, twice).
       double largest = 0;
@@ -76,7 +76,7 @@ class StageMemoryBuilder {
   }
 
   void one_f_one_b() {
-    const int64_t pp = plan.pp;
+    const int64_t pp = plan.par.pp;
     const bool split = plan.split_backward();
     for (int64_t r : reported_ranks(pp)) {
       const ActivationResult& act = whole[static_cast<size_t>(r)]->act;
@@ -105,7 +105,7 @@ class StageMemoryBuilder {
   }
 
   void interleaved() {
-    const int64_t pp = plan.pp;
+    const int64_t pp = plan.par.pp;
   // Interleaved: a chunk's forward adds its transient forward peak on top of the live caches,
   // its backward the backward peak beyond its cache.
   for (int64_t r = 0; r < pp; ++r) {
@@ -160,7 +160,7 @@ class StageMemoryBuilder {
 
   // What views read per rank: every chunk's ops and the memory the rank holds.
   void rank_profiles() {
-    for (int64_t r = 0; r < plan.pp; ++r) {
+    for (int64_t r = 0; r < plan.par.pp; ++r) {
       const auto ri = static_cast<size_t>(r);
       RankProfile prof;
       StageMemory mem;

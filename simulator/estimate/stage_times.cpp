@@ -9,8 +9,8 @@ namespace trainsim::detail {
 
 void stage_times(const Plan& plan, const PipelineCosts& costs, const SmallVector<PhaseSums, 8>& rank_sums,
                  const PipelineRun& run, const StepTail& tail, Estimate& est) {
-  const int64_t pp = plan.pp, v = plan.vpp;
-  const double mbc = static_cast<double>(plan.micro_batch_num);
+  const int64_t pp = plan.par.pp, v = plan.par.vpp;
+  const double mbc = static_cast<double>(plan.batch.micro_batch_num);
   const double pipe = run.pipe;
   const auto& rank_steps = run.rank_steps;
   const double* const rank_dp = tail.dp.begin();
@@ -50,7 +50,7 @@ void stage_times(const Plan& plan, const PipelineCosts& costs, const SmallVector
       st.hidden_comm_by_group_s[static_cast<size_t>(Group::DP)] = rank_dense_dp[ri] * hidden;
       st.hidden_comm_by_group_s[static_cast<size_t>(Group::EDP)] = rank_edp[ri] * hidden;
     }
-    if (plan.a2a_overlap) {
+    if (plan.ovl.a2a_overlap) {
       // What the merged steps save over running their passes one after the other.
       // Per (forward chunk, backward chunk): computed once, summed over the merged steps.
       const auto& a2a = costs.a2a[ri];

@@ -13,15 +13,15 @@ double optimizer_time(const Env& env, double grad_bytes, double state_bytes) {
   const auto io = [&](double b) { return memory_time(*env.classes, b); };
   const double G = grad_bytes, Sst = state_bytes;
   double t = io(G) + io(G);                                   // zero grad buffer, l2 norm
-  if (env.s.dp_size() * env.s.cp_size > 1) t += io(2 * G);    // scale before reduce
-  const double g_chunk = env.s.grad_reduce_in_bf16 ? Sst / 6 : Sst / 3;  // fp32 grad shard
+  if (env.s.par.dp * env.s.par.cp > 1) t += io(2 * G);    // scale before reduce
+  const double g_chunk = env.s.prec.grad_reduce_in_bf16 ? Sst / 6 : Sst / 3;  // fp32 grad shard
   t += io(g_chunk) + io(2 * g_chunk) + io(g_chunk + 3 * Sst) + io(1.5 * Sst / 3);
   return t;
 }
 
 // Fraction of a rank's optimizer states in host memory (Megatron's optimizer_cpu_offload).
-double offloaded_fraction(const StrategyConfig& s) {
-  return s.optimizer_cpu_offload ? s.optimizer_offload_fraction : 0;
+double offloaded_fraction(const Settings& s) {
+  return s.off.optimizer ? s.off.optimizer_fraction : 0;
 }
 
 // The optimizer step of one rank. With optimizer_cpu_offload the offloaded share f of the
@@ -46,7 +46,7 @@ double dp_time(const Env& env, double rs_bytes, double ag_bytes, const NetworkRe
   const double nrs = rs_bytes > 0 ? std::floor((rs_bytes - 1) / bucket) + 1 : 0;
   double nag = ag_bytes > 0 ? std::floor((ag_bytes - 1) / bucket) + 1 : 0;
   if (env.m.is_moe()) nag *= 2;
-  if (env.s.zero_state >= 1)
+  if (env.s.ovl.zero_state >= 1)
     return nrs * collective_time(env.sys, env.s, net, Collective::ReduceScatter, bucket, n, stage) +
            nag * collective_time(env.sys, env.s, net, Collective::AllGather, bucket, n, stage);
   return nrs * collective_time(env.sys, env.s, net, Collective::AllReduce, bucket, n, stage);
@@ -91,10 +91,10 @@ double flops_per_token(const ModelConfig& m, double seq, double vocab) {
 void step_tail(const Plan& plan, const Env& env, ChunkResults& results, const PipelineRun& run, bool events,
                Estimate& est, StepTail& tail) {
   const ModelConfig& m = *plan.model;
-  const StrategyConfig& s = *plan.strategy;
+  const Settings& s = plan;
   const SystemConfig& sys = *plan.system;
   const NetworkChoice& nets = env.nets;
-  const int64_t pp = plan.pp;
+  const int64_t pp = plan.par.pp;
   const bool scheduled_dp = plan.mode == Mode::Default;
   const auto& dp_ops = run.dp;
   const double pipe = run.pipe;
@@ -113,7 +113,7 @@ void step_tail(const Plan& plan, const Env& env, ChunkResults& results, const Pi
     // Ranks holding the same layers (the middle ones) have the same DP and optimizer costs.
     const bool same = r > 0 && whole[ri] == whole[ri - 1];
     const StaticMemory sm = shard_static_memory(whole[ri]->params, s);
-    const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
+    const double mg = (s.prec.grad_reduce_in_bf16 || !s.prec.fp32_accum_grad) ? 2 : 4;
     if (scheduled_dp) {
       rank_edp[ri] = dp_ops[ri].moe_s;
       rank_dense_dp[ri] = dp_ops[ri].dense_s;
@@ -123,12 +123,12 @@ void step_tail(const Plan& plan, const Env& env, ChunkResults& results, const Pi
     } else {
       // SimuMax v1.2 (_compute_dp_time) sizes the reduce-scatter from its module gradient bytes,
       // which ZeRO >= 2 has already divided by dp·cp (experts: edp): the sharded gradient.
-      const bool zero2 = s.zero_state >= 2;
+      const bool zero2 = s.ovl.zero_state >= 2;
       const double moe_grad = zero2 ? sm.moe_grad : sm.moe_params * mg;
       const double dense_grad = zero2 ? sm.grad : sm.dense_params * mg;
-      const double pe = s.dtype == "fp32" ? 4 : 2;  // the parameters in the training dtype (numel·elem)
-      rank_edp[ri] = dp_time(env, moe_grad, moe_grad / mg * pe, nets.net(Group::EDP), plan.edp, "edp");
-      rank_dense_dp[ri] = dp_time(env, dense_grad, dense_grad / mg * pe, nets.net(Group::DP), plan.dp * plan.cp, "dp_cp");
+      const double pe = s.prec.element_bytes();  // the parameters in the training dtype (numel·elem)
+      rank_edp[ri] = dp_time(env, moe_grad, moe_grad / mg * pe, nets.net(Group::EDP), plan.par.edp, "edp");
+      rank_dense_dp[ri] = dp_time(env, dense_grad, dense_grad / mg * pe, nets.net(Group::DP), plan.par.dp * plan.par.cp, "dp_cp");
     }
     rank_dp[ri] = rank_dense_dp[ri] + rank_edp[ri];
     rank_optim[ri] = same ? rank_optim[ri - 1] : optimizer_step_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
@@ -142,8 +142,8 @@ void step_tail(const Plan& plan, const Env& env, ChunkResults& results, const Pi
   // (a tied output layer, or the MTP lookups) all-reduce their gradients after the backward
   // (_allreduce_word_embedding_grads), over the pipeline network. Default mode only.
   if (plan.mode == Mode::Default && pp > 1 && (m.tie_word_embeddings || m.mtp_num_layers > 0)) {
-    const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
-    const double grad = static_cast<double>(plan.padded_vocab) / static_cast<double>(plan.tp) *
+    const double mg = (s.prec.grad_reduce_in_bf16 || !s.prec.fp32_accum_grad) ? 2 : 4;
+    const double grad = static_cast<double>(plan.padded_vocab) / static_cast<double>(plan.par.tp) *
                         static_cast<double>(m.hidden_size) * mg;
     const double t = collective_time(sys, s, nets.net(Group::PP), Collective::AllReduce, grad, 2, "pp");
     for (size_t ri : {size_t{0}, static_cast<size_t>(pp - 1)}) {

@@ -9,7 +9,7 @@ namespace trainsim::detail {
 // Megatron distributed-optimizer step: memory-bound passes over grads and states.
 [[nodiscard]] double optimizer_time(const Env& env, double grad_bytes, double state_bytes);
 // Fraction of a rank's optimizer states in host memory (Megatron's optimizer_cpu_offload).
-[[nodiscard]] double offloaded_fraction(const StrategyConfig& s);
+[[nodiscard]] double offloaded_fraction(const Settings& s);
 // The optimizer step of one rank, its host-offloaded share included.
 [[nodiscard]] double optimizer_step_time(const Env& env, double grad_bytes, double state_bytes);
 // Bucketed gradient reduce-scatter + parameter all-gather (all-reduce without ZeRO).

@@ -20,9 +20,9 @@ MfuConvention parse_mfu_convention(const std::string& text, const std::string& f
 
 const char* mfu_convention_name(MfuConvention c) { return kMfuConventions.c_str(c); }
 
-double megatron_step_flops(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
+double megatron_step_flops(const ModelConfig& m, const Settings& s, int64_t padded_vocab,
                            int64_t global_batch) {
-  const double h = static_cast<double>(m.hidden_size), seq = static_cast<double>(s.seq_len);
+  const double h = static_cast<double>(m.hidden_size), seq = static_cast<double>(s.batch.seq_len);
   const double a = static_cast<double>(m.head_num);
   const double mtp = static_cast<double>(m.mtp_num_layers);
   // Layers: MTP layers count as the kind of the last layer (MoE for a MoE model).
@@ -62,12 +62,12 @@ double megatron_step_flops(const ModelConfig& m, const StrategyConfig& s, int64_
   return static_cast<double>(global_batch) * seq * (mlp + attn + mtp_proj + logits);
 }
 
-Throughput megatron_throughput(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
+Throughput megatron_throughput(const ModelConfig& m, const Settings& s, const SystemConfig& sys,
                                const Estimate& e) {
   Throughput t;
   if (!(e.iteration_time_s > 0)) return t;
   const double flops = megatron_step_flops(m, s, e.padded_vocab, e.global_batch_size);
-  t.tflops_per_gpu = flops / e.iteration_time_s / static_cast<double>(s.world_size) / kTera;
+  t.tflops_per_gpu = flops / e.iteration_time_s / static_cast<double>(s.par.world) / kTera;
   if (const double peak = mfu_peak_flops(sys); peak > 0) t.mfu = t.tflops_per_gpu * kTera / peak;
   return t;
 }

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "inputs/model_config.h"
-#include "inputs/strategy_config.h"
+#include "plan/settings.h"
 #include "system/system_config.h"
 #include "estimate/estimate.h"
 
@@ -20,7 +20,7 @@ enum class MfuConvention { Megatron, SimuMax };
 /// Model FLOPs of one training step (forward + backward) of `global_batch` sequences, as
 /// Megatron-LM's `num_floating_point_operations` counts them: causal self-attention at half,
 /// the logits over the padded vocabulary, MTP layers when the model has them.
-[[nodiscard]] double megatron_step_flops(const ModelConfig& m, const StrategyConfig& s,
+[[nodiscard]] double megatron_step_flops(const ModelConfig& m, const Settings& s,
                                          int64_t padded_vocab, int64_t global_batch);
 
 struct Throughput {
@@ -33,7 +33,7 @@ struct Throughput {
 /// presets, fp8 runs included, as Megatron-LM users quote it), FLOP/s; 0 when it has none.
 [[nodiscard]] double mfu_peak_flops(const SystemConfig& sys);
 
-[[nodiscard]] Throughput megatron_throughput(const ModelConfig& m, const StrategyConfig& s,
+[[nodiscard]] Throughput megatron_throughput(const ModelConfig& m, const Settings& s,
                                              const SystemConfig& sys, const Estimate& e);
 
 }  // namespace trainsim

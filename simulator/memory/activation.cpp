@@ -14,13 +14,13 @@ namespace {
 // 30 layers.
 class LeafSeq {
  public:
-  LeafSeq(const Chunk& chunk, const StrategyConfig& s) {
+  LeafSeq(const Chunk& chunk, const Settings& s) {
     spans_.assign(chunk.layers.size() + 2, {});
     Span* sp = spans_.begin();
     *sp++ = {chunk.pre.data(), chunk.pre.data() + chunk.pre.size(), false};
     for (const auto& layer : chunk.layers) {
       const auto& leaves = chunk.templates[static_cast<size_t>(layer.template_index)]->leaves;
-      *sp++ = {leaves.data(), leaves.data() + leaves.size(), layer.recompute && s.enable_recompute};
+      *sp++ = {leaves.data(), leaves.data() + leaves.size(), layer.recompute && s.rc.enabled};
     }
     *sp = {chunk.post.data(), chunk.post.data() + chunk.post.size(), false};
   }
@@ -73,9 +73,9 @@ class LeafSeq {
 
 // Bytes a leaf keeps for the backward when the forward runs it: a recomputed leaf keeps only the
 // input of its checkpointed segment (none if the input is offloaded).
-double forward_keep(const Leaf& l, bool rc, const StrategyConfig& s) {
+double forward_keep(const Leaf& l, bool rc, const Settings& s) {
   if (rc)
-    return l.status == RecomputeStatus::First && !(s.offload_groupgemm_col_inputs && l.grouped) ? l.input_bytes
+    return l.status == RecomputeStatus::First && !(s.off.groupgemm_col_inputs && l.grouped) ? l.input_bytes
                                                                                                 : 0;
   return l.cache;
 }
@@ -85,7 +85,7 @@ double recompute_keep(const Leaf& l) { return l.has_cached_inputs ? l.cache_inpu
 
 }  // namespace
 
-ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s) {
+ActivationResult walk_activations(const Chunk& chunk, const Settings& s) {
   const LeafSeq seq(chunk, s);
   ActivationResult r;
   PeakPoint& pk = r.peak;
@@ -160,31 +160,31 @@ StaticMemory chunk_parameters(const Chunk& chunk) {
   return m;
 }
 
-StaticMemory shard_static_memory(StaticMemory m, const StrategyConfig& s) {
-  const double mg = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
+StaticMemory shard_static_memory(StaticMemory m, const Settings& s) {
+  const double mg = (s.prec.grad_reduce_in_bf16 || !s.prec.fp32_accum_grad) ? 2 : 4;
   m.grad = m.dense_params * mg;
   m.state = m.dense_params * 12;  // fp32 master weight + Adam m and v
   m.moe_grad = m.moe_params * mg;
   m.moe_state = m.moe_params * 12;
   // ZeRO: 1 shards optimizer states, 2 also gradients, 3 also weights (dense over dp·cp,
   // expert parameters over edp).
-  const double dpcp = static_cast<double>(s.dp_size() * s.cp_size), edp = static_cast<double>(s.edp_size());
-  if (s.zero_state >= 1) {
+  const double dpcp = static_cast<double>(s.par.dp * s.par.cp), edp = static_cast<double>(s.par.edp);
+  if (s.ovl.zero_state >= 1) {
     m.state /= dpcp;
     m.moe_state /= edp;
   }
-  if (s.zero_state >= 2) {
+  if (s.ovl.zero_state >= 2) {
     m.grad /= dpcp;
     m.moe_grad /= edp;
   }
-  if (s.zero_state >= 3) {
+  if (s.ovl.zero_state >= 3) {
     m.weight /= dpcp;
     m.moe_weight /= edp;
   }
   return m;
 }
 
-StaticMemory static_memory(const Chunk& chunk, const StrategyConfig& s) {
+StaticMemory static_memory(const Chunk& chunk, const Settings& s) {
   return shard_static_memory(chunk_parameters(chunk), s);
 }
 

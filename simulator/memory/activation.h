@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "inputs/strategy_config.h"
+#include "plan/settings.h"
 #include "model/graph.h"
 
 namespace trainsim {
@@ -42,7 +42,7 @@ struct ActivationResult {
 };
 
 /// Walks the chunk's leaves forward then backward (recomputing segments) for one micro-batch.
-[[nodiscard]] ActivationResult walk_activations(const Chunk& chunk, const StrategyConfig& s);
+[[nodiscard]] ActivationResult walk_activations(const Chunk& chunk, const Settings& s);
 
 /// Weights, gradients and optimizer states of a chunk (bytes per rank) before TE dummy buffers.
 struct StaticMemory {
@@ -51,11 +51,11 @@ struct StaticMemory {
   double moe_weight = 0, moe_grad = 0, moe_state = 0;
   [[nodiscard]] double total() const { return weight + grad + state + moe_weight + moe_grad + moe_state; }
 };
-[[nodiscard]] StaticMemory static_memory(const Chunk& chunk, const StrategyConfig& s);
+[[nodiscard]] StaticMemory static_memory(const Chunk& chunk, const Settings& s);
 /// Parameter counts and weight bytes of a chunk per rank (no gradients, states or sharding).
 [[nodiscard]] StaticMemory chunk_parameters(const Chunk& chunk);
 /// Adds gradients and optimizer states to `params` and applies the ZeRO sharding of `s`.
-[[nodiscard]] StaticMemory shard_static_memory(StaticMemory params, const StrategyConfig& s);
+[[nodiscard]] StaticMemory shard_static_memory(StaticMemory params, const Settings& s);
 
 /// Bytes of the chunk's TE dummy-wgrad buffers: one bf16 buffer per distinct (rows, cols, grouped)
 /// weight-gradient shape.

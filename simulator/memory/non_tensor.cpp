@@ -70,20 +70,20 @@ std::string NonTensorMemory::terms() const {
   return o;
 }
 
-double cuda_graph_pool_bytes(const ModelConfig& m, const StrategyConfig& s, int64_t layers) {
-  if (s.cuda_graphs().empty() || layers <= 0) return 0;
-  const double tokens = static_cast<double>(s.micro_batch_size * s.seq_len) /
-                        static_cast<double>(s.cp_size * (s.sp() ? s.tp_size : 1));
-  const double elem = s.dtype == "fp32" ? 4 : 2;
+double cuda_graph_pool_bytes(const ModelConfig& m, const Settings& s, int64_t layers) {
+  if (s.host.cuda_graphs == CudaGraphImpl::None || layers <= 0) return 0;
+  const double tokens = static_cast<double>(s.batch.micro_batch_size * s.batch.seq_len) /
+                        static_cast<double>(s.par.cp * (s.par.sp ? s.par.tp : 1));
+  const double elem = s.prec.element_bytes();
   return 4 * tokens * static_cast<double>(m.hidden_size) * elem * static_cast<double>(layers);
 }
 
-NonTensorMemory non_tensor_memory(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys) {
+NonTensorMemory non_tensor_memory(const ModelConfig& m, const Settings& s, const SystemConfig& sys) {
   NonTensorMemory out;
   // PyTorch's cuBLAS workspace and TransformerEngine's cuBLASLt workspace, on the compute stream.
   out.workspace_bytes = library_workspace_bytes(2, sys.cublas_workspace_bytes);
   out.cuda_graph_bytes =
-      cuda_graph_pool_bytes(m, s, (m.layer_num + s.pp_size - 1) / std::max<int64_t>(1, s.pp_size));
+      cuda_graph_pool_bytes(m, s, (m.layer_num + s.par.pp - 1) / std::max<int64_t>(1, s.par.pp));
   if (sys.unusable_mem_given) {
     out.measured = true;
     out.context_bytes = sys.unusable_mem_bytes;
@@ -96,14 +96,14 @@ NonTensorMemory non_tensor_memory(const ModelConfig& m, const StrategyConfig& s,
     out.nccl_bytes += b;
     ++out.communicators;
   };
-  add(s.tp_size);
-  add(s.cp_size);
-  add(s.dp_size() * s.cp_size);
-  add(s.pp_size);
+  add(s.par.tp);
+  add(s.par.cp);
+  add(s.par.dp * s.par.cp);
+  add(s.par.pp);
   if (m.is_moe()) {
-    add(s.ep_size);
-    add(s.etp_size);
-    add(s.edp_size());
+    add(s.par.ep);
+    add(s.par.etp);
+    add(s.par.edp);
   }
   // NVLS: the reduction and gather groups, by their ranks inside one node.
   const int64_t node = std::max<int64_t>(sys.num_per_node, 1);
@@ -115,25 +115,25 @@ NonTensorMemory non_tensor_memory(const ModelConfig& m, const StrategyConfig& s,
     out.nvls_bytes += b;
     ++out.nvls_communicators;
   };
-  add_nvls(s.tp_size, 1);
-  add_nvls(s.dp_size() * s.cp_size, s.tp_size);
+  add_nvls(s.par.tp, 1);
+  add_nvls(s.par.dp * s.par.cp, s.par.tp);
   if (m.is_moe()) {
-    add_nvls(s.etp_size, 1);
-    add_nvls(s.edp_size(), s.etp_size * s.ep_size);
+    add_nvls(s.par.etp, 1);
+    add_nvls(s.par.edp, s.par.etp * s.par.ep);
   }
-  const double tokens = static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) /
-                        static_cast<double>(std::max<int64_t>(s.cp_size, 1));
+  const double tokens = static_cast<double>(s.batch.seq_len) * static_cast<double>(s.batch.micro_batch_size) /
+                        static_cast<double>(std::max<int64_t>(s.par.cp, 1));
   const double hidden = static_cast<double>(m.hidden_size);
-  if (s.tp_comm_overlap && s.sp()) out.userbuffers_bytes = userbuffers_bytes(tokens, hidden, s.fp8);
-  if (m.is_moe() && s.moe_token_dispatcher_type == std::optional<std::string>("flex")) {
-    const int64_t group = s.ep_size * s.etp_size;
-    if (s.deepep_backend()) {
-      out.ep_buffer_bytes = deepep_buffer_bytes(group, hidden, s.moe_deepep_num_sms.value_or(20),
+  if (s.ovl.tp_comm_overlap && s.par.sp) out.userbuffers_bytes = userbuffers_bytes(tokens, hidden, s.prec.fp8);
+  if (m.is_moe() && s.moe.dispatcher == MoeDispatcher::Flex) {
+    const int64_t group = s.par.ep * s.par.etp;
+    if (s.moe.deepep) {
+      out.ep_buffer_bytes = deepep_buffer_bytes(group, hidden, s.moe.deepep_num_sms.value_or(20),
                                                 sys.deepep_nvl_chunk_tokens, sys.deepep_rdma_chunk_tokens);
     } else {
       // HybridEP: the micro-batch's local tokens per rank (sequence-parallel shard).
-      const double local_tokens = tokens / static_cast<double>(s.sp() ? s.tp_size : 1);
-      out.ep_buffer_bytes = hybridep_buffer_bytes(std::min(group, node), local_tokens, hidden, s.fp8 ? 1 : 2);
+      const double local_tokens = tokens / static_cast<double>(s.par.sp ? s.par.tp : 1);
+      out.ep_buffer_bytes = hybridep_buffer_bytes(std::min(group, node), local_tokens, hidden, s.prec.fp8 ? 1 : 2);
     }
   }
   return out;

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "inputs/model_config.h"
-#include "inputs/strategy_config.h"
+#include "plan/settings.h"
 #include "system/system_config.h"
 
 namespace trainsim {
@@ -99,7 +99,7 @@ struct NonTensorMemory {
 /// capture order (torch.cuda.graph's `pool`, TE make_graphed_callables, Megatron's
 /// CudaGraphManager). `layers`: the rank's layers. 0 without graphs. A lower bound: the pool's
 /// largest intermediate set is left to the allocator's reserve.
-[[nodiscard]] double cuda_graph_pool_bytes(const ModelConfig& m, const StrategyConfig& s, int64_t layers);
+[[nodiscard]] double cuda_graph_pool_bytes(const ModelConfig& m, const Settings& s, int64_t layers);
 
 /// The communicators a rank of the plan sends data over, one per group of more than one rank:
 /// tp, cp, dp·cp (gradient reduction), pp (p2p), and for a MoE model ep, etp and the expert
@@ -111,7 +111,7 @@ struct NonTensorMemory {
 /// the flex dispatcher's DeepEP or HybridEP buffers over the ep·etp group.
 /// With CUDA graphs, their pool for the average rank's layers (layer_num / pp_size, rounded
 /// up), measured or not.
-[[nodiscard]] NonTensorMemory non_tensor_memory(const ModelConfig& m, const StrategyConfig& s,
+[[nodiscard]] NonTensorMemory non_tensor_memory(const ModelConfig& m, const Settings& s,
                                                 const SystemConfig& sys);
 
 }  // namespace trainsim

@@ -7,24 +7,15 @@
 
 namespace trainsim {
 
-CpFlavor cp_flavor(const std::string& cp_comm_type) {
-  if (cp_comm_type == "p2p") return CpFlavor::P2P;
-  if (cp_comm_type == "all_gather") return CpFlavor::AllGather;
-  if (cp_comm_type == "a2a+p2p") return CpFlavor::A2AP2P;
-  TRAINSIM_ASSERT(cp_comm_type == "a2a", "unknown cp_comm_type");
-  return CpFlavor::A2A;
-}
-
-CpSplit cp_split(const StrategyConfig& s) {
-  switch (cp_flavor(s.cp_comm_type)) {
-    case CpFlavor::A2A: return {s.cp_size, 1};
-    case CpFlavor::P2P: return {1, s.cp_size};
+CpSplit cp_split(const Settings& s) {
+  switch (s.par.cp_comm) {
+    case CpFlavor::A2A: return {s.par.cp, 1};
+    case CpFlavor::P2P: return {1, s.par.cp};
     case CpFlavor::AllGather: return {1, 1};
     case CpFlavor::A2AP2P: {
       // Megatron --hierarchical-context-parallel-sizes: [inner a2a group, outer ring group].
-      const auto& h = s.hierarchical_context_parallel_sizes;
-      TRAINSIM_ASSERT(h.size() == 2 && h[0] * h[1] == s.cp_size, "a2a+p2p sizes not validated");
-      return {h[0], h[1]};
+      TRAINSIM_ASSERT(s.par.cp_a2a * s.par.cp_ring == s.par.cp, "a2a+p2p sizes not validated");
+      return {s.par.cp_a2a, s.par.cp_ring};
     }
   }
   return {};

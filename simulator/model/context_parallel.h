@@ -6,15 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "inputs/strategy_config.h"
+#include "plan/settings.h"
 
 namespace trainsim {
-
-/// `a2a` (Ulysses), `p2p` (ring), `all_gather` (KV all-gather), `a2a+p2p` (hierarchical).
-enum class CpFlavor : uint8_t { A2A, P2P, AllGather, A2AP2P };
-
-/// The flavour of a cp_comm_type spelling (validated by load_strategy).
-[[nodiscard]] CpFlavor cp_flavor(const std::string& cp_comm_type);
 
 /// How a CP group of cp ranks splits attention: heads over `a2a` ranks (all-to-all), the
 /// sequence over `ring` ranks (KV circulated); a2a·ring = cp. all_gather splits neither (a2a =
@@ -22,7 +16,7 @@ enum class CpFlavor : uint8_t { A2A, P2P, AllGather, A2AP2P };
 struct CpSplit {
   int64_t a2a = 1, ring = 1;
 };
-[[nodiscard]] CpSplit cp_split(const StrategyConfig& s);
+[[nodiscard]] CpSplit cp_split(const Settings& s);
 
 /// One step of a ring-attention pass on the timeline of a rank (seconds from the pass start).
 struct RingStep {

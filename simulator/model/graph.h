@@ -14,7 +14,7 @@
 #include "inputs/mode.h"
 #include "inputs/model_config.h"
 #include "calibration/shape_key.h"
-#include "inputs/strategy_config.h"
+#include "plan/settings.h"
 #include "core/small_vector.h"
 
 namespace trainsim {
@@ -154,7 +154,7 @@ struct ChunkEnv {
 };
 
 /// Builds the leaves of one layer template.
-[[nodiscard]] LayerTemplate build_layer(const ModelConfig& m, const StrategyConfig& s, LayerKind kind,
+[[nodiscard]] LayerTemplate build_layer(const ModelConfig& m, const Settings& s, LayerKind kind,
                                         const ChunkEnv& env = {});
 
 /// The template of a layer kind, built with the chunk's model, strategy and environment.
@@ -162,7 +162,7 @@ using LayerSource = std::function<std::shared_ptr<const LayerTemplate>(LayerKind
 
 /// Builds the leaves of a chunk. `env.mode` selects Megatron's saved tensors (default) or the
 /// peer's. Layer templates come from `layers` when given (shared), else are built for the chunk.
-[[nodiscard]] Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
+[[nodiscard]] Chunk build_chunk(const ModelConfig& m, const Settings& s, int64_t padded_vocab,
                                 const ChunkSpec& spec, const ChunkEnv& env = {}, const LayerSource& layers = {});
 
 }  // namespace trainsim

@@ -12,7 +12,7 @@ namespace trainsim::graph_ops {
 
 struct Ctx {
   const ModelConfig& m;
-  const StrategyConfig& s;
+  const Settings& s;
   double B, S, S_l, S_sp, H;
   int64_t tp, cp;
   double e;          // activation element bytes

@@ -28,24 +28,24 @@ const char* group_name(Group g) {
 
 namespace {
 
-Ctx make_ctx(const ModelConfig& m, const StrategyConfig& s, const ChunkEnv& env) {
-  const double e = s.dtype == "fp32" ? 4 : 2;
+Ctx make_ctx(const ModelConfig& m, const Settings& s, const ChunkEnv& env) {
+  const double e = s.prec.element_bytes();
   return Ctx{m,
              s,
-             static_cast<double>(s.micro_batch_size),
-             static_cast<double>(s.seq_len),
-             static_cast<double>(s.seq_len / s.cp_size),
-             static_cast<double>(s.seq_len / s.cp_size / (s.sp() ? s.tp_size : 1)),
+             static_cast<double>(s.batch.micro_batch_size),
+             static_cast<double>(s.batch.seq_len),
+             static_cast<double>(s.batch.seq_len / s.par.cp),
+             static_cast<double>(s.batch.seq_len / s.par.cp / (s.par.sp ? s.par.tp : 1)),
              static_cast<double>(m.hidden_size),
-             s.tp_size,
-             s.cp_size,
+             s.par.tp,
+             s.par.cp,
              e,
-             s.fp8 ? 1.0 : e,
-             s.fp8 ? 1.0 : 2.0,
-             s.sp(),
-             s.fp8,
-             s.grad_reduce_in_bf16 ? KeyDtype::bf16 : KeyDtype::fp32,
-             s.use_fused_grad_accumulation && version_at_least(s.te_version, "2.3.0"),
+             s.prec.fp8 ? 1.0 : e,
+             s.prec.fp8 ? 1.0 : 2.0,
+             s.par.sp,
+             s.prec.fp8,
+             s.prec.grad_reduce_in_bf16 ? KeyDtype::bf16 : KeyDtype::fp32,
+             s.prec.fused_grad_accumulation && s.fuse.te.at_least(2, 3),
              env.mode == Mode::Default,
              env};
 }
@@ -54,7 +54,7 @@ Ctx make_ctx(const ModelConfig& m, const StrategyConfig& s, const ChunkEnv& env)
 // its first leaf continues the unit's segment, so the unit keeps one input and re-runs whole.
 LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
   const ModelConfig& m = c.m;
-  const StrategyConfig& s = c.s;
+  const Settings& s = c.s;
   const ChunkEnv& env = c.env;
   const double H = c.H;
   const bool moe = kind.moe, recompute = kind.recompute, continues = kind.continues;
@@ -72,7 +72,7 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
     // the peer's column-parallel form (the same GEMMs).
     const double dq = static_cast<double>(*m.qk_head_dim), dr = static_cast<double>(*m.qk_pos_emb_head_dim);
     const double dv = static_cast<double>(*m.v_head_dim), kvl = static_cast<double>(*m.kv_lora_rank);
-    const bool split = s.tp_size > 1;
+    const bool split = s.par.tp > 1;
     Ctx gathered = c;
     gathered.S_sp = c.S_l;
     auto down = [&](std::string_view name, double in, double out) {
@@ -110,7 +110,7 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
     linear_row(L.emplace_back(), c, "linear_proj", h * d, H);
   }
   // Hidden dropout (enable_dropout, default mode): its bias-dropout-add kernels.
-  const bool bda = env.mode == Mode::Default && s.enable_dropout;
+  const bool bda = env.mode == Mode::Default && s.fuse.dropout;
   if (bda) bias_dropout_add(L.emplace_back(), c, "self_attn_bda");
   layer_norm(L.emplace_back(), c, "pre_mlp_layernorm");
   // The dense MLP's leaf names: the layer's own, or the shared expert's.
@@ -123,11 +123,11 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
   auto dense_mlp = [&](const MlpNames& n, double I) {
     if (m.use_swiglu) {
       linear_col(L.emplace_back(), c, n.fc1, H, 2 * I);
-      swiglu(L.emplace_back(), c, I / s.tp_size);
+      swiglu(L.emplace_back(), c, I / s.par.tp);
       L.back().name = n.swiglu;
     } else {
       linear_col(L.emplace_back(), c, n.fc1, H, I);
-      gelu(L.emplace_back(), c, I / s.tp_size);
+      gelu(L.emplace_back(), c, I / s.par.tp);
       L.back().name = n.gelu;
     }
     linear_row(L.emplace_back(), c, n.fc2, I, H);
@@ -147,7 +147,7 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
       shared_input(kShared.fc1);
     }
     const MoeShape sh = moe_shape(c);
-    const double F = static_cast<double>(m.moe_ffn()) / static_cast<double>(s.etp_size);
+    const double F = static_cast<double>(m.moe_ffn()) / static_cast<double>(s.par.etp);
     router(L.emplace_back(), c);
     permutation(L.emplace_back(), c, sh);
     grouped_linear(L.emplace_back(), c, sh, "experts.linear_fc1", H, m.use_swiglu ? 2 * F : F, true);
@@ -156,7 +156,7 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
     unpermutation(L.emplace_back(), c, sh);
   }
   if (bda) bias_dropout_add(L.emplace_back(), c, "mlp_bda");
-  if (c.fp8) insert_quantizers(L, c.s.fp8_recipe);
+  if (c.fp8) insert_quantizers(L, c.s.prec.fp8_recipe);
   if (recompute) apply_recompute(L, m, s, moe, env.mode);
   if (continues && !L.empty() && L[0].recompute) L[0].status = RecomputeStatus::Middle;
   apply_offload(L, s);
@@ -165,17 +165,17 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
 
 }  // namespace
 
-LayerTemplate build_layer(const ModelConfig& m, const StrategyConfig& s, LayerKind kind, const ChunkEnv& env) {
+LayerTemplate build_layer(const ModelConfig& m, const Settings& s, LayerKind kind, const ChunkEnv& env) {
   return make_layer(make_ctx(m, s, env), kind);
 }
 
-Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_vocab,
+Chunk build_chunk(const ModelConfig& m, const Settings& s, int64_t padded_vocab,
                   const ChunkSpec& spec, const ChunkEnv& env, const LayerSource& source) {
   const bool with_embedding = spec.embedding, with_head = spec.head;
   const int64_t layers = spec.layers, dense_layers = spec.dense_layers;
   const int64_t recompute_layers = spec.recompute_layers;
   const Ctx c = make_ctx(m, s, env);
-  const double H = c.H, Vt = static_cast<double>(padded_vocab) / s.tp_size;
+  const double H = c.H, Vt = static_cast<double>(padded_vocab) / s.par.tp;
   Chunk chunk;
   chunk.post.reserve(4);  // final norm, LM head, loss, MTP's embedding copy
   chunk.templates.reserve(4);
@@ -191,12 +191,12 @@ Chunk build_chunk(const ModelConfig& m, const StrategyConfig& s, int64_t padded_
     // both uses one matrix; other stages keep a copy whose gradient is all-reduced.
     if (env.mode == Mode::Default && m.tie_word_embeddings && with_embedding) chunk.post.back().params = 0;
     cross_entropy(chunk.post.emplace_back(), c, Vt);
-    if (s.cross_entropy_loss_fusion && s.cross_entropy_fusion_impl == "linear")
+    if (s.fuse.cross_entropy == CeFusion::Linear)
       fuse_linear_cross_entropy(c, chunk.post[chunk.post.size() - 2], chunk.post.back(), Vt);
   }
 
-  const bool rc = s.is_recompute();
-  const int64_t unit = s.recompute_granularity == std::optional<std::string>("full_block") ? s.recompute_unit_layers : 1;
+  const bool rc = s.rc.on;
+  const int64_t unit = s.rc.unit();
   int idx[2][2][2] = {};  // [moe][recompute][continues a unit]: template index + 1
   for (int64_t i = 0; i < layers; ++i) {
     const bool r = rc && i < recompute_layers;

@@ -9,25 +9,17 @@
 
 namespace trainsim {
 
-MoeDispatcher moe_dispatcher(const StrategyConfig& s) {
-  if (!s.moe_token_dispatcher_type || *s.moe_token_dispatcher_type == "alltoall") return MoeDispatcher::AllToAll;
-  if (*s.moe_token_dispatcher_type == "allgather") return MoeDispatcher::AllGather;
-  TRAINSIM_ASSERT(*s.moe_token_dispatcher_type == "flex", "unknown moe_token_dispatcher_type");
-  return MoeDispatcher::Flex;
-}
-
-double moe_load_imbalance(const ModelConfig& m, const StrategyConfig& s, Mode mode) {
+double moe_load_imbalance(const ModelConfig& m, const Settings& s, Mode mode) {
   if (mode == Mode::SimuMax12 || !m.is_moe() || m.moe_pad_expert_input_to_capacity) return 1;
   // trainsim's defaults (an assumption, not a measurement): an auxiliary loss keeps the busiest
   // EP rank ~10 % above the mean, Sinkhorn balances by construction, no balancing leaves ~30 %.
-  const std::string type = s.moe_router_load_balancing_type.value_or("aux_loss");
   // Force-balanced routing (Megatron --moe-router-force-load-balancing, for benchmarks) replaces
   // the logits by random ones: every expert gets the mean.
-  const double f = s.moe_load_imbalance_factor ? *s.moe_load_imbalance_factor
-                   : s.moe_router_force_load_balancing ? 1.0
-                   : type == "sinkhorn"        ? 1.0
-                   : type == "none"            ? 1.3
-                                               : 1.1;
+  const double f = s.moe.load_imbalance_factor ? *s.moe.load_imbalance_factor
+                   : s.moe.force_load_balancing ? 1.0
+                   : s.moe.load_balancing == LoadBalancing::Sinkhorn ? 1.0
+                   : s.moe.load_balancing == LoadBalancing::None     ? 1.3
+                                                                      : 1.1;
   // A capacity factor without padding (Megatron drops the tokens over capacity, pads nothing):
   // no expert runs more than capacity·mean rows.
   return m.capacity_given ? std::min(f, m.capacity) : f;

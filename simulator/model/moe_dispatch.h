@@ -6,22 +6,15 @@
 
 #include "inputs/mode.h"
 #include "inputs/model_config.h"
-#include "inputs/strategy_config.h"
+#include "plan/settings.h"
 
 namespace trainsim {
-
-/// `allgather` (MoEAllGatherTokenDispatcher), `alltoall` (MoEAlltoAllTokenDispatcher, SimuMax's
-/// all2all) or `flex` with DeepEP (MoEFlexTokenDispatcher).
-enum class MoeDispatcher : uint8_t { AllGather, AllToAll, Flex };
-
-/// The dispatcher of a validated strategy; unset means SimuMax's all2all (= alltoall).
-[[nodiscard]] MoeDispatcher moe_dispatcher(const StrategyConfig& s);
 
 /// Tokens of the most loaded EP rank's experts over the mean (≥ 1). 1 when every expert is
 /// padded to its capacity (fixed shapes); for dropless routing `moe_load_imbalance_factor`, or
 /// the default of the router's load balancing (docs/cost-model.md §17.3). 1 in compat mode
 /// (SimuMax v1.2 routes evenly).
-[[nodiscard]] double moe_load_imbalance(const ModelConfig& m, const StrategyConfig& s, Mode mode);
+[[nodiscard]] double moe_load_imbalance(const ModelConfig& m, const Settings& s, Mode mode);
 
 /// Expected number of distinct nodes a token's `topk` experts live on, the `experts` experts
 /// spread evenly over `nodes` nodes and chosen uniformly without repetition:

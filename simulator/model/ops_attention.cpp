@@ -29,7 +29,7 @@ void core_attention(Leaf& l, const Ctx& c, double d_qk, double d_v, bool mla) {
   const CpSplit split = c.cp > 1 ? cp_split(c.s) : CpSplit{};
   const double a2a = static_cast<double>(split.a2a);
   const double hp = h / c.tp / a2a, Sq = c.S_l * a2a, S = c.S_l * c.cp;
-  const double base = c.B * hp * Sq * S * (d_qk + d_v) * (1 - c.s.attention_sparse_ratio);
+  const double base = c.B * hp * Sq * S * (d_qk + d_v) * (1 - c.s.fuse.attention_sparse_ratio);
   const double q_el = c.B * hp * Sq * d_qk, o_el = c.B * hp * Sq * d_v, lse_el = c.B * hp * Sq;
   const double kv_reads = S / Sq;  // every rank reads all S keys and values (1 with a2a)
   Kernel f, b;
@@ -48,17 +48,17 @@ void core_attention(Leaf& l, const Ctx& c, double d_qk, double d_v, bool mla) {
   const double q = c.B * hl * c.S_l * d_qk * 2, k = c.B * kvl * c.S_l * d_qk * 2;
   const double v = c.B * kvl * c.S_l * (mla ? d_v : d_qk) * 2, lse = c.B * hl * c.S_l * 2;
   const double o = c.B * c.S_l * hl * d_v * 2;
-  const bool te28 = version_at_least(c.s.te_version, "2.8.0");
-  const CpFlavor flavor = cp_flavor(c.s.cp_comm_type);
+  const bool te28 = c.s.fuse.te.at_least(2, 8);
+  const CpFlavor flavor = c.s.par.cp_comm;
   const bool cp_a2a = c.cp > 1 && flavor == CpFlavor::A2A;
-  const bool save_o = (c.fp8 && c.s.use_flash_sdp) || (cp_a2a && te28);
+  const bool save_o = (c.fp8 && c.s.fuse.flash_sdp) || (cp_a2a && te28);
   const double saved_o = save_o ? o : 0;
   l.cache = q + k + v + lse + saved_o;
   l.cache_inputs_cached = lse + saved_o;
   l.input_bytes = q + k + v;
   l.fpk = q + k + v + lse + o;
   l.bpk = 2 * q + 2 * k + 2 * v + lse + o - saved_o;
-  if (!c.s.use_flash_sdp) {
+  if (!c.s.fuse.flash_sdp) {
     // Unfused (math) attention materializes the B·h·S×S score matrix P: it is saved with q, k,
     // v, and the softmax forward / backward hold two / four copies (the peer's math path with
     // the CUDA backend). Streaming P costs write+read of scores and probabilities forward and
@@ -70,7 +70,7 @@ void core_attention(Leaf& l, const Ctx& c, double d_qk, double d_v, bool mla) {
     l.bpk = 4 * P;
     l.kernels[kFwd][0].bytes += 4 * P;
     l.kernels[kBwdAct][0].bytes += 6 * P;
-    if (c.s.enable_dropout) {
+    if (c.s.fuse.dropout) {
       // Attention dropout (Megatron's attention_dropout): forward reads P, writes the dropped P
       // and a 1-byte mask; backward reads the gradient and the mask, writes the gradient. The
       // mask and the dropped P are saved: Korthikanti et al. 2022's 5as/h term = P, mask, dropped
@@ -91,9 +91,9 @@ void core_attention(Leaf& l, const Ctx& c, double d_qk, double d_v, bool mla) {
     for (double bytes : {qa, ka, va, oa})
       add_comm(l, kBwdAct, Collective::AllToAll, Group::CP, bytes, c.cp, "cp");
     if (!te28) add_comm(l, kBwdAct, Collective::AllToAll, Group::CP, oa, c.cp, "cp");
-    if (c.s.use_flash_sdp) {
+    if (c.s.fuse.flash_sdp) {
       // Stage-local peaks around the all-to-alls (the peer's _comp_cp_a2a_flash_peak_info).
-      const bool async = c.s.cp_a2a_mode == "async_cp";
+      const bool async = c.s.par.cp_a2a_async;
       auto three = [&](double x, double y, double z) {
         return async ? 4 * (x + y + z) : 2 * (x + y + z) + (y + z) + (x + y);
       };

@@ -55,7 +55,7 @@ void layer_norm(Leaf& l, const Ctx& c, std::string_view name, double width) {
   l.params = Hn;
   l.weight_elem_bytes = c.e;  // parameters in the training dtype (4 bytes with fp32)
   l.input_bytes = X * c.e;
-  if (c.s.use_fused_norm) {
+  if (c.s.fuse.fused_norm) {
     l.cache = X * c.e;
     l.fpk = 2 * X * c.e;
     l.bpk = 2 * X * c.e + rstd * 2;
@@ -89,12 +89,12 @@ void linear_common(const Ctx& c, Leaf& l, double m_rows, double in, double out, 
     k.bytes = bytes;
     l.kernels[p] = {k};
   }
-  if (c.s.use_fused_grad_accumulation) l.kernels[kBwdW][0].bytes += wt * 4;
+  if (c.s.prec.fused_grad_accumulation) l.kernels[kBwdW][0].bytes += wt * 4;
   l.kernels[kFwd][0].key = matmul_key(c.B, m_rows, in, out, KeyLayout::TN, false, KeyDtype::bf16);
   l.kernels[kBwdAct][0].key = matmul_key(c.B, m_rows, out, in, KeyLayout::NN, false, KeyDtype::bf16);
   l.kernels[kBwdW][0].key = matmul_key(1, out, c.B * m_rows, in, KeyLayout::NT, true, c.wgrad_dtype);
   l.params = wt;
-  l.weight_elem_bytes = fp8 && c.megatron ? fp8_weight_bytes(c.s.fp8_recipe, c.s.fp8_param_gather, c.env.blackwell) : w;
+  l.weight_elem_bytes = fp8 && c.megatron ? fp8_weight_bytes(c.s.prec.fp8_recipe, c.s.prec.fp8_param_gather, c.env.blackwell) : w;
   l.recompute_repeats_comm = true;
   if (c.dummy_wgrad) {
     l.dummy_rows = static_cast<int64_t>(out);
@@ -107,7 +107,7 @@ void linear_common(const Ctx& c, Leaf& l, double m_rows, double in, double out, 
 // its scales per recipe (passes/fp8), the peer's 1 byte in compat mode.
 double saved_input_bytes(const Ctx& c, bool fp8) {
   if (!fp8) return c.e;
-  return c.megatron ? fp8_saved_input_bytes(c.s.fp8_recipe) : 1;
+  return c.megatron ? fp8_saved_input_bytes(c.s.prec.fp8_recipe) : 1;
 }
 
 // Whether TE's forward cast of a Linear's fp8 input also writes the transpose the weight gradient
@@ -120,7 +120,7 @@ double saved_input_bytes(const Ctx& c, bool fp8) {
 bool fp8_cast_transpose(const Ctx& c, bool column_parallel, bool sequence_parallel) {
   if (!c.megatron || c.env.blackwell) return false;
   if (!sequence_parallel) return true;
-  return !column_parallel && version_at_least(c.s.te_version, "2.0.0");
+  return !column_parallel && c.s.fuse.te.at_least(2, 0);
 }
 
 // Column-parallel Linear (Megatron ColumnParallelLinear): SP all-gathers its input.
@@ -143,7 +143,7 @@ void linear_col(Leaf& l, const Ctx& c, std::string_view name, double in, double 
   // under fp8 the peer keeps the gathered fp8 copy instead.
   l.cache = c.B * c.S_l * in * saved_input_bytes(c, fp8) / ((c.sp && (!fp8 || c.megatron)) ? c.tp : 1);
   l.cache_inputs_cached = 0;
-  l.fpk = c.B * c.S_l * in * a + c.B * c.S_l * out_l * 2 + (c.s.use_accm_weight ? 0 : W * (fp8 ? 1 : 2));
+  l.fpk = c.B * c.S_l * in * a + c.B * c.S_l * out_l * 2 + (c.s.prec.accm_weight ? 0 : W * (fp8 ? 1 : 2));
   l.bpk = l.fpk;
   l.input_bytes = c.B * c.S_sp * in * c.e;
   l.fp8_cast_transpose = fp8_cast_transpose(c, true, c.sp);
@@ -158,7 +158,7 @@ void linear_row(Leaf& l, const Ctx& c, std::string_view name, double in, double 
   const double W = in_l * out;
   linear_common(c, l, c.S_l, in_l, out, 2 * X_in * out, X_in, X_out, W, fp8);
   // The peer's row-parallel wgrad bytes omit the weight read: out + in (+ fp32 main grad).
-  l.kernels[kBwdW][0].bytes = X_out * 2 + X_in * a + (c.s.use_fused_grad_accumulation ? W * 4 : 0);
+  l.kernels[kBwdW][0].bytes = X_out * 2 + X_in * a + (c.s.prec.fused_grad_accumulation ? W * 4 : 0);
   const double bytes = c.B * c.S_l * out * c.e;
   if (c.sp) {
     add_comm(l, kFwd, Collective::ReduceScatter, Group::TP, bytes, c.tp, "tp");
@@ -167,7 +167,7 @@ void linear_row(Leaf& l, const Ctx& c, std::string_view name, double in, double 
     add_comm(l, kFwd, Collective::AllReduce, Group::TP, bytes, c.tp, "tp");
   }
   l.cache = X_in * saved_input_bytes(c, fp8);
-  l.fpk = X_in * a + X_out * 2 + (c.s.use_accm_weight ? 0 : W * (fp8 ? 1 : 2));
+  l.fpk = X_in * a + X_out * 2 + (c.s.prec.accm_weight ? 0 : W * (fp8 ? 1 : 2));
   l.bpk = l.fpk;
   l.input_bytes = X_in * c.e;
   l.fp8_cast_transpose = fp8_cast_transpose(c, false, c.sp);
@@ -184,7 +184,7 @@ void linear_dup(Leaf& l, const Ctx& c, std::string_view name, double in, double 
   const double X_in = c.B * c.S_sp * in, X_out = c.B * c.S_sp * out, W = in * out;
   linear_common(c, l, c.S_sp, in, out, 2 * X_in * out, X_in, X_out, W, fp8);
   l.cache = X_in * saved_input_bytes(c, fp8);
-  l.fpk = X_in * a + X_out * 2 + (c.s.use_accm_weight ? 0 : W * (fp8 ? 1 : 2));
+  l.fpk = X_in * a + X_out * 2 + (c.s.prec.accm_weight ? 0 : W * (fp8 ? 1 : 2));
   l.bpk = l.fpk;
   l.input_bytes = X_in * c.e;
   l.fp8_cast_transpose = fp8_cast_transpose(c, false, false);  // TE sees no TP group
@@ -232,7 +232,7 @@ void bias_dropout_add(Leaf& l, const Ctx& c, std::string_view name) {
 // gradients, silu's backward reads its gradient and x1 and writes dx1 (8 × out). SimuMax v1.2's
 // unfused variants move the same bytes (its 4 unfused-SwiGLU cases, dense and expert).
 double swiglu_bytes(const Ctx& c, double out, bool backward) {
-  if (c.s.use_fused_swiglu) return 3 * out;
+  if (c.s.fuse.fused_swiglu) return 3 * out;
   return (backward ? 8 : 5) * out;
 }
 
@@ -241,7 +241,7 @@ void swiglu(Leaf& l, const Ctx& c, double out_l) {
   const double out = c.B * c.S_l * out_l * c.e, in = 2 * out;
   l.kernels[kFwd] = {mem_kernel(swiglu_bytes(c, out, false))};
   l.kernels[kBwdAct] = {mem_kernel(swiglu_bytes(c, out, true))};
-  l.cache = c.s.use_fused_swiglu ? in : 3 * out;
+  l.cache = c.s.fuse.fused_swiglu ? in : 3 * out;
   l.fpk = in + out;
   l.bpk = in + out;
   l.input_bytes = in;
@@ -271,7 +271,7 @@ void embedding(Leaf& l, const Ctx& c, double Vt) {
   l.params = Vt * c.H;
   l.weight_elem_bytes = c.e;  // parameters in the training dtype (4 bytes with fp32)
   l.cache = 0;
-  l.fpk = c.B * c.S_l * 4 + c.B * c.S_l * c.H * 2 + (c.s.use_accm_weight ? 0 : Vt * c.H * 2);
+  l.fpk = c.B * c.S_l * 4 + c.B * c.S_l * c.H * 2 + (c.s.prec.accm_weight ? 0 : Vt * c.H * 2);
   l.bpk = Vt * c.H * 2;
   l.input_bytes = c.B * c.S_l * 4;
 }
@@ -280,7 +280,7 @@ void embedding(Leaf& l, const Ctx& c, double Vt) {
 void cross_entropy(Leaf& l, const Ctx& c, double Vt) {
   l.name = "cross_entropy";
   const double tokens = c.B * c.S_l, logits = tokens * Vt;
-  if (c.s.cross_entropy_loss_fusion) {
+  if (c.s.fuse.cross_entropy != CeFusion::None) {
     l.kernels[kFwd] = {mem_kernel(2 * logits * c.e + tokens * 4, "ce_fusion")};
     l.kernels[kBwdAct] = {mem_kernel(2 * logits * c.e + tokens * 4, "ce_fusion")};
     add_comm(l, kFwd, Collective::AllReduce, Group::TP, 4 * tokens, c.tp, "tp");
@@ -311,13 +311,13 @@ void cross_entropy(Leaf& l, const Ctx& c, double Vt) {
 // kernel). Saved for backward: the hidden input (the projection's cache) and fp32 max and sum-exp
 // per token; in flight: one fp32 chunk (forward), a recomputed chunk and its gradient (backward).
 void fuse_linear_cross_entropy(const Ctx& c, Leaf& out, Leaf& ce, double Vt) {
-  const double tokens = c.B * c.S_l, split = std::min(Vt, static_cast<double>(c.s.lce_vocab_split_size));
+  const double tokens = c.B * c.S_l, split = std::min(Vt, static_cast<double>(c.s.fuse.lce_vocab_split_size));
   const double chunk = tokens * split, x = tokens * c.H * c.e;
   out.kernels[kFwd][0].key = matmul_key(c.B, c.S_l, c.H, split, KeyLayout::TN, false, KeyDtype::bf16);
   out.kernels[kBwdAct][0].key = matmul_key(c.B, c.S_l, split, c.H, KeyLayout::NN, false, KeyDtype::bf16);
   out.kernels[kBwdW][0].key = matmul_key(1, split, tokens, c.H, KeyLayout::NT, true, c.wgrad_dtype);
   out.kernels[kBwdAct].push_back(out.kernels[kFwd][0]);
-  const double weight = c.s.use_accm_weight ? 0 : out.params * 2;
+  const double weight = c.s.prec.accm_weight ? 0 : out.params * 2;
   out.fpk = x + chunk * 2 + weight;
   out.bpk = 2 * x + chunk * 2 + weight;
   ce.cache = tokens * 8;

@@ -32,19 +32,20 @@ void router(Leaf& l, const Ctx& c) {
   }
   if (c.megatron) {
     // The score, top-k, routing-map and loss kernels as Megatron runs them (model/moe_kernels.h).
-    const StrategyConfig& s = c.s;
-    const std::string type = s.moe_router_load_balancing_type.value_or("aux_loss");
+    const Settings& s = c.s;
+    const LoadBalancing type = s.moe.load_balancing;
     RouterShape r;
     r.tokens = T;
     r.experts = NE;
     r.topk = static_cast<double>(c.m.topk.value_or(1));
     r.e = c.e;
-    r.sigmoid = s.moe_router_score_function == std::optional<std::string>("sigmoid");
-    r.fused = s.moe_router_fusion;
-    r.groups = s.moe_router_num_groups.value_or(1) > 1 && s.moe_router_group_topk.has_value();
-    r.aux_loss = (type == "aux_loss" || type == "seq_aux_loss" || type == "global_aux_loss") &&
-                 s.moe_aux_loss_coeff.value_or(1) > 0;
-    r.z_loss = s.moe_z_loss_coeff.value_or(0) > 0;
+    r.sigmoid = s.moe.sigmoid;
+    r.fused = s.moe.router_fusion;
+    r.groups = s.moe.router_num_groups > 1 && s.moe.router_group_topk > 0;
+    r.aux_loss = (type == LoadBalancing::AuxLoss || type == LoadBalancing::SeqAuxLoss ||
+                  type == LoadBalancing::GlobalAuxLoss) &&
+                 s.moe.aux_loss_coeff.value_or(1) > 0;
+    r.z_loss = s.moe.z_loss_coeff.value_or(0) > 0;
     r.pad = c.m.moe_pad_expert_input_to_capacity;
     r.capacity = r.pad || c.m.capacity_given;
     const FwdBwdKernels k = router_kernels(r);
@@ -65,10 +66,10 @@ void router(Leaf& l, const Ctx& c) {
 
 MoeShape moe_shape(const Ctx& c) {
   const double NE = static_cast<double>(c.m.expert_num), k = static_cast<double>(c.m.topk.value_or(1));
-  const double ep = static_cast<double>(c.s.ep_size), T = c.B * c.S_sp;
+  const double ep = static_cast<double>(c.s.par.ep), T = c.B * c.S_sp;
   // Expert tensor parallelism all-gathers the dispatched tokens over the ETP group before the
   // expert GEMMs (each rank holds 1/etp of every local expert): they see etp× the tokens.
-  const double etp = static_cast<double>(c.s.etp_size);
+  const double etp = static_cast<double>(c.s.par.etp);
   MoeShape sh;
   sh.T = T;
   sh.El = NE / ep;
@@ -94,9 +95,9 @@ void add_dispatch(Leaf& l, Phase p, const DispatchComm& d, bool forward, const c
 }
 
 DispatchComm dispatch_comm(const Ctx& c, const MoeShape& sh, bool combine) {
-  const int64_t ep = c.s.ep_size, etp = c.s.etp_size;
+  const int64_t ep = c.s.par.ep, etp = c.s.par.etp;
   const double tok = c.H * c.e;
-  switch (moe_dispatcher(c.s)) {
+  switch (c.s.moe.dispatcher) {
     case MoeDispatcher::AllGather:
       return {combine ? Collective::ReduceScatter : Collective::AllGather,
               combine ? Collective::AllGather : Collective::ReduceScatter,
@@ -108,13 +109,13 @@ DispatchComm dispatch_comm(const Ctx& c, const MoeShape& sh, bool combine) {
         // on arrival), across nodes once per destination node over RDMA, forwarded there over
         // NVLink to its other ranks (each rank but the one the RDMA copy lands on, 1 − 1/g).
         // Node-limited routing bounds the nodes and ranks (moe_router_num_groups, _group_topk).
-        const int64_t G = c.s.moe_router_num_groups.value_or(0), g = c.s.moe_router_group_topk.value_or(0);
+        const int64_t G = c.s.moe.router_num_groups, g = c.s.moe.router_group_topk;
         const int64_t E = c.m.expert_num, k = c.m.topk.value_or(1);
         const double per = sh.T * tok * c.env.moe_imbalance * static_cast<double>(etp);
         const double ranks = expected_token_nodes(E, k, ep, G, g);
         DispatchComm d{Collective::AllToAll, Collective::AllToAll, 0, group, false};
         d.flex = true;
-        d.sms = c.s.deepep_backend() ? static_cast<int32_t>(c.s.moe_deepep_num_sms.value_or(kDeepEpDefaultNumSms)) : 0;
+        d.sms = c.s.moe.deepep ? static_cast<int32_t>(c.s.moe.deepep_num_sms.value_or(kDeepEpDefaultNumSms)) : 0;
         if (nodes <= 1) {
           d.bytes = per * ranks * static_cast<double>(ep - 1) / static_cast<double>(ep);
         } else {
@@ -139,9 +140,9 @@ DispatchComm dispatch_comm(const Ctx& c, const MoeShape& sh, bool combine) {
 // is no multiple of the alignment; not with the router's own padding
 // (moe_router_padding_for_fp8) or one Linear per expert.
 bool fp8_row_padding(const Ctx& c, const MoeShape& sh) {
-  if (!c.fp8 || c.m.group_linear_mode == "serial" || c.s.moe_router_padding_for_fp8) return false;
+  if (!c.fp8 || c.m.group_linear_mode == "serial" || c.s.moe.router_padding_for_fp8) return false;
   if (!c.m.moe_pad_expert_input_to_capacity) return true;
-  return std::fmod(sh.M, static_cast<double>(fp8_row_alignment(c.s.fp8_recipe == "mxfp8"))) != 0;
+  return std::fmod(sh.M, static_cast<double>(fp8_row_alignment(c.s.prec.fp8_recipe == Fp8Recipe::Mxfp8))) != 0;
 }
 
 namespace {
@@ -174,8 +175,8 @@ void add_fp8_padding(KernelList& f, KernelList& b, double R, double tok) {
 // Fp8Padding (2·R·H·e). Backward: the padding's and the sort's copies of the gradient and the
 // gather's scatter back ((P + T)·H·e; unfused: zeros of the output first).
 void megatron_permutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
-  const MoeDispatcher disp = moe_dispatcher(c.s);
-  const bool fused = c.s.moe_permute_fusion, padded = c.m.moe_pad_expert_input_to_capacity;
+  const MoeDispatcher disp = c.s.moe.dispatcher;
+  const bool fused = c.s.moe.permute_fusion, padded = c.m.moe_pad_expert_input_to_capacity;
   const double NE = static_cast<double>(c.m.expert_num), k = static_cast<double>(c.m.topk.value_or(1));
   const double X = sh.T * NE, K = sh.T * k, tok = c.H * c.e, R = sh.M * sh.El;
   KernelList& f = l.kernels[kFwd];
@@ -185,7 +186,7 @@ void megatron_permutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   KernelBatch meta;
   if (disp == MoeDispatcher::Flex) {
     meta.add(X * 4 + K * 12);                        // top-k of the probs: token indices
-    meta.add(K * 8 + sh.T * static_cast<double>(c.s.ep_size));  // get_dispatch_layout
+    meta.add(K * 8 + sh.T * static_cast<double>(c.s.par.ep));  // get_dispatch_layout
     meta.add(K * 12 + R * 5);                        // fused_indices_to_multihot
     meta.add(sh.El * 8);                             // tokens per expert to the host
   } else {
@@ -194,7 +195,7 @@ void megatron_permutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   add_batch(f, meta);
   // The index building runs over the routing map of the rows the rank permutes: its own tokens
   // (alltoall), the EP group's for its local experts (allgather), the received ones (flex).
-  const double ep_etp = static_cast<double>(c.s.ep_size * c.s.etp_size);
+  const double ep_etp = static_cast<double>(c.s.par.ep * c.s.par.etp);
   const double rows = disp == MoeDispatcher::AllGather ? sh.T * ep_etp : sh.T;
   const double cols = disp == MoeDispatcher::AllToAll ? NE : sh.El;
   add_batch(f, permute_index_kernels(rows, cols, sh.P, c.e, fused, padded));
@@ -207,12 +208,12 @@ void megatron_permutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   // with alltoall the counts' all-gather over the EP group (gather_from_sequence_parallel_region).
   l.host_sync = !padded;
   if (!padded && disp == MoeDispatcher::AllToAll)
-    add_comm(l, kFwd, Collective::AllGather, Group::EP, NE * 8 * static_cast<double>(c.s.ep_size), c.s.ep_size,
+    add_comm(l, kFwd, Collective::AllGather, Group::EP, NE * 8 * static_cast<double>(c.s.par.ep), c.s.par.ep,
              "Dispatch_FWD_EP");
   // allgather (MoEAllGatherTokenDispatcher): the routing map (bool) and the probs (fp32) of the
   // EP×ETP group's tokens are gathered beside the tokens, T·E·5 bytes per rank.
   if (disp == MoeDispatcher::AllGather)
-    add_comm(l, kFwd, Collective::AllGather, Group::EP, X * 5 * ep_etp, c.s.ep_size * c.s.etp_size,
+    add_comm(l, kFwd, Collective::AllGather, Group::EP, X * 5 * ep_etp, c.s.par.ep * c.s.par.etp,
              "Dispatch_FWD_EP");
 }
 
@@ -220,8 +221,8 @@ void megatron_permutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
 // combine, then the unpermute: fused one pass (P + T)·H·e; unfused the zeros of the output,
 // the scatter-add and, unless the probs went to the experts (dispatch_probs), their product).
 void megatron_unpermutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
-  const MoeDispatcher disp = moe_dispatcher(c.s);
-  const bool fused = c.s.moe_permute_fusion;
+  const MoeDispatcher disp = c.s.moe.dispatcher;
+  const bool fused = c.s.moe.permute_fusion;
   const double tok = c.H * c.e, R = sh.M * sh.El;
   KernelList& f = l.kernels[kFwd];
   KernelList& b = l.kernels[kBwdAct];
@@ -229,12 +230,12 @@ void megatron_unpermutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   b.clear();
   if (fp8_row_padding(c, sh)) add_fp8_padding(f, b, R, tok);
   if (disp == MoeDispatcher::AllToAll && sh.El > 1) add_row_sort(f, b, R, tok);
-  const double probs = c.s.dispatch_probs ? 0 : 2 * sh.P * tok;
+  const double probs = c.s.moe.dispatch_probs ? 0 : 2 * sh.P * tok;
   Kernel un = mem_kernel((sh.P + sh.T) * tok + (fused ? 0 : sh.T * tok + probs), "permute_fwd");
-  un.launches = fused ? 1 : (c.s.dispatch_probs ? 2 : 3);
+  un.launches = fused ? 1 : (c.s.moe.dispatch_probs ? 2 : 3);
   f.push_back(un);
   b.push_back(mem_kernel((sh.T + sh.P) * tok + (fused ? 0 : probs), "permute_bwd"));
-  if (!fused && !c.s.dispatch_probs) b.back().launches = 2;
+  if (!fused && !c.s.moe.dispatch_probs) b.back().launches = 2;
 }
 
 // Token permutation around the dispatch: two kernels (the peer's Permutation), one pass with
@@ -245,17 +246,17 @@ void permutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   const double k1 = (sh.T * c.H + sh.P * c.H) * c.e, k2 = 2 * sh.P * c.H * c.e;
   l.kernels[kFwd] = {mem_kernel(k1, "permute_fwd"), mem_kernel(k2, "permute_fwd")};
   l.kernels[kBwdAct] = {mem_kernel(k1, "permute_bwd"), mem_kernel(k2, "permute_bwd")};
-  if (c.s.moe_permute_fusion) {
+  if (c.s.moe.permute_fusion) {
     l.kernels[kFwd].pop_back();
     l.kernels[kBwdAct].pop_back();
   }
-  const int64_t ep = c.s.ep_size, etp = c.s.etp_size;
+  const int64_t ep = c.s.par.ep, etp = c.s.par.etp;
   if (c.megatron) megatron_permutation(l, c, sh);
   const DispatchComm d = dispatch_comm(c, sh, false);
   add_dispatch(l, kFwd, d, true, "Dispatch_FWD_EP");
   add_dispatch(l, kBwdAct, d, false, "Dispatch_FWD_EP");
   for (Phase p : {kFwd, kBwdAct})
-    if (c.s.dispatch_probs) add_comm(l, p, Collective::AllToAll, Group::EP, sh.T * NE * c.e, ep, "Dispatch_FWD_EP");
+    if (c.s.moe.dispatch_probs) add_comm(l, p, Collective::AllToAll, Group::EP, sh.T * NE * c.e, ep, "Dispatch_FWD_EP");
   if (d.etp_separate) {
     add_comm(l, kFwd, Collective::AllGather, Group::ETP, sh.P * c.H * c.e * static_cast<double>(etp), etp, "etp");
     add_comm(l, kBwdAct, Collective::ReduceScatter, Group::ETP, sh.P * c.H * c.e * static_cast<double>(etp), etp, "etp");
@@ -271,12 +272,12 @@ void unpermutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   const double k1 = 2 * Pp * c.H * c.e, k2 = (Pp * c.H + sh.T * c.H) * c.e;
   l.kernels[kFwd] = {mem_kernel(k1, "permute_fwd"), mem_kernel(k2, "permute_fwd")};
   l.kernels[kBwdAct] = {mem_kernel(k1, "permute_bwd"), mem_kernel(k2, "permute_bwd")};
-  if (c.s.moe_permute_fusion) {
+  if (c.s.moe.permute_fusion) {
     l.kernels[kFwd].erase(l.kernels[kFwd].begin());
     l.kernels[kBwdAct].erase(l.kernels[kBwdAct].begin());
   }
   if (c.megatron) megatron_unpermutation(l, c, sh);
-  const int64_t etp = c.s.etp_size;
+  const int64_t etp = c.s.par.etp;
   const DispatchComm d = dispatch_comm(c, sh, true);
   if (d.etp_separate) {
     add_comm(l, kFwd, Collective::ReduceScatter, Group::ETP, Pp * c.H * c.e * static_cast<double>(etp), etp, "etp");
@@ -285,7 +286,7 @@ void unpermutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   add_dispatch(l, kFwd, d, true, "Combine_FWD_EP");
   add_dispatch(l, kBwdAct, d, false, "Combine_FWD_EP");
   l.recompute_repeats_comm = true;
-  if (c.s.dispatch_probs) {
+  if (c.s.moe.dispatch_probs) {
     l.cache = 0;
     l.fpk = std::max(Pp, sh.T) * c.H * 2;
     l.bpk = 0;
@@ -307,13 +308,13 @@ void grouped_linear(Leaf& l, const Ctx& c, const MoeShape& sh, std::string_view 
   const double Tl = sh.M * sh.El;
   const double flops = 2 * Tl * in * out;
   const double bytes = Tl * in * a + sh.El * in * out * w + Tl * out * 2;
-  const KeyDtype mg = c.s.grad_reduce_in_bf16 ? KeyDtype::bf16 : KeyDtype::fp32;
+  const KeyDtype mg = c.s.prec.grad_reduce_in_bf16 ? KeyDtype::bf16 : KeyDtype::fp32;
   const KeyStage stages[3] = {KeyStage::fwd, KeyStage::bwd_grad_act, KeyStage::bwd_grad_w};
   // grad, accumulate, use_split_accumulator, single_output per phase.
   const bool flags[3][4] = {{false, false, false, true}, {true, false, true, false}, {true, true, true, false}};
   const bool serial = c.m.group_linear_mode == "serial";
   for (int p = 0; p < 3; ++p) {
-    const double extra = (p == kBwdW && c.s.use_fused_grad_accumulation) ? in * out * 4 : 0;
+    const double extra = (p == kBwdW && c.s.prec.fused_grad_accumulation) ? in * out * 4 : 0;
     if (serial) {
       // One Linear per local expert: the peer's serial mode runs El matmuls of M tokens.
       Kernel k;
@@ -336,16 +337,16 @@ void grouped_linear(Leaf& l, const Ctx& c, const MoeShape& sh, std::string_view 
   }
   l.params = sh.El * in * out;
   l.moe_params = true;
-  l.weight_elem_bytes = fp8 && c.megatron ? fp8_weight_bytes(c.s.fp8_recipe, c.s.fp8_param_gather, c.env.blackwell) : w;
-  const bool offload = col && c.s.offload_groupgemm_col_inputs;
+  l.weight_elem_bytes = fp8 && c.megatron ? fp8_weight_bytes(c.s.prec.fp8_recipe, c.s.prec.fp8_param_gather, c.env.blackwell) : w;
+  const bool offload = col && c.s.off.groupgemm_col_inputs;
   l.cache = offload ? 0 : Tl * in * saved_input_bytes(c, fp8);
-  l.fpk = Tl * in * a + Tl * out * 2 + (c.s.use_accm_weight ? 0 : sh.El * in * out * w);
+  l.fpk = Tl * in * a + Tl * out * 2 + (c.s.prec.accm_weight ? 0 : sh.El * in * out * w);
   l.bpk = Tl * in * a + Tl * out * 2 + (fp8 ? sh.El * in * out * 4 : 0) + (offload ? Tl * in * a : 0);
   l.input_bytes = Tl * in * c.e;
   // cache_groupgemm_col_fp8_inputs: the checkpoint of a recomputed segment starting here is the
   // fp8 input the GEMM keeps (passes/recompute.cpp makes it a segment start).
-  if (col && fp8 && c.s.cache_groupgemm_col_fp8_inputs) l.input_bytes = Tl * in;
-  if (c.s.use_fused_grad_accumulation && version_at_least(c.s.te_version, "2.10.0")) {
+  if (col && fp8 && c.s.prec.cache_groupgemm_col_fp8_inputs) l.input_bytes = Tl * in;
+  if (c.s.prec.fused_grad_accumulation && c.s.fuse.te.at_least(2, 10)) {
     l.dummy_rows = static_cast<int64_t>(out);
     l.dummy_cols = static_cast<int64_t>(in);
     l.dummy_wgrad_bytes = in * out * 2;
@@ -358,10 +359,10 @@ void expert_swiglu(Leaf& l, const Ctx& c, const MoeShape& sh, double width) {
   l.name = "expert_swiglu";
   const double Tl = sh.M * sh.El;
   const double out = Tl * width * c.e, in = 2 * out;
-  const double probs = c.s.dispatch_probs ? Tl : 0;
+  const double probs = c.s.moe.dispatch_probs ? Tl : 0;
   l.kernels[kFwd] = {mem_kernel(swiglu_bytes(c, out, false) + probs * 2)};
   l.kernels[kBwdAct] = {mem_kernel(swiglu_bytes(c, out, true) + probs * 2)};
-  l.cache = c.s.use_fused_swiglu ? in : 3 * out;  // unfused: the two halves and the SiLU output
+  l.cache = c.s.fuse.fused_swiglu ? in : 3 * out;  // unfused: the two halves and the SiLU output
   l.fpk = in + out + probs * 8;
   l.bpk = in + out + probs * 8;
   l.input_bytes = in;

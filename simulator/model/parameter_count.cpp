@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "plan/pipeline_layout.h"
 
 namespace trainsim {
 namespace {
@@ -77,7 +76,7 @@ LayerParams mtp_params(const ModelConfig& m) {
 
 }  // namespace
 
-ParameterCount count_parameters(const ModelConfig& m, const StrategyConfig& s) {
+ParameterCount count_parameters(const ModelConfig& m, const std::vector<VirtualStage>& stages, int64_t pp_size) {
   ParameterCount out;
   const int64_t h = m.hidden_size;
   out.embedding = m.vocab_size * h;
@@ -96,11 +95,8 @@ ParameterCount count_parameters(const ModelConfig& m, const StrategyConfig& s) {
 
   // Layers of each pipeline rank in Megatron's global order: virtual stage i = c·pp + r holds the
   // next layers and runs on rank r (pipeline_layout.h).
-  std::vector<VirtualStage> stages;
-  if (!pipeline_stages(m, s, stages, nullptr, nullptr)) return out;
-  const int64_t pp = std::max<int64_t>(1, s.pp_size);
-  // Without a layout the MTP layers sit on the last rank, after the decoder (Megatron).
-  if (!s.pipeline_model_parallel_layout) stages.back().mtp_layers = m.mtp_num_layers;
+  if (stages.empty()) return out;
+  const int64_t pp = std::max<int64_t>(1, pp_size);
   out.stages.resize(static_cast<size_t>(pp));
   int64_t next = 0;
   for (size_t i = 0; i < stages.size(); ++i) {

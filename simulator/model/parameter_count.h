@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "inputs/model_config.h"
-#include "inputs/strategy_config.h"
+#include "plan/settings.h"
 
 namespace trainsim {
 
@@ -26,8 +26,10 @@ struct ParameterCount {
   std::vector<StageParameters> stages;  // per pipeline rank; empty when the split is illegal
 };
 
-/// Counts the parameters of `m`, split over the pipeline of `s` the Megatron way (embedding on
-/// the first rank, output layer on the last, a tied output layer then held by both ranks).
-[[nodiscard]] ParameterCount count_parameters(const ModelConfig& m, const StrategyConfig& s);
+/// Counts the parameters of `m`, split over `stages` (pp·v virtual stages in stage order, stage i
+/// on rank i mod pp, e.g. Plan::virtual_stages) the Megatron way (embedding on the first rank,
+/// output layer on the last, a tied output layer then held by both ranks). No stages: totals only.
+[[nodiscard]] ParameterCount count_parameters(const ModelConfig& m, const std::vector<VirtualStage>& stages,
+                                              int64_t pp);
 
 }  // namespace trainsim

@@ -11,7 +11,7 @@ namespace trainsim {
 
 // TE's quantizer casting a Linear's input to fp8 before each quantized GEMM: reads the bf16
 // input, writes the fp8 copies (the peer's Float8Quantizer leaf: one 1-byte copy).
-void insert_quantizers(std::vector<Leaf>& L, const std::string& recipe) {
+void insert_quantizers(std::vector<Leaf>& L, Fp8Recipe recipe) {
   for (size_t i = 0; i < L.size(); ++i) {
     const auto& k = L[i].kernels[kFwd];
     if (k.empty() || (std::string_view(k[0].op) != "fp8_matmul" && std::string_view(k[0].op) != "fp8_group_matmul"))
@@ -50,14 +50,14 @@ void insert_quantizers(std::vector<Leaf>& L, const std::string& recipe) {
 // column-wise to save). The per-tensor recipes write one copy, and on Hopper also its transpose
 // where the leaf says so (model/ops_basic.cpp fp8_cast_transpose; never in compat mode, the peer's
 // cast writes one copy).
-double fp8_saved_input_bytes(const std::string& recipe) {
-  if (recipe == "blockwise") return 1 + 4.0 / 128;
-  if (recipe == "mxfp8") return 1 + 1.0 / 32;
+double fp8_saved_input_bytes(Fp8Recipe recipe) {
+  if (recipe == Fp8Recipe::Blockwise) return 1 + 4.0 / 128;
+  if (recipe == Fp8Recipe::Mxfp8) return 1 + 1.0 / 32;
   return 1;
 }
 
-double fp8_cast_write_bytes(const std::string& recipe, bool transpose) {
-  if (recipe == "blockwise" || recipe == "mxfp8") return 2 * fp8_saved_input_bytes(recipe);
+double fp8_cast_write_bytes(Fp8Recipe recipe, bool transpose) {
+  if (recipe == Fp8Recipe::Blockwise || recipe == Fp8Recipe::Mxfp8) return 2 * fp8_saved_input_bytes(recipe);
   return transpose ? 2 : 1;
 }
 
@@ -80,16 +80,16 @@ double fp8_cast_write_bytes(const std::string& recipe, bool transpose) {
 // copy; the fp8 data and, on Hopper, its cached transpose remain. The delayed recipe's scaling
 // state (fp8_meta: scale, scale_inv and an amax history of amax_history_len × 5 fp32 values per
 // GEMM, 20 KiB at NeMo's 1024) is a few MiB per model and not counted.
-double fp8_weight_bytes(const std::string& recipe, bool param_gather, bool blackwell) {
+double fp8_weight_bytes(Fp8Recipe recipe, bool param_gather, bool blackwell) {
   const double param = param_gather ? 0 : 2;
-  if (recipe == "blockwise") return param + 2 * (1 + 4.0 / (128 * 128));
-  if (recipe == "mxfp8") return param + 2 * (1 + 1.0 / 32);
+  if (recipe == Fp8Recipe::Blockwise) return param + 2 * (1 + 4.0 / (128 * 128));
+  if (recipe == Fp8Recipe::Mxfp8) return param + 2 * (1 + 1.0 / 32);
   return param + (blackwell ? 1 : 2);
 }
 
-double param_gather_bytes(const StrategyConfig& s) {
-  if (s.fp8 && s.fp8_param_gather) return 1;
-  return s.dtype == "fp32" ? 4 : 2;  // the parameters in the training dtype
+double param_gather_bytes(const Settings& s) {
+  if (s.prec.fp8 && s.prec.fp8_param_gather) return 1;
+  return s.prec.element_bytes();  // the parameters in the training dtype
 }
 
 bool is_blackwell_system(const std::string& sys_name) {

@@ -25,21 +25,21 @@ constexpr NameLeaf kTensorLeaves[] = {
 
 }  // namespace
 
-void apply_offload(std::vector<Leaf>& L, const StrategyConfig& s) {
-  if (!s.fine_grained_activation_offloading) return;
+void apply_offload(std::vector<Leaf>& L, const Settings& s) {
+  if (!s.off.activations) return;
   auto offload = [&](const char* leaf) {
     for (auto& l : L) {
       if (l.name != leaf || l.recompute || l.offload_bytes > 0) continue;
-      if (l.cache < static_cast<double>(s.min_offloaded_tensor_size)) continue;
+      if (l.cache < static_cast<double>(s.off.min_tensor_bytes)) continue;
       l.offload_bytes = l.cache;
       l.bpk += l.cache;
       l.cache = 0;
     }
   };
-  for (const auto& mod : s.offload_modules)
+  for (const auto& mod : s.off.modules)
     for (const auto& row : kModuleLeaves)
       if (mod == row.name) offload(row.leaf);
-  for (const auto& tag : s.offload_tensors)
+  for (const auto& tag : s.off.tensors)
     for (const auto& row : kTensorLeaves)
       if (tag == row.name) offload(row.leaf);
 }

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "inputs/strategy_config.h"
+#include "plan/settings.h"
 #include "model/graph.h"
 
 namespace trainsim {
@@ -12,6 +12,6 @@ namespace trainsim {
 /// module (offload_modules), or one saving a listed tensor (offload_tensors), that keeps its saved tensors (not recomputed) and saves at least
 /// min_offloaded_tensor_size bytes hands them to host memory after its forward (offload_bytes,
 /// no GPU cache) and gets them back for its backward (added to its backward transient).
-void apply_offload(std::vector<Leaf>& L, const StrategyConfig& s);
+void apply_offload(std::vector<Leaf>& L, const Settings& s);
 
 }  // namespace trainsim

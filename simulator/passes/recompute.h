@@ -7,7 +7,7 @@
 
 #include "inputs/mode.h"
 #include "inputs/model_config.h"
-#include "inputs/strategy_config.h"
+#include "plan/settings.h"
 #include "model/graph.h"
 
 namespace trainsim {
@@ -15,6 +15,6 @@ namespace trainsim {
 /// Sets the recompute roles of one recomputed layer's leaves (`moe`: the layer's MLP is MoE).
 /// `mode`: the default mode checkpoints Megatron's whole dense MLP (fc1 included) for the `mlp`
 /// module; the peer keeps fc1's activations.
-void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const StrategyConfig& s, bool moe, Mode mode);
+void apply_recompute(std::vector<Leaf>& L, const ModelConfig& m, const Settings& s, bool moe, Mode mode);
 
 }  // namespace trainsim

@@ -9,16 +9,9 @@
 
 #include "inputs/model_config.h"
 #include "inputs/strategy_config.h"
+#include "plan/settings.h"
 
 namespace trainsim {
-
-/// What one virtual pipeline stage holds. Stage i runs on pipeline rank i mod pp as its
-/// virtual chunk ⌊i/pp⌋ (Megatron's interleaved assignment).
-struct VirtualStage {
-  bool embedding = false, loss = false;
-  int64_t layers = 0, mtp_layers = 0;
-  bool operator==(const VirtualStage&) const = default;
-};
 
 /// Parses a layout string (Megatron `--pipeline-model-parallel-layout`): `|` separates stages,
 /// `E` embedding, `t` decoder layer, `m` MTP layer, `L` output layer + loss, `X*N` repeats the

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "plan/pipeline_layout.h"
+#include "inputs/strategy_config.h"
 #include "model/moe_dispatch.h"
 #include "passes/fp8.h"
 #include "core/enum_table.h"
@@ -68,18 +69,27 @@ Program Plan::program(int64_t mbc) const {
 
 void Plan::program(int64_t mbc, Program& into) const {
   switch (schedule) {
-    case ScheduleKind::Interleaved: return interleaved(pp, vpp, mbc, vp_group, a2a_overlap, into);
-    case ScheduleKind::ZeroBubbleH1: return zero_bubble_h1(pp, mbc, into);
+    case ScheduleKind::Interleaved: return interleaved(par.pp, par.vpp, mbc, vp_group, ovl.a2a_overlap, into);
+    case ScheduleKind::ZeroBubbleH1: return zero_bubble_h1(par.pp, mbc, into);
     case ScheduleKind::OneFOneB: break;
   }
-  if (a2a_overlap) return interleaved(pp, 1, mbc, 1, true, into);  // pp 1 (validated)
-  one_f_one_b(pp, mbc, into);
+  if (ovl.a2a_overlap) return interleaved(par.pp, 1, mbc, 1, true, into);  // pp 1 (validated)
+  one_f_one_b(par.pp, mbc, into);
+}
+
+std::vector<VirtualStage> Plan::virtual_stages() const {
+  std::vector<VirtualStage> out;
+  for (int64_t i = 0; i < par.pp * par.vpp; ++i) {
+    const ChunkSpec& c = chunks[static_cast<size_t>(i % par.pp)][static_cast<size_t>(i / par.pp)];
+    out.push_back({c.embedding, c.head, c.layers, c.mtp_layers});
+  }
+  return out;
 }
 
 const char* Plan::stage_kind(int64_t rank) const {
-  if (pp == 1) return "stage";
+  if (par.pp == 1) return "stage";
   if (rank == 0) return "first_stage";
-  if (rank == pp - 1) return "last_stage";
+  if (rank == par.pp - 1) return "last_stage";
   return "middle_stage";
 }
 
@@ -95,10 +105,10 @@ void check_schedule_progress(const Plan& p, const PlanSources& src) {
   // 1F1B programs always pair (one chunk, no split backward) and zero-bubble ones run
   // asynchronously: only interleaved ones are built to check.
   const bool blocking = p.p2p == P2PMode::Blocking && p.schedule == ScheduleKind::Interleaved;
-  const bool partial = p.schedule == ScheduleKind::Interleaved && p.micro_batch_num % p.vp_group != 0;
-  const bool merged = p.a2a_overlap && p.pp > 1;
+  const bool partial = p.schedule == ScheduleKind::Interleaved && p.batch.micro_batch_num % p.vp_group != 0;
+  const bool merged = p.ovl.a2a_overlap && p.par.pp > 1;
   const Program check =
-      blocking || partial || merged ? p.program(std::min(p.micro_batch_num, p.steady_base())) : Program{};
+      blocking || partial || merged ? p.program(std::min(p.batch.micro_batch_num, p.steady_base())) : Program{};
   if (blocking && !blocking_problem(check).empty())
     throw ConfigError(src.strategy, "/pp_comm_async",
                       blocking_problem(p.program()) + "; set pp_comm_async true (Megatron's overlap_p2p_comm "
@@ -111,14 +121,14 @@ void check_schedule_progress(const Plan& p, const PlanSources& src) {
     // wait too. Replay the order with unit costs to find out (whether a program finishes does
     // not depend on the durations).
     PipelineCosts unit;
-    unit.chunks.assign(static_cast<size_t>(p.pp), std::vector<ChunkTimes>(static_cast<size_t>(p.vpp), {1, 1, 0}));
+    unit.chunks.assign(static_cast<size_t>(p.par.pp), std::vector<ChunkTimes>(static_cast<size_t>(p.par.vpp), {1, 1, 0}));
     if (!lower(check, unit, p.p2p).try_run())
       throw ConfigError(src.strategy, "/micro_batch_num",
                         strprintf("Megatron's interleaved order cannot make progress with pp_size %lld, "
                                   "interleaving_size %lld, micro_batch_num %lld in groups of %lld (%s); use a "
                                   "micro_batch_num that is a multiple of the group",
-                                  static_cast<long long>(p.pp), static_cast<long long>(p.vpp),
-                                  static_cast<long long>(p.micro_batch_num), static_cast<long long>(p.vp_group),
+                                  static_cast<long long>(p.par.pp), static_cast<long long>(p.par.vpp),
+                                  static_cast<long long>(p.batch.micro_batch_num), static_cast<long long>(p.vp_group),
                                   merged ? "the partial last group leaves a rank waiting on its own backward, the "
                                            "merged steps of overlap_moe_expert_parallel_comm waiting for both "
                                            "their inputs"
@@ -142,23 +152,23 @@ void fill_chunks(Plan& p, const ModelConfig& m, const StrategyConfig& s, Mode mo
     const bool split_ok = split_layers(m.layer_num, s, split, nullptr);
     TRAINSIM_ASSERT(split_ok, "validate_plan accepted an illegal layer split");
   }
-  const int64_t virtual_stages = p.pp * p.vpp;
+  const int64_t virtual_stages = p.par.pp * p.par.vpp;
   auto stage = [&](int64_t i) {
     if (mode == Mode::Default) return stages[static_cast<size_t>(i)];
     // The peer's split (Megatron get_num_layers_to_build without a layout) over the rank's
     // chunks; the embedding on (rank 0, chunk 0), the head on (last rank, last chunk).
-    const int64_t r = i % p.pp;
+    const int64_t r = i % p.par.pp;
     VirtualStage st;
-    st.layers = (r == 0 ? split.first : r == p.pp - 1 ? split.last : split.middle) / p.vpp;
+    st.layers = (r == 0 ? split.first : r == p.par.pp - 1 ? split.last : split.middle) / p.par.vpp;
     st.embedding = i == 0;
     st.loss = i == virtual_stages - 1;
     return st;
   };
-  p.chunks = ChunkGrid(static_cast<size_t>(p.pp), static_cast<size_t>(p.vpp));
+  p.chunks = ChunkGrid(static_cast<size_t>(p.par.pp), static_cast<size_t>(p.par.vpp));
   int64_t offset = 0;
   for (int64_t i = 0; i < virtual_stages; ++i) {
     const VirtualStage st = stage(i);
-    ChunkSpec& cs = p.chunks[static_cast<size_t>(i % p.pp)][static_cast<size_t>(i / p.pp)];
+    ChunkSpec& cs = p.chunks[static_cast<size_t>(i % p.par.pp)][static_cast<size_t>(i / p.par.pp)];
     cs.embedding = st.embedding;
     cs.head = st.loss;
     cs.layers = st.layers;
@@ -181,50 +191,39 @@ void fill_chunks(Plan& p, const ModelConfig& m, const StrategyConfig& s, Mode mo
 Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys, Mode mode,
                   const PlanSources& src) {
   std::vector<Issue> issues = validate_plan(m, s, sys, src, mode);
+  if (!issues.empty()) throw ConfigError(std::move(issues));
   Plan p;
+  static_cast<Settings&>(p) = settings_of(s);
   p.model = &m;
-  p.strategy = &s;
   p.system = &sys;
   p.mode = mode;
-  p.world = s.world_size;
-  p.tp = s.tp_size;
-  p.cp = s.cp_size;
-  p.pp = s.pp_size;
-  p.vpp = virtual_stages_per_rank(m, s);
-  p.ep = s.ep_size;
-  p.etp = s.etp_size;
-  p.sp = s.sp();
-  p.seq_len = s.seq_len;
-  p.micro_batch_size = s.micro_batch_size;
-  p.micro_batch_num = s.micro_batch_num;
+  p.par.vpp = virtual_stages_per_rank(m, s);
   p.vp_group = s.microbatch_group_size_per_vp_stage.value_or(s.pp_size);
-  if (!issues.empty()) throw ConfigError(std::move(issues));
 
-  p.dp = s.dp_size();
-  p.edp = s.edp_size();
-  p.nets = choose_networks(sys, s, mode);
+  p.nets = choose_networks(sys, p, mode);
   p.padded_vocab = padded_vocab_size(m.vocab_size, s.tp_size);
-  p.chunk_env = {sys.num_per_node, moe_load_imbalance(m, s, mode), mode, is_blackwell_system(sys.sys_name)};
+  p.chunk_env = {sys.num_per_node, moe_load_imbalance(m, p, mode), mode, is_blackwell_system(sys.sys_name)};
   p.straggler = straggler_model(s, sys, mode);
 
   if (s.pipeline_schedule == "zero_bubble_h1") {
     p.schedule = ScheduleKind::ZeroBubbleH1;
     p.p2p = P2PMode::Async;
-  } else if (p.vpp > 1) {
+  } else if (p.par.vpp > 1) {
     p.schedule = ScheduleKind::Interleaved;
     p.p2p = (mode == Mode::Default && s.pp_comm_async) ? P2PMode::Async : P2PMode::Blocking;
   } else {
     p.schedule = ScheduleKind::OneFOneB;  // Megatron's 1F1B p2p calls block
     p.p2p = P2PMode::Blocking;
   }
-  p.a2a_overlap = mode == Mode::Default && s.overlap_moe_expert_parallel_comm;
-  if (p.a2a_overlap && p.pp > 1 && p.p2p == P2PMode::Blocking)
+  p.ovl.a2a_overlap = mode == Mode::Default && s.overlap_moe_expert_parallel_comm;
+  if (p.ovl.a2a_overlap && p.par.pp > 1 && p.p2p == P2PMode::Blocking)
     throw ConfigError(src.strategy, "/pp_comm_async",
                       "overlap_moe_expert_parallel_comm is modelled with asynchronous p2p only (transfers that "
                       "wait for their data beside the merged steps); set pp_comm_async true (Megatron's "
                       "overlap_p2p_comm default)");
   check_schedule_progress(p, src);
   fill_chunks(p, m, s, mode);
+  p.chunk_key = chunk_strategy_hash(s);
   return p;
 }
 

@@ -1,8 +1,8 @@
 // The Plan: (model, strategy, system, mode) resolved and validated once. Every later stage (op
-// graph, passes, schedule, engine, views) reads the Plan: parallel sizes and their networks, the
-// chunks of every rank with their layers, the schedule and its p2p mode, the straggler factor.
-// The op builders read feature switches (fusions, recompute flags, dtypes) from `strategy`, which
-// the Plan has validated for this combination.
+// graph, passes, schedule, engine, views) reads the Plan and nothing else of the strategy: its
+// typed settings (plan/settings.h: parallel sizes, precision, recompute, overlaps, MoE, ...), the
+// networks of its groups, the chunks of every rank with their layers, the schedule and its p2p
+// mode, the straggler factor.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +14,8 @@
 #include "comm/collective.h"
 #include "inputs/mode.h"
 #include "inputs/model_config.h"
-#include "inputs/strategy_config.h"
 #include "system/system_config.h"
+#include "plan/settings.h"
 #include "plan/validate.h"
 #include "core/small_vector.h"
 #include "model/graph.h"
@@ -97,33 +97,29 @@ class ChunkGrid {
 enum class ScheduleKind : uint8_t { OneFOneB, Interleaved, ZeroBubbleH1 };
 [[nodiscard]] const char* schedule_name(ScheduleKind k);
 
-struct Plan {
+/// A resolved plan: its settings (the base), and what resolution derived from them.
+struct Plan : Settings {
   // The validated inputs; a Plan must not outlive them.
   const ModelConfig* model = nullptr;
-  const StrategyConfig* strategy = nullptr;
   const SystemConfig* system = nullptr;
   Mode mode = Mode::Default;
 
-  int64_t world = 1, tp = 1, cp = 1, pp = 1, vpp = 1, dp = 1, ep = 1, etp = 1, edp = 1;
-  bool sp = false;
   NetworkChoice nets;  // per group: tp, cp, dp, pp, ep, etp, edp (estimate() finds the entries again)
 
-  int64_t seq_len = 0, micro_batch_size = 0, micro_batch_num = 0;
   int64_t vp_group = 1;  // micro-batches per chunk group (interleaved)
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   P2PMode p2p = P2PMode::Blocking;
-  /// overlap_moe_expert_parallel_comm: Megatron's combined 1F1B, merged forward/backward steps.
-  bool a2a_overlap = false;
   int64_t padded_vocab = 0;
   /// What every chunk is built with: node size, MoE imbalance, mode, Blackwell GPU.
   ChunkEnv chunk_env;
   /// chunks[rank][chunk]: what each virtual chunk of each pipeline rank holds.
   ChunkGrid chunks;
   Straggler straggler;
+  /// Hash of the settings a chunk's ops read (chunk_strategy_hash): the chunk caches' key.
+  uint64_t chunk_key = 0;
 
-  [[nodiscard]] int64_t global_batch_size() const { return micro_batch_size * micro_batch_num * dp; }
   /// The schedule as a program of steps per rank.
-  [[nodiscard]] Program program() const { return program(micro_batch_num); }
+  [[nodiscard]] Program program() const { return program(batch.micro_batch_num); }
   /// The same schedule over `mbc` micro-batches (the pipeline replay's extrapolation points).
   [[nodiscard]] Program program(int64_t mbc) const;
   /// The same into `into`, keeping the memory of its step lists.
@@ -136,9 +132,11 @@ struct Plan {
   /// remainder modulo the period: the plan's program is that program with its steady block
   /// repeated (when micro_batch_num is larger).
   [[nodiscard]] int64_t steady_base() const {
-    const int64_t g = steady_period(), least = 2 * pp * vpp + 2 * g;
-    return least + ((micro_batch_num - least) % g + g) % g;
+    const int64_t g = steady_period(), least = 2 * par.pp * par.vpp + 2 * g;
+    return least + ((batch.micro_batch_num - least) % g + g) % g;
   }
+  /// The pp·vpp virtual stages in stage order (stage i = chunks[i mod pp][i / pp]).
+  [[nodiscard]] std::vector<VirtualStage> virtual_stages() const;
   /// Stage names used in reports: "stage" (pp 1), first/middle/last (1F1B), or one per rank.
   [[nodiscard]] const char* stage_kind(int64_t rank) const;
 };

@@ -33,10 +33,10 @@ class DpLowering {
  public:
   DpLowering(Engine& engine, const Plan& p, const NetworkChoice& networks, const Program& program, const StepOps& step_ops,
              int64_t r, const RankBackward& backward, const ChunkBuckets& buckets)
-      : e(engine), plan(p), s(*p.strategy), nets(networks), ops(step_ops), backward_of(backward),
+      : e(engine), plan(p), s(p), nets(networks), ops(step_ops), backward_of(backward),
         chunk_buckets(buckets), ri(static_cast<size_t>(r)), rr(static_cast<int32_t>(r)), steps(program.ranks[ri]),
         v(p.chunks[ri].size()), grad_pass(program.split_backward ? Pass::BackwardWeight : Pass::Backward),
-        grad_bytes((s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4), sharded(s.zero_state >= 1) {}
+        grad_bytes((s.prec.grad_reduce_in_bf16 || !s.prec.fp32_accum_grad) ? 2 : 4), sharded(s.ovl.zero_state >= 1) {}
 
   RankDp run() {
     if (steps.empty()) return out;
@@ -56,7 +56,7 @@ class DpLowering {
  private:
   Engine& e;
   const Plan& plan;
-  const StrategyConfig& s;
+  const Settings& s;
   const NetworkChoice& nets;
   const StepOps& ops;
   const RankBackward& backward_of;
@@ -103,10 +103,10 @@ class DpLowering {
       for (size_t si = 0; si < 2; ++si) {
         const DpSide& side = sides[si];
         const auto& bs = chunk_buckets[c][si];
-        for (auto it = bs.rbegin(); sharded && s.zero_state < 3 && it != bs.rend(); ++it) {
+        for (auto it = bs.rbegin(); sharded && s.ovl.zero_state < 3 && it != bs.rend(); ++it) {
           const double t = time_of(side, Collective::AllGather, it->params * param_gather_bytes(s));
           count(side, t);
-          if (!s.overlap_param_gather) {
+          if (!s.ovl.overlap_param_gather) {
             out.after_optimizer_s += t;
             continue;
           }
@@ -120,7 +120,7 @@ class DpLowering {
   }
 
   void fsdp_gathers() {
-    gathers.resize(s.zero_state >= 3 ? v : 0);
+    gathers.resize(s.ovl.zero_state >= 3 ? v : 0);
     for (size_t c = 0; c < gathers.size(); ++c) {
       const auto& segs = *backward_of[c];
       for (size_t si = 0; si < 2; ++si) {
@@ -173,7 +173,7 @@ class DpLowering {
         count(side, t);
         const Engine::OpId id =
             e.add(rr, Stream::Dp, t, {StepKind::DpComm, static_cast<int32_t>(c), final_reduce ? -1 : steps[i].mb});
-        if (s.overlap_grad_reduce) {
+        if (s.ovl.overlap_grad_reduce) {
           e.depends_at(id, ops[ri][i], b.ready);
         } else if (final_reduce) {
           e.depends(id, ops[ri].back());  // the rank's last compute
@@ -191,12 +191,12 @@ class DpLowering {
     // other chunks (interleaving) wait for, and the step could never finish.
     std::vector<size_t> after_compute;
     for (size_t i = 0; i < steps.size(); ++i) {
-      if (s.zero_state >= 3 && steps[i].pass != Pass::BackwardWeight) gather(i);
+      if (s.ovl.zero_state >= 3 && steps[i].pass != Pass::BackwardWeight) gather(i);
       if (steps[i].pass != grad_pass) continue;
       const bool final_reduce = i == last_index[static_cast<size_t>(steps[i].chunk)];
-      if (final_reduce && !s.overlap_grad_reduce)
+      if (final_reduce && !s.ovl.overlap_grad_reduce)
         after_compute.push_back(i);
-      else if (final_reduce || s.zero_state >= 2)
+      else if (final_reduce || s.ovl.zero_state >= 2)
         reduce(i);
     }
     for (size_t i : after_compute) reduce(i);

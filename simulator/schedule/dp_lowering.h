@@ -28,7 +28,7 @@ struct DpSide {
   bool moe;
   Group group;
   const char* stage;
-  [[nodiscard]] int64_t n(const Plan& plan) const { return moe ? plan.edp : plan.dp * plan.cp; }
+  [[nodiscard]] int64_t n(const Plan& plan) const { return moe ? plan.par.edp : plan.par.dp * plan.par.cp; }
 };
 inline constexpr DpSide kDpSides[] = {{false, Group::DP, "dp_cp"}, {true, Group::EDP, "edp"}};
 

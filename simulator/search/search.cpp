@@ -360,7 +360,7 @@ void rank_kept(const ModelConfig& m, const SearchOptions& o, SearchResult& r) {
 void take_figures(const ModelConfig& m, const SystemConfig& sys, const SearchOptions& o, const FitRule& rule,
                   Estimate& e, Candidate& c) {
   c.iteration_time_s = e.iteration_time_s;
-  const Throughput t = o.mfu == MfuConvention::Megatron ? megatron_throughput(m, c.strategy, sys, e)
+  const Throughput t = o.mfu == MfuConvention::Megatron ? megatron_throughput(m, settings_of(c.strategy), sys, e)
                                                         : Throughput{e.tflops_per_gpu, e.mfu};
   c.mfu = t.mfu;
   c.tflops_per_gpu = t.tflops_per_gpu;
@@ -373,7 +373,7 @@ void take_figures(const ModelConfig& m, const SystemConfig& sys, const SearchOpt
 
 void reestimate(const ModelConfig& m, const SystemConfig& sys, const SearchOptions& o, const FitRule& rule,
                 Candidate& c) {
-  Estimate e = estimate(m, c.strategy, sys, nullptr, o.mode);
+  Estimate e = estimate(resolve_plan(m, c.strategy, sys, o.mode));
   take_figures(m, sys, o, rule, e, c);
 }
 
@@ -394,7 +394,7 @@ BaseResult evaluate_base(const ModelConfig& m, const SystemConfig& sys, const Se
                                   static_cast<long long>(o.global_batch)));
     s.micro_batch_num = o.global_batch / (s.dp_size() * s.micro_batch_size);
     (void)normalize_strategy(m, s, o.mode);
-    Estimate e = estimate(m, s, sys, nullptr, o.mode);
+    Estimate e = estimate(resolve_plan(m, s, sys, o.mode));
     require_finite(e, PlanSources{});
     b.evaluated = true;
     b.fits = fit_verdict(e, rule).fits;

@@ -10,6 +10,7 @@
 #include <exception>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <mutex>
 #include <thread>
 #include <tuple>
@@ -159,8 +160,10 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
                                  bool& static_oom, Candidate& out, double* time) {
   sh_.calls.fetch_add(1, std::memory_order_relaxed);
   Estimate e;
+  std::optional<Plan> plan;
   try {
-    e = estimate(sh_.m, s, sh_.sys, &cache_, sh_.o.mode, /*events=*/false);
+    plan.emplace(resolve_plan(sh_.m, s, sh_.sys, sh_.o.mode));
+    e = estimate(*plan, &cache_, /*events=*/false);
     require_finite(e, PlanSources{});
   } catch (const std::exception& err) {
     if (layout_ < error_layout_) {
@@ -184,7 +187,7 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
   out.split = split;
   out.recompute = k;
   out.iteration_time_s = e.iteration_time_s;
-  const Throughput t = sh_.o.mfu == MfuConvention::Megatron ? megatron_throughput(sh_.m, s, sh_.sys, e)
+  const Throughput t = sh_.o.mfu == MfuConvention::Megatron ? megatron_throughput(sh_.m, *plan, sh_.sys, e)
                                                             : Throughput{e.tflops_per_gpu, e.mfu};
   out.mfu = t.mfu;
   out.tflops_per_gpu = t.tflops_per_gpu;

@@ -400,9 +400,9 @@ std::vector<double> predict_metrics(const std::vector<ValidationMetric>& metrics
     mh.layer_num = half_layers;
     StrategyConfig sh = s;
     sh.recompute_layer_num = std::min(s.recompute_layer_num, half_layers);
-    half = estimate(mh, sh, sys, nullptr, mode);
+    half = estimate(resolve_plan(mh, sh, sys, mode));
   }
-  const Estimate full = estimate(m, s, sys, nullptr, mode);
+  const Estimate full = estimate(resolve_plan(m, s, sys, mode));
   std::vector<double> out;
   for (auto metric : metrics) {
     double v = 0;
@@ -456,9 +456,9 @@ CaseResult run_validation_case(const ValidationTable& t, const ValidationCase& c
     StrategyConfig& s = p.strategy;
     const std::string& mpath = p.model_source;
     const std::string& spath = p.strategy_source;
-    (void)resolve_plan(m, s, sys, mode, PlanSources{mpath, spath, system_source});
+    const Plan plan = resolve_plan(m, s, sys, mode, PlanSources{mpath, spath, system_source});
     r.predicted = predict_metrics(t.metrics, m, s, sys, mode);
-    const Estimate e = estimate(m, s, sys, nullptr, mode, /*events=*/false);
+    const Estimate e = estimate(plan, nullptr, /*events=*/false);
     r.fit = fit_verdict(e, fit_rule(sys, mode));
     r.peak_reserved_bytes = e.peak_reserved_bytes();
     r.peak_alloc_bytes = e.peak_alloc_bytes();

@@ -112,13 +112,14 @@ BatchSummary run_batch(const BatchRun& b, const std::function<void(const std::st
       if (error.empty()) {
         try {
           auto t0 = std::chrono::steady_clock::now();
-          Estimate e = estimate(l.m, l.s, sys, nullptr, mode, /*events=*/false);  // the row needs no timeline events
+          const Plan plan = resolve_plan(l.m, l.s, sys, mode);
+          Estimate e = estimate(plan, nullptr, /*events=*/false);  // the row needs no timeline events
           auto t1 = std::chrono::steady_clock::now();
           require_finite(e, {base + "model.json", base + "strategy.json", b.system_text.source});
           const double us = std::chrono::duration<double, std::micro>(t1 - t0).count();
           total_us += us;
           // MFU as perf shows it: Megatron-LM's count; SimuMax's in compat mode (its expected.csv).
-          const double mfu = mode == Mode::SimuMax12 ? e.mfu : megatron_throughput(l.m, l.s, sys, e).mfu;
+          const double mfu = mode == Mode::SimuMax12 ? e.mfu : megatron_throughput(l.m, plan, sys, e).mfu;
           row = strprintf("%s,%.4f,%.4f,%.4f,%.4f,%.5f,%.1f,\n", csv_escape(name).c_str(),
                           e.iteration_time_s * 1e3, e.peak_alloc_bytes() / kGiB,
                           e.stages.front().peak_alloc_bytes / kGiB,

@@ -360,7 +360,7 @@ std::string perf_report_section(const PlanInputs& in, const Estimate& e) {
     o += "<tr><td>" + k + "</td><td id=\"" + id + "\">" + v + "</td></tr>";
   };
   row("step time", strprintf("%.2f ms", e.iteration_time_s * 1e3), "step-time");
-  const Throughput t = in.mfu == MfuConvention::Megatron ? megatron_throughput(in.model, in.strategy, in.system, e)
+  const Throughput t = in.mfu == MfuConvention::Megatron ? megatron_throughput(in.model, in.settings, in.system, e)
                                                          : Throughput{e.tflops_per_gpu, e.mfu};
   const double peak_tflops = mfu_peak_flops(in.system) / kTera;
   row("MFU (" + std::string(mfu_convention_name(in.mfu)) + strprintf(", of the %.0f TFLOP/s default peak)", peak_tflops),

@@ -26,6 +26,7 @@ Prediction predict(const PlanRequest& request, const std::string& default_model,
   in.no_effect = pc.no_effect;
   const PlanSources src{in.model_source, in.strategy_source, in.system_source};
   const Plan plan = resolve_plan(in.model, in.strategy, in.system, mode, src);
+  in.take_plan(plan);
   p.estimate = estimate(plan);
   require_finite(p.estimate, src);
   return p;

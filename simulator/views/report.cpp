@@ -48,7 +48,7 @@ struct Mfu {
 };
 Mfu mfu_of(const PlanInputs& in, const Estimate& e) {
   Mfu out;
-  out.megatron = megatron_throughput(in.model, in.strategy, in.system, e);
+  out.megatron = megatron_throughput(in.model, in.settings, in.system, e);
   out.simumax = {e.tflops_per_gpu, e.mfu};
   out.headline = in.mfu == MfuConvention::Megatron ? out.megatron : out.simumax;
   return out;
@@ -211,7 +211,7 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   j["mode"] = mode_name(e.mode);
   j["schedule"] = e.schedule;
   j["p2p"] = e.p2p;
-  const ParameterCount params = count_parameters(in.model, s);
+  const ParameterCount params = count_parameters(in.model, in.stages, in.settings.par.pp);
   j["parameter_count"] = params.total;
   j["active_parameter_count"] = params.active;
   nlohmann::ordered_json per_stage = nlohmann::ordered_json::array();
@@ -278,7 +278,7 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
   o += strprintf("model      %s (%s, %lld layers, hidden %lld)\n", in.model_source.c_str(),
                  m.model_name.empty() ? m.model_type.c_str() : m.model_name.c_str(),
                  static_cast<long long>(m.layer_num), static_cast<long long>(m.hidden_size));
-  const ParameterCount params = count_parameters(m, s);
+  const ParameterCount params = count_parameters(m, in.stages, in.settings.par.pp);
   o += strprintf("parameters %s (%s)", billions(params.total).c_str(), grouped(params.total).c_str());
   if (params.active != params.total)
     o += strprintf(", active %s (%s)", billions(params.active).c_str(), grouped(params.active).c_str());
@@ -352,7 +352,7 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
                    "%s)\n",
                    plan_fit.fits ? "FITS" : "DOES NOT FIT", worst->peak_reserved_bytes / kGiB,
                    rule.stage_limit_bytes(*worst) / kGiB, rule.device_bytes / kGiB, worst->non_tensor_bytes / kGiB,
-                   non_tensor_memory(in.model, in.strategy, in.system).terms().c_str());
+                   non_tensor_memory(in.model, in.settings, in.system).terms().c_str());
   else if (plan_fit.known)
     o += strprintf("fit        %s: peak reserved %.2f GiB vs limit %.2f GiB (device %.2f − unusable %.2f)\n",
                    plan_fit.fits ? "FITS" : "DOES NOT FIT", e.peak_reserved_bytes() / kGiB, rule.limit_bytes() / kGiB,

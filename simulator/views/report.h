@@ -7,6 +7,7 @@
 #include "inputs/model_config.h"
 #include "inputs/strategy_config.h"
 #include "system/system_config.h"
+#include "plan/plan.h"
 #include "plan/validate.h"
 #include "estimate/estimate.h"
 #include "estimate/throughput.h"
@@ -24,6 +25,14 @@ struct PlanInputs {
   std::vector<std::string> not_modeled;  // given Megatron-LM flags that matter but are not modeled
   std::vector<std::string> ignored;      // given Megatron-LM flags that cannot change the prediction
   std::vector<NoEffect> no_effect;       // switches with no effect in this plan, turned off
+  // From the resolved plan (take_plan): its settings and pipeline split.
+  Settings settings;
+  std::vector<VirtualStage> stages;
+  /// Keeps what the views read of the resolved `plan` of these inputs.
+  void take_plan(const Plan& plan) {
+    settings = plan;
+    stages = plan.virtual_stages();
+  }
 };
 
 /// One JSON document (schema_version 1.0.0): headline numbers in ms/GiB, parameter counts, MFU in

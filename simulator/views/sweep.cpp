@@ -65,7 +65,7 @@ std::vector<SweepPoint> run_sweep(const PlanRequest& base, const std::string& de
       const Prediction pr = predict(r, default_model, default_strategy, system, MfuConvention::Megatron, mode);
       const Estimate& e = pr.estimate;
       p.step_ms = e.iteration_time_s * 1e3;
-      p.mfu = megatron_throughput(pr.in.model, pr.in.strategy, pr.in.system, e).mfu;
+      p.mfu = megatron_throughput(pr.in.model, pr.in.settings, pr.in.system, e).mfu;
       p.peak_reserved_gib = e.peak_reserved_bytes() / kGiB;
       const FitVerdict v = fit_verdict(e, fit_rule(pr.in.system, e.mode));
       p.fits = v.fits;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "test_estimate.h"
 #include "compute/cost.h"
 #include "system/presets.h"
 #include "calibration/shape_key.h"

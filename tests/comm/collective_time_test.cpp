@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 
+#include "inputs/strategy_config.h"
 #include "comm/collective.h"
 
 namespace trainsim {

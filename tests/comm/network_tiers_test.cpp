@@ -1,5 +1,6 @@
 // Network tiers: each parallel group placed by Megatron's rank order (tp-cp-ep-dp-pp) on the
 // slowest tier it spans, NVLink domains larger than a node (GB200 NVL72).
+#include "test_estimate.h"
 #include "comm/collective.h"
 
 #include <gtest/gtest.h>

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "inputs/strategy_config.h"
 #include "comm/collective.h"
 #include "calibration/comm_merge.h"
 #include "system/system_config.h"

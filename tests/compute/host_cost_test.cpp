@@ -1,4 +1,5 @@
 // Host costs of ops, CUDA graph capture and passes with sync points, against hand-computed values.
+#include "inputs/strategy_config.h"
 #include "compute/host_cost.h"
 
 #include <gtest/gtest.h>

@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "inputs/strategy_config.h"
 #include "core/intern.h"
 #include "model/graph.h"
 #include "test_presets.h"

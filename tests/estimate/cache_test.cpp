@@ -2,6 +2,7 @@
 // across strategies that share chunks (pp, micro-batch count, ZeRO, world size) and that don't.
 #include <gtest/gtest.h>
 
+#include "test_estimate.h"
 #include "estimate/estimate.h"
 #include "test_presets.h"
 #include "test_same_estimate.h"

@@ -3,6 +3,7 @@
 // predicted GEMM time equals the measured one.
 #include <gtest/gtest.h>
 
+#include "test_estimate.h"
 #include "calibration/kernels_file.h"
 #include "calibration/kernels_merge.h"
 #include "system/presets.h"
@@ -22,7 +23,7 @@ TEST(CalibrationRoundTripTest, MeasuredShapesRemoveMisses) {
   SystemConfig sys = load_system(yt.text, yt.source);
 
   const Estimate before = estimate(m, s, sys);
-  const auto shapes = list_shapes(m, s, sys);
+  const auto shapes = list_shapes(resolve_plan(m, s, sys, Mode::Default));
   ASSERT_EQ(before.misses.size(), shapes.size());
   ASSERT_FALSE(shapes.empty());
 
@@ -50,7 +51,7 @@ TEST(CalibrationRoundTripTest, MeasuredShapesRemoveMisses) {
   const Estimate after = estimate(m, s, built);
   EXPECT_TRUE(after.misses.empty());
   EXPECT_EQ(after.efficiency_hits, before.efficiency_hits + static_cast<int64_t>(before.misses.size()));
-  EXPECT_EQ(list_shapes(m, s, built).front().in_system, true);
+  EXPECT_EQ(list_shapes(resolve_plan(m, s, built, Mode::Default)).front().in_system, true);
 }
 
 }  // namespace

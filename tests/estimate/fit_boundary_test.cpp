@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_estimate.h"
 #include "system/presets.h"
 #include "core/units.h"
 #include "estimate/fit.h"
@@ -29,6 +30,7 @@ Boundary at(double delta_gib) {
   b.in.model = test::preset_model("llama3-8b");
   b.in.strategy = load_strategy(resolve_config("strategy", "tp1-pp1-dp8-zero1").text, "tp1-pp1-dp8-zero1");
   b.in.system = load_system(b.system.dump(), "h100");
+  b.in.take_plan(resolve_plan(b.in.model, b.in.strategy, b.in.system, Mode::Default));
   const Estimate e0 = estimate(b.in.model, b.in.strategy, b.in.system);
   const double headroom = fit_verdict(e0, fit_rule(b.in.system, e0.mode)).headroom_bytes / kGiB;
   b.system["accelerator"]["mem_gbs"] = b.system["accelerator"]["mem_gbs"].get<double>() - headroom + delta_gib;

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "test_estimate.h"
 #include "system/presets.h"
 #include "core/units.h"
 #include "estimate/estimate.h"

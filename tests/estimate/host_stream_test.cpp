@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_estimate.h"
 #include "system/presets.h"
 #include "plan/validate.h"
 #include "estimate/estimate.h"

@@ -6,6 +6,8 @@
 
 #include <map>
 
+#include "inputs/strategy_config.h"
+#include "test_estimate.h"
 #include "estimate/estimate.h"
 #include "memory/activation.h"
 #include "model/graph.h"

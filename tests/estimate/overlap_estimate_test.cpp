@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "test_estimate.h"
 #include "core/units.h"
 #include "estimate/estimate.h"
 #include "plan/plan.h"

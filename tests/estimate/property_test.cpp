@@ -1,6 +1,7 @@
 // Structural properties of the estimate that must hold for any plan.
 #include <gtest/gtest.h>
 
+#include "test_estimate.h"
 #include "system/presets.h"
 #include "test_presets.h"
 #include "estimate/estimate.h"

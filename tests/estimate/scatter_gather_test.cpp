@@ -3,6 +3,8 @@
 // all-gather over NVLink.
 #include <gtest/gtest.h>
 
+#include "inputs/strategy_config.h"
+#include "test_estimate.h"
 #include "comm/collective.h"
 #include "estimate/estimate.h"
 #include "plan/plan.h"

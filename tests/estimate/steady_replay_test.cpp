@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "test_estimate.h"
 #include "core/error.h"
 #include "estimate/estimate.h"
 #include "plan/plan.h"
@@ -92,8 +93,8 @@ TEST_F(SteadyReplayTest, OneFOneB) {
 
 TEST_F(SteadyReplayTest, InterleavedWithAPartialLastGroup) {
   const Plan p = plan(R"(, "interleaving_size": 2, "pp_comm_async": true)", 37);
-  ASSERT_EQ(p.vpp, 2);
-  ASSERT_NE(p.micro_batch_num % p.vp_group, 0);
+  ASSERT_EQ(p.par.vpp, 2);
+  ASSERT_NE(p.batch.micro_batch_num % p.vp_group, 0);
   expect_same(p);
   expect_same(plan(R"(, "interleaving_size": 2)", 40));  // blocking bundles
 }

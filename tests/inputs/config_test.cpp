@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "test_estimate.h"
 #include "system/presets.h"
 #include "plan/validate.h"
 #include "core/error.h"

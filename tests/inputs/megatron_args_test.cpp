@@ -1,4 +1,5 @@
 // Megatron-LM command lines: tokenizing, flag classification, and the prediction they give.
+#include "test_estimate.h"
 #include "inputs/megatron_args.h"
 
 #include <gtest/gtest.h>
@@ -284,7 +285,7 @@ TEST(MegatronArgs, PipelineLayoutAndVirtualStages) {
   p = build_plan(r, "", "");
   EXPECT_EQ(p.strategy.pipeline_model_parallel_layout, std::optional<std::string>("Et*2|(t*4|)*6,t*4L"));
   plan = resolve_plan(p.model, p.strategy, sys, Mode::Default);
-  EXPECT_EQ(plan.vpp, 2);
+  EXPECT_EQ(plan.par.vpp, 2);
   EXPECT_EQ(plan.chunks[0][0].layers, 2);
   EXPECT_EQ(plan.chunks[3][1].layers, 4);
   EXPECT_TRUE(plan.chunks[3][1].head);

@@ -1,5 +1,6 @@
 // kernels_bench --memory-probe's host side: the result file and the writer into a system file,
 // on a synthetic probe (no GPU).
+#include "inputs/strategy_config.h"
 #include "memory_probe.h"
 
 #include <gtest/gtest.h>

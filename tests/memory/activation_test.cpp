@@ -1,4 +1,5 @@
 // Activation bookkeeping of one layer, hand-computed.
+#include "inputs/strategy_config.h"
 #include "memory/activation.h"
 
 #include <gtest/gtest.h>

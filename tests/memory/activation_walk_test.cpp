@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "inputs/strategy_config.h"
 #include "memory/activation.h"
 #include "model/graph.h"
 #include "plan/plan.h"

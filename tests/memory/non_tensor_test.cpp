@@ -1,5 +1,6 @@
 // Memory besides the tensors (default mode): the caching allocator's reserve, the CUDA context
 // and NCCL's communicator buffers (memory/non_tensor.h), each against a hand computation.
+#include "test_estimate.h"
 #include "memory/non_tensor.h"
 
 #include <gtest/gtest.h>

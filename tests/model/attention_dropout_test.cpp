@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "inputs/strategy_config.h"
 #include "core/units.h"
 #include "memory/activation.h"
 #include "model/graph.h"

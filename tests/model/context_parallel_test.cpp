@@ -1,5 +1,7 @@
 // Context-parallel flavours: the ring's overlap, the split of heads and sequence, the attention
 // leaf's exchanges and the legality of TP × CP combinations.
+#include "inputs/strategy_config.h"
+#include "test_estimate.h"
 #include "model/context_parallel.h"
 
 #include <gtest/gtest.h>

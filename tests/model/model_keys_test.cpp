@@ -1,6 +1,8 @@
 // Model keys that change costs in the default mode: tied embeddings and per-head q/k norms.
 #include <gtest/gtest.h>
 
+#include "inputs/strategy_config.h"
+#include "test_estimate.h"
 #include "comm/collective.h"
 #include "estimate/estimate.h"
 #include "model/graph.h"

@@ -1,5 +1,6 @@
 // MoE dispatch: dispatcher bytes, DeepEP's node dedupe, permute fusion, the load imbalance of
 // dropless routing and the legality of the keys.
+#include "test_estimate.h"
 #include "model/moe_dispatch.h"
 
 #include <gtest/gtest.h>

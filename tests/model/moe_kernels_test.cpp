@@ -1,5 +1,6 @@
 // The MoE layer at kernel granularity (model/moe_kernels.h, model/ops_moe.cpp default mode) and
 // DeepEP's bandwidth (model/moe_dispatch.h): hand-computed bytes, launches and times.
+#include "test_estimate.h"
 #include "model/moe_kernels.h"
 
 #include <gtest/gtest.h>

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "test_estimate.h"
 #include "system/presets.h"
 #include "plan/validate.h"
 #include "estimate/estimate.h"

@@ -1,6 +1,8 @@
 // Multi-token prediction layers: on the last pipeline stage, with their compute and memory.
 #include <gtest/gtest.h>
 
+#include "inputs/strategy_config.h"
+#include "test_estimate.h"
 #include "estimate/estimate.h"
 #include "model/graph.h"
 #include "plan/plan.h"

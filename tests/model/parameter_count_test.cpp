@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_estimate.h"
+
 #include "inputs/hf_config.h"
 #include "system/presets.h"
 

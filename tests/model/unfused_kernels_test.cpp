@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "inputs/strategy_config.h"
 #include "core/units.h"
 #include "model/graph.h"
 #include "test_presets.h"

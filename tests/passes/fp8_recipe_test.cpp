@@ -8,6 +8,8 @@
 
 #include <algorithm>
 
+#include "inputs/strategy_config.h"
+#include "test_estimate.h"
 #include "comm/collective.h"
 #include "plan/validate.h"
 #include "estimate/estimate.h"
@@ -51,13 +53,13 @@ double layer_weights_mib(const std::string& extra, bool blackwell, Mode mode = M
 // blockwise: row- and column-wise 1 B each + one fp32 scale per 128·128 each → 4 + 8/16384;
 // mxfp8: row- and column-wise 1 B each + one E8M0 byte per 32 each → 4 + 2/32.
 TEST(Fp8Recipe, WeightBytesPerParameter) {
-  EXPECT_DOUBLE_EQ(fp8_weight_bytes("delayed", false, false), 4);
-  EXPECT_DOUBLE_EQ(fp8_weight_bytes("tensorwise", false, false), 4);
-  EXPECT_DOUBLE_EQ(fp8_weight_bytes("delayed", false, true), 3);
-  EXPECT_DOUBLE_EQ(fp8_weight_bytes("blockwise", false, false), 4 + 8.0 / 16384);
-  EXPECT_DOUBLE_EQ(fp8_weight_bytes("mxfp8", false, true), 4.0625);
-  EXPECT_DOUBLE_EQ(fp8_weight_bytes("delayed", true, false), 2);
-  EXPECT_DOUBLE_EQ(fp8_weight_bytes("mxfp8", true, true), 2.0625);
+  EXPECT_DOUBLE_EQ(fp8_weight_bytes(Fp8Recipe::Delayed, false, false), 4);
+  EXPECT_DOUBLE_EQ(fp8_weight_bytes(Fp8Recipe::Tensorwise, false, false), 4);
+  EXPECT_DOUBLE_EQ(fp8_weight_bytes(Fp8Recipe::Delayed, false, true), 3);
+  EXPECT_DOUBLE_EQ(fp8_weight_bytes(Fp8Recipe::Blockwise, false, false), 4 + 8.0 / 16384);
+  EXPECT_DOUBLE_EQ(fp8_weight_bytes(Fp8Recipe::Mxfp8, false, true), 4.0625);
+  EXPECT_DOUBLE_EQ(fp8_weight_bytes(Fp8Recipe::Delayed, true, false), 2);
+  EXPECT_DOUBLE_EQ(fp8_weight_bytes(Fp8Recipe::Mxfp8, true, true), 2.0625);
 }
 
 // 48 Mi Linear parameters: Hopper delayed adds 48 × 2 = 96 MiB over bf16, Blackwell (no transpose)
@@ -149,15 +151,15 @@ TEST(Fp8Recipe, SettingsThatCannotWorkAreErrors) {
 // E8M0 byte per 32 → 1/32. The cast writes one copy for the per-tensor recipes (two with the
 // transpose on Hopper), both orientations with scales for blockwise and mxfp8: 2 × (1 + 1/32).
 TEST(Fp8Recipe, SavedInputAndCastBytesPerElement) {
-  EXPECT_DOUBLE_EQ(fp8_saved_input_bytes("delayed"), 1);
-  EXPECT_DOUBLE_EQ(fp8_saved_input_bytes("tensorwise"), 1);
-  EXPECT_DOUBLE_EQ(fp8_saved_input_bytes("blockwise"), 1.03125);
-  EXPECT_DOUBLE_EQ(fp8_saved_input_bytes("mxfp8"), 1.03125);
-  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("delayed", false), 1);
-  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("delayed", true), 2);
-  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("tensorwise", true), 2);
-  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("blockwise", false), 2.0625);
-  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes("mxfp8", true), 2.0625);
+  EXPECT_DOUBLE_EQ(fp8_saved_input_bytes(Fp8Recipe::Delayed), 1);
+  EXPECT_DOUBLE_EQ(fp8_saved_input_bytes(Fp8Recipe::Tensorwise), 1);
+  EXPECT_DOUBLE_EQ(fp8_saved_input_bytes(Fp8Recipe::Blockwise), 1.03125);
+  EXPECT_DOUBLE_EQ(fp8_saved_input_bytes(Fp8Recipe::Mxfp8), 1.03125);
+  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes(Fp8Recipe::Delayed, false), 1);
+  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes(Fp8Recipe::Delayed, true), 2);
+  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes(Fp8Recipe::Tensorwise, true), 2);
+  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes(Fp8Recipe::Blockwise, false), 2.0625);
+  EXPECT_DOUBLE_EQ(fp8_cast_write_bytes(Fp8Recipe::Mxfp8, true), 2.0625);
 }
 
 // The leaves of one layer of the 4-layer chunk (no embedding, no head).

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_estimate.h"
 #include "plan/validate.h"
 #include "core/units.h"
 #include "estimate/estimate.h"

@@ -28,7 +28,7 @@ std::vector<std::string> names(const std::vector<Leaf>& L) {
 TEST(Fp8PassTest, QuantizerBeforeEachFp8Gemm) {
   std::vector<Leaf> L = {leaf("input_layernorm"), leaf("linear_qkv", "fp8_matmul", 1000),
                          leaf("core_attention", "sdp_fwd"), leaf("experts.linear_fc1", "fp8_group_matmul", 200)};
-  insert_quantizers(L, "delayed");
+  insert_quantizers(L, Fp8Recipe::Delayed);
   EXPECT_EQ(names(L), (std::vector<std::string>{"input_layernorm", "linear_qkv.quantizer", "linear_qkv",
                                                 "core_attention", "experts.linear_fc1.quantizer",
                                                 "experts.linear_fc1"}));

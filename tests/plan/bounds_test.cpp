@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "test_estimate.h"
 #include "system/presets.h"
 #include "plan/validate.h"
 #include "core/error.h"
@@ -104,6 +105,7 @@ TEST(SystemRangeTest, JsonReportsReplaceNonUtf8Names) {
   in.model = test::preset_model("llama3-8b");
   in.strategy = load_strategy(resolve_config("strategy", "tp2-pp2-dp2-zero1").text, "s");
   in.system = test::preset_system("h100-sxm-80g");
+  in.take_plan(resolve_plan(in.model, in.strategy, in.system, Mode::Default));
   in.model_source = "m\xff.json";
   in.strategy_source = "s.json";
   in.system_source = "y.json";

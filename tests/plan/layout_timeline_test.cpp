@@ -2,6 +2,7 @@
 // schedule, and layers (time, memory) moved between ranks.
 #include <gtest/gtest.h>
 
+#include "test_estimate.h"
 #include "estimate/estimate.h"
 #include "plan/plan.h"
 #include "test_presets.h"

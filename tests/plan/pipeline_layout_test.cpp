@@ -77,7 +77,7 @@ TEST_F(PipelineStagesTest, LayoutSetsChunksAndVirtualStages) {
   s_.pipeline_model_parallel_layout = "Ett|t*4|t*4|t*4|t*4|t*4|t*4|t*6L";
   EXPECT_EQ(virtual_stages_per_rank(m_, s_), 2);
   const Plan p = resolve_plan(m_, s_, sys_, Mode::Default, src_);
-  EXPECT_EQ(p.vpp, 2);
+  EXPECT_EQ(p.par.vpp, 2);
   EXPECT_EQ(p.schedule, ScheduleKind::Interleaved);
   EXPECT_EQ(p.chunks[0][0], (ChunkSpec{true, false, 2, 0, 0}));
   EXPECT_EQ(p.chunks[1][0].layers, 4);
@@ -138,7 +138,7 @@ TEST_F(PipelineStagesTest, VirtualStageKeys) {
   // --num-layers-per-virtual-pipeline-stage 4: 32 / 4 = 8 layers per rank, 8 / 4 = 2 chunks.
   s_.num_layers_per_virtual_pipeline_stage = 4;
   EXPECT_EQ(virtual_stages_per_rank(m_, s_), 2);
-  EXPECT_EQ(resolve_plan(m_, s_, sys_, Mode::Default, src_).vpp, 2);
+  EXPECT_EQ(resolve_plan(m_, s_, sys_, Mode::Default, src_).par.vpp, 2);
   s_.num_layers_per_virtual_pipeline_stage = 3;
   EXPECT_EQ(first_issue(), "s.json: /num_layers_per_virtual_pipeline_stage: 3 does not divide the layers of a pipeline "
                            "rank (32 layers over pp_size 4)");

@@ -1,4 +1,5 @@
 // The Plan: chunks per rank and virtual stage, schedule choice per mode, content keys.
+#include "test_estimate.h"
 #include "plan/plan.h"
 
 #include <gtest/gtest.h>

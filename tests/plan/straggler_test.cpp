@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_estimate.h"
 #include "estimate/estimate.h"
 #include "plan/plan.h"
 #include "views/report.h"
@@ -56,6 +57,7 @@ TEST(Straggler, ShownInSummaryAndJson) {
   in.system = test::preset_system("h100-sxm-80g");
   in.strategy = load_strategy(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8,
                                   "world_size": 32, "tp_size": 2})", "s");
+  in.take_plan(resolve_plan(in.model, in.strategy, in.system, Mode::Default));
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const nlohmann::json j = nlohmann::json::parse(estimate_to_json(in, e));
   EXPECT_NEAR(j["straggler"]["ratio"].get<double>(), 1.0518545, 1e-7);  // 4 nodes, j = 0.055

@@ -5,6 +5,7 @@
 
 #include <deque>
 
+#include "test_estimate.h"
 #include "estimate/estimate.h"
 #include "plan/plan.h"
 #include "schedule/a2a_overlap.h"

@@ -1,5 +1,6 @@
 // Walks over a rank's steps read from a short program (the steady block repeated) equal the walks
 // over the whole program: the steps themselves, and the estimate's memory and merged-step figures.
+#include "test_estimate.h"
 #include "schedule/steady_steps.h"
 
 #include <gtest/gtest.h>
@@ -280,7 +281,7 @@ TEST_F(SteadyWalkEstimateTest, CombinedOneFOneB) {
           EXPECT_NE(mbc % pp, 0);  // a partial last group that Megatron's order cannot run
           continue;
         }
-        ASSERT_TRUE(p->a2a_overlap);
+        ASSERT_TRUE(p->ovl.a2a_overlap);
         EXPECT_TRUE(expect_same_walks(*p));
         EXPECT_GT(estimate(*p, nullptr, false, PipelineReplay::Steady).stage_times[0].hidden_comm_by_group_s[static_cast<size_t>(Group::EP)], 0);
       }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "test_estimate.h"
 #include "plan/pipeline_layout.h"
 #include "inputs/plan_request.h"
 #include "system/presets.h"

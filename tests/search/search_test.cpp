@@ -1,5 +1,6 @@
 // Strategy search: legality and feasibility of the results, agreement with brute force,
 // determinism across thread counts, and candidate bookkeeping.
+#include "test_estimate.h"
 #include "search/search.h"
 
 #include <gtest/gtest.h>

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "test_estimate.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"

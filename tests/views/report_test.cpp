@@ -1,4 +1,5 @@
 // The perf report: the numbers users check first, in the summary and in --json.
+#include "test_estimate.h"
 #include "views/report.h"
 
 #include <gtest/gtest.h>
@@ -27,6 +28,7 @@ PlanInputs plan_on_two_nodes(MfuConvention c) {
   in.strategy = p.strategy;
   const ConfigText sys = resolve_config("system", "h100-sxm-80g");
   in.system = load_system(sys.text, sys.source);
+  in.take_plan(resolve_plan(in.model, in.strategy, in.system, Mode::Default));
   in.model_source = p.model_source;
   in.strategy_source = p.strategy_source;
   in.system_source = sys.source;
@@ -67,6 +69,7 @@ TEST(Report, MemoryColumnsAddUpToThePeak) {
   in.model = test::preset_model("llama3-70b");
   in.strategy = load_strategy(resolve_config("strategy", "tp2-pp4-vpp2-dp1").text, "tp2-pp4-vpp2-dp1");
   in.system = test::preset_system("h100-sxm-80g");
+  in.take_plan(resolve_plan(in.model, in.strategy, in.system, Mode::Default));
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const std::string s = estimate_summary(in, e);
   const size_t at = s.find("memory per stage (GiB)");

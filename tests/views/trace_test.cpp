@@ -1,4 +1,5 @@
 // The Chrome trace and the step expansion it draws: structure, span, and agreement with the estimate.
+#include "test_estimate.h"
 #include "views/trace.h"
 
 #include <gtest/gtest.h>

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_estimate.h"
 #include "inputs/plan_request.h"
 #include "system/presets.h"
 #include "core/text.h"
@@ -27,6 +28,7 @@ PlanInputs inputs(const char* model, const char* strategy) {
   in.model = p.model;
   in.strategy = p.strategy;
   in.system = test::preset_system("h100-sxm-80g");
+  in.take_plan(resolve_plan(in.model, in.strategy, in.system, Mode::Default));
   in.model_source = p.model_source;
   in.strategy_source = p.strategy_source;
   in.system_source = "h100-sxm-80g";
