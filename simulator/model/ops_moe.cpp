@@ -268,7 +268,12 @@ void permutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
 
 void unpermutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   l.name = "unpermutation";
-  const double Pp = sh.P;
+  // Compat: SimuMax v1.2 sizes its UnPermutation from the expert output, the P·etp rows of the
+  // ETP all-gather: its kernels and saved rows, the ETP reduce-scatter and the combine all-to-all
+  // (the 10 ETP variants of tests/data/golden-variants agree exactly; docs/compat.md).
+  MoeShape out = sh;
+  if (!c.megatron) out.P *= static_cast<double>(c.s.par.etp);
+  const double Pp = out.P;
   const double k1 = 2 * Pp * c.H * c.e, k2 = (Pp * c.H + sh.T * c.H) * c.e;
   l.kernels[kFwd] = {mem_kernel(k1, "permute_fwd"), mem_kernel(k2, "permute_fwd")};
   l.kernels[kBwdAct] = {mem_kernel(k1, "permute_bwd"), mem_kernel(k2, "permute_bwd")};
@@ -278,7 +283,7 @@ void unpermutation(Leaf& l, const Ctx& c, const MoeShape& sh) {
   }
   if (c.megatron) megatron_unpermutation(l, c, sh);
   const int64_t etp = c.s.par.etp;
-  const DispatchComm d = dispatch_comm(c, sh, true);
+  const DispatchComm d = dispatch_comm(c, out, true);
   if (d.etp_separate) {
     add_comm(l, kFwd, Collective::ReduceScatter, Group::ETP, Pp * c.H * c.e * static_cast<double>(etp), etp, "etp");
     add_comm(l, kBwdAct, Collective::AllGather, Group::ETP, Pp * c.H * c.e * static_cast<double>(etp), etp, "etp");

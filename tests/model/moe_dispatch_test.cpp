@@ -125,6 +125,41 @@ TEST(MoeDispatch, BytesPerDispatcher) {
   EXPECT_EQ(leaf(build_chunk(m, s, 32000, spec, compat), "permutation").kernels[kFwd].size(), 2u);
 }
 
+// Expert tensor parallelism, Mixtral 8x7B (capacity 1) ep4 etp2, S 4096, b 1: P = k·T = 2·4096 =
+// 8192 permuted rows per rank, P·H·2 = 8192·4096·2 = 67,108,864 B; the ETP all-gather makes them
+// etp·P = 16384 rows for the experts. Compat mode sizes the unpermutation from those 16384 rows
+// (SimuMax v1.2: its 10 ETP variants in tests/data/golden-variants): saved rows, the ETP
+// reduce-scatter and the combine all-to-all are twice the default mode's.
+TEST(MoeDispatch, CompatUnpermutationTakesTheEtpGatheredRows) {
+  const ModelConfig m = test::preset_model("mixtral-8x7b");
+  StrategyConfig s = ep8();
+  s.ep_size = 4;
+  s.etp_size = 2;
+  const ChunkSpec spec{false, false, 1, 0, 0};
+  const double rows = 8192 * 4096 * 2.0;  // P·H·e
+  for (const Mode mode : {Mode::Default, Mode::SimuMax12}) {
+    SCOPED_TRACE(mode == Mode::Default ? "default" : "compat");
+    const Chunk c = build_chunk(m, s, 32000, spec, ChunkEnv{8, 1.0, mode});
+    const double etp_rows = mode == Mode::Default ? 1 : 2;  // rows of the unpermutation / P
+    const Leaf& perm = leaf(c, "permutation");
+    ASSERT_EQ(perm.comms[kFwd].size(), 2u);
+    EXPECT_EQ(perm.comms[kFwd][0].kind, Collective::AllToAll);
+    EXPECT_DOUBLE_EQ(perm.comms[kFwd][0].bytes, rows);
+    EXPECT_EQ(perm.comms[kFwd][1].kind, Collective::AllGather);
+    EXPECT_EQ(perm.comms[kFwd][1].group, Group::ETP);
+    EXPECT_DOUBLE_EQ(perm.comms[kFwd][1].bytes, 2 * rows);  // the gathered tensor
+    const Leaf& unperm = leaf(c, "unpermutation");
+    ASSERT_EQ(unperm.comms[kFwd].size(), 2u);
+    EXPECT_EQ(unperm.comms[kFwd][0].kind, Collective::ReduceScatter);
+    EXPECT_EQ(unperm.comms[kFwd][0].group, Group::ETP);
+    EXPECT_DOUBLE_EQ(unperm.comms[kFwd][0].bytes, 2 * rows * etp_rows);
+    EXPECT_EQ(unperm.comms[kFwd][1].kind, Collective::AllToAll);
+    EXPECT_DOUBLE_EQ(unperm.comms[kFwd][1].bytes, rows * etp_rows);
+    EXPECT_EQ(unperm.comms[kFwd][1].n, 4);
+    EXPECT_DOUBLE_EQ(unperm.cache, rows * etp_rows);
+  }
+}
+
 // DeepSeek-V3 EP32 over 4 nodes of 8: DeepEP sends T·H·2·3.6142·(3/4) over RDMA (the token's
 // remote nodes) instead of k = 8 copies; the NVLink part: tests/model/moe_kernels_test.cpp.
 TEST(MoeDispatch, DeepEpSendsATokenOncePerNode) {
