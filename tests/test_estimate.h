@@ -8,6 +8,7 @@
 #include "model/parameter_count.h"
 #include "plan/pipeline_layout.h"
 #include "plan/plan.h"
+#include "views/report.h"
 
 namespace trainsim {
 
@@ -25,5 +26,11 @@ namespace trainsim {
   if (!s.pipeline_model_parallel_layout) stages.back().mtp_layers = m.mtp_num_layers;
   return count_parameters(m, stages, s.pp_size);
 }
+
+/// A view's inputs built in a test, with the strategy they came from (the views read the
+/// resolved plan's settings: call take_plan).
+struct StrategyInputs : PlanInputs {
+  StrategyConfig strategy;
+};
 
 }  // namespace trainsim

@@ -8,7 +8,7 @@
 #include "cli/cli_app.h"
 #include "cli/commands.h"
 #include "inputs/output_file.h"
-#include "views/batch.h"
+#include "cli/batch.h"
 
 namespace trainsim::cli {
 

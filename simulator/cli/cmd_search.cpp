@@ -13,7 +13,7 @@
 #include "search/search.h"
 #include "views/predict.h"
 #include "views/html_report.h"
-#include "views/search_report.h"
+#include "search/report.h"
 
 namespace trainsim::cli {
 

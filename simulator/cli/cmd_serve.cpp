@@ -1,12 +1,12 @@
 // `trainsim serve`: the web app and its JSON API on cpp-httplib (Debian libcpp-httplib-dev, found
-// with pkg-config). Requests are answered by handle_api (views/web_api.h), which never throws.
+// with pkg-config). Requests are answered by handle_api (cli/web_api.h), which never throws.
 #include <cstdio>
 #include <string>
 
 #include "cli/cli_app.h"
 #include "cli/commands.h"
 #include "core/error.h"
-#include "views/web_api.h"
+#include "cli/web_api.h"
 
 #ifdef TRAINSIM_WITH_HTTPLIB
 #include <httplib.h>

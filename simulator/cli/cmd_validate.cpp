@@ -13,8 +13,8 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"
-#include "validation/runner.h"
-#include "views/validate_report.h"
+#include "cli/validation_runner.h"
+#include "cli/validate_report.h"
 
 namespace trainsim::cli {
 namespace {

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "inputs/strategy_config.h"
 
 namespace trainsim {
@@ -161,6 +162,15 @@ HostSettings host_of(const StrategyConfig& s) {
 }
 
 }  // namespace
+
+std::string parallelism_string(const Settings& s) {
+  const ParallelSettings& p = s.par;
+  return strprintf("tp%lld%s.cp%lld.pp%lld%s.dp%lld.ep%lld.etp%lld.edp%lld", static_cast<long long>(p.tp),
+                   p.sp ? ".sp" : "", static_cast<long long>(p.cp), static_cast<long long>(p.pp),
+                   p.vpp > 1 ? strprintf(".vpp%lld", static_cast<long long>(p.vpp)).c_str() : "",
+                   static_cast<long long>(p.dp), static_cast<long long>(p.ep), static_cast<long long>(p.etp),
+                   static_cast<long long>(p.edp));
+}
 
 Settings settings_of(const StrategyConfig& s) {
   Settings out;

@@ -252,6 +252,9 @@ struct Settings {
   }
 };
 
+/// "tp2.sp.cp1.pp2.dp2.ep1.etp1.edp4" style parallelism string (".vppN" with virtual stages).
+[[nodiscard]] std::string parallelism_string(const Settings& s);
+
 /// The settings of a validated strategy (plan/settings.cpp; resolve_plan calls it, and tests
 /// that build ops from a strategy directly).
 [[nodiscard]] Settings settings_of(const StrategyConfig& s);

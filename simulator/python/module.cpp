@@ -20,11 +20,11 @@
 #include "estimate/fit.h"
 #include "estimate/throughput.h"
 #include "views/report.h"
-#include "views/batch.h"
+#include "cli/batch.h"
 #include "views/breakdown.h"
 #include "views/predict.h"
-#include "views/search_report.h"
-#include "views/validate_report.h"
+#include "search/report.h"
+#include "cli/validate_report.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;

@@ -12,6 +12,7 @@
 
 #include "inputs/model_config.h"
 #include "inputs/strategy_config.h"
+#include "plan/settings.h"
 #include "system/system_config.h"
 #include "estimate/estimate.h"
 #include "estimate/throughput.h"
@@ -127,6 +128,9 @@ struct Candidate {
   std::vector<StageMemory> stages;
   double straggler_ratio = 1;
   int64_t variants = 0;  // candidates folded into this one (diverse top-k)
+  /// "tp2.sp.cp1..." (plan/settings.h parallelism_string) and the micro batch, for views.
+  [[nodiscard]] std::string parallelism() const { return parallelism_string(strategy); }
+  [[nodiscard]] int64_t micro_batch_size() const { return strategy.micro_batch_size; }
 };
 
 /// The base strategy as given (SearchOptions::rank_base).

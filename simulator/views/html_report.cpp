@@ -375,7 +375,7 @@ std::string perf_report_section(const PlanInputs& in, const Estimate& e) {
         fit.fits ? strprintf("FITS, headroom %.2f GiB", fit.headroom_bytes / kGiB)
                  : strprintf("DOES NOT FIT, %.2f GiB over the limit", -fit.headroom_bytes / kGiB),
         "fit-verdict");
-  row("plan", html_escape(parallelism_string(in.strategy) + ", " + e.schedule + ", " + e.p2p + " p2p"), "plan");
+  row("plan", html_escape(parallelism_string(in.settings) + ", " + e.schedule + ", " + e.p2p + " p2p"), "plan");
   o += "</table>\n";
   // What the plan does not do as given, as the summary's warning lines: nothing is dropped silently.
   if (!in.not_modeled.empty() || !in.no_effect.empty()) {
@@ -391,7 +391,7 @@ std::string perf_report_section(const PlanInputs& in, const Estimate& e) {
 
 std::string perf_html(const PlanInputs& in, const Estimate& e) {
   const std::string name = in.model.model_name.empty() ? in.model_source : in.model.model_name;
-  return page("trainsim: " + name + " " + parallelism_string(in.strategy), perf_report_section(in, e));
+  return page("trainsim: " + name + " " + parallelism_string(in.settings), perf_report_section(in, e));
 }
 
 std::vector<size_t> pareto_front(const std::vector<Candidate>& c) {
@@ -468,8 +468,8 @@ std::string search_report_section(const SearchResult& r, const std::string& titl
     o += "<circle class=\"" + std::string(on_front ? "candidate pareto" : "candidate") + "\" cx=\"" +
          num(px(c[i].iteration_time_s * 1e3)) + "\" cy=\"" + num(py(c[i].peak_bytes / kGiB)) + "\" r=\"" +
          (on_front ? "5" : "3.5") + "\" fill=\"" + (on_front ? "#e15759" : "#4e79a7") + "\" fill-opacity=\"0.7\"><title>" +
-         html_escape(parallelism_string(c[i].strategy)) + strprintf(" mbs %lld, %s: %.1f ms, %.2f GiB",
-                                                                   static_cast<long long>(c[i].strategy.micro_batch_size),
+         html_escape(c[i].parallelism()) + strprintf(" mbs %lld, %s: %.1f ms, %.2f GiB",
+                                                     static_cast<long long>(c[i].micro_batch_size()),
                                                                    recompute_kind_name(c[i].recompute),
                                                                    c[i].iteration_time_s * 1e3, c[i].peak_bytes / kGiB) +
          "</title></circle>";
@@ -478,8 +478,7 @@ std::string search_report_section(const SearchResult& r, const std::string& titl
        "<th>MFU %</th><th>peak GiB</th></tr>";
   for (size_t i = 0; i < std::min<size_t>(c.size(), 10); ++i)
     o += strprintf("<tr><td>%zu</td><td>%s</td><td>%lld</td><td>%s</td><td>%.1f</td><td>%.2f</td><td>%.2f</td></tr>", i + 1,
-                   html_escape(parallelism_string(c[i].strategy)).c_str(),
-                   static_cast<long long>(c[i].strategy.micro_batch_size), recompute_kind_name(c[i].recompute),
+                   html_escape(c[i].parallelism()).c_str(), static_cast<long long>(c[i].micro_batch_size()), recompute_kind_name(c[i].recompute),
                    c[i].iteration_time_s * 1e3, c[i].mfu * 100, c[i].peak_bytes / kGiB);
   return o + "</table>\n</section>\n";
 }

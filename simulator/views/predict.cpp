@@ -13,7 +13,6 @@ Prediction predict(const PlanRequest& request, const std::string& default_model,
   Prediction p;
   PlanInputs& in = p.in;
   in.model = pc.model;
-  in.strategy = pc.strategy;
   const ConfigText sys = apply_system_overrides(system, request.overrides);
   in.system = load_system(sys.text, sys.source);
   in.model_source = pc.model_source;
@@ -25,7 +24,7 @@ Prediction predict(const PlanRequest& request, const std::string& default_model,
   in.ignored = pc.ignored;
   in.no_effect = pc.no_effect;
   const PlanSources src{in.model_source, in.strategy_source, in.system_source};
-  const Plan plan = resolve_plan(in.model, in.strategy, in.system, mode, src);
+  const Plan plan = resolve_plan(in.model, pc.strategy, in.system, mode, src);
   in.take_plan(plan);
   p.estimate = estimate(plan);
   require_finite(p.estimate, src);

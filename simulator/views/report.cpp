@@ -15,31 +15,28 @@
 
 namespace trainsim {
 
-std::string parallelism_string(const StrategyConfig& s) {
-  return strprintf("tp%lld%s.cp%lld.pp%lld%s.dp%lld.ep%lld.etp%lld.edp%lld", static_cast<long long>(s.tp_size),
-                   s.sp() ? ".sp" : "", static_cast<long long>(s.cp_size), static_cast<long long>(s.pp_size),
-                   s.interleaving_size > 1 ? strprintf(".vpp%lld", static_cast<long long>(s.interleaving_size)).c_str() : "",
-                   static_cast<long long>(s.dp_size()), static_cast<long long>(s.ep_size),
-                   static_cast<long long>(s.etp_size), static_cast<long long>(s.edp_size()));
-}
-
 namespace {
 // `layers`: the model's layer count, which caps the per-chunk count ("every layer" keys ask 2^20).
-std::string recompute_string(const StrategyConfig& s, int64_t layers) {
-  if (!s.is_recompute()) return "none";
-  if (s.megatron_recompute) return "megatron(" + join(s.megatron_recompute_modules, "+") + ")";
-  std::string g = *s.recompute_granularity;
-  if (g == "selective_recompute") {
+std::string recompute_string(const Settings& s, int64_t layers) {
+  const RecomputeSettings& rc = s.rc;
+  if (!rc.on) return "none";
+  if (rc.megatron) {
+    std::vector<std::string> mods;
+    for (RecomputeModule m : rc.modules) mods.emplace_back(kRecomputeModules.name(m));
+    return "megatron(" + join(mods, "+") + ")";
+  }
+  std::string g(kGranularities.name(rc.granularity));
+  if (rc.granularity == Granularity::Selective) {
     std::vector<std::string> f;
-    if (s.attn_recompute) f.emplace_back("attn");
-    if (s.mla_rms_recompute) f.emplace_back("mla_rms");
-    if (s.mlp_recompute) f.emplace_back("mlp");
-    if (s.mlp_rms_recompute) f.emplace_back("mlp_rms");
+    if (rc.attn) f.emplace_back("attn");
+    if (rc.mla_rms) f.emplace_back("mla_rms");
+    if (rc.mlp) f.emplace_back("mlp");
+    if (rc.mlp_rms) f.emplace_back("mlp_rms");
     g = "selective(" + join(f, "+") + ")";
   }
-  if (g == "full_block" && s.recompute_unit_layers > 1)
-    g += strprintf(" in units of %lld layers", static_cast<long long>(s.recompute_unit_layers));
-  return g + strprintf(", %lld layers/chunk", static_cast<long long>(std::min(s.recompute_layer_num, layers)));
+  if (rc.granularity == Granularity::FullBlock && rc.unit_layers > 1)
+    g += strprintf(" in units of %lld layers", static_cast<long long>(rc.unit_layers));
+  return g + strprintf(", %lld layers/chunk", static_cast<long long>(std::min(rc.layers, layers)));
 }
 
 // Both MFU conventions, and the one the headline uses.
@@ -194,7 +191,7 @@ void efficiency_json(const Estimate& e, nlohmann::ordered_json& j) {
 
 std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   nlohmann::ordered_json j;
-  const auto& s = in.strategy;
+  const Settings& s = in.settings;
   // 2.0.0: mfu / tflops_per_gpu follow --mfu (Megatron-LM's convention by default).
   // 2.1.0: the fit verdict (fits, memory_headroom_gib, memory_limit_gib, unusable_memory_gib),
   // host_memory_gib, and breakdown (per stage: time by layer type and by op, memory by tensor class).
@@ -205,7 +202,7 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   j["strategy"] = in.strategy_source;
   j["system"] = in.system_source;
   j["parallelism"] = parallelism_string(s);
-  j["world_size"] = s.world_size;
+  j["world_size"] = s.par.world;
   j["global_batch_size"] = e.global_batch_size;
   j["recompute"] = recompute_string(s, in.model.layer_num);
   j["mode"] = mode_name(e.mode);
@@ -272,7 +269,7 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
 }
 
 std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
-  const auto& s = in.strategy;
+  const Settings& s = in.settings;
   const auto& m = in.model;
   std::string o;
   o += strprintf("model      %s (%s, %lld layers, hidden %lld)\n", in.model_source.c_str(),
@@ -292,10 +289,10 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
   o += strprintf("system     %s (%s, %lld GPUs/node, %.0f GiB)\n", in.system_source.c_str(),
                  in.system.sys_name.c_str(), static_cast<long long>(in.system.num_per_node), in.system.mem_bytes / kGiB);
   o += strprintf("parallel   %s on %lld GPUs; seq %lld, micro batch %lld x %lld, global batch %lld\n",
-                 parallelism_string(s).c_str(), static_cast<long long>(s.world_size),
-                 static_cast<long long>(s.seq_len), static_cast<long long>(s.micro_batch_size),
-                 static_cast<long long>(s.micro_batch_num), static_cast<long long>(e.global_batch_size));
-  o += strprintf("recompute  %s; ZeRO %lld\n", recompute_string(s, in.model.layer_num).c_str(), static_cast<long long>(s.zero_state));
+                 parallelism_string(s).c_str(), static_cast<long long>(s.par.world),
+                 static_cast<long long>(s.batch.seq_len), static_cast<long long>(s.batch.micro_batch_size),
+                 static_cast<long long>(s.batch.micro_batch_num), static_cast<long long>(e.global_batch_size));
+  o += strprintf("recompute  %s; ZeRO %lld\n", recompute_string(s, in.model.layer_num).c_str(), static_cast<long long>(s.ovl.zero_state));
   o += strprintf("schedule   %s, %s p2p; mode %s\n\n", e.schedule.c_str(), e.p2p.c_str(), mode_name(e.mode));
   const Mfu mfu = mfu_of(in, e);
   const bool meg = in.mfu == MfuConvention::Megatron;

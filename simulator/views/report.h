@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "inputs/model_config.h"
-#include "inputs/strategy_config.h"
 #include "system/system_config.h"
 #include "plan/plan.h"
 #include "plan/validate.h"
@@ -17,7 +16,6 @@ namespace trainsim {
 /// The three inputs of a prediction and where they came from.
 struct PlanInputs {
   ModelConfig model;
-  StrategyConfig strategy;
   SystemConfig system;
   std::string model_source, strategy_source, system_source;
   MfuConvention mfu = MfuConvention::Megatron;  // the convention of the headline MFU
@@ -43,7 +41,5 @@ struct PlanInputs {
 /// straggler factor adds, MFU, TFLOPS, tokens/s, memory, and warnings about what is not modeled.
 [[nodiscard]] std::string estimate_summary(const PlanInputs& in, const Estimate& e);
 
-/// "tp2.sp.cp1.pp2.dp2.ep1.etp1.edp4" style parallelism string.
-[[nodiscard]] std::string parallelism_string(const StrategyConfig& s);
 
 }  // namespace trainsim

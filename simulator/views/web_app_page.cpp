@@ -2,7 +2,7 @@
 // config.json, a Megatron-LM command line) fill the fields with what they set, edits apply on top
 // as overrides; the report section (drawn by the server, the same as perf --html) and the search
 // of the same plan on the right, refreshed as the user types.
-#include "views/web_api.h"
+#include "cli/web_api.h"
 
 namespace trainsim {
 namespace detail {

@@ -13,14 +13,14 @@
 #include "views/report.h"
 #include "search/search.h"
 #include "test_presets.h"
-#include "views/web_api.h"
+#include "cli/web_api.h"
 
 namespace trainsim {
 namespace {
 
 struct Boundary {
   nlohmann::json system;  // the H100 preset with the device size that puts the plan `delta` GiB under its limit
-  PlanInputs in;
+  StrategyInputs in;
   Estimate e;
 };
 

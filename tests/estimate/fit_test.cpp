@@ -7,7 +7,7 @@
 
 #include "system/presets.h"
 #include "core/units.h"
-#include "validation/runner.h"
+#include "cli/validation_runner.h"
 #include "test_errors.h"
 
 namespace trainsim {

@@ -12,7 +12,7 @@
 #include "system/system_config.h"
 #include "core/text.h"
 #include "core/units.h"
-#include "validation/runner.h"
+#include "cli/validation_runner.h"
 
 namespace trainsim {
 namespace {

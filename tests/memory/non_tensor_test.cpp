@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "estimate/estimate.h"
-#include "validation/runner.h"
+#include "cli/validation_runner.h"
 #include "test_presets.h"
 
 namespace trainsim {

@@ -101,7 +101,7 @@ TEST(SystemRangeTest, AbsurdSystemNumbersAreRejectedAtLoad) {
 
 // Before: a file name that is not UTF-8 ended `search --json` in "internal error" (JSON dump).
 TEST(SystemRangeTest, JsonReportsReplaceNonUtf8Names) {
-  PlanInputs in;
+  StrategyInputs in;
   in.model = test::preset_model("llama3-8b");
   in.strategy = load_strategy(resolve_config("strategy", "tp2-pp2-dp2-zero1").text, "s");
   in.system = test::preset_system("h100-sxm-80g");

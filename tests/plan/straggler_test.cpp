@@ -52,7 +52,7 @@ TEST(Straggler, RatioAndBasisFromClusterSizeAndSystem) {
 }
 
 TEST(Straggler, ShownInSummaryAndJson) {
-  PlanInputs in;
+  StrategyInputs in;
   in.model = test::preset_model("llama3-8b");
   in.system = test::preset_system("h100-sxm-80g");
   in.strategy = load_strategy(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8,

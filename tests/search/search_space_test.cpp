@@ -17,7 +17,7 @@
 #include "estimate/fit.h"
 #include "search/search.h"
 #include "test_presets.h"
-#include "views/search_report.h"
+#include "search/report.h"
 
 namespace trainsim {
 namespace {

@@ -19,11 +19,11 @@
 namespace trainsim {
 namespace {
 
-PlanInputs plan_on_two_nodes(MfuConvention c) {
+StrategyInputs plan_on_two_nodes(MfuConvention c) {
   PlanRequest r;
   r.overrides = {{"dp_size", "4", "--dp 4"}};  // 16 GPUs: two nodes, so a straggler factor > 1
   const PlanConfigs p = build_plan(r, "llama3-8b", "tp2-pp2-dp2-zero1");
-  PlanInputs in;
+  StrategyInputs in;
   in.model = p.model;
   in.strategy = p.strategy;
   const ConfigText sys = resolve_config("system", "h100-sxm-80g");
@@ -39,7 +39,7 @@ PlanInputs plan_on_two_nodes(MfuConvention c) {
 }
 
 TEST(Report, JsonHasTheNumbersUsersCheckFirst) {
-  const PlanInputs in = plan_on_two_nodes(MfuConvention::Megatron);
+  const StrategyInputs in = plan_on_two_nodes(MfuConvention::Megatron);
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const auto j = nlohmann::json::parse(estimate_to_json(in, e));
   EXPECT_EQ(j["schema_version"], "2.2.0");
@@ -65,7 +65,7 @@ TEST(Report, JsonHasTheNumbersUsersCheckFirst) {
 // other + saved + transient, saved = act/mb × in-flight (an interleaved plan holds pieces of its
 // virtual chunks: in-flight counts micro-batches of the whole stage, fractional).
 TEST(Report, MemoryColumnsAddUpToThePeak) {
-  PlanInputs in;
+  StrategyInputs in;
   in.model = test::preset_model("llama3-70b");
   in.strategy = load_strategy(resolve_config("strategy", "tp2-pp4-vpp2-dp1").text, "tp2-pp4-vpp2-dp1");
   in.system = test::preset_system("h100-sxm-80g");
@@ -89,7 +89,7 @@ TEST(Report, MemoryColumnsAddUpToThePeak) {
 }
 
 TEST(Report, SummaryLines) {
-  const PlanInputs in = plan_on_two_nodes(MfuConvention::SimuMax);
+  const StrategyInputs in = plan_on_two_nodes(MfuConvention::SimuMax);
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const std::string s = estimate_summary(in, e);
   EXPECT_NE(s.find("parameters 8.03 B (8,030,261,248); per stage 4.02 B, 4.02 B\n"), std::string::npos) << s;
@@ -107,7 +107,7 @@ TEST(Report, SummaryLines) {
 // than one rank) of 32 channels × 9.1875 MiB = 294 MiB: 0.5 + 882/1024 = 1.361328125 GiB, so each
 // stage's headroom is 78.288671875 GiB less its reserved peak.
 TEST(Report, FitVerdictPerStage) {
-  const PlanInputs in = plan_on_two_nodes(MfuConvention::Megatron);
+  const StrategyInputs in = plan_on_two_nodes(MfuConvention::Megatron);
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const auto j = nlohmann::json::parse(estimate_to_json(in, e));
   const double outside = 0.5 + 882.0 / 1024, limit = 79.65 - outside;

@@ -22,9 +22,9 @@
 namespace trainsim {
 namespace {
 
-PlanInputs inputs(const char* model, const char* strategy) {
+StrategyInputs inputs(const char* model, const char* strategy) {
   const PlanConfigs p = build_plan(PlanRequest{}, model, strategy);
-  PlanInputs in;
+  StrategyInputs in;
   in.model = p.model;
   in.strategy = p.strategy;
   in.system = test::preset_system("h100-sxm-80g");
@@ -42,7 +42,7 @@ size_t count(const std::string& text, const std::string& what) {
 }
 
 TEST(Breakdown, LayerTypesAddUpToTheStageTimes) {
-  const PlanInputs in = inputs("llama3-70b", "tp8-pp4-dp2-zero1-full-recompute");
+  const StrategyInputs in = inputs("llama3-70b", "tp8-pp4-dp2-zero1-full-recompute");
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const std::vector<StageBreakdown> b = stage_breakdowns(e);
   ASSERT_EQ(b.size(), 4u);
@@ -71,7 +71,7 @@ TEST(Breakdown, LayerTypesAddUpToTheStageTimes) {
 }
 
 TEST(Breakdown, JsonCarriesTheRowsAndMemoryClasses) {
-  const PlanInputs in = inputs("llama3-70b", "tp8-pp4-dp2-zero1-full-recompute");
+  const StrategyInputs in = inputs("llama3-70b", "tp8-pp4-dp2-zero1-full-recompute");
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const auto j = nlohmann::json::parse(estimate_to_json(in, e));
   ASSERT_EQ(j["breakdown"]["time_per_stage"].size(), 4u);
@@ -89,7 +89,7 @@ TEST(Breakdown, JsonCarriesTheRowsAndMemoryClasses) {
 // The CSV export (perf --breakdown op --csv FILE): a header, then one row per stage and op, the
 // numbers of the summary's table in full precision.
 TEST(Breakdown, CsvHasOneRowPerStageAndOp) {
-  const PlanInputs in = inputs("mixtral-8x7b", "ep8-pp1-dp8-moe");
+  const StrategyInputs in = inputs("mixtral-8x7b", "ep8-pp1-dp8-moe");
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const std::string csv = breakdown_csv(e, BreakdownLevel::Op);
   size_t rows = 0;
@@ -111,7 +111,7 @@ TEST(Breakdown, UnknownLevelIsAUsageError) {
 }
 
 TEST(MemoryCsv, OnePeakRowPerStageWithWhatWasLive) {
-  const PlanInputs in = inputs("llama3-70b", "tp8-pp4-dp2-zero1-full-recompute");
+  const StrategyInputs in = inputs("llama3-70b", "tp8-pp4-dp2-zero1-full-recompute");
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const std::string csv = memory_timeline_csv(e, -1);
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "pp_rank,time_ms,allocated_gib,after,chunk,micro_batch,peak,live_at_peak");
@@ -127,7 +127,7 @@ TEST(MemoryCsv, OnePeakRowPerStageWithWhatWasLive) {
 }
 
 TEST(HtmlReport, MixtralPageHasTheHeadlineAndFourPlots) {
-  const PlanInputs in = inputs("mixtral-8x7b", "ep8-pp1-dp8-moe");
+  const StrategyInputs in = inputs("mixtral-8x7b", "ep8-pp1-dp8-moe");
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const std::string html = perf_html(in, e);
   EXPECT_EQ(count(html, "<svg "), 4u);
@@ -159,7 +159,7 @@ TEST(Axis, NiceTicksCoverTheRangeWithRoundSteps) {
 // The memory chart splits the activations as the memory model counts them and marks each
 // stage's fit limit (the verdict's: reserved peak + headroom); the headline states the verdict.
 TEST(HtmlReport, MemoryChartMarksTheVerdictsLimitAndTheTransientPeak) {
-  const PlanInputs in = inputs("llama3-70b", "tp2-pp4-vpp2-dp1");  // interleaved, does not fit on 80 GiB
+  const StrategyInputs in = inputs("llama3-70b", "tp2-pp4-vpp2-dp1");  // interleaved, does not fit on 80 GiB
   const Estimate e = estimate(in.model, in.strategy, in.system);
   const std::string html = perf_html(in, e);
   const FitRule rule = fit_rule(in.system, e.mode);

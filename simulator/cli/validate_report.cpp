@@ -1,6 +1,6 @@
 // `trainsim validate` as a library: the tables of a folder picked and run, and the reports. The
 // CLI and the Python module run the same code.
-#include "views/validate_report.h"
+#include "cli/validate_report.h"
 
 #include <nlohmann/json.hpp>
 

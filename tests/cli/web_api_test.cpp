@@ -1,5 +1,5 @@
 // The web app's API without a server: the same document as perf --json, errors naming the field.
-#include "views/web_api.h"
+#include "cli/web_api.h"
 
 #include <gtest/gtest.h>
 

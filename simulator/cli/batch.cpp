@@ -1,6 +1,6 @@
 // `trainsim batch` as a library: every case of a directory estimated into CSV rows. The CLI and
 // the Python module run the same code.
-#include "views/batch.h"
+#include "cli/batch.h"
 
 #include "estimate/throughput.h"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "inputs/mode.h"
-#include "validation/runner.h"
+#include "cli/validation_runner.h"
 
 namespace trainsim {
 

@@ -1,5 +1,5 @@
 // Web app requests: inputs → predict() → the same views as the CLI (JSON, HTML sections).
-#include "views/web_api.h"
+#include "cli/web_api.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,5 +1,5 @@
 // Accuracy suite: table loading, prediction of the compared metrics, error summary.
-#include "validation/runner.h"
+#include "cli/validation_runner.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // `trainsim search` as a library: its options (as given on the command line) to a search, and
 // its outputs (table, summary, CSV, JSON). The CLI and the Python module both run it.
-#include "views/search_report.h"
+#include "search/report.h"
 
 #include "views/predict.h"
 

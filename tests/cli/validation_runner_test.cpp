@@ -8,7 +8,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "estimate/estimate.h"
-#include "validation/runner.h"
+#include "cli/validation_runner.h"
 #include "test_errors.h"
 
 namespace trainsim {
