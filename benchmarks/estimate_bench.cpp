@@ -37,6 +37,12 @@ struct Case {
   const trainsim::SystemConfig* sys;
 };
 
+// One estimate as the command line runs it: the plan resolved from the inputs, then estimated
+// without timeline events.
+trainsim::Estimate resolve_and_estimate(const Case& c, trainsim::EstimateCache* cache, trainsim::Mode mode) {
+  return trainsim::estimate(trainsim::resolve_plan(c.m, c.s, *c.sys, mode), cache, false);
+}
+
 // Collects each case's CPU time per iteration for the median.
 class MedianReporter : public benchmark::ConsoleReporter {
  public:
@@ -106,7 +112,7 @@ int main(int argc, char** argv) {
     if (calls > 0) {
       for (int k = 0; k < calls; ++k)
         for (const Case& c : cases)
-          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::SimuMax12, false));
+          benchmark::DoNotOptimize(resolve_and_estimate(c, nullptr, trainsim::Mode::SimuMax12));
       std::printf("%d cold estimates of %zu golden cases\n", calls, cases.size());
       return 0;
     }
@@ -118,7 +124,7 @@ int main(int argc, char** argv) {
       for (int k = 0; k < rotate; ++k)
         for (const Case& c : cases) {
           const auto t0 = std::chrono::steady_clock::now();
-          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::SimuMax12, false));
+          benchmark::DoNotOptimize(resolve_and_estimate(c, nullptr, trainsim::Mode::SimuMax12));
           us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
         }
       std::sort(us.begin(), us.end());
@@ -130,16 +136,16 @@ int main(int argc, char** argv) {
     for (const Case& c : cases)
       benchmark::RegisterBenchmark(c.name.c_str(), [&c](benchmark::State& st) {
         for (auto _ : st)
-          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::SimuMax12, false));
+          benchmark::DoNotOptimize(resolve_and_estimate(c, nullptr, trainsim::Mode::SimuMax12));
       })->Unit(benchmark::kMicrosecond);
     // The same estimates with warm chunk results (as the search's candidates sharing chunks):
     // what the schedule engine, memory and the rest cost without the op graph.
     for (const Case& c : cases)
       benchmark::RegisterBenchmark(("cached/" + c.name).c_str(), [&c](benchmark::State& st) {
         trainsim::EstimateCache cache;
-        (void)trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::SimuMax12, false);
+        (void)resolve_and_estimate(c, &cache, trainsim::Mode::SimuMax12);
         for (auto _ : st)
-          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::SimuMax12, false));
+          benchmark::DoNotOptimize(resolve_and_estimate(c, &cache, trainsim::Mode::SimuMax12));
       })->Unit(benchmark::kMicrosecond);
     // Pipeline cost against micro-batches: cold (chunks evaluated) and with warm chunk results.
     static const trainsim::SystemConfig h100 = [] {
@@ -157,13 +163,13 @@ int main(int argc, char** argv) {
     for (const Case& c : scaling) {
       benchmark::RegisterBenchmark(("scaling/" + c.name).c_str(), [&c](benchmark::State& st) {
         for (auto _ : st)
-          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, nullptr, trainsim::Mode::Default, false));
+          benchmark::DoNotOptimize(resolve_and_estimate(c, nullptr, trainsim::Mode::Default));
       })->Unit(benchmark::kMicrosecond);
       benchmark::RegisterBenchmark(("scaling/cached/" + c.name).c_str(), [&c](benchmark::State& st) {
         trainsim::EstimateCache cache;
-        (void)trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::Default, false);
+        (void)resolve_and_estimate(c, &cache, trainsim::Mode::Default);
         for (auto _ : st)
-          benchmark::DoNotOptimize(trainsim::estimate(c.m, c.s, *c.sys, &cache, trainsim::Mode::Default, false));
+          benchmark::DoNotOptimize(resolve_and_estimate(c, &cache, trainsim::Mode::Default));
       })->Unit(benchmark::kMicrosecond);
     }
     // One whole prediction from preset names, as `trainsim perf` and the Python module's
