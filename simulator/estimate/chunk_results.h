@@ -41,6 +41,7 @@ class ChunkResults {
       c.model = env.m;
       c.system_hash = sh;
     }
+    TRAINSIM_ASSERT(plan.chunk_key != 0, "a plan estimated through an EstimateCache needs key_chunks");
     const uint64_t strategy = plan.chunk_key;
     base_key_.append(reinterpret_cast<const char*>(&strategy), sizeof strategy);
     base_key_ += mode_name(plan.mode);

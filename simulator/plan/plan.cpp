@@ -223,7 +223,6 @@ Plan resolve_plan(const ModelConfig& m, const StrategyConfig& s, const SystemCon
                       "overlap_p2p_comm default)");
   check_schedule_progress(p, src);
   fill_chunks(p, m, s, mode);
-  p.chunk_key = chunk_strategy_hash(s);
   return p;
 }
 
@@ -263,7 +262,7 @@ uint64_t content_hash(const SystemConfig& sys) {
 
 uint64_t chunk_strategy_hash(const StrategyConfig& s) {
   StrategyConfig c = s;
-  const StrategyConfig d;
+  static const StrategyConfig d;  // the defaults the pipeline-only fields are reset to
   c.world_size = d.world_size;
   c.pp_size = d.pp_size;
   c.micro_batch_num = d.micro_batch_num;

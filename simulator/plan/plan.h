@@ -115,7 +115,9 @@ struct Plan : Settings {
   /// chunks[rank][chunk]: what each virtual chunk of each pipeline rank holds.
   ChunkGrid chunks;
   Straggler straggler;
-  /// Hash of the settings a chunk's ops read (chunk_strategy_hash): the chunk caches' key.
+  /// Hash of the strategy fields a chunk's ops read (chunk_strategy_hash), the key of the chunk
+  /// results an EstimateCache shares: set by key_chunks, 0 until then (a plan estimated through a
+  /// cache must carry it; one estimated alone does not pay for it).
   uint64_t chunk_key = 0;
 
   /// The schedule as a program of steps per rank.
@@ -161,5 +163,7 @@ struct Plan : Settings {
 /// that only shape the pipeline, data parallelism or the optimizer reset to their defaults
 /// (forgetting one there costs cache hits, never correctness).
 [[nodiscard]] uint64_t chunk_strategy_hash(const StrategyConfig& s);
+/// Sets `p.chunk_key` from the strategy `p` was resolved from (before an estimate with a cache).
+inline void key_chunks(Plan& p, const StrategyConfig& s) { p.chunk_key = chunk_strategy_hash(s) | 1; }
 
 }  // namespace trainsim

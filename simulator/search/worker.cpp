@@ -163,6 +163,7 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
   std::optional<Plan> plan;
   try {
     plan.emplace(resolve_plan(sh_.m, s, sh_.sys, sh_.o.mode));
+    key_chunks(*plan, s);
     e = estimate(*plan, &cache_, /*events=*/false);
     require_finite(e, PlanSources{});
   } catch (const std::exception& err) {

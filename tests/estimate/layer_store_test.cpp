@@ -103,7 +103,7 @@ TEST(LayerStoreTest, SharedTemplatesComposeTheChunksBuiltAlone) {
   const SystemConfig sys = test::preset_system("h100-sxm-80g");
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
-    const Plan plan = resolve_plan(c.m, c.s, sys, c.mode);
+    const Plan plan = keyed_plan(c.m, c.s, sys, c.mode);
     std::map<std::array<bool, 3>, std::shared_ptr<const LayerTemplate>> store;
     int builds = 0;
     const LayerSource source = [&](LayerKind k) {
@@ -162,7 +162,7 @@ TEST(LayerStoreTest, TemplatesFromEarlierEstimatesChangeNothing) {
     for (size_t k = 0; k < all.size(); ++k) {
       const Case& c = all[reverse ? all.size() - 1 - k : k];
       SCOPED_TRACE(c.name);
-      const Plan plan = resolve_plan(c.m, c.s, sys, c.mode);
+      const Plan plan = keyed_plan(c.m, c.s, sys, c.mode);
       test::expect_same(estimate(plan), estimate(plan, &cache));
     }
   }
@@ -175,23 +175,23 @@ TEST(LayerStoreTest, EachTemplateBuiltOncePerCache) {
   const SystemConfig sys = test::preset_system("h100-sxm-80g");
   const ModelConfig m = layers("llama3-8b", 8);
   EstimateCache cache;
-  (void)estimate(resolve_plan(m, base(4), sys, Mode::Default), &cache);
+  (void)estimate(keyed_plan(m, base(4), sys, Mode::Default), &cache);
   EXPECT_EQ(cache.misses(), 3);
   EXPECT_EQ(cache.layer_builds(), 1);
-  (void)estimate(resolve_plan(m, base(2), sys, Mode::Default), &cache);
+  (void)estimate(keyed_plan(m, base(2), sys, Mode::Default), &cache);
   EXPECT_EQ(cache.misses(), 5);
   EXPECT_EQ(cache.layer_builds(), 1);
   StrategyConfig rc = base(4);
   rc.recompute_granularity = "full_block";
   rc.recompute_layer_num = 1;
-  (void)estimate(resolve_plan(m, rc, sys, Mode::Default), &cache);
+  (void)estimate(keyed_plan(m, rc, sys, Mode::Default), &cache);
   EXPECT_EQ(cache.misses(), 8);
   EXPECT_EQ(cache.layer_builds(), 3);  // the strategy differs: a plain and a recomputed template
   // Interleaved pp 2 × 4 virtual chunks of one layer and the two whole ranks: one template.
   StrategyConfig vpp = base(2);
   vpp.num_layers_per_virtual_pipeline_stage = 1;
   EstimateCache fresh;
-  (void)estimate(resolve_plan(m, vpp, sys, Mode::Default), &fresh);
+  (void)estimate(keyed_plan(m, vpp, sys, Mode::Default), &fresh);
   EXPECT_EQ(fresh.layer_builds(), 1);
   // MoE with a leading dense layer, MTP on the last stage (its layer is built with the chunk).
   StrategyConfig ep = base(2);
@@ -201,7 +201,7 @@ TEST(LayerStoreTest, EachTemplateBuiltOncePerCache) {
   v3.dense_layers = 1;
   v3.mtp_num_layers = 1;
   EstimateCache moe;
-  (void)estimate(resolve_plan(v3, ep, sys, Mode::Default), &moe);
+  (void)estimate(keyed_plan(v3, ep, sys, Mode::Default), &moe);
   EXPECT_EQ(moe.misses(), 2);
   EXPECT_EQ(moe.layer_builds(), 2);
 }
