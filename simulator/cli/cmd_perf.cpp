@@ -19,6 +19,7 @@
 #include "memory/non_tensor.h"
 #include "views/memory_csv.h"
 #include "views/predict.h"
+#include "views/registry.h"
 #include "views/trace.h"
 
 namespace trainsim::cli {
@@ -69,8 +70,11 @@ int cmd_perf(const Args& args) {
                                 resolve_config("system", system), convention, mode);
   const PlanInputs& in = pr.in;
   const Estimate& e = pr.estimate;
-  const std::string json_text = estimate_to_json(in, e);
-  const std::string text = estimate_summary(in, e) + (level ? breakdown_table(e, *level) : "");
+  ViewOptions vo;
+  vo.level = level;
+  vo.trace_detail = trace_detail;
+  const std::string json_text = view("json").render(in, e, vo);
+  const std::string text = view("summary").render(in, e, vo);
   std::fputs(json ? json_text.c_str() : text.c_str(), stdout);
   if (!out_dir.empty()) {
     std::error_code ec;
@@ -81,15 +85,17 @@ int cmd_perf(const Args& args) {
   }
   if (!trace_file.empty()) {
     TraceStats ts;
-    const std::string trace = trace_json(e, {trace_detail}, &ts);
+    vo.trace_stats = &ts;
+    const std::string trace = view("trace").render(in, e, vo);
     write_file_atomic(trace_file, trace);
     std::fprintf(stderr, "trainsim perf: wrote %s (%zu events, %.1f MiB; %lld steady-state passes drawn whole)\n",
                  trace_file.c_str(), ts.events, static_cast<double>(trace.size()) / kMiB,
                  static_cast<long long>(ts.aggregated_steps));
   }
-  if (!html_file.empty()) write_file_atomic(html_file, perf_html(in, e));
-  if (!csv_file.empty()) write_file_atomic(csv_file, breakdown_csv(e, *level));
-  if (!memory_file.empty()) write_file_atomic(memory_file, memory_timeline_csv(e, trace_detail));
+  // The files each flag asks for, by view name (views/registry.h).
+  for (const auto& [file, name] : {std::pair{&html_file, "html"}, std::pair{&csv_file, "breakdown_csv"},
+                                   std::pair{&memory_file, "memory_timeline"}})
+    if (!file->empty()) write_file_atomic(*file, view(name).render(in, e, vo));
   const FitRule rule = fit_rule(in.system, e.mode);
   if (require_fit && !fit_verdict(e, rule).fits) {
     const StageMemory* worst = nullptr;  // the stage with the least headroom

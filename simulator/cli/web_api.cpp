@@ -10,6 +10,7 @@
 #include "estimate/throughput.h"
 #include "search/search.h"
 #include "views/html_report.h"
+#include "views/registry.h"
 #include "views/predict.h"
 
 namespace trainsim {
@@ -38,6 +39,7 @@ struct Inputs {
   MfuConvention mfu = MfuConvention::Megatron;
   Mode mode = Mode::Default;
   bool own_model = false;  // a Megatron command line describes the model
+  ViewOptions view;        // level (breakdown): what /api/view/<name> may be asked for
 };
 
 Mode parse_compat(const std::string& v) {
@@ -73,9 +75,11 @@ Inputs from_params(const std::vector<std::pair<std::string, std::string>>& param
       in.mfu = parse_mfu_convention(v, "mfu");
     } else if (k == "compat") {
       in.mode = parse_compat(v);
+    } else if (k == "level") {
+      in.view.level = parse_breakdown_level(v, "level");
     } else {
       throw FieldError(k, "unknown parameter '" + k + "'; valid: model, strategy, system, hf_config, megatron_args, "
-                          "set, mfu, compat");
+                          "set, mfu, compat, level");
     }
   }
   in.system = preset("system", system);
@@ -126,9 +130,11 @@ Inputs from_body(const nlohmann::json& j) {
       in.mfu = parse_mfu_convention(v.get<std::string>(), "mfu");
     } else if (k == "compat" && v.is_string()) {
       in.mode = parse_compat(v.get<std::string>());
+    } else if (k == "level" && v.is_string()) {
+      in.view.level = parse_breakdown_level(v.get<std::string>(), "level");
     } else {
       throw FieldError(k, "request body: unknown or mistyped key '" + k +
-                              "'; valid: model, strategy, system, hf_config, megatron_args, set, mfu, compat");
+                              "'; valid: model, strategy, system, hf_config, megatron_args, set, mfu, compat, level");
     }
   }
   in.own_model = in.request.megatron.has_value() && !in.request.model;
@@ -290,13 +296,18 @@ ApiResponse handle_api(const ApiRequest& req) {
         throw FieldError("kind", "kind: expected model, strategy or system, got '" + kind + "'");
       return {200, "application/json", preset(kind, name).text};
     }
-    if (req.path == "/api/perf" || req.path == "/api/report") {
+    // A view of one prediction (views/registry.h): /api/view/<name>, and the app's two names for
+    // the JSON document and the report section.
+    constexpr std::string_view kViewPrefix = "/api/view/";
+    const bool any_view = req.path.rfind(kViewPrefix, 0) == 0;
+    if (req.path == "/api/perf" || req.path == "/api/report" || any_view) {
       if (req.method != "GET" && req.method != "POST")
         return json_response(405, {{"error", req.method + " " + req.path + ": use GET or POST"}, {"field", ""}});
+      const View& v = any_view ? view(std::string_view(req.path).substr(kViewPrefix.size()))
+                               : view(req.path == "/api/perf" ? "json" : "report");
       const Inputs in = req.method == "GET" ? from_params(req.params) : from_body(body_json(req.body));
       const Prediction p = run(in);
-      if (req.path == "/api/perf") return {200, "application/json", estimate_to_json(p.in, p.estimate)};
-      return {200, "text/html; charset=utf-8", perf_report_section(p.in, p.estimate)};
+      return {200, std::string(v.media_type), v.render(p.in, p.estimate, in.view)};
     }
     if (req.path == "/api/resolve" && req.method == "POST") return resolve_response(from_body(body_json(req.body)));
     if (req.method == "GET" && req.path == "/api/search") return search_section(req.params);
