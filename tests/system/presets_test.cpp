@@ -437,6 +437,75 @@ TEST(PresetFacts, EverySwitchRunsOnEverySystem) {
   EXPECT_EQ(systems, 15);
 }
 
+// The offloading switches and every recompute module Megatron's guide lists, on every system
+// preset (before, h100-sxm-80g stopped with "needs /host/link_gbps" and "/host/cpu_adam_gbps",
+// and recompute_modules rejected routed_experts and the a2a_overlap_* modules). Each runs to a
+// finite prediction, none is turned off as having no effect, and each acts: offloading holds
+// pinned host memory and keeps fewer activations and optimizer states on the GPU; a recompute
+// module re-runs a forward (recompute time) and keeps no more activations than the plan without
+// it. DeepSeek-V2-Lite has every kind of layer the modules name: a dense first layer (mlp), MLA
+// (mla_up_proj), shared and routed experts with grouped GEMMs (moe_act); the a2a_overlap_*
+// pieces need the EP all-to-all overlap, on here.
+std::vector<PresetFile> system_presets() {
+  std::vector<PresetFile> out;
+  for (const auto& p : preset_files())
+    if (p.kind == "system") out.push_back(p);
+  return out;
+}
+
+Override set(const std::string& key, const std::string& value) { return {key, value, "--set " + key + "=" + value}; }
+
+Estimate run_plan(const PresetFile& system, const std::string& plan, const std::vector<Override>& sets) {
+  PlanRequest r;
+  r.model = resolve_config("model", plan.substr(0, plan.find('/')));
+  r.strategy = resolve_config("strategy", plan.substr(plan.find('/') + 1));
+  r.overrides = sets;
+  const Prediction pr =
+      predict(r, "", "", resolve_config("system", system.stem), MfuConvention::Megatron, Mode::Default);
+  for (const NoEffect& n : pr.in.no_effect) ADD_FAILURE() << "turned off: " << no_effect_line(n);
+  EXPECT_GT(pr.estimate.iteration_time_s, 0);
+  return pr.estimate;
+}
+
+class SystemSwitchTest : public testing::TestWithParam<PresetFile> {};
+
+TEST_P(SystemSwitchTest, OffloadingSwitchesRun) {
+  const std::vector<std::pair<std::string, std::string>> plans = {
+      {"llama3-8b/tp2-pp2-dp2-zero1", R"(["pre_mlp_layernorm_output"])"},
+      {"mixtral-8x7b/ep8-pp1-dp8-moe", R"(["pre_mlp_layernorm_output", "dispatched_input"])"}};
+  for (const auto& [plan, tensors] : plans) {
+    SCOPED_TRACE(plan);
+    const Estimate base = run_plan(GetParam(), plan, {});
+    const Estimate off = run_plan(GetParam(), plan,
+                                  {set("fine_grained_activation_offloading", "true"), set("offload_tensors", tensors),
+                                   set("optimizer_cpu_offload", "true"), set("optimizer_offload_fraction", "0.5")});
+    ASSERT_EQ(off.stages.size(), base.stages.size());
+    for (size_t i = 0; i < off.stages.size(); ++i) {
+      EXPECT_GT(off.stages[i].host_bytes, 0);
+      EXPECT_LT(off.stages[i].activation_cache_per_mb_bytes, base.stages[i].activation_cache_per_mb_bytes);
+      EXPECT_LT(off.stages[i].state_bytes, base.stages[i].state_bytes);
+    }
+  }
+}
+
+TEST_P(SystemSwitchTest, EveryRecomputeModuleRuns) {
+  const std::string plan = "deepseek-v2-lite/ep8-pp1-dp8-moe-deepep";
+  const Override overlap = set("overlap_moe_expert_parallel_comm", "true");
+  const Estimate base = run_plan(GetParam(), plan, {overlap});
+  ASSERT_EQ(base.stages.size(), 1u);
+  for (const char* module : {"core_attn", "mlp", "moe", "moe_act", "shared_experts", "routed_experts", "layernorm",
+                             "mla_up_proj", "a2a_overlap_attn", "a2a_overlap_post_attn", "a2a_overlap_mlp"}) {
+    SCOPED_TRACE(module);
+    const Estimate rc = run_plan(GetParam(), plan,
+                                 {overlap, set("enable_recompute", "true"), set("recompute_granularity", "selective"),
+                                  set("recompute_modules", std::string("[\"") + module + "\"]")});
+    EXPECT_GT(rc.stage_times.at(0).recompute_s, 0);
+    EXPECT_LE(rc.stages.at(0).activation_cache_per_mb_bytes, base.stages[0].activation_cache_per_mb_bytes);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(SystemPresets, SystemSwitchTest, testing::ValuesIn(system_presets()), test_name);
+
 // The Blackwell Ultra presets carry their datasheet figures (HGX B300, GB300 NVL72 tables).
 TEST(PresetFacts, BlackwellUltraDatasheet) {
   for (const char* name : {"b300-sxm-288g", "gb300-nvl72"}) {
