@@ -40,6 +40,8 @@ void stage_times(const Plan& plan, const PipelineCosts& costs, const SmallVector
     st.pipeline_s = pipe;
     st.fwd_per_mb_s = per_mb.fwd;
     st.bwd_per_mb_s = per_mb.bwd;
+    // The bubble: the pipeline time its passes do not fill, their time as run (what merged
+    // forward/backward steps save below, subtracted there).
     st.bubble_s = pipe - mbc * (per_mb.fwd + per_mb.bwd);
     st.total_s = est.timeline.totals[ri].end;
     for (Group g : kChunkGroups)
@@ -69,6 +71,7 @@ void stage_times(const Plan& plan, const PipelineCosts& costs, const SmallVector
       });
       const auto ep = static_cast<size_t>(Group::EP);
       st.hidden_comm_by_group_s[ep] = std::min(hidden, st.comm_by_group_s[ep]);
+      st.bubble_s += hidden;  // the merged steps ran shorter than their two passes by `hidden`
     }
     const RankTotals& tot = est.timeline.totals[ri];
     st.p2p_wait_s = tot.p2p_blocking;
