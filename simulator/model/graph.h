@@ -14,6 +14,8 @@
 #include "inputs/mode.h"
 #include "inputs/model_config.h"
 #include "calibration/shape_key.h"
+#include "plan/groups.h"
+#include "plan/plan.h"
 #include "plan/settings.h"
 #include "core/small_vector.h"
 
@@ -22,14 +24,6 @@ namespace trainsim {
 /// The three cost phases of a leaf (the peer's fwd / bwd_grad_act / bwd_grad_w).
 enum Phase : int { kFwd = 0, kBwdAct = 1, kBwdW = 2 };
 
-enum class Collective { AllReduce, AllGather, ReduceScatter, P2P, AllToAll };
-/// Parallel group a collective runs over (selects the network group).
-enum class Group { TP, CP, DP, PP, EP, ETP, EDP };
-/// The groups a chunk's leaves communicate over; DP, PP and EDP traffic is scheduled outside
-/// the chunk. The estimate cache keys chunks by these groups' networks.
-inline constexpr Group kChunkGroups[] = {Group::TP, Group::CP, Group::EP, Group::ETP};
-inline constexpr size_t kGroupCount = 7;
-[[nodiscard]] const char* group_name(Group g);  // "tp", "cp", "dp", "pp", "ep", "etp", "edp"
 
 /// One collective issued by a leaf in one phase.
 struct CommCall {
@@ -136,22 +130,6 @@ struct Chunk {
   std::vector<Layer> layers;
 };
 
-/// What a chunk holds: the embedding and/or the head, its layers, how many of them are leading
-/// dense layers (MoE models) and how many are recomputed.
-struct ChunkSpec {
-  bool embedding = false, head = false;
-  int64_t layers = 0, dense_layers = 0, recompute_layers = 0;
-  int64_t mtp_layers = 0;  // MTP layers (after the decoder layers, before the head)
-  bool operator==(const ChunkSpec&) const = default;
-};
-
-/// What a chunk's leaves read beyond the model and the strategy (resolved from the Plan).
-struct ChunkEnv {
-  int64_t gpus_per_node = 8;  // nodes an EP group spans (DeepEP's node dedupe)
-  double moe_imbalance = 1;   // busiest EP rank's expert tokens over the mean (model/moe_dispatch.h)
-  Mode mode = Mode::Default;  // compat mode leaves out what SimuMax v1.2 does not run
-  bool blackwell = false;     // the system's GPU is a Blackwell part (fp8 GEMMs in any layout)
-};
 
 /// Builds the leaves of one layer template.
 [[nodiscard]] LayerTemplate build_layer(const ModelConfig& m, const Settings& s, LayerKind kind,

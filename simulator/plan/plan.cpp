@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "plan/pipeline_layout.h"
+#include "schedule/lower.h"
+#include "schedule/program.h"
 #include "inputs/strategy_config.h"
 #include "model/moe_dispatch.h"
 #include "passes/fp8.h"
@@ -59,22 +61,6 @@ std::string Straggler::basis() const {
                    "synchronising collectives), j = %g (%s)",
                    static_cast<long long>(replicas), jitter,
                    system_jitter ? "system straggler_jitter" : "default, fitted over nodes on the validation runs");
-}
-
-Program Plan::program(int64_t mbc) const {
-  Program p;
-  program(mbc, p);
-  return p;
-}
-
-void Plan::program(int64_t mbc, Program& into) const {
-  switch (schedule) {
-    case ScheduleKind::Interleaved: return interleaved(par.pp, par.vpp, mbc, vp_group, ovl.a2a_overlap, into);
-    case ScheduleKind::ZeroBubbleH1: return zero_bubble_h1(par.pp, mbc, into);
-    case ScheduleKind::OneFOneB: break;
-  }
-  if (ovl.a2a_overlap) return interleaved(par.pp, 1, mbc, 1, true, into);  // pp 1 (validated)
-  one_f_one_b(par.pp, mbc, into);
 }
 
 std::vector<VirtualStage> Plan::virtual_stages() const {

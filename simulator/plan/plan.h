@@ -11,16 +11,13 @@
 #include <utility>
 #include <vector>
 
-#include "comm/collective.h"
 #include "inputs/mode.h"
 #include "inputs/model_config.h"
 #include "system/system_config.h"
+#include "plan/groups.h"
 #include "plan/settings.h"
 #include "plan/validate.h"
 #include "core/small_vector.h"
-#include "model/graph.h"
-#include "schedule/lower.h"
-#include "schedule/program.h"
 
 namespace trainsim {
 
@@ -37,6 +34,30 @@ struct Straggler {
   /// One line: where the ratio comes from (formed only where shown, not per estimate).
   [[nodiscard]] std::string basis() const;
 };
+
+/// What a chunk holds: the embedding and/or the head, its layers, how many of them are leading
+/// dense layers (MoE models) and how many are recomputed.
+struct ChunkSpec {
+  bool embedding = false, head = false;
+  int64_t layers = 0, dense_layers = 0, recompute_layers = 0;
+  int64_t mtp_layers = 0;  // MTP layers (after the decoder layers, before the head)
+  bool operator==(const ChunkSpec&) const = default;
+};
+
+/// What a chunk's leaves read beyond the model and the strategy (resolved from the Plan).
+struct ChunkEnv {
+  int64_t gpus_per_node = 8;  // nodes an EP group spans (DeepEP's node dedupe)
+  double moe_imbalance = 1;   // busiest EP rank's expert tokens over the mean (model/moe_dispatch.h)
+  Mode mode = Mode::Default;  // compat mode leaves out what SimuMax v1.2 does not run
+  bool blackwell = false;     // the system's GPU is a Blackwell part (fp8 GEMMs in any layout)
+};
+
+/// How pipeline stages exchange activations: Megatron's batched send/recv that both ranks wait
+/// for (blocking), or transfers on their own streams that only the consumer waits for (async,
+/// `overlap_p2p_comm`).
+enum class P2PMode { Blocking, Async };
+
+struct Program;  // schedule/program.h: the plan's schedule as steps per rank
 
 /// What each virtual chunk of each pipeline rank holds: grid[rank][chunk], a row per rank. One
 /// block of pp·vpp specs, inline up to 8 (no allocation for most plans).
@@ -121,8 +142,9 @@ struct Plan : Settings {
   uint64_t chunk_key = 0;
 
   /// The schedule as a program of steps per rank.
-  [[nodiscard]] Program program() const { return program(batch.micro_batch_num); }
+  [[nodiscard]] Program program() const;
   /// The same schedule over `mbc` micro-batches (the pipeline replay's extrapolation points).
+  /// (The three are defined in schedule/program.cpp, with the programs they build.)
   [[nodiscard]] Program program(int64_t mbc) const;
   /// The same into `into`, keeping the memory of its step lists.
   void program(int64_t mbc, Program& into) const;

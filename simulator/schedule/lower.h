@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "plan/plan.h"
 #include "schedule/a2a_overlap.h"
 #include "schedule/program.h"
 
@@ -42,7 +43,6 @@ struct PipelineCosts {
   double launch = 0, p2p_host = 0, sync = 0;  // sync: the host's read once the device is there
 };
 
-enum class P2PMode { Blocking, Async };
 
 /// Why blocking bundles cannot pair the program's transfers ("" when they can). Blocking
 /// lowering exists for non-split programs; interleaved ones pair only when Megatron's

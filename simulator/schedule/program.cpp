@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <deque>
 
+#include "plan/plan.h"
+
 namespace trainsim {
 namespace {
 
@@ -111,6 +113,25 @@ void zero_bubble_h1(int64_t pp, int64_t mbc, Program& p) {
     }
     for (int32_t mb : pending) s.push_back({0, mb, Pass::BackwardWeight});
   }
+}
+
+// The plan's schedule (plan/plan.h): its kind's program over the plan's micro-batches.
+Program Plan::program() const { return program(batch.micro_batch_num); }
+
+Program Plan::program(int64_t mbc) const {
+  Program p;
+  program(mbc, p);
+  return p;
+}
+
+void Plan::program(int64_t mbc, Program& into) const {
+  switch (schedule) {
+    case ScheduleKind::Interleaved: return interleaved(par.pp, par.vpp, mbc, vp_group, ovl.a2a_overlap, into);
+    case ScheduleKind::ZeroBubbleH1: return zero_bubble_h1(par.pp, mbc, into);
+    case ScheduleKind::OneFOneB: break;
+  }
+  if (ovl.a2a_overlap) return interleaved(par.pp, 1, mbc, 1, true, into);  // pp 1 (validated)
+  one_f_one_b(par.pp, mbc, into);
 }
 
 }  // namespace trainsim
