@@ -26,13 +26,16 @@ inline constexpr size_t kCollectiveCount = 5;
 struct NetworkRef {
   const NetworkConfig* config = nullptr;                   // null: the system has no such group
   std::array<const NetOpConfig*, kCollectiveCount> ops{};  // by Collective; null: not in the group
+  /// By Collective: the op's measured model where it has one and the mode uses it (default mode).
+  std::array<const CollectiveModel*, kCollectiveCount> models{};
   bool pcie = false;        // a PCIe group: measured DP bandwidths (dp_fixed_bw) apply
   bool nvlink = false;      // high_intra_node: fc8 scales its bandwidth with the group size
   bool inter_node = false;  // the node's GPUs share its NICs
 };
 
-/// The group `name` of `sys` (what the name says of it: the peer's tests on the name).
-[[nodiscard]] NetworkRef resolve_network(const SystemConfig& sys, const std::string& name);
+/// The group `name` of `sys` (what the name says of it: the peer's tests on the name). Its ops'
+/// collective models are used in the default mode only (compat mode: the peer's formula).
+[[nodiscard]] NetworkRef resolve_network(const SystemConfig& sys, const std::string& name, Mode mode = Mode::Default);
 
 /// Network group per parallel dimension, with the groups it uses resolved against the system.
 struct NetworkChoice {
@@ -47,7 +50,8 @@ struct NetworkChoice {
 /// The groups of `kind` (by Group) resolved against `sys`: what choose_networks returns for that
 /// choice. An estimate resolves its plan's choice again, as the system may have been edited in
 /// place since the plan was resolved (its entries replaced: the plan's references left stale).
-[[nodiscard]] NetworkChoice resolve_networks(const SystemConfig& sys, const std::array<Network, kGroupCount>& kind);
+[[nodiscard]] NetworkChoice resolve_networks(const SystemConfig& sys, const std::array<Network, kGroupCount>& kind,
+                                             Mode mode);
 
 /// Picks the network of each group from the ranks it spans in Megatron's order tp-cp-ep-dp-pp
 /// (NVLink or PCIe templates). SimuMax12: the peer's test of the span against num_per_node.
@@ -57,7 +61,9 @@ struct NetworkChoice {
 /// User `*_net` values are ignored, as the peer. The chosen groups are resolved against `sys`.
 [[nodiscard]] NetworkChoice choose_networks(const SystemConfig& sys, const Settings& s, Mode mode);
 
-/// Seconds for one collective over `n` ranks on `net` of `bytes` (the full tensor).
+/// Seconds for one collective over `n` ranks on `net` of `bytes` (the full tensor): the op's
+/// collective model where `net` carries one (measured times over size, comm/collective_model.h),
+/// else the α–β formula below.
 /// `stage` is the peer's comm_stage tag ("dp_cp", "edp", "tp", "cp", "ep", ...). Throws
 /// std::out_of_range when the system lacks the network or its collective.
 [[nodiscard]] double collective_time(const SystemConfig& sys, const Settings& s, const NetworkRef& net,
