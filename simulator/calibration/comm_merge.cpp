@@ -94,6 +94,20 @@ std::shared_ptr<const CollectiveModel> fit_model(const OpRow& row, std::vector<C
   return m;
 }
 
+// comm.json's provenance kept under the system's provenance.comm_bench.
+void record_provenance(SystemConfig& sys, const json* prov, const std::string& source, bool complete) {
+  json p = json::object();
+  if (!sys.provenance_json.empty()) {
+    json old = json::parse(sys.provenance_json, nullptr, false);
+    if (old.is_object()) p = old;
+  }
+  json comm = prov ? *prov : json::object();
+  comm["source"] = source;
+  comm["complete"] = complete;
+  p["comm_bench"] = comm;
+  sys.provenance_json = p.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 void merge_comm(SystemConfig& sys, const std::string& comm_json_text, const std::string& source) {
@@ -204,22 +218,14 @@ void merge_comm(SystemConfig& sys, const std::string& comm_json_text, const std:
     if (auto it = points.find(net_name); it != points.end())
       for (const auto& [op_name, pts] : it->second)
         if (ops.count(op_name) && !pts.empty())
-          net.ops[op_name].model = fit_model(*find_op(op_name), pts, source, prov, "/points (" + net_name + " " + op_name + ")", issues);
+          net.ops[op_name].model =
+              fit_model(*find_op(op_name), pts, source, prov, "/points (" + net_name + " " + op_name + ")", issues);
   }
   issues.throw_if_any();
   if (has_pcie) sys.intra_with_pcie = true;
   if (by_net.count("high_intra_node")) sys.intra_with_pcie = false;
 
-  json p = json::object();
-  if (!sys.provenance_json.empty()) {
-    json old = json::parse(sys.provenance_json, nullptr, false);
-    if (old.is_object()) p = old;
-  }
-  json comm = prov ? *prov : json::object();
-  comm["source"] = source;
-  comm["complete"] = complete;
-  p["comm_bench"] = comm;
-  sys.provenance_json = p.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  record_provenance(sys, prov, source, complete);
   refresh_fingerprint(sys);
 }
 
