@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "inputs/json_reader.h"
 #include "inputs/schema_version.h"
@@ -47,6 +48,65 @@ struct Measured {
   double latency_s;      // α
   double bytes_per_s;    // B
 };
+
+// The measured points of comm.json by network and op (whole-world and single-rank groups left
+// out, as their fits): what the collective models are fitted from.
+std::map<std::string, std::map<std::string, std::vector<CollectivePoint>>> read_points(const json& doc) {
+  std::map<std::string, std::map<std::string, std::vector<CollectivePoint>>> out;
+  if (!doc.is_object() || !doc.contains("points") || !doc["points"].is_array()) return out;
+  for (const json& p : doc["points"]) {
+    if (!p.is_object()) continue;
+    const std::string kind = p.value("kind", std::string("intra_node"));
+    if (kind == "world" || kind == "single") continue;
+    const json &op = p.value("op", json()), &net = p.value("network", json()), &n = p.value("n", json());
+    const json &bytes = p.value("size_bytes", json()), &t = p.value("time_us", json());
+    if (!op.is_string() || !net.is_string() || !n.is_number_integer() || !bytes.is_number() || !t.is_number()) continue;
+    out[net.get<std::string>()][op.get<std::string>()].push_back(
+        {n.get<int64_t>(), bytes.get<double>(), t.get<double>() * kMicro});
+  }
+  return out;
+}
+
+// A model of one op's points on one network, with its provenance.
+std::shared_ptr<const CollectiveModel> fit_model(const OpRow& row, std::vector<CollectivePoint> points,
+                                                 const std::string& source, const json* prov,
+                                                 const std::string& where, IssueList& issues) {
+  std::vector<int64_t> ns;
+  double lo = INFINITY, hi = 0;
+  for (const auto& p : points) {
+    if (std::find(ns.begin(), ns.end(), p.n) == ns.end()) ns.push_back(p.n);
+    lo = std::min(lo, p.bytes);
+    hi = std::max(hi, p.bytes);
+  }
+  std::sort(ns.begin(), ns.end());
+  std::shared_ptr<CollectiveModel> m;
+  try {
+    m = std::make_shared<CollectiveModel>(row.scale, row.offset, std::move(points));
+  } catch (const std::invalid_argument& e) {
+    issues.add(where, e.what());
+    return nullptr;
+  }
+  json p = {{"file", source}, {"points", m->points()}, {"group_sizes", ns}, {"min_bytes", lo}, {"max_bytes", hi}};
+  if (prov)
+    for (const char* k : {"gpu", "nccl_version", "date", "import"})
+      if (prov->contains(k)) p[k] = (*prov)[k];
+  m->provenance_json = p.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return m;
+}
+
+// comm.json's provenance kept under the system's provenance.comm_bench.
+void record_provenance(SystemConfig& sys, const json* prov, const std::string& source, bool complete) {
+  json p = json::object();
+  if (!sys.provenance_json.empty()) {
+    json old = json::parse(sys.provenance_json, nullptr, false);
+    if (old.is_object()) p = old;
+  }
+  json comm = prov ? *prov : json::object();
+  comm["source"] = source;
+  comm["complete"] = complete;
+  p["comm_bench"] = comm;
+  sys.provenance_json = p.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 }  // namespace
 
@@ -111,6 +171,7 @@ void merge_comm(SystemConfig& sys, const std::string& comm_json_text, const std:
     issues.add("/fits", "fits mix NVLink (high_intra_node) and PCIe (intra_node_pcie_*) intra-node classes");
   issues.throw_if_any();
 
+  const auto points = read_points(doc);
   for (const auto& [net_name, ops] : by_net) {
     const bool existed = sys.networks.count(net_name) > 0;
     NetworkConfig& net = sys.networks[net_name];
@@ -150,22 +211,21 @@ void merge_comm(SystemConfig& sys, const std::string& comm_json_text, const std:
     }
     if (!existed)
       for (const auto& r : kOps)
-        if (!net.ops.count(r.name)) net.ops[r.name] = NetOpConfig{r.scale, r.offset, {}, {}, {}, {}, {}, false};
+        if (!net.ops.count(r.name)) net.ops[r.name] = NetOpConfig{r.scale, r.offset, {}, {}, {}, {}, {}, false, nullptr};
     for (const auto& [op_name, bw] : op_bw) net.ops[op_name].efficient_factor = bw / net.bandwidth.bytes_per_s;
+    // The size-dependent model of each fitted op from its measured points (the default mode's
+    // answer; the α–β entries above stay for compat mode).
+    if (auto it = points.find(net_name); it != points.end())
+      for (const auto& [op_name, pts] : it->second)
+        if (ops.count(op_name) && !pts.empty())
+          net.ops[op_name].model =
+              fit_model(*find_op(op_name), pts, source, prov, "/points (" + net_name + " " + op_name + ")", issues);
   }
+  issues.throw_if_any();
   if (has_pcie) sys.intra_with_pcie = true;
   if (by_net.count("high_intra_node")) sys.intra_with_pcie = false;
 
-  json p = json::object();
-  if (!sys.provenance_json.empty()) {
-    json old = json::parse(sys.provenance_json, nullptr, false);
-    if (old.is_object()) p = old;
-  }
-  json comm = prov ? *prov : json::object();
-  comm["source"] = source;
-  comm["complete"] = complete;
-  p["comm_bench"] = comm;
-  sys.provenance_json = p.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  record_provenance(sys, prov, source, complete);
   refresh_fingerprint(sys);
 }
 

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "calibration/comm_merge.h"
 #include "calibration/kernels_merge.h"
+#include "comm/collective.h"
 #include "inputs/model_merge.h"
 #include "inputs/output_file.h"
 #include "system/presets.h"
@@ -37,6 +38,80 @@ void print_held_out(const std::string& name, const char* kind, size_t points, st
   std::printf("  %-12s %-10s %7zu %8zu %7.2f %7.2f %7.1f%s\n", name.c_str(), kind, points, errs.size(), 100 * mean,
               100 * p90, errs.empty() ? 0.0 : 100 * errs.back(),
               without ? strprintf("  (%zu without a neighbour)", without).c_str() : "");
+}
+
+// A message size as nccl-tests prints it: B, KiB, MiB or GiB.
+std::string size_text(double bytes) {
+  const char* unit[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (u < 3 && bytes >= 1024) {
+    bytes /= 1024;
+    ++u;
+  }
+  return strprintf("%.3g %s", bytes, unit[u]);
+}
+
+// Mean of relative errors, in per cent (0 for none).
+double mean_pct(const std::vector<double>& e) {
+  double m = 0;
+  for (double x : e) m += x;
+  return e.empty() ? 0 : 100 * m / static_cast<double>(e.size());
+}
+
+// Collective models: every measured size predicted by its group size's curve refitted without it,
+// all sizes and 1–16 MiB, beside the system's α–β formula on the same points. Then, per group size,
+// the fitted α–β line and protocol regimes. Returns the number of models.
+int evaluate_collectives(const SystemConfig& sys) {
+  int models = 0;
+  const Settings s;
+  for (const auto& [net_name, net] : sys.networks)
+    for (const auto& [op_name, op] : net.ops) {
+      if (!op.model) continue;
+      if (models++ == 0)
+        std::printf("\ncollective models: held out point by point (all sizes; 1-16 MiB) against the system's alpha-beta "
+                    "formula\n  %-16s %-15s %7s %8s %7s %7s %7s %10s %10s %10s\n",
+                    "network", "op", "points", "held out", "mean %", "p90 %", "max %", "1-16MiB %", "a-b %",
+                    "a-b 1-16 %");
+      NetworkRef ref = resolve_network(sys, net_name);
+      ref.models = {};
+      const int ci = NetOps::index_of(op_name);
+      std::vector<double> errs, mid, ab, ab_mid;
+      for (const auto& h : op.model->leave_one_out()) {
+        const bool in_mid = h.bytes >= 1 << 20 && h.bytes <= 16 << 20;
+        const double e = h.predicted_s > 0 ? std::fabs(h.predicted_s / h.measured_s - 1) : 1;
+        errs.push_back(e);
+        if (in_mid) mid.push_back(e);
+        if (ci >= 0) {
+          const double t = collective_time(sys, s, ref, static_cast<Collective>(ci), h.bytes, h.n, "tp");
+          ab.push_back(std::fabs(t / h.measured_s - 1));
+          if (in_mid) ab_mid.push_back(ab.back());
+        }
+      }
+      std::vector<double> sorted = errs;
+      std::sort(sorted.begin(), sorted.end());
+      const auto rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(sorted.size())));
+      std::printf("  %-16s %-15s %7zu %8zu %7.2f %7.2f %7.1f %10.2f %10.2f %10.2f\n", net_name.c_str(), op_name.c_str(),
+                  op.model->points(), errs.size(), mean_pct(errs), 100 * sorted[std::min(sorted.size(), rank) - 1],
+                  100 * sorted.back(), mean_pct(mid), mean_pct(ab), mean_pct(ab_mid));
+    }
+  if (models == 0) return 0;
+  std::printf("\ncollective curves: latency floor alpha (us) and saturated bus bandwidth (GB/s) of the alpha-beta line; "
+              "regimes alpha/bandwidth up to the switch size\n");
+  for (const auto& [net_name, net] : sys.networks)
+    for (const auto& [op_name, op] : net.ops) {
+      if (!op.model) continue;
+      for (const CollectiveCurve& c : op.model->curves()) {
+        std::string line = strprintf("  %-16s %-15s n %-3lld %7.2f us %7.1f GB/s |", net_name.c_str(), op_name.c_str(),
+                                     static_cast<long long>(c.n()), c.base().alpha_s * 1e6,
+                                     c.base().beta_s_per_byte > 0 ? 1e-9 / c.base().beta_s_per_byte : 0.0);
+        for (const auto& g : c.regimes()) {
+          line += strprintf(" %.2f us %.1f GB/s", g.alpha_s * 1e6, g.beta_s_per_byte > 0 ? 1e-9 / g.beta_s_per_byte : 0.0);
+          if (std::isfinite(g.upto_bytes)) line += strprintf(" to %s;", size_text(g.upto_bytes).c_str());
+        }
+        std::printf("%s\n", line.c_str());
+      }
+    }
+  return models;
 }
 
 // `system evaluate`: every measured node of each GEMM model predicted without it.
@@ -80,6 +155,7 @@ int evaluate(const std::string& system_arg, double min_m) {
     print_held_out(name, "points", op.point_model->points(), errs, without);
   }
   if (models == 0) std::printf("  no efficiency models in this system file\n");
+  evaluate_collectives(sys);
   return 0;
 }
 

@@ -26,31 +26,34 @@ const std::string& network_name(Network n) {
 
 namespace {
 
-NetworkRef resolved(const NetworkConfig* config, bool pcie, bool nvlink, bool inter_node) {
+NetworkRef resolved(const NetworkConfig* config, bool pcie, bool nvlink, bool inter_node, Mode mode) {
   NetworkRef r;
   r.pcie = pcie;
   r.nvlink = nvlink;
   r.inter_node = inter_node;
   r.config = config;
   if (config)
-    for (size_t c = 0; c < kCollectiveCount; ++c) r.ops[c] = config->ops.known(c);
+    for (size_t c = 0; c < kCollectiveCount; ++c) {
+      r.ops[c] = config->ops.known(c);
+      if (r.ops[c] && mode == Mode::Default) r.models[c] = r.ops[c]->model.get();
+    }
   return r;
 }
 
 // The group `n` of `sys`, found by its index in the system (no name matched).
-NetworkRef resolve_network(const SystemConfig& sys, Network n) {
+NetworkRef resolve_network(const SystemConfig& sys, Network n, Mode mode) {
   const bool pcie = n == Network::IntraNodePcie2x || n == Network::IntraNodePcie4x || n == Network::IntraNodePcie8x;
   return resolved(sys.networks.known(static_cast<size_t>(n)), pcie, n == Network::HighIntraNode,
-                  n == Network::InterNode);
+                  n == Network::InterNode, mode);
 }
 
 }  // namespace
 
-NetworkRef resolve_network(const SystemConfig& sys, const std::string& name) {
-  if (const int n = NetworkGroups::index_of(name); n >= 0) return resolve_network(sys, static_cast<Network>(n));
+NetworkRef resolve_network(const SystemConfig& sys, const std::string& name, Mode mode) {
+  if (const int n = NetworkGroups::index_of(name); n >= 0) return resolve_network(sys, static_cast<Network>(n), mode);
   const auto it = sys.networks.find(name);
   return resolved(it != sys.networks.end() ? &it->second : nullptr, name.find("pcie") != std::string::npos, false,
-                  false);
+                  false, mode);
 }
 
 namespace {
@@ -131,18 +134,18 @@ std::array<Network, kGroupCount> pick_networks(const SystemConfig& sys, const Se
 
 }  // namespace
 
-NetworkChoice resolve_networks(const SystemConfig& sys, const std::array<Network, kGroupCount>& kind) {
+NetworkChoice resolve_networks(const SystemConfig& sys, const std::array<Network, kGroupCount>& kind, Mode mode) {
   NetworkChoice c;
   c.kind = kind;
   std::array<bool, kNetworkCount> used{};
   for (Network k : c.kind) used[static_cast<size_t>(k)] = true;
   for (size_t k = 0; k < kNetworkCount; ++k)
-    if (used[k]) c.nets[k] = resolve_network(sys, static_cast<Network>(k));
+    if (used[k]) c.nets[k] = resolve_network(sys, static_cast<Network>(k), mode);
   return c;
 }
 
 NetworkChoice choose_networks(const SystemConfig& sys, const Settings& s, Mode mode) {
-  return resolve_networks(sys, pick_networks(sys, s, mode));
+  return resolve_networks(sys, pick_networks(sys, s, mode), mode);
 }
 
 double collective_time(const SystemConfig& sys, const Settings& s, const std::string& net,
@@ -157,6 +160,10 @@ double collective_time(const SystemConfig& sys, const Settings& s, const Network
   if (!found) throw std::out_of_range(std::string("collective_time: the network group has no ") + collective_name(kind));
   const NetworkConfig& nd = *net.config;
   const NetOpConfig& op = *found;
+  if (const CollectiveModel* model = net.models[static_cast<size_t>(kind)]; model && n > 1) {
+    // Measured times over size (the group's own conditions: what comm_bench or nccl-tests ran).
+    if (const CollectiveAnswer a = model->predict(bytes, n); a.time_s > 0) return a.time_s;
+  }
   const double eff = op.efficient_factor.value_or(nd.bandwidth.efficient_factor);
   const double dn = static_cast<double>(n);
   // Ring traffic: size·scale·(n+offset)/n (all-reduce 2(n−1)/n, gather/scatter/a2a (n−1)/n).

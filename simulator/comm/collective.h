@@ -16,7 +16,9 @@
 namespace trainsim {
 
 
-/// Seconds for one collective over `n` ranks on `net` of `bytes` (the full tensor).
+/// Seconds for one collective over `n` ranks on `net` of `bytes` (the full tensor): the op's
+/// collective model where `net` carries one (measured times over size, comm/collective_model.h),
+/// else the α–β formula below.
 /// `stage` is the peer's comm_stage tag ("dp_cp", "edp", "tp", "cp", "ep", ...). Throws
 /// std::out_of_range when the system lacks the network or its collective.
 [[nodiscard]] double collective_time(const SystemConfig& sys, const Settings& s, const NetworkRef& net,

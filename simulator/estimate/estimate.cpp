@@ -55,7 +55,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   ClassTable classes(sys);
   // The plan's networks found in its system as it is now (as the classes): the system may have
   // been edited in place since the plan was resolved, its entries replaced.
-  const NetworkChoice nets = resolve_networks(sys, plan.nets.kind);
+  const NetworkChoice nets = resolve_networks(sys, plan.nets.kind, plan.mode);
   Env env{m, s, sys, nets, &log, plan.mode, &classes};
   est.mode = plan.mode;
   est.schedule = schedule_name(plan.schedule);

@@ -17,7 +17,7 @@ namespace {
 // config when the system has none).
 NetworkRef network_of(const Env& env, Network kind) {
   const NetworkRef& r = env.nets.nets[static_cast<size_t>(kind)];
-  return r.config ? r : resolve_network(env.sys, network_name(kind));
+  return r.config ? r : resolve_network(env.sys, network_name(kind), env.mode);
 }
 
 // A link's bandwidth per GPU (bytes/s) with the network's efficiency (not NCCL's all-to-all

@@ -1,6 +1,8 @@
 // GEMM grid documents → GemmModel in a system's op class.
 #include "inputs/model_merge.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -172,6 +174,40 @@ std::vector<std::string> model_summaries(const SystemConfig& sys) {
     }
     if (!from.empty()) line += " (" + join(from, ", ") + ")";
     out.push_back(line);
+  }
+  // "high_intra_node: collective models of all2all, all_reduce from 126 measured points (group
+  // sizes 2, 4, 8; aiconfigurator-core 0.12.0, NCCL 2.29.2, NVIDIA H100 80GB HBM3)"
+  for (const auto& [net_name, net] : sys.networks) {
+    std::vector<std::string> ops, from;
+    std::vector<int64_t> ns;
+    size_t points = 0;
+    for (const auto& [op_name, op] : net.ops) {
+      if (!op.model) continue;
+      ops.push_back(op_name);
+      points += op.model->points();
+      for (const auto& c : op.model->curves())
+        if (std::find(ns.begin(), ns.end(), c.n()) == ns.end()) ns.push_back(c.n());
+      if (!from.empty()) continue;
+      const auto prov = nlohmann::json::parse(op.model->provenance_json.empty() ? "{}" : op.model->provenance_json,
+                                              nullptr, false);
+      if (!prov.is_object()) continue;
+      const auto text = [](const nlohmann::json& j, const char* key) {
+        return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+      };
+      const nlohmann::json src =
+          prov.contains("import") && prov["import"].is_object() ? prov["import"].value("source", nlohmann::json())
+                                                                : nlohmann::json();
+      if (!text(src, "package").empty()) from.push_back(text(src, "package") + " " + text(src, "version"));
+      if (!text(prov, "nccl_version").empty()) from.push_back("NCCL " + text(prov, "nccl_version"));
+      if (!text(prov, "gpu").empty()) from.push_back(text(prov, "gpu"));
+    }
+    if (ops.empty()) continue;
+    std::sort(ns.begin(), ns.end());
+    std::vector<std::string> sizes;
+    for (int64_t n : ns) sizes.push_back(std::to_string(n));
+    from.insert(from.begin(), "group sizes " + join(sizes, ", "));
+    out.push_back(net_name + ": collective models of " + join(ops, ", ") + " from " + std::to_string(points) +
+                  " measured points (" + join(from, "; ") + ")");
   }
   return out;
 }

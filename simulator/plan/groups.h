@@ -14,6 +14,8 @@
 
 namespace trainsim {
 
+class CollectiveModel;  // comm/collective_model.h: measured collective times over size
+
 enum class Collective { AllReduce, AllGather, ReduceScatter, P2P, AllToAll };
 /// Parallel group a collective runs over (selects the network group).
 enum class Group { TP, CP, DP, PP, EP, ETP, EDP };
@@ -35,13 +37,16 @@ inline constexpr size_t kCollectiveCount = 5;
 struct NetworkRef {
   const NetworkConfig* config = nullptr;                   // null: the system has no such group
   std::array<const NetOpConfig*, kCollectiveCount> ops{};  // by Collective; null: not in the group
+  /// By Collective: the op's measured model where it has one and the mode uses it (default mode).
+  std::array<const CollectiveModel*, kCollectiveCount> models{};
   bool pcie = false;        // a PCIe group: measured DP bandwidths (dp_fixed_bw) apply
   bool nvlink = false;      // high_intra_node: fc8 scales its bandwidth with the group size
   bool inter_node = false;  // the node's GPUs share its NICs
 };
 
-/// The group `name` of `sys` (what the name says of it: the peer's tests on the name).
-[[nodiscard]] NetworkRef resolve_network(const SystemConfig& sys, const std::string& name);
+/// The group `name` of `sys` (what the name says of it: the peer's tests on the name). Its ops'
+/// collective models are used in the default mode only (compat mode: the peer's formula).
+[[nodiscard]] NetworkRef resolve_network(const SystemConfig& sys, const std::string& name, Mode mode = Mode::Default);
 
 /// Network group per parallel dimension, with the groups it uses resolved against the system.
 struct NetworkChoice {
@@ -56,7 +61,8 @@ struct NetworkChoice {
 /// The groups of `kind` (by Group) resolved against `sys`: what choose_networks returns for that
 /// choice. An estimate resolves its plan's choice again, as the system may have been edited in
 /// place since the plan was resolved (its entries replaced: the plan's references left stale).
-[[nodiscard]] NetworkChoice resolve_networks(const SystemConfig& sys, const std::array<Network, kGroupCount>& kind);
+[[nodiscard]] NetworkChoice resolve_networks(const SystemConfig& sys, const std::array<Network, kGroupCount>& kind,
+                                             Mode mode);
 
 /// Picks the network of each group from the ranks it spans in Megatron's order tp-cp-ep-dp-pp
 /// (NVLink or PCIe templates). SimuMax12: the peer's test of the span against num_per_node.

@@ -76,6 +76,7 @@ void read_net_op(const json& j, const std::string& path, IssueList& issues, NetO
   op.has_fixed_by_comm_num = r.has("fixed_latency_us_by_comm_num");
   r.opt("fixed_latency_us_by_comm_num", by_num);
   r.opt("dp_fixed_bw", dp_bw);
+  r.ignore("model");  // read_collective_model
   r.finish();
   for (const auto& [k, v] : by_num) op.fixed_latency_s_by_comm_num[k] = v * kMicro;
   for (const auto& [k, v] : dp_bw) op.dp_fixed_bw[k] = v * kGiB;
@@ -118,6 +119,60 @@ bool read_numbers(const json& j, const std::string& path, IssueList& issues, boo
     out.push_back(v.get<double>());
   }
   return true;
+}
+
+// `networks.<group>.op.<op>.model`: measured times of the collective (comm/collective_model.h),
+// {"kind": "collective_curve", "provenance": {...}, "series": [{"n", "size_bytes", "time_us"}]}.
+std::shared_ptr<const CollectiveModel> read_collective_model(const json& j, const std::string& path,
+                                                             const NetOpConfig& op, IssueList& issues) {
+  ObjectReader r(j, path, issues);
+  std::string kind;
+  r.req("kind", kind);
+  std::string provenance;
+  if (const json* prov = r.object("provenance", false)) provenance = prov->dump();
+  const json* series = r.has("series") ? &j["series"] : nullptr;
+  r.ignore("series");
+  r.finish();
+  if (kind != "collective_curve") {
+    issues.add(path + "/kind", "unknown collective model kind '" + kind + "'; valid values: collective_curve");
+    return nullptr;
+  }
+  if (!series || !series->is_array() || series->empty()) {
+    issues.add(path + "/series", "expected a non-empty array of {n, size_bytes, time_us}");
+    return nullptr;
+  }
+  std::vector<CollectivePoint> points;
+  for (size_t i = 0; i < series->size(); ++i) {
+    const std::string sp = path + "/series/" + std::to_string(i);
+    ObjectReader rs((*series)[i], sp, issues);
+    int64_t n = 0;
+    rs.req("n", n);
+    rs.ignore("size_bytes");
+    rs.ignore("time_us");
+    rs.finish();
+    std::vector<double> bytes, time_us;
+    if (!(*series)[i].is_object() || !read_numbers((*series)[i].value("size_bytes", json()), sp + "/size_bytes", issues,
+                                                   false, bytes) ||
+        !read_numbers((*series)[i].value("time_us", json()), sp + "/time_us", issues, false, time_us))
+      return nullptr;
+    if (bytes.size() != time_us.size()) {
+      issues.add(sp, strprintf("size_bytes has %zu values, time_us %zu: one time per size", bytes.size(), time_us.size()));
+      return nullptr;
+    }
+    if (n < 2) {
+      issues.add(sp + "/n", "must be ≥ 2 (the group size), got " + std::to_string(n));
+      return nullptr;
+    }
+    for (size_t k = 0; k < bytes.size(); ++k) points.push_back({n, bytes[k], time_us[k] * kMicro});
+  }
+  try {
+    auto model = std::make_shared<CollectiveModel>(op.scale, op.offset, std::move(points));
+    model->provenance_json = provenance;
+    return model;
+  } catch (const std::invalid_argument& e) {
+    issues.add(path + "/series", e.what());
+    return nullptr;
+  }
 }
 
 // The key kind of op class `op`'s shape keys (None for a class without keys).
@@ -364,6 +419,8 @@ void read_networks(const json* nets, SystemConfig& sys, IssueList& issues) {
         if (const json* oj = ro.object(c, false)) {
           NetOpConfig op;
           read_net_op(*oj, p + "/op/" + c, issues, op);
+          if (oj->is_object() && oj->contains("model"))
+            op.model = read_collective_model((*oj)["model"], p + "/op/" + c + "/model", op, issues);
           net.ops[c] = op;
         }
       }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/collective_model.h"
 #include "compute/gemm_model.h"
 #include "compute/point_model.h"
 #include "system/indexed_map.h"
@@ -90,6 +91,9 @@ struct NetOpConfig {
   std::map<std::string, double, std::less<>> fixed_latency_s_by_comm_num;  // group size → s
   std::map<std::string, double, std::less<>> dp_fixed_bw;     // group size → bytes/s (GiB/s in JSON)
   bool has_fixed_by_comm_num = false;
+  /// Size-dependent model of measured times (JSON `model`, `kind` collective_curve; trainsim
+  /// extension): answers the default mode's collectives in its place (comm/collective.h).
+  std::shared_ptr<const CollectiveModel> model;
 };
 
 /// The collectives of a network group (`networks.<group>.op.<name>`), in model/graph.h's

@@ -56,6 +56,23 @@ json bandwidth_json(const BandwidthConfig& bw) {
   return j;
 }
 
+// A collective model as JSON text on one line: kind, provenance, per group size the sizes in
+// bytes and the times in µs (9 significant digits).
+std::string collective_model_json(const CollectiveModel& m) {
+  std::string o = "{\"kind\": \"collective_curve\"";
+  if (!m.provenance_json.empty()) o += ", \"provenance\": " + m.provenance_json;
+  o += ", \"series\": [";
+  for (size_t c = 0; c < m.curves().size(); ++c) {
+    const CollectiveCurve& cv = m.curves()[c];
+    o += strprintf("%s{\"n\": %lld, \"size_bytes\": [", c ? ", " : "", static_cast<long long>(cv.n()));
+    for (size_t i = 0; i < cv.bytes().size(); ++i) o += strprintf(i ? ", %.17g" : "%.17g", cv.bytes()[i]);
+    o += "], \"time_us\": [";
+    for (size_t i = 0; i < cv.times().size(); ++i) o += strprintf(i ? ", %.9g" : "%.9g", cv.times()[i] / kMicro);
+    o += "]}";
+  }
+  return o + "]}";
+}
+
 // A GEMM model as JSON text: kind, provenance, axes, then the times one line per m (µs, 5
 // significant digits; null for a node not measured).
 std::string gemm_model_json(const GemmModel& m, int indent) {
@@ -174,6 +191,7 @@ std::string system_json_text(const SystemConfig& sys, int indent, bool models) {
         for (const auto& [k, v] : op.fixed_latency_s_by_comm_num) m[k] = clean(v / kMicro);
         o["fixed_latency_us_by_comm_num"] = m;
       }
+      if (op.model) o["model"] = "\x01" "coll_model:" + name + "/" + cname;
       if (!op.dp_fixed_bw.empty()) {
         json m = json::object();
         for (const auto& [k, v] : op.dp_fixed_bw) m[k] = clean(v / kGiB);
@@ -193,6 +211,14 @@ std::string system_json_text(const SystemConfig& sys, int indent, bool models) {
     const size_t at = text.find(mark);
     if (at != std::string::npos) text.replace(at, mark.size(), gemm_model_json(*op.gemm_model, indent));
   }
+  // Collective models always (a few hundred numbers: the fingerprint hashes them as text).
+  for (const auto& [name, net] : sys.networks)
+    for (const auto& [cname, op] : net.ops) {
+      if (!op.model) continue;
+      const std::string mark = "\"\\u0001coll_model:" + name + "/" + cname + "\"";
+      const size_t at = text.find(mark);
+      if (at != std::string::npos) text.replace(at, mark.size(), collective_model_json(*op.model));
+    }
   return text;
 }
 

@@ -41,8 +41,10 @@ std::string fit(const std::string& op, const std::string& net, int n, double lat
 
 // The simulator's collective time. Stages pick the inter-node NIC sharing the merge assumes:
 // p2p ("pp") and DP all-reduce with tp = 8 ("dp") both divide the node bandwidth by 8.
+// In compat mode (the default here) the merged α–β entries answer; in the default mode the
+// collective models of the merged points.
 double simulated_time(const SystemConfig& sys, const std::string& net, const std::string& op, double size,
-                      int n) {
+                      int n, Mode mode = Mode::SimuMax12) {
   StrategyConfig s;
   s.tp_size = 8;
   Collective kind = Collective::AllReduce;
@@ -50,7 +52,7 @@ double simulated_time(const SystemConfig& sys, const std::string& net, const std
                        Collective::AllToAll})
     if (op == collective_name(c)) kind = c;
   const char* stage = net != "inter_node" ? "tp" : op == "p2p" ? "pp" : "dp";
-  return collective_time(sys, s, net, kind, size, n, stage);
+  return collective_time(sys, s, resolve_network(sys, net, mode), kind, size, n, stage);
 }
 
 std::string merge_error(const std::string& comm) {
@@ -154,6 +156,10 @@ TEST(CommMergeTest, SimulatorReproducesFittedTimesAfterRoundTrip) {
       const double expect = s.alpha + model_bytes(s.op, size, s.n) / bw;
       // comm.json keeps 6 significant digits.
       EXPECT_NEAR(simulated_time(back, s.net, op, size, s.n) / expect, 1, 1e-5) << op << " " << s.group << " " << size;
+      // The default mode's collective models give every group size its own measured curve.
+      const double own = s.alpha + model_bytes(s.op, size, s.n) / s.bw;
+      EXPECT_NEAR(simulated_time(back, s.net, op, size, s.n, Mode::Default) / own, 1, 1e-5)
+          << op << " " << s.group << " " << size;
     }
   }
 }

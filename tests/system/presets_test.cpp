@@ -206,6 +206,16 @@ TEST_P(PresetTest, CarriesItsFacts) {
     const auto prov = nlohmann::json::parse(sys.provenance_json);
     EXPECT_EQ(prov["kernels"]["measurement_provenance"]["source"]["package"], "aiconfigurator-core");
     EXPECT_EQ(prov["comm_bench"]["import"]["source"]["package"], "aiconfigurator-core");
+    // Every NCCL table point as the NVLink collectives' models: 21 sizes per group size 2, 4, 8
+    // (GB200: 2, 4); an 8-GPU 1 MiB all-reduce is a table point.
+    const bool gb200 = p.stem == "gb200-measured";
+    for (const char* op : {"all_reduce", "all_gather", "reduce_scatter", "all2all"}) {
+      const auto& cm = sys.networks.at("high_intra_node").ops.at(op).model;
+      ASSERT_TRUE(cm) << op;
+      EXPECT_EQ(cm->points(), gb200 ? 42u : 63u) << op;
+      EXPECT_EQ(nlohmann::json::parse(cm->provenance_json)["import"]["source"]["package"], "aiconfigurator-core");
+      EXPECT_EQ(cm->predict(1 << 20, gb200 ? 4 : 8).source, EfficiencySource::Measured) << op;
+    }
     // B200: the bf16 GEMM, grouped-GEMM and attention classes are models of SimuMax's B200
     // calibration instead (docs/calibration.md, "Two measured B200 sources").
     const bool trained = p.stem == "b200-sxm-180g-measured";
@@ -244,8 +254,13 @@ TEST_P(PresetTest, CarriesItsFacts) {
       EXPECT_EQ(mp["points"], model->points()) << op;
       EXPECT_TRUE(sys.ops.at(op).accurate.empty()) << op;
       if (p.stem == "h100-sxm-80g-measured") {
-        EXPECT_EQ(model_summaries(sys).back(),
+        const auto lines = model_summaries(sys);
+        ASSERT_GE(lines.size(), 2u);
+        EXPECT_EQ(lines[lines.size() - 2],
                   "matmul: GEMM model of 35,700 measured points (aiconfigurator-core 0.12.0, NVIDIA H100 80GB HBM3)");
+        EXPECT_EQ(lines.back(), "high_intra_node: collective models of all2all, all_gather, all_reduce, reduce_scatter "
+                                "from 252 measured points (group sizes 2, 4, 8; aiconfigurator-core 0.12.0; NCCL "
+                                "2.29.2; NVIDIA H100 80GB HBM3)");
       }
       // The 4096³ bf16 GEMM is in every table: measured, at a plausible efficiency.
       const GemmAnswer a = model->predict(4096, 4096, 4096);
