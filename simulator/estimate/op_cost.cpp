@@ -49,7 +49,7 @@ double call_time(const Env& env, const CommCall& c) {
   }
   const NetOpConfig* op = ep.ops[static_cast<size_t>(Collective::AllToAll)];
   if (op && op->fixed_latency_s) fixed = *op->fixed_latency_s;
-  return deepep_time(c.bytes, c.rdma_bytes, c.sms, nvl_bps, rdma_bps) + fixed;
+  return deepep_time(c.bytes, c.rdma_bytes, c.sms, nvl_bps, rdma_bps, c.nvl_share, c.rdma_share) + fixed;
 }
 
 // comm_sum of a non-empty list.

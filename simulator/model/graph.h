@@ -35,9 +35,13 @@ struct CommCall {
   // The flex dispatcher's DeepEP / HybridEP kernels (model/moe_dispatch.h deepep_time): `bytes`
   // is what this rank sends over NVLink, `rdma_bytes` what it sends to other nodes, and `sms` the
   // SMs the kernels run on (0: HybridEP, bound by the links). `flex` false: a NCCL collective.
+  // `nvl_share` / `rdma_share`: the part of the copies DeepEP counts (one per destination rank or
+  // node, the own one included) that crosses the link, (ep − 1)/ep, 1 − 1/g or (N − 1)/N.
   double rdma_bytes = 0;
   int32_t sms = 0;
   bool flex = false;
+  float nvl_share = 1;
+  float rdma_share = 1;
 };
 
 /// One kernel estimate: FLOPs with an op class and shape key, bytes with a bandwidth class.

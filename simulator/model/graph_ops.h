@@ -48,6 +48,7 @@ struct DispatchComm {
   bool flex = false;
   double rdma_bytes = 0;
   int32_t sms = 0;
+  float nvl_share = 1, rdma_share = 1;  // CommCall::nvl_share / rdma_share
 };
 
 Kernel mem_kernel(double bytes, const char* bw = "default");

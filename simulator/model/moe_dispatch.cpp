@@ -82,11 +82,18 @@ double deepep_bandwidth(int64_t sms, double reference_bps, double link_bps) {
   return sms > 0 ? std::min(link_bps, by_sms) : link_bps;
 }
 
-double deepep_time(double nvl_bytes, double rdma_bytes, int64_t sms, double nvl_link_bps, double rdma_link_bps) {
-  const double nvl = nvl_bytes > 0 ? nvl_bytes / deepep_bandwidth(sms, kDeepEpNvlinkReferenceBps, nvl_link_bps) : 0;
-  const double rdma =
-      rdma_bytes > 0 ? rdma_bytes / deepep_bandwidth(sms, kDeepEpRdmaReferenceBps, rdma_link_bps) : 0;
-  return std::max(nvl, rdma);
+double deepep_time(double nvl_bytes, double rdma_bytes, int64_t sms, double nvl_link_bps, double rdma_link_bps,
+                   double nvl_share, double rdma_share) {
+  // One part: the link's bytes on the link, the counted bytes (bytes/share) on the SMs.
+  auto part = [sms](double bytes, double share, double reference_bps, double link_bps) {
+    if (bytes <= 0) return 0.0;
+    const double link = bytes / link_bps;
+    if (sms <= 0) return link;
+    const double by_sms = reference_bps * static_cast<double>(sms) / static_cast<double>(kDeepEpReferenceSms);
+    return std::max(link, bytes / std::max(share, 1e-9) / by_sms);
+  };
+  return std::max(part(nvl_bytes, nvl_share, kDeepEpNvlinkReferenceBps, nvl_link_bps),
+                  part(rdma_bytes, rdma_share, kDeepEpRdmaReferenceBps, rdma_link_bps));
 }
 
 }  // namespace trainsim

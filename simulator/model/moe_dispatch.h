@@ -34,13 +34,21 @@ namespace trainsim {
 inline constexpr int64_t kDeepEpDefaultNumSms = 20;
 
 /// DeepEP's published normal-kernel figures (deepseek-ai/DeepEP README, "Normal kernels with
-/// NVLink and RDMA forwarding": H800, ~160 GB/s NVLink and CX7 400 Gb/s RDMA, DeepSeek-V3
-/// pretraining setting; the tests run them with 24 SMs, tests/test_intranode.py and
-/// test_internode.py `num_sms = 24`): intranode EP8 dispatch 153 GB/s over NVLink, internode
-/// dispatch 43 (EP16), 58 (EP32) and 51 GB/s (EP64) over RDMA.
+/// NVLink and RDMA forwarding", as shipped in the deep-ep 1.0.0 source package: H800, ~160 GB/s
+/// NVLink and CX7 400 Gb/s RDMA (~50 GB/s), DeepSeek-V3 pretraining setting, 4096 tokens, top-4
+/// groups, top-8 experts; the tests run them with 24 SMs, tests/test_intranode.py and
+/// test_internode.py `test_main(24, ...)`): intranode EP8 dispatch 153 GB/s over NVLink (combine
+/// 158), internode dispatch 43 (EP16), 44 (EP32) and 46 GB/s (EP64) over RDMA (combine 43, 47,
+/// 45). The rates count a token once per destination rank (NVLink: `recv_x`, the rows each rank
+/// receives) or per destination node (RDMA: `num_rdma_token_sent`, the sender's own node
+/// included), not the bytes that cross the link. The RDMA reference is 58 GB/s, the EP32 figure
+/// of a later version of that README (43, 58 and 51 GB/s at EP16, 32, 64, after DeepEP's
+/// internode kernels were sped up): the project holds no copy of that text, so the figure is
+/// unverified; with the 1.0.0 figure (46) DeepSeek-V3 on 1024 H100 is predicted 6.8 % slower
+/// (docs/cost-model.md §17.5).
 inline constexpr int64_t kDeepEpReferenceSms = 24;
 inline constexpr double kDeepEpNvlinkReferenceBps = 153e9;
-inline constexpr double kDeepEpRdmaReferenceBps = 58e9;  // the best internode figure
+inline constexpr double kDeepEpRdmaReferenceBps = 58e9;
 
 /// Bandwidth DeepEP's kernels reach on `sms` SMs over a link that carries `link_bps`: the
 /// published figure scales with the SMs below the reference count (the kernels' channels are
@@ -51,9 +59,13 @@ inline constexpr double kDeepEpRdmaReferenceBps = 58e9;  // the best internode f
 
 /// Seconds of one DeepEP dispatch or combine on one rank: `nvl_bytes` over NVLink and
 /// `rdma_bytes` to other nodes, the two pipelined (DeepEP forwards RDMA arrivals over NVLink
-/// while it receives): max(nvl/bw_nvl, rdma/bw_rdma). `sms` 0: HybridEP, no published per-SM
-/// rate, bound by the links alone.
+/// while it receives). Each part takes the longer of its SMs' work and its link's: the SMs move
+/// the bytes as DeepEP counts them (every destination rank or node, the own one included: the
+/// link's bytes over `nvl_share` / `rdma_share`, the fraction of them that crosses the link) at
+/// reference·sms/24; the link carries its bytes at `*_link_bps`:
+/// max(nvl/share_nvl/(153 GB/s·s/24), nvl/L_nvl, rdma/share_rdma/(58 GB/s·s/24), rdma/L_rdma).
+/// `sms` 0: HybridEP, no published per-SM rate, bound by the links alone.
 [[nodiscard]] double deepep_time(double nvl_bytes, double rdma_bytes, int64_t sms, double nvl_link_bps,
-                                 double rdma_link_bps);
+                                 double rdma_link_bps, double nvl_share = 1, double rdma_share = 1);
 
 }  // namespace trainsim

@@ -91,6 +91,8 @@ void add_dispatch(Leaf& l, Phase p, const DispatchComm& d, bool forward, const c
   call.flex = d.flex;
   call.rdma_bytes = d.rdma_bytes;
   call.sms = d.sms;
+  call.nvl_share = d.nvl_share;
+  call.rdma_share = d.rdma_share;
   l.comms[p].push_back(call);
 }
 
@@ -116,10 +118,16 @@ DispatchComm dispatch_comm(const Ctx& c, const MoeShape& sh, bool combine) {
         DispatchComm d{Collective::AllToAll, Collective::AllToAll, 0, group, false};
         d.flex = true;
         d.sms = c.s.moe.deepep ? static_cast<int32_t>(c.s.moe.deepep_num_sms.value_or(kDeepEpDefaultNumSms)) : 0;
+        // DeepEP's SMs handle every copy, its own rank's or node's included (the share that
+        // crosses the link is what the link carries).
         if (nodes <= 1) {
-          d.bytes = per * ranks * static_cast<double>(ep - 1) / static_cast<double>(ep);
+          const double share = static_cast<double>(ep - 1) / static_cast<double>(ep);
+          d.nvl_share = static_cast<float>(share);
+          d.bytes = per * ranks * share;
         } else {
           const double dn = static_cast<double>(nodes), gpn = static_cast<double>(c.env.gpus_per_node);
+          d.rdma_share = static_cast<float>((dn - 1) / dn);
+          d.nvl_share = static_cast<float>(1 - 1 / gpn);
           d.rdma_bytes = per * expected_token_nodes(E, k, nodes, G, g) * (dn - 1) / dn;
           d.bytes = per * ranks * (1 - 1 / gpn);
         }

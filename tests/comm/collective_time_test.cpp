@@ -7,6 +7,7 @@
 
 #include "inputs/strategy_config.h"
 #include "comm/collective.h"
+#include "test_presets.h"
 
 namespace trainsim {
 namespace {
@@ -32,6 +33,23 @@ TEST(CollectiveTimeTest, InterNodeAllToAllSharesTheNicForExpertAndContextStages)
   }
   // Other stages: the whole 1e9·15/16 bytes at the full bandwidth.
   EXPECT_DOUBLE_EQ(collective_time(sys, s, "inter_node", Collective::AllToAll, 1e9, 16, "tp"), 0.09375);
+}
+
+// The presets' InfiniBand all-to-all runs at the network's bus efficiency (0.8, as every other
+// inter-node collective; docs/config-reference.md): an EP all-to-all of 2^27 bytes over 32 ranks
+// on 4 nodes moves 2^27·31/32·3/4 = 97,517,568 bytes off the node over 372.53 GiB/s / 8 GPUs ·
+// 0.8 = 39.9999 GB/s, plus 3 µs per ring step (31) and 20 µs: 2.4379 + 0.113 = 2.5509 ms.
+TEST(CollectiveTimeTest, PresetInterNodeAllToAllRunsAtTheNicBusEfficiency) {
+  const StrategyConfig s;
+  for (const char* name : {"h100-sxm-80g", "h100-sxm-80g-measured", "b200-sxm-180g", "b200-sxm-180g-measured"}) {
+    const SystemConfig sys = test::preset_system(name);
+    const double bps = 372.53 * 1073741824.0 / 8 * 0.8;
+    const double want = 134217728.0 * 31 / 32 * 3 / 4 / bps + (3 * 31 + 20) * 1e-6;
+    EXPECT_NEAR(want, 2.5509e-3, 1e-7);
+    EXPECT_NEAR(collective_time(sys, s, "inter_node", Collective::AllToAll, 134217728.0, 32, "Dispatch_FWD_EP"), want,
+                1e-12)
+        << name;
+  }
 }
 
 // Inter-node reductions share the node's NICs between the GPUs of a DP stage's TP (and CP) group,

@@ -112,8 +112,23 @@ TEST(MoeKernels, DeepEpTimeVersusSms) {
   EXPECT_NEAR(deepep_time(1e9, 0, 24, 1e12, 1e12), 1e9 / 153e9, 1e-15);
   EXPECT_NEAR(deepep_time(1e9, 0, 12, 1e12, 1e12), 2e9 / 153e9, 1e-15);
   // Across nodes the RDMA part (58 GB/s on 24 SMs, NIC 40 GB/s) sets the pace when larger:
-  // max(1e9/153e9, 0.5e9/40e9) = 12.5 ms.
+  // max(1e9/153e9, 0.5e9/58e9, 0.5e9/40e9) = 12.5 ms.
   EXPECT_NEAR(deepep_time(1e9, 0.5e9, 24, 1e12, 40e9), 0.0125, 1e-15);
+}
+
+// DeepEP's SMs move every copy it counts, the own rank's or node's included; the link carries
+// the share that leaves. EP8 in one node on 20 SMs: 0.875 GB crossing NVLink is 1 GB of copies,
+// 1e9/(153e9·20/24) = 1e9/127.5e9 = 7.843 ms (the link at 1 TB/s would take 0.875 ms); a link of
+// 100 GB/s takes 8.75 ms instead. Across 8 nodes (share 7/8) 1 GB leaving the node is 8/7 GB of
+// copies: on 16 SMs at 58e9·16/24 = 38.67 GB/s 29.56 ms, more than the 25 ms of a 40 GB/s NIC;
+// on 20 SMs (48.33 GB/s, 23.65 ms) the NIC binds. HybridEP (no SM count): the link alone.
+TEST(MoeKernels, DeepEpSmsMoveEveryCopyTheLinkTheLeavingShare) {
+  EXPECT_NEAR(deepep_time(0.875e9, 0, 20, 1e12, 1e12, 0.875), 1e9 / 127.5e9, 1e-15);
+  EXPECT_NEAR(deepep_time(0.875e9, 0, 20, 100e9, 1e12, 0.875), 0.00875, 1e-15);
+  EXPECT_NEAR(deepep_time(0, 1e9, 16, 1e12, 40e9, 1, 0.875), (8.0 / 7.0) * 1e9 / (58e9 * 16 / 24), 1e-12);
+  EXPECT_NEAR((8.0 / 7.0) * 1e9 / (58e9 * 16 / 24), 0.029556650246305, 1e-12);
+  EXPECT_NEAR(deepep_time(0, 1e9, 20, 1e12, 40e9, 1, 0.875), 0.025, 1e-15);
+  EXPECT_NEAR(deepep_time(0, 1e9, 0, 1e12, 40e9, 1, 0.875), 0.025, 1e-15);
 }
 
 // The flex dispatcher's calls in the graph: DeepSeek-V3 EP32 over 4 nodes of 8, b 1, S 4096,
@@ -141,6 +156,10 @@ TEST(MoeKernels, FlexCallsSplitNvlinkAndRdma) {
   const double tok = 4096.0 * 7168 * 2;
   EXPECT_NEAR(d.rdma_bytes, tok * 3.614214305566513 * 3 / 4, 1e-3);
   EXPECT_NEAR(d.bytes, tok * expected_token_nodes(256, 8, 32) * 7 / 8, 1e-3);
+  // DeepEP counts the copies to its own node and rank too: 3 of 4 nodes' copies leave the node,
+  // 7 of 8 ranks' copies cross NVLink.
+  EXPECT_FLOAT_EQ(d.rdma_share, 0.75f);
+  EXPECT_FLOAT_EQ(d.nvl_share, 0.875f);
   EXPECT_TRUE(p->host_sync);  // dropless: the host reads the counts
   // HybridEP: the same bytes, bound by the links (no SM count).
   s.moe_flex_dispatcher_backend = "hybridep";
