@@ -213,7 +213,7 @@ std::string cublas_version_string() {
 KernelResult bench_matmul(CudaContext& ctx, const BenchItem& item, const MeasureOptions& opt) {
   const auto& s = std::get<MatmulShape>(*item.shape);
   try {
-    GemmDims g = gemm_dims(s.b, s.m, s.k, s.n, s.layout, s.accumulate, s.out_dtype, item.op == "fp8_matmul");
+    GemmDims g = gemm_dims(s.b, s.m, s.k, s.n, s.layout, s.accumulate, s.out_dtype, is_fp8_op(item.op));
     LtHandle h;
     auto ws_bytes = static_cast<size_t>(opt.workspace_bytes);
     DeviceBuffer ws(ws_bytes);
@@ -233,7 +233,7 @@ KernelResult bench_grouped(CudaContext& ctx, const BenchItem& item, const Measur
   const auto& s = std::get<GroupedMatmulShape>(*item.shape);
   // Stage -> per-expert GEMM with the fwd dims M (tokens), N (out), K (in):
   // fwd Y = X W^T (TN); dgrad dX = dY W (NN); wgrad dW = dY^T X (NT, into main_grad).
-  bool fp8 = item.op == "fp8_group_matmul" || s.dtype == "fp8";
+  bool fp8 = is_fp8_op(item.op) || s.dtype == "fp8";
   GemmDims g = s.stage == "fwd"            ? gemm_dims(1, s.m, s.k, s.n, "TN", false, s.out_dtype, fp8)
                : s.stage == "bwd_grad_act" ? gemm_dims(1, s.m, s.n, s.k, "NN", false, s.out_dtype, fp8)
                                            : gemm_dims(1, s.n, s.m, s.k, "NT", s.accumulate,

@@ -3,7 +3,9 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 
+#include "calibration/op_class.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "timing_loop.h"
@@ -22,10 +24,16 @@ constexpr double kGuessLaunchS = 4e-6;   // per empty-kernel launch
 constexpr int kLaunchesPerLatencySample = 1000;
 constexpr int kMaxRuns = 1000000;  // per item; keeps the plan's run time finite
 
+// The bench that measures op class `op`'s shapes, by the class's family (calibration/op_class.h).
 Family family_of(const std::string& op) {
-  if (op == "matmul" || op == "fp8_matmul") return Family::Gemm;
-  if (op == "group_matmul" || op == "fp8_group_matmul") return Family::GroupedGemm;
-  return op == "sdp_bwd" ? Family::SdpaBwd : Family::SdpaFwd;
+  const std::optional<OpClass> c = find_op_class(op);
+  switch (c ? op_row(*c).family : OpFamily::Fallback) {
+    case OpFamily::Gemm: return Family::Gemm;
+    case OpFamily::GroupedGemm: return Family::GroupedGemm;
+    case OpFamily::Attention: return op_row(*c).backward ? Family::SdpaBwd : Family::SdpaFwd;
+    case OpFamily::Fallback: break;
+  }
+  throw UsageError("op class '" + op + "' has no shape keys to measure; valid values: " + join(keyed_ops()));
 }
 
 const char* family_name(Family f) {
@@ -42,7 +50,7 @@ const char* family_name(Family f) {
 
 // Setup plus the timed and warm-up runs of one item.
 double runs_seconds(const BenchItem& item, const PlanOptions& opt, double runs, double overhead) {
-  double peak = item.op.rfind("fp8_", 0) == 0 ? opt.peak_fp8_flops : opt.peak_bf16_flops;
+  double peak = is_fp8_op(item.op) ? opt.peak_fp8_flops : opt.peak_bf16_flops;
   switch (item.family) {
     case Family::Gemm: return 0.05 + runs * (item.flops / (peak * kGuessGemmEff) + overhead);
     case Family::GroupedGemm: return 0.1 + runs * (item.flops / (peak * kGuessGroupedEff) + overhead);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibration/kernels_file.h"
+#include "calibration/op_class.h"
 #include "calibration/shape_key.h"
 #include "core/error.h"
 #include "core/text.h"
@@ -62,10 +63,11 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
   std::vector<double> default_parts;
   for (const auto& [name, effs] : measured) {
     sys.ops[name].efficient_factor = mean(effs);
-    if (!is_fp8_op(name) && name.rfind("sdp", 0) != 0) default_parts.push_back(mean(effs));
+    const std::optional<OpClass> c = find_op_class(name);
+    if (c && !op_row(*c).fp8 && op_row(*c).family != OpFamily::Attention) default_parts.push_back(mean(effs));
   }
   if (!default_parts.empty()) {
-    ComputeOpConfig& def = sys.ops["default"];
+    ComputeOpConfig& def = sys.ops[op_name(OpClass::Default)];
     if (def.peak_flops <= 0) def.peak_flops = doc.device.peak_bf16_flops;
     def.efficient_factor = mean(default_parts);
   }

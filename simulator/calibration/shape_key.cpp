@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "calibration/op_class.h"
 #include "core/error.h"
 #include "core/text.h"
 
@@ -131,22 +132,31 @@ class FieldReader {
 }  // namespace
 
 const std::vector<std::string>& keyed_ops() {
-  static const std::vector<std::string> ops = {"matmul",   "fp8_matmul", "group_matmul",
-                                               "fp8_group_matmul", "sdp_fwd", "sdp_bwd"};
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> out;
+    for (const OpClassRow& row : kOpClassRows)
+      if (row.key != KeyKind::None) out.emplace_back(row.name);
+    return out;
+  }();
   return ops;
 }
 
-bool is_fp8_op(std::string_view op) { return op.substr(0, 4) == "fp8_"; }
+bool is_fp8_op(std::string_view op) {
+  const std::optional<OpClass> c = find_op_class(op);
+  return c && op_row(*c).fp8;
+}
 
 ShapeKey parse_shape_key(const std::string& op, const std::string& key, const std::string& source,
                          const std::string& path) {
-  if (op == "matmul" || op == "fp8_matmul") {
+  const std::optional<OpClass> cls = find_op_class(op);
+  const KeyKind kind = cls ? op_row(*cls).key : KeyKind::None;
+  if (kind == KeyKind::Matmul) {
     FieldReader f(key, field_names(KeyKind::Matmul), source, path);
     return MatmulShape{f.integer(0),        f.integer(1), f.integer(2),
                        f.integer(3),        f.choice(4, kLayouts), f.boolean(5),
                        f.choice(6, kOutDtypes)};
   }
-  if (op == "group_matmul" || op == "fp8_group_matmul") {
+  if (kind == KeyKind::Grouped) {
     FieldReader f(key, field_names(KeyKind::Grouped), source, path);
     GroupedMatmulShape g;
     g.ng = f.integer(0);
@@ -163,7 +173,7 @@ ShapeKey parse_shape_key(const std::string& op, const std::string& key, const st
     g.single_output = f.boolean(11);
     return g;
   }
-  if (op == "sdp_fwd" || op == "sdp_bwd") {
+  if (kind == KeyKind::Sdpa) {
     FieldReader f(key, field_names(KeyKind::Sdpa), source, path);
     return SdpaShape{f.integer(0), f.integer(1), f.integer(2), f.integer(3),
                      f.integer(4), f.integer(5), f.boolean(6)};
@@ -224,7 +234,8 @@ double shape_flops(const std::string& op, const ShapeKey& shape) {
   const auto& a = std::get<SdpaShape>(shape);
   double base = d(a.batch) * d(a.seq_len) * d(a.seq_len) * d(std::max(a.head_num, a.kv_head_num)) *
                 d(a.qk_head_dim + a.v_head_dim);
-  return op == "sdp_bwd" ? 5 * base : 2 * base;
+  const std::optional<OpClass> cls = find_op_class(op);
+  return cls && op_row(*cls).backward ? 5 * base : 2 * base;
 }
 
 namespace {

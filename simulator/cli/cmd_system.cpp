@@ -2,6 +2,7 @@
 // grids into a base system file and writes a system JSON the simulator reads back.
 // `trainsim system build --measured-system`: another system file's measured per-shape entries as
 // models. `trainsim system evaluate`: leave-one-out error of a system file's efficiency models.
+// `trainsim system op-classes`: the op-class table (calibration/op_class.h) as JSON, for tools.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "cli/commands.h"
 #include "calibration/comm_merge.h"
 #include "calibration/kernels_merge.h"
+#include "calibration/op_class.h"
 #include "comm/collective.h"
 #include "inputs/model_merge.h"
 #include "inputs/output_file.h"
@@ -159,17 +161,47 @@ int evaluate(const std::string& system_arg, double min_m) {
   return 0;
 }
 
+// The op-class table, one row per line (tools/measured/op_classes.json is a copy, checked by ctest).
+int print_op_classes() {
+  const auto key_name = [](KeyKind k) {
+    switch (k) {
+      case KeyKind::Matmul: return "matmul";
+      case KeyKind::Grouped: return "grouped";
+      case KeyKind::Sdpa: return "sdpa";
+      case KeyKind::None: break;
+    }
+    return "none";
+  };
+  std::string out = "[\n";
+  for (const OpClassRow& row : kOpClassRows) {
+    nlohmann::ordered_json j;
+    j["name"] = std::string(row.name);
+    j["family"] = std::string(kOpFamilies.name(row.family));
+    j["key"] = key_name(row.key);
+    j["fp8"] = row.fp8;
+    j["backward"] = row.backward;
+    j["need"] = std::string(kOpNeeds.name(row.need));
+    out += " " + j.dump(-1) + (&row == &kOpClassRows[kOpClassCount - 1] ? "\n" : ",\n");
+  }
+  out += "]\n";
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 int cmd_system(const Args& args) {
   CLI::App app("system build: merge kernels_bench and comm_bench measurements and measured GEMM grids into a base "
-               "system file; system evaluate: leave-one-out error of a system file's efficiency models.",
+               "system file; system evaluate: leave-one-out error of a system file's efficiency models; "
+               "system op-classes: the op classes a system file may name, as JSON.",
                "trainsim system");
   std::string action, base_arg, kernels, comm, out, name, description, system_arg;
   std::vector<std::string> grids, measured_ops;
   std::string measured_system;
   double min_m = 0;
-  app.add_option("ACTION", action, "build or evaluate")->required()->check(CLI::IsMember({"build", "evaluate"}));
+  app.add_option("ACTION", action, "build, evaluate or op-classes (print the op-class table as JSON)")
+      ->required()
+      ->check(CLI::IsMember({"build", "evaluate", "op-classes"}));
   app.add_option("--base", base_arg, "build: system preset or file to start from (declared peaks, networks, latencies)");
   app.add_option("--kernels", kernels, "build: kernels_bench output (kernels.json)");
   app.add_option("--comm", comm, "build: comm_bench output (comm.json)");
@@ -187,6 +219,7 @@ int cmd_system(const Args& args) {
   app.add_option("--system", system_arg, "evaluate: system preset or file whose models are held out point by point");
   app.add_option("--min-m", min_m, "evaluate: only held-out points with at least this many rows (default 0: all)");
   if (!parse_args(app, "system", args)) return 0;
+  if (action == "op-classes") return print_op_classes();
   if (action == "evaluate") {
     if (system_arg.empty()) throw UsageError("system evaluate: give --system PRESET|FILE");
     return evaluate(system_arg, min_m);

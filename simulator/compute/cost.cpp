@@ -3,14 +3,13 @@
 #include "compute/cost.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string_view>
 
 namespace trainsim {
 
 // A chunk misses a few distinct keys many times (every layer): compare key hashes first (the op
-// classes of one key kind share them, e.g. matmul and fp8_matmul; their names tell apart).
-void EfficiencyLog::miss(const char* op, const PackedKey& key, size_t hash, double flops, double used) {
+// classes of one key kind share them, e.g. matmul and fp8_matmul; their classes tell apart).
+void EfficiencyLog::miss(OpClass op, const PackedKey& key, size_t hash, double flops, double used) {
   const auto h = static_cast<uint32_t>(hash >> 32);
   if (index_.empty()) {
     misses.reserve(16);
@@ -22,7 +21,7 @@ void EfficiencyLog::miss(const char* op, const PackedKey& key, size_t hash, doub
     const Slot& s = index_[i];
     if (s.hash != h) continue;
     const EfficiencyMiss& m = misses[s.at - 1];
-    if (m.key == key && (m.op == op || std::strcmp(op, m.op) == 0)) return;
+    if (m.key == key && m.op == op) return;
   }
   misses.push_back({op, key, flops, used});
   index_[i] = {h, static_cast<uint32_t>(misses.size())};
@@ -94,19 +93,6 @@ double stream_time(const BandwidthConfig& bw, double bytes) {
 
 }  // namespace
 
-const ComputeOpConfig* ClassTable::op(const char* name) {
-  for (const auto& [n, c] : ops_)
-    if (n == name) return c;
-  return add_op(name);
-}
-
-const ComputeOpConfig* ClassTable::add_op(const char* name) {
-  auto it = sys_.ops.find(std::string_view(name));
-  const ComputeOpConfig* c = it != sys_.ops.end() ? &it->second : nullptr;
-  ops_.push_back({name, c});
-  return c;
-}
-
 const BandwidthConfig& ClassTable::bandwidth(const char* name) {
   for (const auto& [n, c] : bandwidths_)
     if (n == name) return *c;
@@ -140,7 +126,7 @@ KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log)
   if (k.flops != 0) {
     const ComputeOpConfig* found = classes.op(k.op);
     const bool known = found != nullptr;
-    const ComputeOpConfig& op = known ? *found : sys.ops.at("default");
+    const ComputeOpConfig& op = known ? *found : sys.ops.known_at(op_index(OpClass::Default));
     double eff = op.efficient_factor;
     EfficiencySource source = EfficiencySource::Default;
     if (!k.key.empty() && (known || log)) {

@@ -15,8 +15,8 @@ namespace trainsim {
 
 /// A shape key looked up without a measured efficiency.
 struct EfficiencyMiss {
-  const char* op = "";  // the kernel's op class, a static name
-  PackedKey key;        // views print format_packed_key(key)
+  OpClass op = OpClass::Default;  // the kernel's op class
+  PackedKey key;                  // views print format_packed_key(key)
   double flops = 0;
   double used_efficiency = 0;
 };
@@ -29,7 +29,7 @@ struct EfficiencyLog {
   int64_t hits = 0;
   int64_t interpolated = 0, extrapolated = 0;
   /// `hash` is PackedKeyHash{}(key), computed once per kernel for the table lookup and the log.
-  void miss(const char* op, const PackedKey& key, size_t hash, double flops, double used);
+  void miss(OpClass op, const PackedKey& key, size_t hash, double flops, double used);
   /// Adds `other`'s counts and the misses not recorded yet (a chunk's log into its estimate's).
   void merge(const EfficiencyLog& other);
   /// Adds `other`'s counts only (a layer template's, already merged once).
@@ -59,26 +59,25 @@ struct KernelCost {
   EfficiencySource source = EfficiencySource::Default;
 };
 
-/// The op and bandwidth classes that kernels name, resolved against one system as first met.
-/// Kernels name their classes by static strings, so an estimate searches the system's maps once
-/// per class and string address instead of once per kernel. The system must not change meanwhile.
+/// The op and bandwidth classes that kernels name, resolved against one system. Op classes are
+/// OpClass values, found by their index in the system (system/system_config.h ComputeOps);
+/// bandwidth classes are static strings, so an estimate searches the system's map once per class
+/// and string address instead of once per kernel. The system must not change meanwhile.
 class ClassTable {
  public:
   explicit ClassTable(const SystemConfig& sys) : sys_(sys) {}
   [[nodiscard]] const SystemConfig& system() const { return sys_; }
-  /// The op class `name`, or null when the system has none of that name.
-  [[nodiscard]] const ComputeOpConfig* op(const char* name);
+  /// The system's op class `c`, or null when the system has none.
+  [[nodiscard]] const ComputeOpConfig* op(OpClass c) const { return sys_.ops.known(op_index(c)); }
   /// The bandwidth class `name`, else `default`.
   [[nodiscard]] const BandwidthConfig& bandwidth(const char* name);
 
  private:
   // The first meeting of a name: searched in the system and recorded. Out of line, so that the
   // lookups (every kernel) stay short leaf functions.
-  [[gnu::noinline]] const ComputeOpConfig* add_op(const char* name);
   [[gnu::noinline]] const BandwidthConfig& add_bandwidth(const char* name);
 
   const SystemConfig& sys_;
-  SmallVector<std::pair<const char*, const ComputeOpConfig*>, 8> ops_;
   SmallVector<std::pair<const char*, const BandwidthConfig*>, 8> bandwidths_;
 };
 

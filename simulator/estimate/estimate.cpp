@@ -88,7 +88,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   const double fpt = flops_per_token(m, static_cast<double>(plan.batch.seq_len), static_cast<double>(est.padded_vocab));
   const double theory = std::floor(fpt * tokens / static_cast<double>(plan.par.world));
   est.tflops_per_gpu = theory / est.iteration_time_s / kTera;
-  est.mfu = est.tflops_per_gpu * kTera / sys.ops.known_at(ComputeOps::slot("default")).peak_flops;
+  est.mfu = est.tflops_per_gpu * kTera / sys.ops.known_at(op_index(OpClass::Default)).peak_flops;
   est.tokens_per_s_per_gpu = tokens / est.iteration_time_s / static_cast<double>(plan.par.world);
   est.misses = std::move(log.misses);
   est.efficiency_hits = log.hits;

@@ -21,7 +21,7 @@ std::vector<ShapeUse> list_shapes(const Plan& plan) {
   std::vector<Chunk> chunks;
   for (const auto& spec : specs) chunks.push_back(build_chunk(m, plan, plan.padded_vocab, spec, plan.chunk_env));
   std::vector<ShapeUse> out;
-  std::vector<std::pair<std::string_view, PackedKey>> keys;  // out[i]'s op and key
+  std::vector<std::pair<OpClass, PackedKey>> keys;  // out[i]'s op and key
   auto add_leaf = [&](const Leaf& l, int64_t count) {
     for (const auto& phase : l.kernels)
       for (const auto& k : phase) {
@@ -33,11 +33,11 @@ std::vector<ShapeUse> list_shapes(const Plan& plan) {
         }
         keys.emplace_back(k.op, k.key);
         ShapeUse u;
-        u.op = k.op;
+        u.op = op_name(k.op);
         u.key = format_packed_key(k.key);
         u.flops = k.flops;
-        auto op = sys.ops.find(k.op);
-        u.in_system = op != sys.ops.end() && efficiency_source_of(op->second, k.key) != EfficiencySource::Default;
+        const ComputeOpConfig* op = sys.ops.known(op_index(k.op));
+        u.in_system = op && efficiency_source_of(*op, k.key) != EfficiencySource::Default;
         u.count = count;
         out.push_back(u);
       }

@@ -73,8 +73,8 @@ Throughput megatron_throughput(const ModelConfig& m, const Settings& s, const Sy
 }
 
 double mfu_peak_flops(const SystemConfig& sys) {
-  const auto it = sys.ops.find("default");
-  return it != sys.ops.end() && it->second.peak_flops > 0 ? it->second.peak_flops : 0;
+  const ComputeOpConfig* def = sys.ops.known(op_index(OpClass::Default));
+  return def && def->peak_flops > 0 ? def->peak_flops : 0;
 }
 
 }  // namespace trainsim

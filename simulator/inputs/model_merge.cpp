@@ -31,7 +31,8 @@ void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::stri
   r.finish();
   if (!kind.empty() && kind != "trainsim-gemm-grid")
     issues.add("/kind", "expected \"trainsim-gemm-grid\", got \"" + kind + "\"");
-  if (!op.empty() && op != "matmul" && op != "fp8_matmul")
+  const std::optional<OpClass> cls = find_op_class(op);
+  if (!op.empty() && (!cls || op_row(*cls).family != OpFamily::Gemm))
     issues.add("/op", "expected matmul or fp8_matmul (dense GEMM op classes), got '" + op + "'");
   else if (!op.empty() && sys.ops.find(op) == sys.ops.end())
     issues.add("/op", "the base system has no op class '" + op + "'; add it to the base (tflops, efficient_factor)");

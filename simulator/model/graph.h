@@ -13,6 +13,7 @@
 
 #include "inputs/mode.h"
 #include "inputs/model_config.h"
+#include "calibration/op_class.h"
 #include "calibration/shape_key.h"
 #include "plan/groups.h"
 #include "plan/plan.h"
@@ -48,13 +49,13 @@ struct CommCall {
 struct Kernel {
   double flops = 0;
   double bytes = 0;
-  const char* op = "default";     // accelerator.op class
   const char* bw = "default";     // accelerator.bandwidth class
   PackedKey key;                  // efficiency shape key (empty = no lookup)
   // Memory-bound kernels this entry stands for: `launches` kernels of the same bandwidth class
   // moving `bytes` together, each paying the class's latency (the router's and the MoE
   // dispatcher's small kernels). 1 for every GEMM and for a single memory pass.
   uint32_t launches = 1;
+  OpClass op = OpClass::Default;  // accelerator.op class (calibration/op_class.h)
 };
 static_assert(std::is_trivially_copyable_v<Kernel>, "kernels are built and copied on every estimate");
 

@@ -186,7 +186,7 @@ Chunk build_chunk(const ModelConfig& m, const Settings& s, int64_t padded_vocab,
     linear_col(chunk.post.emplace_back(), c, "output_layer", H, static_cast<double>(padded_vocab), false);
     if (env.mode == Mode::SimuMax12 && c.fp8)
       for (auto& phase : chunk.post.back().kernels)
-        for (Kernel& k : phase) k.op = "fp8_matmul";
+        for (Kernel& k : phase) k.op = OpClass::Fp8Matmul;
     // Tied embeddings (Megatron without --untie-embeddings-and-output-weights): a stage holding
     // both uses one matrix; other stages keep a copy whose gradient is all-reduced.
     if (env.mode == Mode::Default && m.tie_word_embeddings && with_embedding) chunk.post.back().params = 0;

@@ -34,11 +34,11 @@ void core_attention(Leaf& l, const Ctx& c, double d_qk, double d_v, bool mla) {
   const double kv_reads = S / Sq;  // every rank reads all S keys and values (1 with a2a)
   Kernel f, b;
   f.flops = 2 * base;
-  f.op = "sdp_fwd";
+  f.op = OpClass::SdpFwd;
   const double v_el = mla ? c.B * hp * Sq * d_v : q_el;  // the peer sizes K (and MHA's V) like Q
   f.bytes = (q_el + kv_reads * (q_el + v_el) + o_el + lse_el) * c.e;
   b.flops = 5 * base;
-  b.op = "sdp_bwd";
+  b.op = OpClass::SdpBwd;
   b.bytes = (2 * q_el + 2 * kv_reads * (q_el + v_el) + o_el + lse_el) * c.e;
   b.key = f.key = sdpa_key(c.B, Sq, hp, kv / c.tp / a2a, d_qk, d_v, true);
   l.kernels[kFwd] = {f};

@@ -80,7 +80,7 @@ void linear_common(const Ctx& c, Leaf& l, double m_rows, double in, double out, 
                    double x_in, double x_out, double wt, bool fp8) {
   l.te_module = true;  // TE Linear / LayerNormLinear
   const double a = fp8 ? 1 : c.e, w = fp8 ? 1 : c.e;
-  const char* op = fp8 ? "fp8_matmul" : "matmul";
+  const OpClass op = fp8 ? OpClass::Fp8Matmul : OpClass::Matmul;
   const double bytes = x_in * a + wt * w + x_out * 2;
   for (int p = 0; p < 3; ++p) {
     Kernel k;

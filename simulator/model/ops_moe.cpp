@@ -26,7 +26,7 @@ void router(Leaf& l, const Ctx& c) {
   for (int p = 0; p < 3; ++p) {
     Kernel k;
     k.flops = 2 * T * c.H * NE;
-    k.op = "matmul";
+    k.op = OpClass::Matmul;
     k.bytes = lin + (c.megatron ? 0 : (p == kFwd ? 2 * Ls : (p == kBwdAct ? 3 * Ls : 0)));
     l.kernels[p] = {k};
   }
@@ -332,7 +332,7 @@ void grouped_linear(Leaf& l, const Ctx& c, const MoeShape& sh, std::string_view 
       // One Linear per local expert: the peer's serial mode runs El matmuls of M tokens.
       Kernel k;
       k.flops = flops / sh.El;
-      k.op = fp8 ? "fp8_matmul" : "matmul";
+      k.op = fp8 ? OpClass::Fp8Matmul : OpClass::Matmul;
       k.bytes = (bytes + extra) / sh.El;
       if (p == kFwd) k.key = matmul_key(1, sh.M, in, out, KeyLayout::TN, false, KeyDtype::bf16);
       if (p == kBwdAct) k.key = matmul_key(1, sh.M, out, in, KeyLayout::NN, false, KeyDtype::bf16);
@@ -342,7 +342,7 @@ void grouped_linear(Leaf& l, const Ctx& c, const MoeShape& sh, std::string_view 
     }
     Kernel k;
     k.flops = flops;
-    k.op = fp8 ? "fp8_group_matmul" : "group_matmul";
+    k.op = fp8 ? OpClass::Fp8GroupMatmul : OpClass::GroupMatmul;
     k.bytes = bytes + extra;
     k.key = grouped_key(sh.El, sh.M, out, in, fp8 ? KeyDtype::fp8 : KeyDtype::bf16, KeyDtype::bf16, mg,
                         stages[p], flags[p][0], flags[p][1], flags[p][2], flags[p][3]);

@@ -14,7 +14,7 @@ namespace trainsim {
 void insert_quantizers(std::vector<Leaf>& L, Fp8Recipe recipe) {
   for (size_t i = 0; i < L.size(); ++i) {
     const auto& k = L[i].kernels[kFwd];
-    if (k.empty() || (std::string_view(k[0].op) != "fp8_matmul" && std::string_view(k[0].op) != "fp8_group_matmul"))
+    if (k.empty() || !op_row(k[0].op).fp8)
       continue;
     Leaf q;
     q.name = intern(std::string(L[i].name) + ".quantizer");

@@ -492,21 +492,18 @@ class PlanChecks {
 
   void system_entries() {
     // System entries the plan will use, found by their index in the system (no name matched).
-    auto need_op = [&](size_t i) {
-      const ComputeOpConfig* op = sys.ops.known(i);
-      if (!op) return;  // falls back to `default`
-      if (op->efficient_factor <= 0)
-        to_system("/accelerator/op/" + std::string(kPlanOpClasses[i]) + "/efficient_factor",
-                          "is 0 but the plan uses this op; measure it or set a fallback efficiency");
-    };
-    if (const ComputeOpConfig* def = sys.ops.known(ComputeOps::slot("default")); def && !(def->efficient_factor > 0))
-      to_system("/accelerator/op/default/efficient_factor",
-                        "must be > 0 (every op without its own class falls back to it)");
-    need_op(ComputeOps::slot("matmul"));  // under fp8 too: the output layer's GEMM stays in bf16
-    if (s.fp8) need_op(ComputeOps::slot("fp8_matmul"));
-    need_op(ComputeOps::slot("sdp_fwd"));
-    need_op(ComputeOps::slot("sdp_bwd"));
-    if (m.is_moe()) need_op(s.fp8 ? ComputeOps::slot("fp8_group_matmul") : ComputeOps::slot("group_matmul"));
+    // The op classes the plan needs (calibration/op_class.h, column `need`); a class the system
+    // lacks falls back to `default`.
+    const bool moe = m.is_moe();
+    for (const OpClassRow& row : kOpClassRows) {
+      const ComputeOpConfig* op = sys.ops.known(op_index(row.cls));
+      if (!op || !op_needed(row.cls, s.fp8, moe)) continue;
+      auto path = [&] { return "/accelerator/op/" + std::string(row.name) + "/efficient_factor"; };
+      if (row.family == OpFamily::Fallback && !(op->efficient_factor > 0))
+        to_system(path(), "must be > 0 (every op without its own class falls back to it)");
+      else if (row.family != OpFamily::Fallback && op->efficient_factor <= 0)
+        to_system(path(), "is 0 but the plan uses this op; measure it or set a fallback efficiency");
+    }
     static constexpr size_t pcie_groups[] = {
         NetworkGroups::slot("intra_node_pcie_2x"), NetworkGroups::slot("intra_node_pcie_4x"),
         NetworkGroups::slot("intra_node_pcie_8x"), NetworkGroups::slot("inter_node")};

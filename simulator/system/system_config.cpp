@@ -175,18 +175,11 @@ std::shared_ptr<const CollectiveModel> read_collective_model(const json& j, cons
   }
 }
 
-// The key kind of op class `op`'s shape keys (None for a class without keys).
-KeyKind key_kind_of(const std::string& op) {
-  if (op == "matmul" || op == "fp8_matmul") return KeyKind::Matmul;
-  if (op == "group_matmul" || op == "fp8_group_matmul") return KeyKind::Grouped;
-  if (op == "sdp_fwd" || op == "sdp_bwd") return KeyKind::Sdpa;
-  return KeyKind::None;
-}
-
 // `accelerator.op.<op>.model` of kind points: measured per-shape efficiencies
 // (compute/point_model.h), keys as in accurate_efficient_factor.
-std::shared_ptr<const PointModel> read_point_model(const json& j, const std::string& path, const std::string& op,
+std::shared_ptr<const PointModel> read_point_model(const json& j, const std::string& path, OpClass cls,
                                                    IssueList& issues) {
+  const std::string op(op_name(cls));
   ObjectReader r(j, path, issues);
   std::string kind;
   r.req("kind", kind);
@@ -196,7 +189,7 @@ std::shared_ptr<const PointModel> read_point_model(const json& j, const std::str
   std::string provenance;
   if (const json* prov = r.object("provenance", false)) provenance = prov->dump();
   r.finish();
-  const KeyKind kk = key_kind_of(op);
+  const KeyKind kk = op_row(cls).key;
   if (kk == KeyKind::None) {
     issues.add(path, "a points model answers shape keys: only the op classes matmul, fp8_matmul, group_matmul, "
                      "fp8_group_matmul, sdp_fwd and sdp_bwd carry one, not '" + op + "'");
@@ -231,15 +224,16 @@ std::shared_ptr<const PointModel> read_point_model(const json& j, const std::str
 }
 
 // `accelerator.op.<op>.model`: a GEMM grid (compute/gemm_model.h).
-std::shared_ptr<const GemmModel> read_gemm_model(const json& j, const std::string& path, const std::string& op,
+std::shared_ptr<const GemmModel> read_gemm_model(const json& j, const std::string& path, OpClass cls,
                                                  IssueList& issues) {
+  const std::string op(op_name(cls));
   ObjectReader r(j, path, issues);
   std::string kind;
   r.req("kind", kind);
   std::vector<double> axes[3], times;
   bool ok = kind == "gemm_grid";
   if (!kind.empty() && !ok) issues.add(path + "/kind", "unknown model kind '" + kind + "'; valid values: gemm_grid, points");
-  if (ok && op != "matmul" && op != "fp8_matmul")
+  if (ok && op_row(cls).family != OpFamily::Gemm)
     issues.add(path, "a gemm_grid model answers dense GEMM shape keys: only the op classes matmul and fp8_matmul "
                      "carry one, not '" + op + "'");
   const char* names[3] = {"m", "n", "k"};
@@ -359,10 +353,17 @@ void read_memory_terms(ObjectReader& a, double mem_gbs, SystemConfig& sys, Issue
                                                           "a few GiB (CUDA context, NCCL buffers)", unusable_gbs, mem_gbs));
 }
 
-// accelerator/op: each op class's peak, efficiency, measured entries and model.
+// accelerator/op: each op class's peak, efficiency, measured entries and model. The one place a
+// class name of a system file is checked: a name the table (calibration/op_class.h) lacks is
+// rejected, with the closest name.
 void read_op_classes(const json* ops, SystemConfig& sys, IssueList& issues) {
   for (auto it = ops->begin(); it != ops->end(); ++it) {
     std::string p = "/accelerator/op/" + it.key();
+    const std::optional<OpClass> cls = find_op_class(it.key());
+    if (!cls) {
+      issues.add(p, kOpClasses.unknown(it.key()));
+      continue;
+    }
     ComputeOpConfig op;
     ObjectReader r(it.value(), p, issues);
     double tflops = 0;
@@ -373,9 +374,9 @@ void read_op_classes(const json* ops, SystemConfig& sys, IssueList& issues) {
     r.opt("accurate_efficient_factor", accurate);
     if (const json* model = r.object("model", false)) {
       if (model->is_object() && model->contains("kind") && (*model)["kind"] == "points")
-        op.point_model = read_point_model(*model, p + "/model", it.key(), issues);
+        op.point_model = read_point_model(*model, p + "/model", *cls, issues);
       else
-        op.gemm_model = read_gemm_model(*model, p + "/model", it.key(), issues);
+        op.gemm_model = read_gemm_model(*model, p + "/model", *cls, issues);
     }
     r.finish();
     if (!(tflops > 0) && it.value().is_object() && it.value().contains("tflops"))

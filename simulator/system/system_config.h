@@ -16,6 +16,7 @@
 #include "compute/gemm_model.h"
 #include "compute/point_model.h"
 #include "system/indexed_map.h"
+#include "calibration/op_class.h"
 #include "calibration/shape_key.h"
 #include "core/units.h"
 
@@ -118,11 +119,9 @@ inline constexpr std::string_view kNetworkGroups[] = {"high_intra_node", "inter_
                                                       "intra_node_pcie_4x", "intra_node_pcie_8x"};
 using NetworkGroups = IndexedMap<NetworkConfig, kNetworkGroups, std::size(kNetworkGroups)>;
 
-/// The op classes whose efficiency every plan checks (validate_plan), `default` first: found by
-/// index.
-inline constexpr std::string_view kPlanOpClasses[] = {"default", "matmul", "fp8_matmul", "sdp_fwd",
-                                                      "sdp_bwd", "group_matmul", "fp8_group_matmul"};
-using ComputeOps = IndexedMap<ComputeOpConfig, kPlanOpClasses, std::size(kPlanOpClasses)>;
+/// A system's op classes (calibration/op_class.h; load_system accepts no other name): by name,
+/// and by their OpClass (`ops.known(op_index(c))`), matched once when an entry is added.
+using ComputeOps = IndexedMap<ComputeOpConfig, kOpClassNames.data(), kOpClassCount>;
 
 enum class CostMode { Roofline, OnlyCompute };
 

@@ -183,7 +183,7 @@ void efficiency_json(const Estimate& e, nlohmann::ordered_json& j) {
   }
   nlohmann::ordered_json misses = nlohmann::ordered_json::array();
   for (const auto& mm : e.misses)
-    misses.push_back({{"op", mm.op}, {"key", format_packed_key(mm.key)}, {"flops", mm.flops}, {"used_efficiency", mm.used_efficiency}});
+    misses.push_back({{"op", op_c_str(mm.op)}, {"key", format_packed_key(mm.key)}, {"flops", mm.flops}, {"used_efficiency", mm.used_efficiency}});
   j["efficiency_misses"] = misses;
 }
 

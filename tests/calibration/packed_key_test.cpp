@@ -123,13 +123,13 @@ TEST(PackedKeyTest, EstimateReportsMissesAsKeyText) {
   const Estimate e = estimate(load_model(mt.text, mt.source), load_strategy(st.text, st.source),
                               load_system(yt.text, yt.source));
   ASSERT_EQ(e.misses.size(), 17u);
-  EXPECT_STREQ(e.misses[0].op, "matmul");
+  EXPECT_EQ(e.misses[0].op, OpClass::Matmul);
   EXPECT_EQ(format_packed_key(e.misses[0].key), "b=1, m=4096, k=4096, n=128256, layout=TN, accumulate=False, out_dtype=bf16");
   EXPECT_EQ(format_packed_key(e.misses[2].key), "b=1, m=128256, k=4096, n=4096, layout=NT, accumulate=True, out_dtype=fp32");
   EXPECT_EQ(format_packed_key(e.misses[3].key), kTn);
-  EXPECT_STREQ(e.misses[6].op, "sdp_fwd");
+  EXPECT_EQ(e.misses[6].op, OpClass::SdpFwd);
   EXPECT_EQ(format_packed_key(e.misses[6].key), kSdpa);
-  EXPECT_STREQ(e.misses[7].op, "sdp_bwd");
+  EXPECT_EQ(e.misses[7].op, OpClass::SdpBwd);
   EXPECT_EQ(format_packed_key(e.misses[7].key), kSdpa);
   EXPECT_EQ(format_packed_key(e.misses[16].key), "b=1, m=4096, k=4096, n=14336, layout=NT, accumulate=True, out_dtype=fp32");
 }

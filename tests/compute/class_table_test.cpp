@@ -1,5 +1,6 @@
-// The op and bandwidth classes of an estimate (ClassTable): found by name once, then by the
-// name's address; unknown bandwidth classes stream through `default`; memory_time reads them.
+// The op and bandwidth classes of an estimate (ClassTable): op classes by their OpClass index in
+// the system, bandwidth classes by name once, then by the name's address; unknown bandwidth
+// classes stream through `default`; memory_time reads them.
 #include <gtest/gtest.h>
 
 #include "compute/cost.h"
@@ -19,15 +20,15 @@ SystemConfig classes_system() {
   return sys;
 }
 
-TEST(ClassTableTest, ClassesFoundOnceByNameThenByAddress) {
+TEST(ClassTableTest, ClassesFoundByIndexOrByNameThenByAddress) {
   SystemConfig sys = classes_system();
   ClassTable classes(sys);
-  EXPECT_EQ(classes.op("matmul"), &sys.ops["matmul"]);
-  EXPECT_EQ(classes.op("fp8_matmul"), nullptr);
-  // The same text at another address is searched again and finds the same class.
-  const char other[] = "matmul";
-  EXPECT_EQ(classes.op(other), &sys.ops["matmul"]);
-  EXPECT_EQ(classes.op("matmul"), &sys.ops["matmul"]);
+  EXPECT_EQ(classes.op(OpClass::Matmul), &sys.ops["matmul"]);
+  EXPECT_EQ(classes.op(OpClass::Default), &sys.ops["default"]);
+  EXPECT_EQ(classes.op(OpClass::Fp8Matmul), nullptr);
+  // A class added later is found by its index too.
+  sys.ops["fp8_matmul"].efficient_factor = 0.7;
+  EXPECT_EQ(classes.op(OpClass::Fp8Matmul), &sys.ops["fp8_matmul"]);
   EXPECT_EQ(&classes.bandwidth("ce"), &sys.bandwidths["ce"]);
   EXPECT_EQ(&classes.bandwidth("permute_fwd"), &sys.bandwidths["default"]);
   EXPECT_EQ(&classes.bandwidth("ce"), &sys.bandwidths["ce"]);

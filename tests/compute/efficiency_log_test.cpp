@@ -2,8 +2,6 @@
 // the growth of its index.
 #include <gtest/gtest.h>
 
-#include <string>
-
 #include "compute/cost.h"
 
 namespace trainsim {
@@ -13,18 +11,17 @@ PackedKey key(double m) { return matmul_key(1, m, 4096, 4096, KeyLayout::TN, fal
 
 TEST(EfficiencyLogTest, RecordsEachOpAndKeyOnceInOrder) {
   EfficiencyLog log;
-  log.miss("matmul", key(1), PackedKeyHash{}(key(1)), 10, 0.5);
-  log.miss("fp8_matmul", key(1), PackedKeyHash{}(key(1)), 20, 0.6);  // same key, other op: a miss of its own
-  log.miss("matmul", key(2), PackedKeyHash{}(key(2)), 30, 0.7);
-  log.miss("matmul", key(1), PackedKeyHash{}(key(1)), 40, 0.8);  // repeat: the first record stays
-  const std::string other = "matmul";   // the same name at another address
-  log.miss(other.c_str(), key(2), PackedKeyHash{}(key(2)), 50, 0.9);
+  log.miss(OpClass::Matmul, key(1), PackedKeyHash{}(key(1)), 10, 0.5);
+  log.miss(OpClass::Fp8Matmul, key(1), PackedKeyHash{}(key(1)), 20, 0.6);  // same key, other op: a miss of its own
+  log.miss(OpClass::Matmul, key(2), PackedKeyHash{}(key(2)), 30, 0.7);
+  log.miss(OpClass::Matmul, key(1), PackedKeyHash{}(key(1)), 40, 0.8);  // repeat: the first record stays
+  log.miss(OpClass::Matmul, key(2), PackedKeyHash{}(key(2)), 50, 0.9);  // repeat
   ASSERT_EQ(log.misses.size(), 3u);
-  EXPECT_STREQ(log.misses[0].op, "matmul");
+  EXPECT_EQ(log.misses[0].op, OpClass::Matmul);
   EXPECT_EQ(log.misses[0].key, key(1));
   EXPECT_EQ(log.misses[0].flops, 10);
   EXPECT_EQ(log.misses[0].used_efficiency, 0.5);
-  EXPECT_STREQ(log.misses[1].op, "fp8_matmul");
+  EXPECT_EQ(log.misses[1].op, OpClass::Fp8Matmul);
   EXPECT_EQ(log.misses[1].flops, 20);
   EXPECT_EQ(log.misses[2].key, key(2));
   EXPECT_EQ(log.misses[2].flops, 30);
@@ -34,27 +31,27 @@ TEST(EfficiencyLogTest, RecordsEachOpAndKeyOnceInOrder) {
 TEST(EfficiencyLogTest, MergeAddsHitsAndNewMissesAfterItsOwn) {
   EfficiencyLog a, b;
   a.hits = 3;
-  a.miss("matmul", key(1), PackedKeyHash{}(key(1)), 1, 0.5);
-  a.miss("matmul", key(2), PackedKeyHash{}(key(2)), 2, 0.5);
+  a.miss(OpClass::Matmul, key(1), PackedKeyHash{}(key(1)), 1, 0.5);
+  a.miss(OpClass::Matmul, key(2), PackedKeyHash{}(key(2)), 2, 0.5);
   b.hits = 4;
-  b.miss("matmul", key(3), PackedKeyHash{}(key(3)), 3, 0.5);
-  b.miss("matmul", key(2), PackedKeyHash{}(key(2)), 20, 0.5);
-  b.miss("sdp_fwd", key(1), PackedKeyHash{}(key(1)), 4, 0.5);
+  b.miss(OpClass::Matmul, key(3), PackedKeyHash{}(key(3)), 3, 0.5);
+  b.miss(OpClass::Matmul, key(2), PackedKeyHash{}(key(2)), 20, 0.5);
+  b.miss(OpClass::SdpFwd, key(1), PackedKeyHash{}(key(1)), 4, 0.5);
   a.merge(b);
   a.merge(b);  // a second merge adds the hits again, no misses
   EXPECT_EQ(a.hits, 3 + 4 + 4);
   ASSERT_EQ(a.misses.size(), 4u);
   const double flops[] = {1, 2, 3, 4};
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(a.misses[i].flops, flops[i]) << i;
-  EXPECT_STREQ(a.misses[3].op, "sdp_fwd");
+  EXPECT_EQ(a.misses[3].op, OpClass::SdpFwd);
   EXPECT_EQ(a.misses[3].key, key(1));
 }
 
 TEST(EfficiencyLogTest, KeepsOrderAndDedupPastItsIndexGrowth) {
   // 100 distinct keys grow the index several times; each is then missed again.
   EfficiencyLog log;
-  for (int i = 0; i < 100; ++i) log.miss("matmul", key(i), PackedKeyHash{}(key(i)), i, 0.5);
-  for (int i = 99; i >= 0; --i) log.miss("matmul", key(i), PackedKeyHash{}(key(i)), -1, 0.5);
+  for (int i = 0; i < 100; ++i) log.miss(OpClass::Matmul, key(i), PackedKeyHash{}(key(i)), i, 0.5);
+  for (int i = 99; i >= 0; --i) log.miss(OpClass::Matmul, key(i), PackedKeyHash{}(key(i)), -1, 0.5);
   ASSERT_EQ(log.misses.size(), 100u);
   for (int i = 0; i < 100; ++i) {
     EXPECT_EQ(log.misses[static_cast<size_t>(i)].key, key(i)) << i;
@@ -65,8 +62,8 @@ TEST(EfficiencyLogTest, KeepsOrderAndDedupPastItsIndexGrowth) {
   copy.merge(log);
   EXPECT_EQ(copy.misses.size(), 100u);
   EXPECT_EQ(copy.misses[57].key, key(57));
-  copy.miss("matmul", key(57), PackedKeyHash{}(key(57)), -1, 0.5);
-  copy.miss("matmul", key(100), PackedKeyHash{}(key(100)), 100, 0.5);
+  copy.miss(OpClass::Matmul, key(57), PackedKeyHash{}(key(57)), -1, 0.5);
+  copy.miss(OpClass::Matmul, key(100), PackedKeyHash{}(key(100)), 100, 0.5);
   ASSERT_EQ(copy.misses.size(), 101u);
   EXPECT_EQ(copy.misses[100].key, key(100));
   EXPECT_EQ(copy.misses[57].flops, 57);

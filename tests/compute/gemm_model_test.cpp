@@ -161,7 +161,7 @@ TEST(GemmModelTest, KernelCostAsksTheModelAfterTheTable) {
   EfficiencyLog log;
   const auto kernel = [](double b, double m, KeyLayout layout) {
     Kernel k;
-    k.op = "matmul";
+    k.op = OpClass::Matmul;
     k.flops = 2 * b * m * 64 * 64;
     k.key = matmul_key(b, m, 64, 64, layout, false, KeyDtype::bf16);
     return k;

@@ -152,7 +152,7 @@ TEST(PointModelTest, KernelCostUsesTheModelsEfficiency) {
   ClassTable classes(sys);
   EfficiencyLog log;
   Kernel k;
-  k.op = "matmul";
+  k.op = OpClass::Matmul;
   k.flops = 2.0 * 2048 * 4096 * 4096;
   k.key = tn(2048);
   const KernelCost c = kernel_cost(classes, k, &log);

@@ -67,8 +67,9 @@ TEST(MeasuredModelTest, B200PlansNeverTakeTheDefaultOfAModelledClass) {
       const Estimate e = estimate(model, strategy, sys, nullptr, Mode::Default, false);
       ++cases;
       for (const auto& m : e.misses) {
-        const ComputeOpConfig& op = sys.ops.at(m.op);
-        EXPECT_FALSE(op.gemm_model || op.point_model) << c.path().filename() << ": " << m.op << " " << format_packed_key(m.key);
+        const ComputeOpConfig& op = sys.ops.known_at(op_index(m.op));
+        EXPECT_FALSE(op.gemm_model || op.point_model)
+            << c.path().filename() << ": " << op_name(m.op) << " " << format_packed_key(m.key);
       }
       measured += e.efficiency_hits;
       modelled += e.efficiency_interpolated + e.efficiency_extrapolated;
@@ -96,8 +97,8 @@ TEST(MeasuredModelTest, ValidationPlansGemmsNeverTakeTheOpDefault) {
       const Estimate e = estimate(model, strategy, sys, nullptr, Mode::Default, false);
       ++cases;
       for (const auto& m : e.misses)
-        EXPECT_TRUE(std::string(m.op) != "matmul" && std::string(m.op) != "fp8_matmul")
-            << c.path().filename() << ": " << m.op << " " << format_packed_key(m.key);
+        EXPECT_NE(op_row(m.op).family, OpFamily::Gemm)
+            << c.path().filename() << ": " << op_name(m.op) << " " << format_packed_key(m.key);
       // `trainsim shapes --system` counts the GEMM shapes as known.
       for (const ShapeUse& u : list_shapes(resolve_plan(model, strategy, sys, Mode::Default)))
         if (u.op == "matmul" || u.op == "fp8_matmul") {

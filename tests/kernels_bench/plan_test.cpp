@@ -32,6 +32,29 @@ TEST(KernelsPlanTest, ShapesInFileOrderThenMemoryCases) {
   EXPECT_EQ(make_plan(small_shapes(), no_mem).items.size(), 10u);
 }
 
+// Each keyed op class is measured by the bench of its family (calibration/op_class.h); a class
+// without shape keys has nothing to measure.
+TEST(KernelsPlanTest, BenchFamilyComesFromTheOpClassTable) {
+  PlanOptions opt;
+  opt.memory = false;
+  ShapesDoc doc;
+  for (const char* op : {"matmul", "fp8_matmul", "group_matmul", "fp8_group_matmul", "sdp_fwd", "sdp_bwd"})
+    doc.shapes.push_back(ShapeEntry{op, "", MatmulShape{}, 1, 1, std::nullopt, {}});
+  const BenchPlan plan = make_plan(doc, opt);
+  const Family want[] = {Family::Gemm,        Family::Gemm,    Family::GroupedGemm,
+                         Family::GroupedGemm, Family::SdpaFwd, Family::SdpaBwd};
+  ASSERT_EQ(plan.items.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(plan.items[i].family, want[i]) << plan.items[i].op;
+  doc.shapes = {ShapeEntry{"default", "", MatmulShape{}, 1, 1, std::nullopt, {}}};
+  try {
+    (void)make_plan(doc, opt);
+    ADD_FAILURE() << "a class without shape keys was planned";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "op class 'default' has no shape keys to measure; valid values: matmul, fp8_matmul, "
+                           "group_matmul, fp8_group_matmul, sdp_fwd, sdp_bwd");
+  }
+}
+
 TEST(KernelsPlanTest, MemoryBytesFollowTheSimulatorFormulas) {
   MemoryCase p;
   p.pattern = "permute_fwd";

@@ -8,7 +8,7 @@
 namespace trainsim {
 namespace {
 
-Leaf leaf(const char* name, const char* op = "default", double input_bytes = 0) {
+Leaf leaf(const char* name, OpClass op = OpClass::Default, double input_bytes = 0) {
   Leaf l;
   l.name = name;
   Kernel k;
@@ -26,8 +26,8 @@ std::vector<std::string> names(const std::vector<Leaf>& L) {
 
 // A quantizer reads the bf16 input (1000 B) and writes the fp8 copy (500 B).
 TEST(Fp8PassTest, QuantizerBeforeEachFp8Gemm) {
-  std::vector<Leaf> L = {leaf("input_layernorm"), leaf("linear_qkv", "fp8_matmul", 1000),
-                         leaf("core_attention", "sdp_fwd"), leaf("experts.linear_fc1", "fp8_group_matmul", 200)};
+  std::vector<Leaf> L = {leaf("input_layernorm"), leaf("linear_qkv", OpClass::Fp8Matmul, 1000),
+                         leaf("core_attention", OpClass::SdpFwd), leaf("experts.linear_fc1", OpClass::Fp8GroupMatmul, 200)};
   insert_quantizers(L, Fp8Recipe::Delayed);
   EXPECT_EQ(names(L), (std::vector<std::string>{"input_layernorm", "linear_qkv.quantizer", "linear_qkv",
                                                 "core_attention", "experts.linear_fc1.quantizer",

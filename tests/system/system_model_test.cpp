@@ -206,8 +206,10 @@ TEST(SystemModelTest, MalformedPointsModelsNameTheirPath) {
   EXPECT_NE(error_of(replaced(ok, "b=1, m=1024", "b=1 m=1024"))
                 .find("not a GEMM shape key of op class 'matmul' (the format of accurate_efficient_factor)"),
             std::string::npos);
-  EXPECT_NE(error_of(replaced(ok, R"("matmul": {)", R"("default2": {)"))
-                .find("/accelerator/op/default2/model: a points model answers shape keys"),
+  EXPECT_NE(error_of(replaced(ok, R"("efficient_factor": 0.5})", R"("efficient_factor": 0.5, )" + model + "}"))
+                .find("/accelerator/op/default/model: a points model answers shape keys: only the op classes "
+                      "matmul, fp8_matmul, group_matmul, fp8_group_matmul, sdp_fwd and sdp_bwd carry one, not "
+                      "'default'"),
             std::string::npos);
 }
 

@@ -7,8 +7,16 @@ returned here is SI (seconds, bytes, FLOP) except where a trainsim file format s
 """
 
 import bisect
+import json
 import math
+import os
 import statistics
+
+# The simulator's op classes (calibration/op_class.h) as `trainsim system op-classes` prints them;
+# ctest cli_op_classes_list keeps this copy equal to the binary's table.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "op_classes.json"), encoding="utf-8") as _f:
+    OP_CLASSES = {row["name"]: row for row in json.load(_f)}
+ATTENTION_OPS = tuple(name for name, row in OP_CLASSES.items() if row["family"] == "attention")
 
 # Bytes of one element of an NCCL table's `nccl_dtype`. The tables' message_size counts elements:
 # at equal message_size the half rows take twice as long as the int8 rows in the bandwidth regime,
@@ -275,7 +283,7 @@ def sdp_flops(op, key):
     f = parse_key(key)
     fwd = 2.0 * int(f["batch"]) * int(f["seq_len"]) ** 2 * max(int(f["head_num"]), int(f["kv_head_num"])) * \
         (int(f["qk_head_dim"]) + int(f["v_head_dim"]))
-    return fwd * (2.5 if op == "sdp_bwd" else 1.0)
+    return fwd * (2.5 if OP_CLASSES[op]["backward"] else 1.0)
 
 
 # Backward attention is not in the tables. Published FlashAttention results put the backward
@@ -303,7 +311,7 @@ def kernel_results(shapes, gemm_by_op, attention):
             layout = parse_key(key)["layout"]
             impl = how if layout == "TN" else f"{how}_as_tn"
             flops = gemm_flops(key)
-        elif op in ("sdp_fwd", "sdp_bwd") and attention is not None:
+        elif op in ATTENTION_OPS and attention is not None:
             f = parse_key(key)
             if f["qk_head_dim"] != f["v_head_dim"]:
                 _count(counts, op, "skipped_qk_head_dim_ne_v_head_dim")
@@ -312,7 +320,7 @@ def kernel_results(shapes, gemm_by_op, attention):
                                        int(f["kv_head_num"]), int(f["qk_head_dim"]))
             flops = sdp_flops(op, key)
             impl = how
-            if op == "sdp_bwd":
+            if OP_CLASSES[op]["backward"]:
                 # t_bwd = 2.5·t_fwd / ratio: the backward runs 2.5× the FLOPs at ratio× the rate.
                 t = 2.5 * t / SDP_BWD_EFFICIENCY_RATIO
                 impl = f"derived_from_{how}_fwd"
