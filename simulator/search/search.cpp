@@ -233,10 +233,11 @@ struct Passes {
   int64_t total;
   std::chrono::steady_clock::time_point t0;
 
-  // Runs body(worker, group index) over every group on the worker threads. A worker that throws
-  // (a bug, or out of memory) stops taking groups; the first exception is rethrown after every
-  // thread has joined.
-  void run(const std::function<void(Worker&, size_t)>& body) const {
+  // Runs body(worker, group index) over every group on the worker threads (body(worker, i) for
+  // i < n when n is given). A worker that throws (a bug, or out of memory) stops taking groups;
+  // the first exception is rethrown after every thread has joined.
+  void run(const std::function<void(Worker&, size_t)>& body, size_t n = SIZE_MAX) const {
+    if (n == SIZE_MAX) n = n_layouts;
     std::atomic<size_t> next{0};
     std::mutex mu;
     std::condition_variable cv;
@@ -246,11 +247,11 @@ struct Passes {
     for (auto& w : workers)
       pool.emplace_back([&, wp = &w] {
         try {
-          for (size_t i; (i = next.fetch_add(1)) < n_layouts;) body(*wp, i);
+          for (size_t i; (i = next.fetch_add(1)) < n;) body(*wp, i);
         } catch (...) {
           std::lock_guard<std::mutex> lock(mu);
           if (!failure) failure = std::current_exception();
-          next.store(n_layouts);
+          next.store(n);
         }
         std::lock_guard<std::mutex> lock(mu);
         --running;
@@ -269,29 +270,59 @@ struct Passes {
   }
 };
 
-// Branch and bound (ranking by time or tokens, a bounded top-k): first each group's preferred
-// layout without recompute at every micro batch size. Recompute, the EP overlap off and more
-// sharding only add time, so that time bounds the whole (group, mbs) from below; the k'-th best
-// feasible one of these plans bounds the answer from above (k' = the kept pool, and never below
-// the base plan's time, so that its rank stays exact). The bound is fixed before the main pass:
-// the result does not depend on the thread count.
+// Branch and bound (ranking by time or tokens, a bounded top-k). Each group's preferred layout
+// without recompute at a micro batch size (its seed) bounds the whole (group, mbs) from below:
+// recompute, the EP overlap off and more sharding only add time. The k'-th best feasible seed time
+// bounds the answer from above (k' = the kept pool, and never below the base plan's time, so that
+// its rank stays exact); the main pass skips every (group, mbs) whose seed is slower.
+//
+// Estimating every seed would cost one estimate per (group, mbs). Instead, a lower bound of each
+// seed's time from its chunk costs alone (estimate/bound.h, no pipeline replay) orders the seeds,
+// and they are estimated in that order, in batches of kSeedBatch, until the k'-th best feasible
+// time so far is at most the next seed's lower bound (or the base plan's time): no seed left can
+// change the upper bound, which is therefore the one all seeds give. The main pass estimates a
+// seed only where its lower bound does not exceed the upper bound, and skips the (group, mbs)
+// where the estimate does: the same plans are skipped as with every seed estimated. The batches,
+// the upper bound and the estimates are independent of the thread count.
+constexpr size_t kSeedBatch = 64;
+
 void bound_pass(const Passes& p, const LayoutSet& ls, size_t n_mbs, std::vector<double>& lower_bounds,
                 std::vector<Worker::SeedSlot>& seed_slots, SearchResult& r) {
   const SearchOptions& o = p.o;
   const size_t pool_size = o.keep == 0 ? 0 : static_cast<size_t>(o.keep) * (o.collapse_within > 0 ? kCollapsePool : 1);
-  if (o.branch_and_bound && pool_size > 0 && o.rank_by != RankBy::Mfu) {
-    lower_bounds.assign(p.n_layouts * n_mbs, 0.0);
-    seed_slots.resize(p.n_layouts * n_mbs);
-    p.run([&](Worker& w, size_t i) {
-      w.seed(ls.layouts[ls.groups[i].first], ls.groups[i].first, &lower_bounds[i * n_mbs],
-             &seed_slots[i * n_mbs]);
-    });
-    std::vector<double> seeds;
-    for (auto& w : p.workers) seeds.insert(seeds.end(), w.seeds().begin(), w.seeds().end());
-    std::sort(seeds.begin(), seeds.end());
-    if (seeds.size() >= pool_size) p.sh.bound = std::max(seeds[pool_size - 1], p.sh.base_time);
-    r.time_bound_s = p.sh.bound;
+  if (!o.branch_and_bound || pool_size == 0 || o.rank_by == RankBy::Mfu) return;
+  lower_bounds.assign(p.n_layouts * n_mbs, 0.0);
+  seed_slots.resize(p.n_layouts * n_mbs);
+  p.run([&](Worker& w, size_t i) {
+    w.bound(ls.layouts[ls.groups[i].first], ls.groups[i].first, &lower_bounds[i * n_mbs], &seed_slots[i * n_mbs]);
+  });
+  std::vector<size_t> order;  // the seeds by lower bound (then by index)
+  for (size_t k = 0; k < seed_slots.size(); ++k)
+    if (seed_slots[k].plan) order.push_back(k);
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return std::tie(lower_bounds[a], a) < std::tie(lower_bounds[b], b); });
+  std::vector<double> feasible;  // the feasible seeds' times
+  for (size_t next = 0; next < order.size();) {
+    const size_t n = std::min(kSeedBatch, order.size() - next);
+    p.run(
+        [&](Worker& w, size_t j) {
+          const size_t k = order[next + j], i = k / n_mbs;
+          w.seed(ls.layouts[ls.groups[i].first], ls.groups[i].first, k % n_mbs, lower_bounds[k], seed_slots[k]);
+        },
+        n);
+    for (size_t j = next; j < next + n; ++j)
+      if (seed_slots[order[j]].out == Worker::Outcome::Fits) feasible.push_back(lower_bounds[order[j]]);
+    next += n;
+    if (feasible.size() < pool_size) continue;
+    std::nth_element(feasible.begin(), feasible.begin() + static_cast<std::ptrdiff_t>(pool_size - 1), feasible.end());
+    const double kth = feasible[pool_size - 1];
+    if (next == order.size() || kth <= std::max(lower_bounds[order[next]], p.sh.base_time)) break;
   }
+  if (feasible.size() >= pool_size) {
+    std::nth_element(feasible.begin(), feasible.begin() + static_cast<std::ptrdiff_t>(pool_size - 1), feasible.end());
+    p.sh.bound = std::max(feasible[pool_size - 1], p.sh.base_time);
+  }
+  r.time_bound_s = p.sh.bound;
 }
 
 // The workers' results merged: kept plans, rejections, the first estimate error, the Pareto front.
@@ -460,11 +491,18 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   std::vector<Worker::SeedSlot> seed_slots;
   bound_pass(passes, ls, space.mbs.size(), lower_bounds, seed_slots, r);
   passes.run([&](Worker& w, size_t i) {
-    std::vector<std::array<bool, kRecomputeKinds>> ladder(space.mbs.size());
-    w.set_lower_bounds(lower_bounds.empty() ? nullptr : &lower_bounds[i * space.mbs.size()]);
+    const size_t n_mbs = space.mbs.size();
+    std::vector<std::array<bool, kRecomputeKinds>> ladder(n_mbs);
+    // The seeds the bound pass did not estimate and its lower bound cannot skip.
+    for (size_t mi = 0; mi < n_mbs && !seed_slots.empty(); ++mi) {
+      Worker::SeedSlot& slot = seed_slots[i * n_mbs + mi];
+      if (slot.plan && !slot.estimated && lower_bounds[i * n_mbs + mi] <= sh.bound)
+        w.seed(ls.layouts[ls.groups[i].first], ls.groups[i].first, mi, lower_bounds[i * n_mbs + mi], slot);
+    }
+    w.set_lower_bounds(lower_bounds.empty() ? nullptr : &lower_bounds[i * n_mbs]);
     for (size_t j = 0; j < ls.groups[i].second; ++j)
       w.run_layout(ls.layouts[ls.groups[i].first + j], ls.groups[i].first + j, ladder,
-                   j == 0 && !seed_slots.empty() ? &seed_slots[i * space.mbs.size()] : nullptr);
+                   j == 0 && !seed_slots.empty() ? &seed_slots[i * n_mbs] : nullptr);
   });
   collect_workers(workers, ls.pre_rejected, r);
   rank_kept(m, o, r);

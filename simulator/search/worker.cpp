@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "estimate/bound.h"
 #include "estimate/finite.h"
 #include "estimate/fit.h"
 #include "search/worker.h"
@@ -223,22 +224,32 @@ std::string Worker::prepare(const Layout& l, int64_t mbs, StrategyConfig& out) c
   return "";
 }
 
-void Worker::seed(const Layout& l, size_t index, double* lb, SeedSlot* slots) {
+void Worker::bound(const Layout& l, size_t index, double* lb, SeedSlot* slots) {
   layout_ = index;
   for (size_t mi = 0; mi < sh_.space.mbs.size(); ++mi) {
     StrategyConfig s;
     const std::string why = prepare(l, sh_.space.mbs[mi], s);
     if (!why.empty() && why != "duplicate") continue;
-    SeedSlot& slot = slots[mi];
-    double t = 0;
-    slot.out = evaluate(s, RecomputeKind::None, l.split, slot.static_oom, slot.c, &t);
-    if (slot.out == Outcome::Error) continue;  // decided (and reported) in the main pass
-    lb[mi] = t;
-    if (slot.out == Outcome::Fits) seeds_.push_back(t);
-    // The main pass decides a duplicate's twin itself; the plan here is this layout's own.
-    slot.valid = why.empty();
-    slot.hash = strategy_hash(s);
+    slots[mi].plan = true;
+    try {
+      lb[mi] = step_time_lower_bound(resolve_plan(sh_.m, s, sh_.sys, sh_.o.mode), &cache_);
+    } catch (const std::exception&) {
+      lb[mi] = 0;  // no bound: the estimate decides (and reports the error)
+    }
   }
+}
+
+void Worker::seed(const Layout& l, size_t index, size_t mi, double& lb, SeedSlot& slot) {
+  layout_ = index;
+  StrategyConfig s;
+  const std::string why = prepare(l, sh_.space.mbs[mi], s);
+  slot.estimated = true;
+  double t = 0;
+  slot.out = evaluate(s, RecomputeKind::None, l.split, slot.static_oom, slot.c, &t);
+  lb = slot.out == Outcome::Error ? 0 : t;  // an error is decided (and reported) in the main pass
+  // The main pass decides a duplicate's twin itself; the plan here is this layout's own.
+  slot.valid = slot.out != Outcome::Error && why.empty();
+  slot.hash = strategy_hash(s);
 }
 
 // Layers of the largest chunk: selective recompute covers them all and bounds the full_block

@@ -74,10 +74,12 @@ struct Shared {
 class Worker {
  public:
   enum class Outcome { Fits, Oom, Error };
-  /// The bound pass's estimate of a group's first layout without recompute at one micro batch
-  /// size, reused by the main pass for the same plan (same strategy hash).
+  /// The bound pass's lower bound and estimate of a group's first layout without recompute at
+  /// one micro batch size, reused by the main pass for the same plan (same strategy hash).
   struct SeedSlot {
-    bool valid = false;
+    bool plan = false;       // the layout is a plan at this mbs (or the twin of one): it has a bound
+    bool estimated = false;  // seed() ran
+    bool valid = false;      // estimated, and the plan is the layout's own (not a twin's)
     uint64_t hash = 0;
     Outcome out = Outcome::Error;
     bool static_oom = false;
@@ -88,10 +90,15 @@ class Worker {
   /// Decides every candidate of layout number `index`.
   /// The plan of layout `l` at micro batch size `mbs`, legal and normalized, or the reason it is none.
   std::string prepare(const Layout& l, int64_t mbs, StrategyConfig& out) const;
-  /// The bound pass: the time of `l` (a group's preferred layout) without recompute at every micro
-  /// batch size into lb[mbs index] (0 where it is no plan); the feasible ones into seeds().
-  void seed(const Layout& l, size_t index, double* lb, SeedSlot* slots);
-  std::vector<double>& seeds() { return seeds_; }
+  /// The bound pass, first part: a lower bound of the time of `l` (a group's preferred layout)
+  /// without recompute at every micro batch size into lb[mbs index], from its chunk costs alone
+  /// (estimate/bound.h; 0 where it is no plan or the bound cannot be computed); slots[mbs index]
+  /// .plan where it is a plan.
+  void bound(const Layout& l, size_t index, double* lb, SeedSlot* slots);
+  /// The bound pass, second part (and the main pass, for the groups the first part cannot
+  /// prune): the estimate of `l` without recompute at mbs index `mi` into `slot`; its time into
+  /// `lb` (0 on an estimate error).
+  void seed(const Layout& l, size_t index, size_t mi, double& lb, SeedSlot& slot);
   void set_lower_bounds(const double* lb) { lb_ = lb; }
   /// `ladder[mbs index][recompute kind]`: an earlier layout of the ladder group fits there.
   /// `seeds`: the bound pass's slots of this layout (its group's first), per mbs, or nullptr.
@@ -127,7 +134,6 @@ class Worker {
   std::vector<Candidate> front_;  // time × memory Pareto front of this worker's feasible plans
   std::map<std::string, int64_t> rejected_;
   int64_t feasible_ = 0, faster_than_base_ = 0;
-  std::vector<double> seeds_;
   const double* lb_ = nullptr;  // lower bounds of the current group per mbs (bound pass)
   size_t layout_ = 0, error_layout_ = SIZE_MAX;
   std::string first_error_;
