@@ -7,6 +7,8 @@
 
 #include "estimate/chunk_results.h"
 #include "estimate/stages.h"
+#include "passes/fp8.h"
+#include "schedule/dp_lowering.h"
 
 namespace trainsim {
 
@@ -19,10 +21,12 @@ double pipeline_time_lower_bound(const std::vector<RankPassBounds>& ranks, int64
   // op is a backward of a virtual stage c·pp + r, whose input gradient the backwards of the
   // earlier stages wait for: one on each rank q < r, after the rank's end.
   double bound = 0, before = 0, after = 0;  // before / after: Σ over the ranks above r
+  const auto n = static_cast<double>(mbc);
   for (const RankPassBounds& r : ranks) {
     double busy = 0;
     for (const auto* v : {&r.fwd, &r.bwd, &r.bwd_weight}) busy += std::accumulate(v->begin(), v->end(), 0.0);
-    bound = std::max(bound, before + static_cast<double>(mbc) * busy + (backward_last ? after : 0.0));
+    const double a2a = std::accumulate(r.a2a.begin(), r.a2a.end(), 0.0);
+    bound = std::max({bound, before + n * busy + (backward_last ? after : 0.0), n * (busy + a2a) / 2});
     const auto least = [](const std::vector<double>& v) {
       return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
     };
@@ -30,6 +34,57 @@ double pipeline_time_lower_bound(const std::vector<RankPassBounds>& ranks, int64
     after += least(r.bwd);
   }
   return bound;
+}
+
+double dp_stream_seconds(const Plan& plan, const NetworkChoice& nets, int64_t r,
+                         const std::vector<const BackwardSegments*>& backward) {
+  const StrategyConfig& s = *plan.strategy;
+  const bool split = plan.split_backward();
+  RankBackward rank_backward;
+  for (const BackwardSegments* b : backward) rank_backward.push_back(b);
+  const ChunkBuckets buckets = chunk_buckets_of(plan, split, r, rank_backward);
+  const bool sharded = s.zero_state >= 1;
+  const double grad_bytes = (s.grad_reduce_in_bf16 || !s.use_fp32_accum_grad) ? 2 : 4;
+  const auto mbc = static_cast<double>(plan.micro_batch_num);
+  double total = 0;
+  for (size_t c = 0; c < buckets.size(); ++c)
+    for (size_t si = 0; si < 2; ++si) {
+      const DpSide& side = kDpSides[si];
+      const int64_t n = side.n(plan);
+      if (n <= 1) continue;
+      // Full buckets share one size: a collective is costed again only when its size changes.
+      std::pair<double, double> last[3] = {{-1, 0}, {-1, 0}, {-1, 0}};  // (bytes, seconds) per kind
+      auto time = [&](Collective kind, double bytes) {
+        auto& [b, t] = last[kind == Collective::AllGather ? 0 : kind == Collective::ReduceScatter ? 1 : 2];
+        if (bytes != b) {
+          b = bytes;
+          t = collective_time(*plan.system, s, nets.net(side.group), kind, bytes, n, side.stage);
+        }
+        return t;
+      };
+      for (const GradBucket& b : buckets[c][si]) {
+        if (sharded && s.zero_state < 3) total += time(Collective::AllGather, b.params * param_gather_bytes(s));
+        // Once after the chunk's last backward, or after each of its mbc backwards (sharded grads).
+        total += (s.zero_state >= 2 ? mbc : 1.0) *
+                 time(sharded ? Collective::ReduceScatter : Collective::AllReduce, b.params * grad_bytes);
+      }
+      if (s.zero_state < 3) continue;
+      // FSDP: before each of the mbc forwards and backwards, the chunk's parameters (bf16) in two
+      // all-gathers: the first layer's share (the forward's first, the backward's last), the rest.
+      const BackwardSegments& segs = *backward[c];
+      double all = 0;
+      for (const auto& b : segs) all += side.moe ? b.moe : b.dense;
+      if (all <= 0) continue;
+      for (int fwd = 0; fwd < 2; ++fwd) {
+        double first = 0;
+        for (size_t k = 0; k < segs.size() && first == 0; ++k) {
+          const auto& b = fwd ? segs[segs.size() - 1 - k] : segs[k];
+          first = side.moe ? b.moe : b.dense;
+        }
+        total += mbc * (time(Collective::AllGather, first * 2) + time(Collective::AllGather, (all - first) * 2));
+      }
+    }
+  return total;
 }
 
 double step_time_lower_bound(const Plan& plan, EstimateCache* cache) {
@@ -47,7 +102,7 @@ double step_time_lower_bound(const Plan& plan, EstimateCache* cache) {
   for (size_t r = 0; r < ranks.size(); ++r)
     for (size_t c = 0; c < costs.chunks[r].size(); ++c) {
       const ChunkTimes& t = costs.chunks[r][c];
-      double f = t.fwd, b = t.bwd;
+      double f = t.fwd, b = t.bwd, a2a = 0;
       // Merged steps (overlap_moe_expert_parallel_comm, schedule/a2a_overlap.h): a pass holds the
       // compute stream for its compute pieces (each slowed, never sped up, beside an all-to-all);
       // its all-to-alls run on the EP stream. An unmerged pass takes its whole time, more.
@@ -55,14 +110,27 @@ double step_time_lower_bound(const Plan& plan, EstimateCache* cache) {
         const ChunkA2a& a = costs.a2a[r][c];
         f = std::min(f, std::accumulate(a.fwd.compute.begin(), a.fwd.compute.end(), 0.0));
         b = std::min(b, std::accumulate(a.bwd.compute.begin(), a.bwd.compute.end(), 0.0));
+        a2a = std::accumulate(a.fwd.a2a.begin(), a.fwd.a2a.end(), 0.0) +
+              std::accumulate(a.bwd.a2a.begin(), a.bwd.a2a.end(), 0.0);
       }
+      ranks[r].a2a.push_back(a2a);
       ranks[r].fwd.push_back(f);
       ranks[r].bwd.push_back(b);
       ranks[r].bwd_weight.push_back(t.bwd_weight);
     }
   // The step's tail starts at the pipeline's end stretched by the straggler factor
   // (estimate/tail.cpp step_tail) and only adds time after it.
-  return plan.straggler.ratio * pipeline_time_lower_bound(ranks, plan.micro_batch_num, !plan.split_backward());
+  double bound = plan.straggler.ratio * pipeline_time_lower_bound(ranks, plan.micro_batch_num, !plan.split_backward());
+  // Default mode: each rank's optimizer step starts after its dp stream's last op (step_tail: at
+  // the stretched pipeline's end plus the DP traffic still running past the pipeline).
+  if (plan.mode == Mode::Default)
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      if (r > 0 && std::ranges::equal(plan.chunks[r], plan.chunks[r - 1])) continue;  // the same traffic
+      std::vector<const BackwardSegments*> backward;
+      for (const auto& spec : plan.chunks[r]) backward.push_back(&results.get(spec).backward);
+      bound = std::max(bound, dp_stream_seconds(plan, nets, static_cast<int64_t>(r), backward));
+    }
+  return bound;
 }
 
 }  // namespace trainsim

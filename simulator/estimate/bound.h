@@ -6,14 +6,16 @@
 #include <vector>
 
 #include "estimate/estimate.h"
+#include "schedule/grad_buckets.h"
 
 namespace trainsim {
 
 /// One pipeline rank's passes of one micro-batch, per virtual chunk: a lower bound of the time
 /// each pass keeps the rank's compute stream busy (seconds). bwd_weight: the weight-gradient
-/// pass of a split backward (0 otherwise).
+/// pass of a split backward (0 otherwise); a2a: the EP all-to-alls of the forward and backward
+/// that a merged step runs on the EP stream instead (overlap_moe_expert_parallel_comm, else 0).
 struct RankPassBounds {
-  std::vector<double> fwd, bwd, bwd_weight;
+  std::vector<double> fwd, bwd, bwd_weight, a2a;
 };
 
 /// A lower bound of the replayed pipeline time (before the straggler factor) of `mbc`
@@ -24,13 +26,26 @@ struct RankPassBounds {
 /// on every rank before it follows (the input gradient goes upstream):
 ///   max over r of  Σ_{q<r} min_c fwd[q][c] + mbc · Σ_c (fwd + bwd + bwd_weight)[r][c]
 ///                  + Σ_{q<r} min_c bwd[q][c]  (the last sum only with backward_last).
+/// With merged steps a pass's all-to-alls run either on the compute stream (unmerged) or on the
+/// EP stream, whose every op a compute piece of the same rank waits for: one of the two streams
+/// is busy for at least half of their sum, mbc · Σ_c (fwd + bwd + bwd_weight + a2a)[r][c] / 2.
 [[nodiscard]] double pipeline_time_lower_bound(const std::vector<RankPassBounds>& ranks, int64_t mbc,
                                                bool backward_last);
 
+/// The seconds of every data-parallel collective a rank's dp stream runs in one step (default
+/// mode), as schedule/dp_lowering.cpp puts them there: per chunk and side (dense over dp·cp,
+/// experts over edp), the parameter all-gather of each bucket (distributed optimizer), FSDP's
+/// all-gather before every forward and backward (optim_grads_params), and the gradient
+/// reduction of each bucket after the last backward, or after every backward with sharded
+/// gradients. `backward`: each chunk's backward segments (chunk order).
+[[nodiscard]] double dp_stream_seconds(const Plan& plan, const NetworkChoice& nets, int64_t r,
+                                       const std::vector<const BackwardSegments*>& backward);
+
 /// A lower bound of estimate(plan).iteration_time_s from the chunk costs alone (through `cache`,
-/// which the later estimates of the same chunks reuse): the pipeline bound of the plan's passes
-/// (a merged step's passes counted by their compute pieces only) times the straggler factor,
-/// which stretches the pipeline before the step's tail (DP, optimizer) adds to it.
+/// which the later estimates of the same chunks reuse): the larger of the pipeline bound of the
+/// plan's passes times the straggler factor, which stretches the pipeline before the step's tail
+/// (DP, optimizer) adds to it, and (default mode) any rank's dp-stream seconds, which end before
+/// that rank's optimizer step.
 [[nodiscard]] double step_time_lower_bound(const Plan& plan, EstimateCache* cache = nullptr);
 
 }  // namespace trainsim

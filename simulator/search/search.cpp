@@ -502,7 +502,7 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
     w.set_lower_bounds(lower_bounds.empty() ? nullptr : &lower_bounds[i * n_mbs]);
     for (size_t j = 0; j < ls.groups[i].second; ++j)
       w.run_layout(ls.layouts[ls.groups[i].first + j], ls.groups[i].first + j, ladder,
-                   j == 0 && !seed_slots.empty() ? &seed_slots[i * n_mbs] : nullptr);
+                   seed_slots.empty() ? nullptr : &seed_slots[i * n_mbs]);
   });
   collect_workers(workers, ls.pre_rejected, r);
   rank_kept(m, o, r);

@@ -242,13 +242,13 @@ void Worker::bound(const Layout& l, size_t index, double* lb, SeedSlot* slots) {
 void Worker::seed(const Layout& l, size_t index, size_t mi, double& lb, SeedSlot& slot) {
   layout_ = index;
   StrategyConfig s;
-  const std::string why = prepare(l, sh_.space.mbs[mi], s);
+  (void)prepare(l, sh_.space.mbs[mi], s);  // a plan, or a duplicate's (its twin's) plan
   slot.estimated = true;
   double t = 0;
   slot.out = evaluate(s, RecomputeKind::None, l.split, slot.static_oom, slot.c, &t);
   lb = slot.out == Outcome::Error ? 0 : t;  // an error is decided (and reported) in the main pass
-  // The main pass decides a duplicate's twin itself; the plan here is this layout's own.
-  slot.valid = slot.out != Outcome::Error && why.empty();
+  // The plan of a duplicate is its twin's (the EP overlap turned off): that layout uses it.
+  slot.valid = slot.out != Outcome::Error;
   slot.hash = strategy_hash(s);
 }
 
@@ -344,6 +344,7 @@ void Worker::run_layout(const Layout& l, size_t index, std::vector<std::array<bo
         out = seeds[mi].out;  // estimated in the bound pass
         static_oom = static_oom || seeds[mi].static_oom;
         if (out == Outcome::Fits) c = std::move(seeds[mi].c);
+        seeds[mi].valid = false;  // used
       } else {
         out = evaluate(v, k, l.split, static_oom, c);
       }

@@ -79,7 +79,7 @@ class Worker {
   struct SeedSlot {
     bool plan = false;       // the layout is a plan at this mbs (or the twin of one): it has a bound
     bool estimated = false;  // seed() ran
-    bool valid = false;      // estimated, and the plan is the layout's own (not a twin's)
+    bool valid = false;      // estimated without error, not used yet
     uint64_t hash = 0;
     Outcome out = Outcome::Error;
     bool static_oom = false;
@@ -101,7 +101,8 @@ class Worker {
   void seed(const Layout& l, size_t index, size_t mi, double& lb, SeedSlot& slot);
   void set_lower_bounds(const double* lb) { lb_ = lb; }
   /// `ladder[mbs index][recompute kind]`: an earlier layout of the ladder group fits there.
-  /// `seeds`: the bound pass's slots of this layout (its group's first), per mbs, or nullptr.
+  /// `seeds`: the bound pass's slots of this layout's group, per mbs, or nullptr: the layout whose
+  /// plan without recompute a slot holds (same strategy hash) uses it instead of an estimate.
   void run_layout(const Layout& l, size_t index, std::vector<std::array<bool, kRecomputeKinds>>& ladder,
                   SeedSlot* seeds = nullptr);
   std::vector<Candidate>& kept() { return kept_; }
