@@ -6,7 +6,11 @@
 #include <numeric>
 
 #include "estimate/chunk_results.h"
+#include "estimate/replay.h"
 #include "estimate/stages.h"
+#include "estimate/tail.h"
+#include "memory/activation.h"
+#include "memory/non_tensor.h"
 #include "passes/fp8.h"
 #include "schedule/dp_lowering.h"
 
@@ -87,7 +91,40 @@ double dp_stream_seconds(const Plan& plan, const NetworkChoice& nets, int64_t r,
   return total;
 }
 
-double step_time_lower_bound(const Plan& plan, EstimateCache* cache) {
+namespace {
+
+// The memory terms of estimate/stage_memory.cpp that bound each reported stage from below.
+void stage_memory_bounds(const Plan& plan, detail::ChunkResults& results, std::vector<StageMemory>& stages) {
+  using namespace detail;  // NOLINT: the estimate's stages
+  const StrategyConfig& s = *plan.strategy;
+  const bool compat = plan.mode == Mode::SimuMax12;
+  const NonTensorMemory outside = non_tensor_memory(*plan.model, s, *plan.system);
+  auto add = [&](int64_t r, double activations) {
+    const ChunkResult& whole = results.get(rank_spec(plan, r));
+    const StaticMemory sm = shard_static_memory(whole.params, s);
+    StageMemory& st = stages.emplace_back();
+    st.model_bytes = sm.total() + whole.dummy_bytes + (compat ? 0.0 : outside.workspace_bytes) -
+                     offloaded_fraction(s) * (sm.state + sm.moe_state);
+    st.peak_alloc_bytes = st.model_bytes + activations;
+    st.peak_reserved_bytes = compat ? st.peak_alloc_bytes / s.mem_factor
+                                    : allocator_reserved_bytes(st.peak_alloc_bytes, plan.system->allocator_fragmentation);
+    st.non_tensor_bytes = compat ? 0.0 : outside.total();
+  };
+  if (plan.vpp == 1) {
+    for (int64_t r : reported_ranks(plan.pp)) add(r, results.get(rank_spec(plan, r)).act.peak.peak);
+    return;
+  }
+  for (int64_t r = 0; r < plan.pp; ++r) {
+    double largest = 0;
+    for (const ChunkSpec& spec : plan.chunks[static_cast<size_t>(r)])
+      largest = std::max(largest, results.get(spec).act.peak.slot[PeakPoint::kForward]);
+    add(r, largest);
+  }
+}
+
+}  // namespace
+
+PlanBound plan_lower_bound(const Plan& plan, EstimateCache* cache) {
   using namespace detail;  // NOLINT: the estimate's stages
   EfficiencyLog log;
   ClassTable classes(*plan.system);
@@ -120,17 +157,23 @@ double step_time_lower_bound(const Plan& plan, EstimateCache* cache) {
     }
   // The step's tail starts at the pipeline's end stretched by the straggler factor
   // (estimate/tail.cpp step_tail) and only adds time after it.
-  double bound = plan.straggler.ratio * pipeline_time_lower_bound(ranks, plan.micro_batch_num, !plan.split_backward());
+  PlanBound out;
+  out.time_s = plan.straggler.ratio * pipeline_time_lower_bound(ranks, plan.micro_batch_num, !plan.split_backward());
   // Default mode: each rank's optimizer step starts after its dp stream's last op (step_tail: at
   // the stretched pipeline's end plus the DP traffic still running past the pipeline).
   if (plan.mode == Mode::Default)
     for (size_t r = 0; r < ranks.size(); ++r) {
-      if (r > 0 && std::ranges::equal(plan.chunks[r], plan.chunks[r - 1])) continue;  // the same traffic
+      if (r > 0 && std::ranges::equal(plan.chunks[r], plan.chunks[r - 1])) {  // the same traffic
+        out.dp_stream_s.push_back(out.dp_stream_s.back());
+        continue;
+      }
       std::vector<const BackwardSegments*> backward;
       for (const auto& spec : plan.chunks[r]) backward.push_back(&results.get(spec).backward);
-      bound = std::max(bound, dp_stream_seconds(plan, nets, static_cast<int64_t>(r), backward));
+      out.dp_stream_s.push_back(dp_stream_seconds(plan, nets, static_cast<int64_t>(r), backward));
+      out.time_s = std::max(out.time_s, out.dp_stream_s.back());
     }
-  return bound;
+  stage_memory_bounds(plan, results, out.stages);
+  return out;
 }
 
 }  // namespace trainsim

@@ -41,11 +41,25 @@ struct RankPassBounds {
 [[nodiscard]] double dp_stream_seconds(const Plan& plan, const NetworkChoice& nets, int64_t r,
                                        const std::vector<const BackwardSegments*>& backward);
 
-/// A lower bound of estimate(plan).iteration_time_s from the chunk costs alone (through `cache`,
-/// which the later estimates of the same chunks reuse): the larger of the pipeline bound of the
-/// plan's passes times the straggler factor, which stretches the pipeline before the step's tail
-/// (DP, optimizer) adds to it, and (default mode) any rank's dp-stream seconds, which end before
-/// that rank's optimizer step.
-[[nodiscard]] double step_time_lower_bound(const Plan& plan, EstimateCache* cache = nullptr);
+/// Lower bounds of one estimate's figures from the chunk costs alone.
+struct PlanBound {
+  /// ≤ estimate(plan).iteration_time_s: the larger of the pipeline bound of the plan's passes
+  /// times the straggler factor, which stretches the pipeline before the step's tail (DP,
+  /// optimizer) adds to it, and (default mode) any rank's dp-stream seconds, which end before
+  /// that rank's optimizer step.
+  double time_s = 0;
+  /// Each rank's dp_stream_seconds (default mode; empty in compat mode).
+  std::vector<double> dp_stream_s;
+  /// The estimate's stages, in its order (the reported ranks): peak_alloc_bytes and
+  /// peak_reserved_bytes at most the estimate's, non_tensor_bytes the estimate's. The allocated
+  /// peak is at least the rank's weights, gradients and optimizer states on the device (TE's
+  /// dummy weight-gradient buffers and the library workspaces with them) plus one micro-batch's
+  /// activation peak (1F1B: a rank holds at least one micro-batch in flight), or the largest of
+  /// its chunks' forward peaks (interleaved: each forward adds its peak to the caches alive).
+  std::vector<StageMemory> stages;
+};
+
+/// The bounds of `plan`, through `cache` (which the later estimates of the same chunks reuse).
+[[nodiscard]] PlanBound plan_lower_bound(const Plan& plan, EstimateCache* cache = nullptr);
 
 }  // namespace trainsim

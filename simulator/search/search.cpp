@@ -278,9 +278,10 @@ struct Passes {
 //
 // Estimating every seed would cost one estimate per (group, mbs). Instead, a lower bound of each
 // seed's time from its chunk costs alone (estimate/bound.h, no pipeline replay) orders the seeds,
-// and they are estimated in that order, in batches of kSeedBatch, until the k'-th best feasible
-// time so far is at most the next seed's lower bound (or the base plan's time): no seed left can
-// change the upper bound, which is therefore the one all seeds give. The main pass estimates a
+// and those that may fit (their memory bound is within the limit) are estimated in that order, in
+// batches of kSeedBatch, until the k'-th best feasible time so far is at most the next seed's
+// lower bound (or the base plan's time): no seed left can change the upper bound, which is
+// therefore the one all seeds give. The main pass estimates a
 // seed only where its lower bound does not exceed the upper bound, and skips the (group, mbs)
 // where the estimate does: the same plans are skipped as with every seed estimated. The batches,
 // the upper bound and the estimates are independent of the thread count.
@@ -296,9 +297,9 @@ void bound_pass(const Passes& p, const LayoutSet& ls, size_t n_mbs, std::vector<
   p.run([&](Worker& w, size_t i) {
     w.bound(ls.layouts[ls.groups[i].first], ls.groups[i].first, &lower_bounds[i * n_mbs], &seed_slots[i * n_mbs]);
   });
-  std::vector<size_t> order;  // the seeds by lower bound (then by index)
+  std::vector<size_t> order;  // the seeds that may fit, by lower bound (then by index)
   for (size_t k = 0; k < seed_slots.size(); ++k)
-    if (seed_slots[k].plan) order.push_back(k);
+    if (seed_slots[k].plan && !seed_slots[k].oom) order.push_back(k);
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return std::tie(lower_bounds[a], a) < std::tie(lower_bounds[b], b); });
   std::vector<double> feasible;  // the feasible seeds' times

@@ -232,7 +232,9 @@ void Worker::bound(const Layout& l, size_t index, double* lb, SeedSlot* slots) {
     if (!why.empty() && why != "duplicate") continue;
     slots[mi].plan = true;
     try {
-      lb[mi] = step_time_lower_bound(resolve_plan(sh_.m, s, sh_.sys, sh_.o.mode), &cache_);
+      const PlanBound b = plan_lower_bound(resolve_plan(sh_.m, s, sh_.sys, sh_.o.mode), &cache_);
+      lb[mi] = b.time_s;
+      for (const StageMemory& st : b.stages) slots[mi].oom = slots[mi].oom || !fit_verdict(st, sh_.rule).fits;
     } catch (const std::exception&) {
       lb[mi] = 0;  // no bound: the estimate decides (and reports the error)
     }

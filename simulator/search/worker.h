@@ -78,6 +78,7 @@ class Worker {
   /// one micro batch size, reused by the main pass for the same plan (same strategy hash).
   struct SeedSlot {
     bool plan = false;       // the layout is a plan at this mbs (or the twin of one): it has a bound
+    bool oom = false;        // provably over the memory limit (estimate/bound.h): not feasible
     bool estimated = false;  // seed() ran
     bool valid = false;      // estimated without error, not used yet
     uint64_t hash = 0;
@@ -93,7 +94,7 @@ class Worker {
   /// The bound pass, first part: a lower bound of the time of `l` (a group's preferred layout)
   /// without recompute at every micro batch size into lb[mbs index], from its chunk costs alone
   /// (estimate/bound.h; 0 where it is no plan or the bound cannot be computed); slots[mbs index]
-  /// .plan where it is a plan.
+  /// .plan where it is a plan, .oom where its memory bound is over the limit.
   void bound(const Layout& l, size_t index, double* lb, SeedSlot* slots);
   /// The bound pass, second part (and the main pass, for the groups the first part cannot
   /// prune): the estimate of `l` without recompute at mbs index `mi` into `slot`; its time into
