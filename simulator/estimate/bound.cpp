@@ -158,20 +158,33 @@ PlanBound plan_lower_bound(const Plan& plan, EstimateCache* cache) {
   // The step's tail starts at the pipeline's end stretched by the straggler factor
   // (estimate/tail.cpp step_tail) and only adds time after it.
   PlanBound out;
-  out.time_s = plan.straggler.ratio * pipeline_time_lower_bound(ranks, plan.micro_batch_num, !plan.split_backward());
-  // Default mode: each rank's optimizer step starts after its dp stream's last op (step_tail: at
-  // the stretched pipeline's end plus the DP traffic still running past the pipeline).
-  if (plan.mode == Mode::Default)
-    for (size_t r = 0; r < ranks.size(); ++r) {
-      if (r > 0 && std::ranges::equal(plan.chunks[r], plan.chunks[r - 1])) {  // the same traffic
-        out.dp_stream_s.push_back(out.dp_stream_s.back());
-        continue;
-      }
-      std::vector<const BackwardSegments*> backward;
-      for (const auto& spec : plan.chunks[r]) backward.push_back(&results.get(spec).backward);
-      out.dp_stream_s.push_back(dp_stream_seconds(plan, nets, static_cast<int64_t>(r), backward));
-      out.time_s = std::max(out.time_s, out.dp_stream_s.back());
+  const double pipe = plan.straggler.ratio * pipeline_time_lower_bound(ranks, plan.micro_batch_num, !plan.split_backward());
+  out.time_s = pipe;
+  const StrategyConfig& s = *plan.strategy;
+  const SystemConfig& sys = *plan.system;
+  double optim = 0;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    // Ranks holding the same chunks (the middle ones) have the same optimizer step and DP traffic.
+    const bool same = r > 0 && std::ranges::equal(plan.chunks[r], plan.chunks[r - 1]);
+    if (!same) {
+      // The rank's optimizer step (step_tail: its host read in the default mode) follows the
+      // stretched pipeline and the rank's dp stream.
+      const StaticMemory sm = shard_static_memory(results.get(rank_spec(plan, static_cast<int64_t>(r))).params, s);
+      optim = optimizer_step_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
+      if (plan.mode == Mode::Default && sys.host_framework)
+        optim += sys.host_framework->sync_s + sys.host_framework->eager_op_s;
     }
+    out.time_s = std::max(out.time_s, pipe + optim);
+    if (plan.mode != Mode::Default) continue;
+    if (same) {
+      out.dp_stream_s.push_back(out.dp_stream_s.back());
+      continue;
+    }
+    std::vector<const BackwardSegments*> backward;
+    for (const auto& spec : plan.chunks[r]) backward.push_back(&results.get(spec).backward);
+    out.dp_stream_s.push_back(dp_stream_seconds(plan, nets, static_cast<int64_t>(r), backward));
+    out.time_s = std::max(out.time_s, out.dp_stream_s.back() + optim);
+  }
   stage_memory_bounds(plan, results, out.stages);
   return out;
 }

@@ -43,10 +43,9 @@ struct RankPassBounds {
 
 /// Lower bounds of one estimate's figures from the chunk costs alone.
 struct PlanBound {
-  /// ≤ estimate(plan).iteration_time_s: the larger of the pipeline bound of the plan's passes
-  /// times the straggler factor, which stretches the pipeline before the step's tail (DP,
-  /// optimizer) adds to it, and (default mode) any rank's dp-stream seconds, which end before
-  /// that rank's optimizer step.
+  /// ≤ estimate(plan).iteration_time_s: a rank's optimizer step (estimate/tail.cpp) after the
+  /// larger of the pipeline bound of the plan's passes times the straggler factor (the tail
+  /// starts at the stretched pipeline's end) and (default mode) the rank's dp-stream seconds.
   double time_s = 0;
   /// Each rank's dp_stream_seconds (default mode; empty in compat mode).
   std::vector<double> dp_stream_s;
