@@ -100,90 +100,115 @@ void stage_memory_bounds(const Plan& plan, detail::ChunkResults& results, std::v
   const bool compat = plan.mode == Mode::SimuMax12;
   const NonTensorMemory outside = non_tensor_memory(*plan.model, s, *plan.system);
   auto add = [&](int64_t r, double activations) {
+    // The static part exactly as estimate/stage_memory.cpp computes it (same terms, same order).
     const ChunkResult& whole = results.get(rank_spec(plan, r));
     const StaticMemory sm = shard_static_memory(whole.params, s);
     StageMemory& st = stages.emplace_back();
-    st.model_bytes = sm.total() + whole.dummy_bytes + (compat ? 0.0 : outside.workspace_bytes) -
-                     offloaded_fraction(s) * (sm.state + sm.moe_state);
+    st.model_bytes = sm.total() + whole.dummy_bytes + (compat ? 0.0 : outside.workspace_bytes);
+    if (!compat && s.zero_state >= 3) {
+      double largest = 0;  // FSDP's gathered working set: the largest layer, twice, in bf16
+      for (const auto& b : whole.backward) largest = std::max(largest, b.dense + b.moe);
+      st.model_bytes += 2 * largest * 2;
+    }
+    st.model_bytes -= offloaded_fraction(s) * (sm.state + sm.moe_state);
     st.peak_alloc_bytes = st.model_bytes + activations;
     st.peak_reserved_bytes = compat ? st.peak_alloc_bytes / s.mem_factor
                                     : allocator_reserved_bytes(st.peak_alloc_bytes, plan.system->allocator_fragmentation);
     st.non_tensor_bytes = compat ? 0.0 : outside.total();
   };
   if (plan.vpp == 1) {
-    for (int64_t r : reported_ranks(plan.pp)) add(r, results.get(rank_spec(plan, r)).act.peak.peak);
+    // 1F1B: rank r starts min(pp − r, mbc) micro-batches before its first backward
+    // (schedule/program.cpp; the peer keeps pp − r); another schedule at least one.
+    for (int64_t r : reported_ranks(plan.pp)) {
+      const ActivationResult& act = results.get(rank_spec(plan, r)).act;
+      const int64_t n = compat ? plan.pp - r
+                        : plan.schedule == ScheduleKind::OneFOneB ? std::min(plan.pp - r, plan.micro_batch_num)
+                                                                  : 1;
+      add(r, static_cast<double>(n - 1) * act.cache_per_mb + act.peak.peak);
+    }
     return;
   }
+  // Interleaved: every forward adds its peak to the caches alive. The first forward of the rank's
+  // last chunk comes before any backward of the rank (a backward needs the forward of the last
+  // virtual stage of its micro-batch, after this rank's last chunk), when that micro-batch's
+  // forwards of the earlier chunks hold their caches.
   for (int64_t r = 0; r < plan.pp; ++r) {
-    double largest = 0;
-    for (const ChunkSpec& spec : plan.chunks[static_cast<size_t>(r)])
-      largest = std::max(largest, results.get(spec).act.peak.slot[PeakPoint::kForward]);
+    double largest = 0, earlier = 0;
+    const auto specs = plan.chunks[static_cast<size_t>(r)];
+    for (size_t c = 0; c < specs.size(); ++c) {
+      const ActivationResult& act = results.get(specs[c]).act;
+      largest = std::max(largest, act.peak.slot[PeakPoint::kForward]);
+      if (c + 1 < specs.size()) earlier += act.cache_per_mb;
+      else largest = std::max(largest, earlier + act.peak.slot[PeakPoint::kForward]);
+    }
     add(r, largest);
   }
 }
 
 }  // namespace
 
-PlanBound plan_lower_bound(const Plan& plan, EstimateCache* cache) {
+PlanBound plan_lower_bound(const Plan& plan, EstimateCache* cache, bool time) {
   using namespace detail;  // NOLINT: the estimate's stages
   EfficiencyLog log;
   ClassTable classes(*plan.system);
   const NetworkChoice nets = resolve_networks(*plan.system, plan.nets.kind);
   Env env{*plan.model, *plan.strategy, *plan.system, nets, &log, plan.mode, &classes};
   ChunkResults results(env, plan, cache);
-  // The per-micro-batch pass times the replay runs (estimate(): pipeline_costs).
-  PipelineCosts costs;
-  SmallVector<PhaseSums, 8> rank_sums;
-  pipeline_costs(plan, env, results, costs, rank_sums);
-  std::vector<RankPassBounds> ranks(costs.chunks.size());
-  for (size_t r = 0; r < ranks.size(); ++r)
-    for (size_t c = 0; c < costs.chunks[r].size(); ++c) {
-      const ChunkTimes& t = costs.chunks[r][c];
-      double f = t.fwd, b = t.bwd, a2a = 0;
-      // Merged steps (overlap_moe_expert_parallel_comm, schedule/a2a_overlap.h): a pass holds the
-      // compute stream for its compute pieces (each slowed, never sped up, beside an all-to-all);
-      // its all-to-alls run on the EP stream. An unmerged pass takes its whole time, more.
-      if (!costs.a2a.empty()) {
-        const ChunkA2a& a = costs.a2a[r][c];
-        f = std::min(f, std::accumulate(a.fwd.compute.begin(), a.fwd.compute.end(), 0.0));
-        b = std::min(b, std::accumulate(a.bwd.compute.begin(), a.bwd.compute.end(), 0.0));
-        a2a = std::accumulate(a.fwd.a2a.begin(), a.fwd.a2a.end(), 0.0) +
-              std::accumulate(a.bwd.a2a.begin(), a.bwd.a2a.end(), 0.0);
-      }
-      ranks[r].a2a.push_back(a2a);
-      ranks[r].fwd.push_back(f);
-      ranks[r].bwd.push_back(b);
-      ranks[r].bwd_weight.push_back(t.bwd_weight);
-    }
-  // The step's tail starts at the pipeline's end stretched by the straggler factor
-  // (estimate/tail.cpp step_tail) and only adds time after it.
   PlanBound out;
-  const double pipe = plan.straggler.ratio * pipeline_time_lower_bound(ranks, plan.micro_batch_num, !plan.split_backward());
-  out.time_s = pipe;
-  const StrategyConfig& s = *plan.strategy;
-  const SystemConfig& sys = *plan.system;
-  double optim = 0;
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    // Ranks holding the same chunks (the middle ones) have the same optimizer step and DP traffic.
-    const bool same = r > 0 && std::ranges::equal(plan.chunks[r], plan.chunks[r - 1]);
-    if (!same) {
-      // The rank's optimizer step (step_tail: its host read in the default mode) follows the
-      // stretched pipeline and the rank's dp stream.
-      const StaticMemory sm = shard_static_memory(results.get(rank_spec(plan, static_cast<int64_t>(r))).params, s);
-      optim = optimizer_step_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
-      if (plan.mode == Mode::Default && sys.host_framework)
-        optim += sys.host_framework->sync_s + sys.host_framework->eager_op_s;
+  if (time) {
+    // The per-micro-batch pass times the replay runs (estimate(): pipeline_costs).
+    PipelineCosts costs;
+    SmallVector<PhaseSums, 8> rank_sums;
+    pipeline_costs(plan, env, results, costs, rank_sums);
+    std::vector<RankPassBounds> ranks(costs.chunks.size());
+    for (size_t r = 0; r < ranks.size(); ++r)
+      for (size_t c = 0; c < costs.chunks[r].size(); ++c) {
+        const ChunkTimes& t = costs.chunks[r][c];
+        double f = t.fwd, b = t.bwd, a2a = 0;
+        // Merged steps (overlap_moe_expert_parallel_comm, schedule/a2a_overlap.h): a pass holds the
+        // compute stream for its compute pieces (each slowed, never sped up, beside an all-to-all);
+        // its all-to-alls run on the EP stream. An unmerged pass takes its whole time, more.
+        if (!costs.a2a.empty()) {
+          const ChunkA2a& a = costs.a2a[r][c];
+          f = std::min(f, std::accumulate(a.fwd.compute.begin(), a.fwd.compute.end(), 0.0));
+          b = std::min(b, std::accumulate(a.bwd.compute.begin(), a.bwd.compute.end(), 0.0));
+          a2a = std::accumulate(a.fwd.a2a.begin(), a.fwd.a2a.end(), 0.0) +
+                std::accumulate(a.bwd.a2a.begin(), a.bwd.a2a.end(), 0.0);
+        }
+        ranks[r].a2a.push_back(a2a);
+        ranks[r].fwd.push_back(f);
+        ranks[r].bwd.push_back(b);
+        ranks[r].bwd_weight.push_back(t.bwd_weight);
+      }
+    // The step's tail starts at the pipeline's end stretched by the straggler factor
+    // (estimate/tail.cpp step_tail) and only adds time after it.
+    const double pipe = plan.straggler.ratio * pipeline_time_lower_bound(ranks, plan.micro_batch_num, !plan.split_backward());
+    out.time_s = pipe;
+    const StrategyConfig& s = *plan.strategy;
+    const SystemConfig& sys = *plan.system;
+    double optim = 0;
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      // Ranks holding the same chunks (the middle ones) have the same optimizer step and DP traffic.
+      const bool same = r > 0 && std::ranges::equal(plan.chunks[r], plan.chunks[r - 1]);
+      if (!same) {
+        // The rank's optimizer step (step_tail: its host read in the default mode) follows the
+        // stretched pipeline and the rank's dp stream.
+        const StaticMemory sm = shard_static_memory(results.get(rank_spec(plan, static_cast<int64_t>(r))).params, s);
+        optim = optimizer_step_time(env, sm.grad + sm.moe_grad, sm.state + sm.moe_state);
+        if (plan.mode == Mode::Default && sys.host_framework)
+          optim += sys.host_framework->sync_s + sys.host_framework->eager_op_s;
+      }
+      out.time_s = std::max(out.time_s, pipe + optim);
+      if (plan.mode != Mode::Default) continue;
+      if (same) {
+        out.dp_stream_s.push_back(out.dp_stream_s.back());
+        continue;
+      }
+      std::vector<const BackwardSegments*> backward;
+      for (const auto& spec : plan.chunks[r]) backward.push_back(&results.get(spec).backward);
+      out.dp_stream_s.push_back(dp_stream_seconds(plan, nets, static_cast<int64_t>(r), backward));
+      out.time_s = std::max(out.time_s, out.dp_stream_s.back() + optim);
     }
-    out.time_s = std::max(out.time_s, pipe + optim);
-    if (plan.mode != Mode::Default) continue;
-    if (same) {
-      out.dp_stream_s.push_back(out.dp_stream_s.back());
-      continue;
-    }
-    std::vector<const BackwardSegments*> backward;
-    for (const auto& spec : plan.chunks[r]) backward.push_back(&results.get(spec).backward);
-    out.dp_stream_s.push_back(dp_stream_seconds(plan, nets, static_cast<int64_t>(r), backward));
-    out.time_s = std::max(out.time_s, out.dp_stream_s.back() + optim);
   }
   stage_memory_bounds(plan, results, out.stages);
   return out;

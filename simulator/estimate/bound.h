@@ -49,16 +49,17 @@ struct PlanBound {
   double time_s = 0;
   /// Each rank's dp_stream_seconds (default mode; empty in compat mode).
   std::vector<double> dp_stream_s;
-  /// The estimate's stages, in its order (the reported ranks): peak_alloc_bytes and
-  /// peak_reserved_bytes at most the estimate's, non_tensor_bytes the estimate's. The allocated
-  /// peak is at least the rank's weights, gradients and optimizer states on the device (TE's
-  /// dummy weight-gradient buffers and the library workspaces with them) plus one micro-batch's
-  /// activation peak (1F1B: a rank holds at least one micro-batch in flight), or the largest of
-  /// its chunks' forward peaks (interleaved: each forward adds its peak to the caches alive).
+  /// The estimate's stages, in its order (the reported ranks): model_bytes and non_tensor_bytes
+  /// the estimate's, peak_alloc_bytes and peak_reserved_bytes at most the estimate's. The
+  /// allocated peak is at least the static memory plus, under 1F1B, the caches of the
+  /// micro-batches the schedule starts before the rank's first backward and one activation
+  /// peak, or, interleaved, the largest chunk forward peak and the first forward of the rank's
+  /// last chunk on top of the earlier chunks' caches of its micro-batch.
   std::vector<StageMemory> stages;
 };
 
-/// The bounds of `plan`, through `cache` (which the later estimates of the same chunks reuse).
-[[nodiscard]] PlanBound plan_lower_bound(const Plan& plan, EstimateCache* cache = nullptr);
+/// The bounds of `plan`, through `cache` (which the later estimates of the same chunks reuse);
+/// `time` false: the stages only (time_s 0).
+[[nodiscard]] PlanBound plan_lower_bound(const Plan& plan, EstimateCache* cache = nullptr, bool time = true);
 
 }  // namespace trainsim

@@ -156,8 +156,34 @@ void Worker::keep(Candidate c) {
   std::push_heap(kept_.begin(), kept_.end(), better);
 }
 
+double Worker::static_scale(const StrategyConfig& s) const {
+  // The reserve on the weights, gradients and optimizer states alone (the estimate's rule).
+  return !sh_.rule.use_reserved         ? 1.0
+         : sh_.o.mode == Mode::SimuMax12 ? 1.0 / s.mem_factor
+                                         : 1.0 + sh_.sys.allocator_fragmentation;
+}
+
+bool Worker::over_memory_bound(const StrategyConfig& s, bool& static_oom) {
+  PlanBound b;
+  try {
+    b = plan_lower_bound(resolve_plan(sh_.m, s, sh_.sys, sh_.o.mode), &cache_, /*time=*/false);
+  } catch (const std::exception&) {
+    return false;  // the estimate decides (and reports the error)
+  }
+  bool over = false;
+  for (const StageMemory& st : b.stages) over = over || !fit_verdict(st, sh_.rule).fits;
+  // The stages' static memory is the estimate's: static_oom as evaluate() finds it.
+  if (over)
+    for (const StageMemory& st : b.stages)
+      static_oom = static_oom || st.model_bytes * static_scale(s) > sh_.rule.stage_limit_bytes(st);
+  return over;
+}
+
 Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, PipelineSplit split,
                                  bool& static_oom, Candidate& out, double* time) {
+  // Where the time is not needed, a plan whose memory bound is over the limit does not fit: the
+  // estimate's verdict without the estimate.
+  if (time == nullptr && over_memory_bound(s, static_oom)) return Outcome::Oom;
   sh_.calls.fetch_add(1, std::memory_order_relaxed);
   Estimate e;
   try {
@@ -171,10 +197,7 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
     return Outcome::Error;
   }
   if (time != nullptr) *time = e.iteration_time_s;
-  // The reserve on the weights, gradients and optimizer states alone (the estimate's rule).
-  const double scale = !sh_.rule.use_reserved         ? 1.0
-                       : sh_.o.mode == Mode::SimuMax12 ? 1.0 / s.mem_factor
-                                                       : 1.0 + sh_.sys.allocator_fragmentation;
+  const double scale = static_scale(s);
   // Weights, gradients and optimizer states (and the memory outside PyTorch) do not depend on the
   // micro batch or recompute: when they alone exceed the limit, no variant of this layout fits.
   for (const auto& st : e.stages)

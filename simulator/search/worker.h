@@ -120,8 +120,14 @@ class Worker {
   StrategyConfig layout_strategy(const Layout& l, int64_t mbs, bool& expressible) const;
   /// Layers of the largest chunk of `s` (at least 1).
   int64_t largest_chunk(const Layout& l, const StrategyConfig& s) const;
+  /// The reserve factor on the static memory under the fit rule.
+  [[nodiscard]] double static_scale(const StrategyConfig& s) const;
+  /// Whether the memory bound of `s` (estimate/bound.h) is over the limit, where static_oom is
+  /// set as evaluate() sets it.
+  bool over_memory_bound(const StrategyConfig& s, bool& static_oom);
   /// Estimates `s`; fills `out` when it fits. Sets static_oom when weights, gradients and
-  /// optimizer states alone exceed the limit.
+  /// optimizer states alone exceed the limit. Without `time`, a plan over its memory bound is
+  /// Oom without an estimate.
   Outcome evaluate(const StrategyConfig& s, RecomputeKind k, PipelineSplit split, bool& static_oom,
                    Candidate& out, double* time = nullptr);
   void keep(Candidate c);

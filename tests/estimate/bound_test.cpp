@@ -129,6 +129,7 @@ void expect_bounded(const Plan& plan, const Estimate& e, const PlanBound& b, con
     EXPECT_LE(b.stages[i].peak_alloc_bytes, e.stages[i].peak_alloc_bytes) << what << " stage " << i;
     EXPECT_LE(b.stages[i].peak_reserved_bytes, e.stages[i].peak_reserved_bytes) << what << " stage " << i;
     EXPECT_EQ(b.stages[i].non_tensor_bytes, e.stages[i].non_tensor_bytes) << what << " stage " << i;
+    EXPECT_EQ(b.stages[i].model_bytes, e.stages[i].model_bytes) << what << " stage " << i;
   }
   (void)plan;
 }
