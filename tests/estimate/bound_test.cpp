@@ -120,6 +120,7 @@ struct Space {
 struct Checked {
   int64_t plans = 0;
   double tightest = 0;  // the largest bound / estimate ratio
+  int64_t exact_memory = 0;  // stages whose allocated-peak bound is the estimate's
 };
 
 void expect_bounded(const Plan& plan, const Estimate& e, const PlanBound& b, const std::string& what) {
@@ -184,6 +185,8 @@ Checked check_space(const Space& sp, const SystemConfig& sys) {
                         expect_bounded(plan, e, b, what);
                         if (out.plans % 5 == 0) expect_bounded(plan, estimate(plan), b, what + " (perf)");
                         out.tightest = std::max(out.tightest, b.time_s / e.iteration_time_s);
+                        for (size_t i = 0; i < std::min(b.stages.size(), e.stages.size()); ++i)
+                          out.exact_memory += b.stages[i].peak_alloc_bytes == e.stages[i].peak_alloc_bytes;
                         ++out.plans;
                       }
   return out;
@@ -252,6 +255,8 @@ TEST(BoundTest, BoundsAreAtMostTheEstimateOverSearchSpaces) {
     EXPECT_GT(c.plans, 10) << sp.name;
     // The bound is not vacuous: some plan's bound is within 15 % of its estimate.
     EXPECT_GT(c.tightest, 0.85) << sp.name;
+    // 1F1B's micro-batches in flight are the schedule's: the memory bound is exact there.
+    EXPECT_GT(c.exact_memory, 0) << sp.name;
     total += c.plans;
   }
   EXPECT_GT(total, 400);
