@@ -12,7 +12,9 @@
 #include "memory/activation.h"
 #include "memory/non_tensor.h"
 #include "passes/fp8.h"
+#include "schedule/a2a_overlap.h"
 #include "schedule/dp_lowering.h"
+#include "schedule/steady_steps.h"
 
 namespace trainsim {
 
@@ -30,7 +32,8 @@ double pipeline_time_lower_bound(const std::vector<RankPassBounds>& ranks, int64
     double busy = 0;
     for (const auto* v : {&r.fwd, &r.bwd, &r.bwd_weight}) busy += std::accumulate(v->begin(), v->end(), 0.0);
     const double a2a = std::accumulate(r.a2a.begin(), r.a2a.end(), 0.0);
-    bound = std::max({bound, before + n * busy + (backward_last ? after : 0.0), n * (busy + a2a) / 2});
+    const double all = std::max(n * busy, r.busy);
+    bound = std::max({bound, before + all + (backward_last ? after : 0.0), n * (busy + a2a) / 2});
     const auto least = [](const std::vector<double>& v) {
       return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
     };
@@ -92,6 +95,68 @@ double dp_stream_seconds(const Plan& plan, const NetworkChoice& nets, int64_t r,
 }
 
 namespace {
+
+// The compute stream's busy time of each rank over the plan's program when it merges steps
+// (overlap_moe_expert_parallel_comm) into ranks[r].busy: an unmerged pass takes its time
+// (schedule/lower.cpp step_time); a merged step of forward chunk f and backward chunk b takes at
+// least its time on an idle rank (schedule/a2a_overlap.h merged_step_time) from its first compute
+// piece to its last, where both passes end with a compute piece (every all-to-all then has a
+// compute piece after it): the engine only delays ops, and the next step's compute comes after.
+// The program is read as the estimate reads it: its short programs with the steady block
+// repeated (schedule/steady_steps.h), or whole.
+void merged_busy(const Plan& plan, const PipelineCosts& costs, std::vector<RankPassBounds>& ranks) {
+  thread_local Program shorts[2], whole;
+  const int64_t mbc = plan.micro_batch_num, g = plan.steady_period(), a = plan.steady_base();
+  std::vector<RankSteps> steps(ranks.size());
+  bool periodic = mbc > a + g;
+  if (periodic) {
+    plan.program(a, shorts[0]);
+    plan.program(a + g, shorts[1]);
+    for (size_t r = 0; r < ranks.size() && periodic; ++r) {
+      const auto rs = periodic_steps(shorts[0].ranks[r], shorts[1].ranks[r], (mbc - a) / g);
+      periodic = rs.has_value();
+      if (rs) steps[r] = *rs;
+    }
+  }
+  if (!periodic) {
+    plan.program(mbc, whole);
+    for (size_t r = 0; r < ranks.size(); ++r) steps[r] = whole_steps(whole.ranks[r]);
+  }
+  std::vector<double> span;  // merged step of (forward chunk, backward chunk); -1: not yet timed
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const size_t v = costs.chunks[r].size();
+    // Ranks holding the same chunks (the middle ones) have the same merged steps.
+    if (r == 0 || !std::ranges::equal(plan.chunks[r], plan.chunks[r - 1])) span.assign(v * v, -1);
+    auto merged = [&](size_t f, size_t b) {
+      double& m = span[f * v + b];
+      if (m >= 0) return m;
+      const A2aPass& fp = costs.a2a[r][f].fwd;
+      const A2aPass& bp = costs.a2a[r][b].bwd;
+      m = fp.compute.size() > fp.a2a.size() && bp.compute.size() > bp.a2a.size()
+              ? merged_step_time(fp, bp, costs.a2a_slowdown)
+              : std::accumulate(fp.compute.begin(), fp.compute.end(), 0.0) +
+                    std::accumulate(bp.compute.begin(), bp.compute.end(), 0.0);
+      return m;
+    };
+    struct Pending {
+      int64_t chunk;  // a merged forward's chunk, waiting for its backward; -1: none
+    };
+    ranks[r].busy = sum_steps(steps[r], Pending{-1}, [&](Pending& k, const Step& st) {
+      const auto c = static_cast<size_t>(st.chunk);
+      const ChunkTimes& t = costs.chunks[r][c];
+      if (st.pass == Pass::Forward) {
+        if (!st.merged) return t.fwd;
+        k.chunk = st.chunk;
+        return 0.0;
+      }
+      if (st.pass == Pass::BackwardWeight) return t.bwd_weight;
+      if (k.chunk < 0) return t.bwd;
+      const double m = merged(static_cast<size_t>(k.chunk), c);
+      k.chunk = -1;
+      return m;
+    });
+  }
+}
 
 // The memory terms of estimate/stage_memory.cpp that bound each reported stage from below.
 void stage_memory_bounds(const Plan& plan, detail::ChunkResults& results, std::vector<StageMemory>& stages) {
@@ -180,6 +245,7 @@ PlanBound plan_lower_bound(const Plan& plan, EstimateCache* cache, bool time) {
         ranks[r].bwd.push_back(b);
         ranks[r].bwd_weight.push_back(t.bwd_weight);
       }
+    if (!costs.a2a.empty()) merged_busy(plan, costs, ranks);
     // The step's tail starts at the pipeline's end stretched by the straggler factor
     // (estimate/tail.cpp step_tail) and only adds time after it.
     const double pipe = plan.straggler.ratio * pipeline_time_lower_bound(ranks, plan.micro_batch_num, !plan.split_backward());

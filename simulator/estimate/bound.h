@@ -16,6 +16,9 @@ namespace trainsim {
 /// that a merged step runs on the EP stream instead (overlap_moe_expert_parallel_comm, else 0).
 struct RankPassBounds {
   std::vector<double> fwd, bwd, bwd_weight, a2a;
+  /// A lower bound of the compute stream's busy time over every micro-batch when known otherwise
+  /// (the program's merged steps walked), else 0.
+  double busy = 0;
 };
 
 /// A lower bound of the replayed pipeline time (before the straggler factor) of `mbc`
@@ -29,6 +32,7 @@ struct RankPassBounds {
 /// With merged steps a pass's all-to-alls run either on the compute stream (unmerged) or on the
 /// EP stream, whose every op a compute piece of the same rank waits for: one of the two streams
 /// is busy for at least half of their sum, mbc · Σ_c (fwd + bwd + bwd_weight + a2a)[r][c] / 2.
+/// A rank's `busy`, where larger than its mbc · Σ_c (fwd + bwd + bwd_weight), replaces it.
 [[nodiscard]] double pipeline_time_lower_bound(const std::vector<RankPassBounds>& ranks, int64_t mbc,
                                                bool backward_last);
 

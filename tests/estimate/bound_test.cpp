@@ -56,6 +56,15 @@ TEST(BoundTest, AllToAllsBoundHalfTheirSumWithCompute) {
   EXPECT_DOUBLE_EQ(pipeline_time_lower_bound({{{1}, {1}, {0}, {1}}}, 2, true), 4.0);
 }
 
+// A busy time known from the program's merged steps replaces the pass sum where larger: one rank
+// whose 4 micro-batches take 20 s of merged steps; 5 s is below the 4 · (1 + 2) = 12 s of passes.
+TEST(BoundTest, MergedStepsBusyTime) {
+  EXPECT_DOUBLE_EQ(pipeline_time_lower_bound({{{1}, {2}, {0}, {0}, 20}}, 4, true), 20.0);
+  EXPECT_DOUBLE_EQ(pipeline_time_lower_bound({{{1}, {2}, {0}, {0}, 5}}, 4, true), 12.0);
+  // Rank 1 after rank 0's shortest forward (1 s) and before its backward (2 s): 1 + 30 + 2.
+  EXPECT_DOUBLE_EQ(pipeline_time_lower_bound({{{1}, {2}, {0}, {0}}, {{1}, {2}, {0}, {0}, 30}}, 4, true), 33.0);
+}
+
 // A split backward's weight-gradient pass keeps the stream busy too: 2 · (1 + 1 + 1) = 6 s.
 TEST(BoundTest, WeightGradientPass) {
   EXPECT_DOUBLE_EQ(pipeline_time_lower_bound({{{1}, {1}, {1}, {0}}}, 2, false), 6.0);
