@@ -96,32 +96,36 @@ double dp_stream_seconds(const Plan& plan, const NetworkChoice& nets, int64_t r,
 
 namespace {
 
+// Each rank's steps as the estimate walks them (estimate/replay.cpp): the short programs of the
+// steady state with its block repeated (schedule/steady_steps.h), or the whole program. The steps
+// point into programs kept per thread, valid until the next call.
+void program_steps(const Plan& plan, SmallVector<RankSteps, 8>& steps) {
+  thread_local Program shorts[2], whole;
+  const int64_t mbc = plan.micro_batch_num, g = plan.steady_period(), a = plan.steady_base();
+  steps.assign(static_cast<size_t>(plan.pp), {});
+  bool periodic = mbc > a + g;
+  if (periodic) {
+    plan.program(a, shorts[0]);
+    plan.program(a + g, shorts[1]);
+    for (size_t r = 0; r < steps.size() && periodic; ++r) {
+      const auto rs = periodic_steps(shorts[0].ranks[r], shorts[1].ranks[r], (mbc - a) / g);
+      periodic = rs.has_value();
+      if (rs) steps[r] = *rs;
+    }
+  }
+  if (periodic) return;
+  plan.program(mbc, whole);
+  for (size_t r = 0; r < steps.size(); ++r) steps[r] = whole_steps(whole.ranks[r]);
+}
+
 // The compute stream's busy time of each rank over the plan's program when it merges steps
 // (overlap_moe_expert_parallel_comm) into ranks[r].busy: an unmerged pass takes its time
 // (schedule/lower.cpp step_time); a merged step of forward chunk f and backward chunk b takes at
 // least its time on an idle rank (schedule/a2a_overlap.h merged_step_time) from its first compute
 // piece to its last, where both passes end with a compute piece (every all-to-all then has a
 // compute piece after it): the engine only delays ops, and the next step's compute comes after.
-// The program is read as the estimate reads it: its short programs with the steady block
-// repeated (schedule/steady_steps.h), or whole.
-void merged_busy(const Plan& plan, const PipelineCosts& costs, std::vector<RankPassBounds>& ranks) {
-  thread_local Program shorts[2], whole;
-  const int64_t mbc = plan.micro_batch_num, g = plan.steady_period(), a = plan.steady_base();
-  std::vector<RankSteps> steps(ranks.size());
-  bool periodic = mbc > a + g;
-  if (periodic) {
-    plan.program(a, shorts[0]);
-    plan.program(a + g, shorts[1]);
-    for (size_t r = 0; r < ranks.size() && periodic; ++r) {
-      const auto rs = periodic_steps(shorts[0].ranks[r], shorts[1].ranks[r], (mbc - a) / g);
-      periodic = rs.has_value();
-      if (rs) steps[r] = *rs;
-    }
-  }
-  if (!periodic) {
-    plan.program(mbc, whole);
-    for (size_t r = 0; r < ranks.size(); ++r) steps[r] = whole_steps(whole.ranks[r]);
-  }
+void merged_busy(const Plan& plan, const PipelineCosts& costs, const SmallVector<RankSteps, 8>& steps,
+                 std::vector<RankPassBounds>& ranks) {
   std::vector<double> span;  // merged step of (forward chunk, backward chunk); -1: not yet timed
   for (size_t r = 0; r < ranks.size(); ++r) {
     const size_t v = costs.chunks[r].size();
@@ -159,8 +163,29 @@ void merged_busy(const Plan& plan, const PipelineCosts& costs, std::vector<RankP
 }
 
 // The memory terms of estimate/stage_memory.cpp that bound each reported stage from below.
-void stage_memory_bounds(const Plan& plan, detail::ChunkResults& results, std::vector<StageMemory>& stages) {
+// Whether 1F1B's closed form gives the estimate's micro-batches in flight (else the program is
+// walked).
+bool closed_form_memory(const Plan& plan) {
+  // (Plan::program: 1F1B with merged steps is the combined schedule.)
+  return plan.vpp == 1 && (plan.mode == Mode::SimuMax12 || (plan.schedule == ScheduleKind::OneFOneB && !plan.a2a_overlap));
+}
+
+void stage_memory_bounds(const Plan& plan, detail::ChunkResults& results, const SmallVector<RankSteps, 8>& steps,
+                         std::vector<StageMemory>& stages) {
   using namespace detail;  // NOLINT: the estimate's stages
+  if (!closed_form_memory(plan)) {
+    // The estimate's own per-stage memory over the program's steps (estimate/stage_memory.cpp),
+    // which reads no time: exact.
+    PipelineRun run;
+    run.rank_steps = steps;
+    StepTail tail;
+    tail.whole.assign(static_cast<size_t>(plan.pp), nullptr);
+    for (int64_t r = 0; r < plan.pp; ++r) tail.whole[static_cast<size_t>(r)] = &results.get(rank_spec(plan, r));
+    Estimate est;
+    stage_memory(plan, results, run, tail, /*events=*/false, est);
+    stages = std::move(est.stages);
+    return;
+  }
   const StrategyConfig& s = *plan.strategy;
   const bool compat = plan.mode == Mode::SimuMax12;
   const NonTensorMemory outside = non_tensor_memory(*plan.model, s, *plan.system);
@@ -181,32 +206,12 @@ void stage_memory_bounds(const Plan& plan, detail::ChunkResults& results, std::v
                                     : allocator_reserved_bytes(st.peak_alloc_bytes, plan.system->allocator_fragmentation);
     st.non_tensor_bytes = compat ? 0.0 : outside.total();
   };
-  if (plan.vpp == 1) {
-    // 1F1B: rank r starts min(pp − r, mbc) micro-batches before its first backward
-    // (schedule/program.cpp; the peer keeps pp − r); another schedule at least one.
-    for (int64_t r : reported_ranks(plan.pp)) {
-      const ActivationResult& act = results.get(rank_spec(plan, r)).act;
-      const int64_t n = compat ? plan.pp - r
-                        : plan.schedule == ScheduleKind::OneFOneB ? std::min(plan.pp - r, plan.micro_batch_num)
-                                                                  : 1;
-      add(r, static_cast<double>(n - 1) * act.cache_per_mb + act.peak.peak);
-    }
-    return;
-  }
-  // Interleaved: every forward adds its peak to the caches alive. The first forward of the rank's
-  // last chunk comes before any backward of the rank (a backward needs the forward of the last
-  // virtual stage of its micro-batch, after this rank's last chunk), when that micro-batch's
-  // forwards of the earlier chunks hold their caches.
-  for (int64_t r = 0; r < plan.pp; ++r) {
-    double largest = 0, earlier = 0;
-    const auto specs = plan.chunks[static_cast<size_t>(r)];
-    for (size_t c = 0; c < specs.size(); ++c) {
-      const ActivationResult& act = results.get(specs[c]).act;
-      largest = std::max(largest, act.peak.slot[PeakPoint::kForward]);
-      if (c + 1 < specs.size()) earlier += act.cache_per_mb;
-      else largest = std::max(largest, earlier + act.peak.slot[PeakPoint::kForward]);
-    }
-    add(r, largest);
+  // 1F1B: rank r starts min(pp − r, mbc) micro-batches before its first backward
+  // (schedule/program.cpp; the peer keeps pp − r), the estimate's max_in_flight.
+  for (int64_t r : reported_ranks(plan.pp)) {
+    const ActivationResult& act = results.get(rank_spec(plan, r)).act;
+    const int64_t n = compat ? plan.pp - r : std::min(plan.pp - r, plan.micro_batch_num);
+    add(r, static_cast<double>(n - 1) * act.cache_per_mb + act.peak.peak);
   }
 }
 
@@ -220,6 +225,8 @@ PlanBound plan_lower_bound(const Plan& plan, EstimateCache* cache, bool time) {
   Env env{*plan.model, *plan.strategy, *plan.system, nets, &log, plan.mode, &classes};
   ChunkResults results(env, plan, cache);
   PlanBound out;
+  SmallVector<RankSteps, 8> steps;
+  if ((time && plan.a2a_overlap) || !closed_form_memory(plan)) program_steps(plan, steps);
   if (time) {
     // The per-micro-batch pass times the replay runs (estimate(): pipeline_costs).
     PipelineCosts costs;
@@ -245,7 +252,7 @@ PlanBound plan_lower_bound(const Plan& plan, EstimateCache* cache, bool time) {
         ranks[r].bwd.push_back(b);
         ranks[r].bwd_weight.push_back(t.bwd_weight);
       }
-    if (!costs.a2a.empty()) merged_busy(plan, costs, ranks);
+    if (!costs.a2a.empty()) merged_busy(plan, costs, steps, ranks);
     // The step's tail starts at the pipeline's end stretched by the straggler factor
     // (estimate/tail.cpp step_tail) and only adds time after it.
     const double pipe = plan.straggler.ratio * pipeline_time_lower_bound(ranks, plan.micro_batch_num, !plan.split_backward());
@@ -276,7 +283,7 @@ PlanBound plan_lower_bound(const Plan& plan, EstimateCache* cache, bool time) {
       out.time_s = std::max(out.time_s, out.dp_stream_s.back() + optim);
     }
   }
-  stage_memory_bounds(plan, results, out.stages);
+  stage_memory_bounds(plan, results, steps, out.stages);
   return out;
 }
 

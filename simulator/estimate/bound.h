@@ -1,5 +1,6 @@
-// A lower bound of a plan's step time from its chunk costs alone, without the pipeline replay:
-// what the search's branch and bound needs to skip a plan without estimating it.
+// A lower bound of a plan's step time and its memory from its chunk costs and its program, without
+// the pipeline replay: what the search's branch and bound needs to skip a plan without
+// estimating it.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +46,7 @@ struct RankPassBounds {
 [[nodiscard]] double dp_stream_seconds(const Plan& plan, const NetworkChoice& nets, int64_t r,
                                        const std::vector<const BackwardSegments*>& backward);
 
-/// Lower bounds of one estimate's figures from the chunk costs alone.
+/// What one estimate's figures are at least (time) or exactly (memory), without the replay.
 struct PlanBound {
   /// ≤ estimate(plan).iteration_time_s: a rank's optimizer step (estimate/tail.cpp) after the
   /// larger of the pipeline bound of the plan's passes times the straggler factor (the tail
@@ -53,12 +54,10 @@ struct PlanBound {
   double time_s = 0;
   /// Each rank's dp_stream_seconds (default mode; empty in compat mode).
   std::vector<double> dp_stream_s;
-  /// The estimate's stages, in its order (the reported ranks): model_bytes and non_tensor_bytes
-  /// the estimate's, peak_alloc_bytes and peak_reserved_bytes at most the estimate's. The
-  /// allocated peak is at least the static memory plus, under 1F1B, the caches of the
-  /// micro-batches the schedule starts before the rank's first backward and one activation
-  /// peak, or, interleaved, the largest chunk forward peak and the first forward of the rank's
-  /// last chunk on top of the earlier chunks' caches of its micro-batch.
+  /// The estimate's stages, in its order (the reported ranks), with the estimate's memory: the
+  /// static part, peak_alloc_bytes, peak_reserved_bytes and non_tensor_bytes (memory reads no
+  /// time: 1F1B's micro-batches in flight in closed form, else estimate/stage_memory.cpp over the
+  /// program's steps).
   std::vector<StageMemory> stages;
 };
 

@@ -1,7 +1,7 @@
-// Lower bounds of a plan's step time and memory from its chunk costs (estimate/bound.h): the
-// pipeline formula against hand computations, the dp-stream seconds against the dp stream the
-// estimate replays, and the bounds at most the estimate's figures over the candidates of several
-// searches (dense, MoE with every dispatcher and the EP overlap, MLA with MTP, PP/VPP, CP
+// A lower bound of a plan's step time and its memory from its chunk costs and program, without
+// the replay (estimate/bound.h): the pipeline formula against hand computations, the dp-stream
+// seconds against the dp stream the estimate replays, the time bound at most the estimate's and
+// the memory the estimate's over the candidates of several searches (dense, MoE with every dispatcher and the EP overlap, MLA with MTP, PP/VPP, CP
 // flavours, ZeRO stages, recompute forms, SimuMax compat mode).
 #include <gtest/gtest.h>
 
@@ -129,15 +129,15 @@ struct Space {
 struct Checked {
   int64_t plans = 0;
   double tightest = 0;  // the largest bound / estimate ratio
-  int64_t exact_memory = 0;  // stages whose allocated-peak bound is the estimate's
 };
 
 void expect_bounded(const Plan& plan, const Estimate& e, const PlanBound& b, const std::string& what) {
   EXPECT_LE(b.time_s, e.iteration_time_s) << what;
   ASSERT_EQ(b.stages.size(), e.stages.size()) << what;
   for (size_t i = 0; i < e.stages.size(); ++i) {
-    EXPECT_LE(b.stages[i].peak_alloc_bytes, e.stages[i].peak_alloc_bytes) << what << " stage " << i;
-    EXPECT_LE(b.stages[i].peak_reserved_bytes, e.stages[i].peak_reserved_bytes) << what << " stage " << i;
+    // The memory is the estimate's, to the bit: the search decides out-of-memory plans with it.
+    EXPECT_EQ(b.stages[i].peak_alloc_bytes, e.stages[i].peak_alloc_bytes) << what << " stage " << i;
+    EXPECT_EQ(b.stages[i].peak_reserved_bytes, e.stages[i].peak_reserved_bytes) << what << " stage " << i;
     EXPECT_EQ(b.stages[i].non_tensor_bytes, e.stages[i].non_tensor_bytes) << what << " stage " << i;
     EXPECT_EQ(b.stages[i].model_bytes, e.stages[i].model_bytes) << what << " stage " << i;
   }
@@ -194,8 +194,6 @@ Checked check_space(const Space& sp, const SystemConfig& sys) {
                         expect_bounded(plan, e, b, what);
                         if (out.plans % 5 == 0) expect_bounded(plan, estimate(plan), b, what + " (perf)");
                         out.tightest = std::max(out.tightest, b.time_s / e.iteration_time_s);
-                        for (size_t i = 0; i < std::min(b.stages.size(), e.stages.size()); ++i)
-                          out.exact_memory += b.stages[i].peak_alloc_bytes == e.stages[i].peak_alloc_bytes;
                         ++out.plans;
                       }
   return out;
@@ -264,8 +262,6 @@ TEST(BoundTest, BoundsAreAtMostTheEstimateOverSearchSpaces) {
     EXPECT_GT(c.plans, 10) << sp.name;
     // The bound is not vacuous: some plan's bound is within 15 % of its estimate.
     EXPECT_GT(c.tightest, 0.85) << sp.name;
-    // 1F1B's micro-batches in flight are the schedule's: the memory bound is exact there.
-    EXPECT_GT(c.exact_memory, 0) << sp.name;
     total += c.plans;
   }
   EXPECT_GT(total, 400);
