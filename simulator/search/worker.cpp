@@ -270,7 +270,8 @@ void Worker::seed(const Layout& l, size_t index, size_t mi, double& lb, SeedSlot
   (void)prepare(l, sh_.space.mbs[mi], s);  // a plan, or a duplicate's (its twin's) plan
   slot.estimated = true;
   double t = 0;
-  slot.out = evaluate(s, RecomputeKind::None, l.split, slot.static_oom, slot.c, &t);
+  slot.c = std::make_unique<Candidate>();
+  slot.out = evaluate(s, RecomputeKind::None, l.split, slot.static_oom, *slot.c, &t);
   lb = slot.out == Outcome::Error ? 0 : t;  // an error is decided (and reported) in the main pass
   // The plan of a duplicate is its twin's (the EP overlap turned off): that layout uses it.
   slot.valid = slot.out != Outcome::Error;
@@ -368,7 +369,8 @@ void Worker::run_layout(const Layout& l, size_t index, std::vector<std::array<bo
       if (k == RecomputeKind::None && seeds != nullptr && seeds[mi].valid && seeds[mi].hash == strategy_hash(v)) {
         out = seeds[mi].out;  // estimated in the bound pass
         static_oom = static_oom || seeds[mi].static_oom;
-        if (out == Outcome::Fits) c = std::move(seeds[mi].c);
+        if (out == Outcome::Fits) c = std::move(*seeds[mi].c);
+        seeds[mi].c.reset();
         seeds[mi].valid = false;  // used
       } else {
         out = evaluate(v, k, l.split, static_oom, c);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,7 +85,7 @@ class Worker {
     uint64_t hash = 0;
     Outcome out = Outcome::Error;
     bool static_oom = false;
-    Candidate c;
+    std::unique_ptr<Candidate> c;  // the plan when it fits (held apart: most slots have none)
   };
   explicit Worker(Shared& sh) : sh_(sh) {}
 
