@@ -1,8 +1,8 @@
-// Lower bound of a plan's step time from its chunk costs (estimate/bound.h).
+// A lower bound of a plan's step time and its memory from its chunk costs and program, without
+// the pipeline replay (estimate/bound.h).
 #include "estimate/bound.h"
 
 #include <algorithm>
-#include <limits>
 #include <numeric>
 
 #include "estimate/chunk_results.h"
@@ -162,7 +162,6 @@ void merged_busy(const Plan& plan, const PipelineCosts& costs, const SmallVector
   }
 }
 
-// The memory terms of estimate/stage_memory.cpp that bound each reported stage from below.
 // Whether 1F1B's closed form gives the estimate's micro-batches in flight (else the program is
 // walked).
 bool closed_form_memory(const Plan& plan) {
@@ -170,6 +169,9 @@ bool closed_form_memory(const Plan& plan) {
   return plan.vpp == 1 && (plan.mode == Mode::SimuMax12 || (plan.schedule == ScheduleKind::OneFOneB && !plan.a2a_overlap));
 }
 
+// Each reported stage's memory as estimate/stage_memory.cpp computes it: that code itself over the
+// program's steps, or, under 1F1B without merged steps, the same terms in closed form (the bound
+// test compares them bit for bit).
 void stage_memory_bounds(const Plan& plan, detail::ChunkResults& results, const SmallVector<RankSteps, 8>& steps,
                          std::vector<StageMemory>& stages) {
   using namespace detail;  // NOLINT: the estimate's stages
