@@ -124,6 +124,7 @@ struct Space {
   std::vector<std::string> cp_comm{"p2p"}, dispatcher{"base"};
   std::vector<bool> a2a{false};
   std::vector<RecomputeKind> recompute{RecomputeKind::None};
+  bool offload = false;  // the optimizer states in host memory (the search's last resort)
 };
 
 struct Checked {
@@ -183,6 +184,10 @@ Checked check_space(const Space& sp, const SystemConfig& sys) {
                           s.overlap_grad_reduce = s.overlap_param_gather = s.tp_comm_overlap = true;
                           s.moe_shared_expert_overlap = s.pp_comm_async = true;
                           if (sp.m.is_moe()) s.overlap_moe_expert_parallel_comm = a2a;
+                        }
+                        if (sp.offload) {
+                          s.optimizer_cpu_offload = true;
+                          s.optimizer_offload_fraction = 1.0;
                         }
                         search_detail::set_dispatcher(s, disp);
                         search_detail::set_recompute(s, k, k == RecomputeKind::FullBlock ? 1 : 0);
@@ -246,6 +251,16 @@ TEST(BoundTest, BoundsAreAtMostTheEstimateOverSearchSpaces) {
     mla.dispatcher = {"alltoall", "deepep"};
     mla.recompute = {RecomputeKind::None, RecomputeKind::MlaUpProjMlp};
     spaces.push_back(mla);
+  }
+  {  // optimizer CPU offload, 1F1B and interleaved
+    Space off{"offload", layers("llama3-8b", 8)};
+    off.tp = {1, 2, 4};
+    off.pp = {1, 2, 4};
+    off.vpp = {1, 2};
+    off.zero = {1};
+    off.mbs = {1, 2};
+    off.offload = true;
+    spaces.push_back(off);
   }
   {  // SimuMax v1.2 compat mode: its pipeline, DP tail and memory conventions
     Space compat{"compat", layers("llama3-8b", 8)};
