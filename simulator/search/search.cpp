@@ -300,14 +300,13 @@ struct Passes {
 // its rank stays exact); the main pass skips every (group, mbs) whose seed is slower.
 //
 // Estimating every seed would cost one estimate per (group, mbs). Instead, a lower bound of each
-// seed's time from its chunk costs alone (estimate/bound.h, no pipeline replay) orders the seeds,
-// and those that may fit (their memory bound is within the limit) are estimated in that order, in
-// batches of kSeedBatch, until the k'-th best feasible time so far is at most the next seed's
-// lower bound (or the base plan's time): no seed left can change the upper bound, which is
-// therefore the one all seeds give. The main pass estimates a
-// seed only where its lower bound does not exceed the upper bound, and skips the (group, mbs)
-// where the estimate does: the same plans are skipped as with every seed estimated. The batches,
-// the upper bound and the estimates are independent of the thread count.
+// seed's time and its memory, without the pipeline replay (estimate/bound.h), order the seeds
+// that fit by their bound, and they are estimated in that order, in batches of kSeedBatch, until
+// the k'-th best feasible time so far is at most the next seed's lower bound (or the base plan's
+// time): no seed left can change the upper bound, which is therefore the one all seeds give. The
+// main pass estimates a seed only where its lower bound does not exceed the upper bound, and skips
+// the (group, mbs) where the estimate does: the same plans are skipped as with every seed
+// estimated. The batches, the upper bound and the estimates are independent of the thread count.
 constexpr size_t kSeedBatch = 64;
 
 void bound_pass(const Passes& p, const LayoutSet& ls, size_t n_mbs, std::vector<double>& lower_bounds,
