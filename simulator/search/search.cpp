@@ -14,6 +14,7 @@
 #include <exception>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <tuple>
@@ -224,6 +225,9 @@ LayoutSet enumerate_layouts(const ModelConfig& m, const SearchSpace& space, cons
   return set;
 }
 
+// Groups a worker takes at a time.
+constexpr size_t kBlock = 16;
+
 // What the passes over the groups share: the workers, the count of groups, the progress report.
 struct Passes {
   std::vector<Worker>& workers;
@@ -233,24 +237,44 @@ struct Passes {
   int64_t total;
   std::chrono::steady_clock::time_point t0;
 
-  // Runs body(worker, group index) over every group on the worker threads. A worker that throws
-  // (a bug, or out of memory) stops taking groups; the first exception is rethrown after every
-  // thread has joined.
-  void run(const std::function<void(Worker&, size_t)>& body) const {
-    std::atomic<size_t> next{0};
+  // Runs body(worker, group index) over every group on the worker threads (body(worker, i) for
+  // i < n when n is given). A worker that throws (a bug, or out of memory) stops taking groups;
+  // the first exception is rethrown after every thread has joined. `taken_by` (every group):
+  // records the worker that took each group; `affinity` (every group): each worker takes the
+  // groups an earlier pass gave it first, whose chunk results its cache holds, then the others'.
+  // Which worker decides a group changes no result, count or estimate call.
+  void run(const std::function<void(Worker&, size_t)>& body, size_t n = SIZE_MAX,
+           std::vector<uint32_t>* taken_by = nullptr, const std::vector<uint32_t>* affinity = nullptr) const {
+    if (n == SIZE_MAX) n = n_layouts;
+    const size_t nw = workers.size();
+    // The groups in lists, one per worker (one list without affinity), each with its cursor.
+    std::vector<std::vector<size_t>> lists(affinity ? nw : 1);
+    for (size_t i = 0; i < n; ++i) lists[affinity ? (*affinity)[i] % nw : 0].push_back(i);
+    const std::unique_ptr<std::atomic<size_t>[]> next(new std::atomic<size_t>[lists.size()]);
+    for (size_t l = 0; l < lists.size(); ++l) next[l] = 0;
+    if (taken_by) taken_by->assign(n, 0);
     std::mutex mu;
     std::condition_variable cv;
-    int running = static_cast<int>(workers.size());
+    int running = static_cast<int>(nw);
     std::vector<std::thread> pool;
     std::exception_ptr failure;
-    for (auto& w : workers)
-      pool.emplace_back([&, wp = &w] {
+    for (size_t wi = 0; wi < nw; ++wi)
+      pool.emplace_back([&, wi] {
         try {
-          for (size_t i; (i = next.fetch_add(1)) < n_layouts;) body(*wp, i);
+          for (size_t k = 0; k < lists.size(); ++k) {
+            const size_t l = (wi + k) % lists.size();
+            // Blocks of consecutive groups: neighbours (ZeRO stages, pipeline depths) share chunk
+            // results, which the worker's cache then holds once.
+            for (size_t b; (b = next[l].fetch_add(kBlock)) < lists[l].size();)
+              for (size_t j = b; j < std::min(b + kBlock, lists[l].size()); ++j) {
+                if (taken_by) (*taken_by)[lists[l][j]] = static_cast<uint32_t>(wi);
+                body(workers[wi], lists[l][j]);
+              }
+          }
         } catch (...) {
           std::lock_guard<std::mutex> lock(mu);
           if (!failure) failure = std::current_exception();
-          next.store(n_layouts);
+          for (size_t l = 0; l < lists.size(); ++l) next[l].store(lists[l].size());
         }
         std::lock_guard<std::mutex> lock(mu);
         --running;
@@ -269,29 +293,71 @@ struct Passes {
   }
 };
 
-// Branch and bound (ranking by time or tokens, a bounded top-k): first each group's preferred
-// layout without recompute at every micro batch size. Recompute, the EP overlap off and more
-// sharding only add time, so that time bounds the whole (group, mbs) from below; the k'-th best
-// feasible one of these plans bounds the answer from above (k' = the kept pool, and never below
-// the base plan's time, so that its rank stays exact). The bound is fixed before the main pass:
-// the result does not depend on the thread count.
+// Branch and bound (ranking by time or tokens, a bounded top-k). Each group's preferred layout
+// without recompute at a micro batch size (its seed) bounds the whole (group, mbs) from below:
+// recompute, the EP overlap off and more sharding only add time. The k'-th best feasible seed time
+// bounds the answer from above (k' = the kept pool, and never below the base plan's time, so that
+// its rank stays exact); the main pass skips every (group, mbs) whose seed is slower.
+//
+// Estimating every seed would cost one estimate per (group, mbs). Instead, a lower bound of each
+// seed's time and its memory, without the pipeline replay (estimate/bound.h), order the seeds
+// that fit by their bound, and they are estimated in that order, in batches of kSeedBatch, until
+// the k'-th best feasible time so far is at most the next seed's lower bound (or the base plan's
+// time): no seed left can change the upper bound, which is therefore the one all seeds give. The
+// main pass estimates a seed only where its lower bound does not exceed the upper bound, and skips
+// the (group, mbs) where the estimate does: the same plans are skipped as with every seed
+// estimated. The batches, the upper bound and the estimates are independent of the thread count.
+constexpr size_t kSeedBatch = 64;
+
 void bound_pass(const Passes& p, const LayoutSet& ls, size_t n_mbs, std::vector<double>& lower_bounds,
-                std::vector<Worker::SeedSlot>& seed_slots, SearchResult& r) {
+                std::vector<Worker::SeedSlot>& seed_slots, std::vector<uint32_t>& taken_by, SearchResult& r) {
   const SearchOptions& o = p.o;
   const size_t pool_size = o.keep == 0 ? 0 : static_cast<size_t>(o.keep) * (o.collapse_within > 0 ? kCollapsePool : 1);
-  if (o.branch_and_bound && pool_size > 0 && o.rank_by != RankBy::Mfu) {
-    lower_bounds.assign(p.n_layouts * n_mbs, 0.0);
-    seed_slots.resize(p.n_layouts * n_mbs);
-    p.run([&](Worker& w, size_t i) {
-      w.seed(ls.layouts[ls.groups[i].first], ls.groups[i].first, &lower_bounds[i * n_mbs],
-             &seed_slots[i * n_mbs]);
-    });
-    std::vector<double> seeds;
-    for (auto& w : p.workers) seeds.insert(seeds.end(), w.seeds().begin(), w.seeds().end());
-    std::sort(seeds.begin(), seeds.end());
-    if (seeds.size() >= pool_size) p.sh.bound = std::max(seeds[pool_size - 1], p.sh.base_time);
-    r.time_bound_s = p.sh.bound;
+  if (!o.branch_and_bound || pool_size == 0 || o.rank_by == RankBy::Mfu) return;
+  lower_bounds.assign(p.n_layouts * n_mbs, 0.0);
+  seed_slots.resize(p.n_layouts * n_mbs);
+  // Groups whose chunks are alike (the same sizes but the pipeline depth, split, virtual stages
+  // and ZeRO stage) go to one worker first, whose cache then computes them once.
+  std::vector<uint32_t> alike(p.n_layouts);
+  for (size_t i = 0; i < p.n_layouts; ++i) {
+    const Layout& l = ls.layouts[ls.groups[i].first];
+    uint64_t h = 0;
+    for (uint64_t x : {static_cast<uint64_t>(l.tp), static_cast<uint64_t>(l.cp), static_cast<uint64_t>(l.ep),
+                       static_cast<uint64_t>(l.etp), static_cast<uint64_t>(l.sp), static_cast<uint64_t>(l.cp_comm),
+                       static_cast<uint64_t>(l.dispatcher)})
+      h = h * 1000003 + x;
+    alike[i] = static_cast<uint32_t>(h % p.workers.size());
   }
+  p.run([&](Worker& w, size_t i) {
+    w.bound(ls.layouts[ls.groups[i].first], ls.groups[i].first, &lower_bounds[i * n_mbs], &seed_slots[i * n_mbs]);
+  }, SIZE_MAX, &taken_by, &alike);
+  std::vector<size_t> order;  // the seeds that may fit, by lower bound (then by index)
+  for (size_t k = 0; k < seed_slots.size(); ++k)
+    if (seed_slots[k].plan && !seed_slots[k].oom) order.push_back(k);
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return std::tie(lower_bounds[a], a) < std::tie(lower_bounds[b], b); });
+  std::vector<double> feasible;  // the feasible seeds' times
+  for (size_t next = 0; next < order.size();) {
+    const size_t n = std::min(kSeedBatch, order.size() - next);
+    p.run(
+        [&](Worker& w, size_t j) {
+          const size_t k = order[next + j], i = k / n_mbs;
+          w.seed(ls.layouts[ls.groups[i].first], ls.groups[i].first, k % n_mbs, lower_bounds[k], seed_slots[k]);
+        },
+        n);
+    for (size_t j = next; j < next + n; ++j)
+      if (seed_slots[order[j]].out == Worker::Outcome::Fits) feasible.push_back(lower_bounds[order[j]]);
+    next += n;
+    if (feasible.size() < pool_size) continue;
+    std::nth_element(feasible.begin(), feasible.begin() + static_cast<std::ptrdiff_t>(pool_size - 1), feasible.end());
+    const double kth = feasible[pool_size - 1];
+    if (next == order.size() || kth <= std::max(lower_bounds[order[next]], p.sh.base_time)) break;
+  }
+  if (feasible.size() >= pool_size) {
+    std::nth_element(feasible.begin(), feasible.begin() + static_cast<std::ptrdiff_t>(pool_size - 1), feasible.end());
+    p.sh.bound = std::max(feasible[pool_size - 1], p.sh.base_time);
+  }
+  r.time_bound_s = p.sh.bound;
 }
 
 // The workers' results merged: kept plans, rejections, the first estimate error, the Pareto front.
@@ -458,14 +524,22 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   const Passes passes{workers, n_layouts, o, sh, total, t0};
   std::vector<double> lower_bounds;
   std::vector<Worker::SeedSlot> seed_slots;
-  bound_pass(passes, ls, space.mbs.size(), lower_bounds, seed_slots, r);
+  std::vector<uint32_t> taken_by;  // the worker that bounded each group (its cache holds the chunks)
+  bound_pass(passes, ls, space.mbs.size(), lower_bounds, seed_slots, taken_by, r);
   passes.run([&](Worker& w, size_t i) {
-    std::vector<std::array<bool, kRecomputeKinds>> ladder(space.mbs.size());
-    w.set_lower_bounds(lower_bounds.empty() ? nullptr : &lower_bounds[i * space.mbs.size()]);
+    const size_t n_mbs = space.mbs.size();
+    std::vector<std::array<bool, kRecomputeKinds>> ladder(n_mbs);
+    // The seeds the bound pass did not estimate and its lower bound cannot skip.
+    for (size_t mi = 0; mi < n_mbs && !seed_slots.empty(); ++mi) {
+      Worker::SeedSlot& slot = seed_slots[i * n_mbs + mi];
+      if (slot.plan && !slot.estimated && lower_bounds[i * n_mbs + mi] <= sh.bound)
+        w.seed(ls.layouts[ls.groups[i].first], ls.groups[i].first, mi, lower_bounds[i * n_mbs + mi], slot);
+    }
+    w.set_lower_bounds(lower_bounds.empty() ? nullptr : &lower_bounds[i * n_mbs]);
     for (size_t j = 0; j < ls.groups[i].second; ++j)
       w.run_layout(ls.layouts[ls.groups[i].first + j], ls.groups[i].first + j, ladder,
-                   j == 0 && !seed_slots.empty() ? &seed_slots[i * space.mbs.size()] : nullptr);
-  });
+                   seed_slots.empty() ? nullptr : &seed_slots[i * n_mbs]);
+  }, SIZE_MAX, nullptr, taken_by.empty() ? nullptr : &taken_by);
   collect_workers(workers, ls.pre_rejected, r);
   rank_kept(m, o, r);
   for (Candidate& c : r.candidates) reestimate(m, sys, o, rule, c);

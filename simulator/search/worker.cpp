@@ -20,12 +20,20 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "estimate/bound.h"
 #include "estimate/finite.h"
 #include "estimate/fit.h"
 #include "search/worker.h"
 
 namespace trainsim::search_detail {
 namespace {
+
+// A candidate's plan with the chunk key that estimates and bounds through the worker's cache need.
+Plan keyed_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys, Mode mode) {
+  Plan p = resolve_plan(m, s, sys, mode);
+  key_chunks(p, s);
+  return p;
+}
 
 // Overlap switches the search turns off where Megatron rejects them at a candidate's sizes.
 bool turn_off_overlap(StrategyConfig& s, const std::string& path) {
@@ -156,14 +164,39 @@ void Worker::keep(Candidate c) {
   std::push_heap(kept_.begin(), kept_.end(), better);
 }
 
+double Worker::static_scale(const StrategyConfig& s) const {
+  // The reserve on the weights, gradients and optimizer states alone (the estimate's rule).
+  return !sh_.rule.use_reserved         ? 1.0
+         : sh_.o.mode == Mode::SimuMax12 ? 1.0 / s.mem_factor
+                                         : 1.0 + sh_.sys.allocator_fragmentation;
+}
+
+bool Worker::over_memory_bound(const StrategyConfig& s, bool& static_oom) {
+  PlanBound b;
+  try {
+    b = plan_lower_bound(keyed_plan(sh_.m, s, sh_.sys, sh_.o.mode), &cache_, /*time=*/false);
+  } catch (const std::exception&) {
+    return false;  // the estimate decides (and reports the error)
+  }
+  bool over = false;
+  for (const StageMemory& st : b.stages) over = over || !fit_verdict(st, sh_.rule).fits;
+  // The stages' static memory is the estimate's: static_oom as evaluate() finds it.
+  if (over)
+    for (const StageMemory& st : b.stages)
+      static_oom = static_oom || st.model_bytes * static_scale(s) > sh_.rule.stage_limit_bytes(st);
+  return over;
+}
+
 Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, PipelineSplit split,
                                  bool& static_oom, Candidate& out, double* time) {
+  // Where the time is not needed, a plan whose memory bound is over the limit does not fit: the
+  // estimate's verdict without the estimate.
+  if (time == nullptr && over_memory_bound(s, static_oom)) return Outcome::Oom;
   sh_.calls.fetch_add(1, std::memory_order_relaxed);
   Estimate e;
   std::optional<Plan> plan;
   try {
-    plan.emplace(resolve_plan(sh_.m, s, sh_.sys, sh_.o.mode));
-    key_chunks(*plan, s);
+    plan.emplace(keyed_plan(sh_.m, s, sh_.sys, sh_.o.mode));
     e = estimate(*plan, &cache_, /*events=*/false);
     require_finite(e, PlanSources{});
   } catch (const std::exception& err) {
@@ -174,10 +207,7 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
     return Outcome::Error;
   }
   if (time != nullptr) *time = e.iteration_time_s;
-  // The reserve on the weights, gradients and optimizer states alone (the estimate's rule).
-  const double scale = !sh_.rule.use_reserved         ? 1.0
-                       : sh_.o.mode == Mode::SimuMax12 ? 1.0 / s.mem_factor
-                                                       : 1.0 + sh_.sys.allocator_fragmentation;
+  const double scale = static_scale(s);
   // Weights, gradients and optimizer states (and the memory outside PyTorch) do not depend on the
   // micro batch or recompute: when they alone exceed the limit, no variant of this layout fits.
   for (const auto& st : e.stages)
@@ -227,22 +257,35 @@ std::string Worker::prepare(const Layout& l, int64_t mbs, StrategyConfig& out) c
   return "";
 }
 
-void Worker::seed(const Layout& l, size_t index, double* lb, SeedSlot* slots) {
+void Worker::bound(const Layout& l, size_t index, double* lb, SeedSlot* slots) {
   layout_ = index;
   for (size_t mi = 0; mi < sh_.space.mbs.size(); ++mi) {
     StrategyConfig s;
     const std::string why = prepare(l, sh_.space.mbs[mi], s);
     if (!why.empty() && why != "duplicate") continue;
-    SeedSlot& slot = slots[mi];
-    double t = 0;
-    slot.out = evaluate(s, RecomputeKind::None, l.split, slot.static_oom, slot.c, &t);
-    if (slot.out == Outcome::Error) continue;  // decided (and reported) in the main pass
-    lb[mi] = t;
-    if (slot.out == Outcome::Fits) seeds_.push_back(t);
-    // The main pass decides a duplicate's twin itself; the plan here is this layout's own.
-    slot.valid = why.empty();
-    slot.hash = strategy_hash(s);
+    slots[mi].plan = true;
+    try {
+      const PlanBound b = plan_lower_bound(keyed_plan(sh_.m, s, sh_.sys, sh_.o.mode), &cache_);
+      lb[mi] = b.time_s;
+      for (const StageMemory& st : b.stages) slots[mi].oom = slots[mi].oom || !fit_verdict(st, sh_.rule).fits;
+    } catch (const std::exception&) {
+      lb[mi] = 0;  // no bound: the estimate decides (and reports the error)
+    }
   }
+}
+
+void Worker::seed(const Layout& l, size_t index, size_t mi, double& lb, SeedSlot& slot) {
+  layout_ = index;
+  StrategyConfig s;
+  (void)prepare(l, sh_.space.mbs[mi], s);  // a plan, or a duplicate's (its twin's) plan
+  slot.estimated = true;
+  double t = 0;
+  slot.c = std::make_unique<Candidate>();
+  slot.out = evaluate(s, RecomputeKind::None, l.split, slot.static_oom, *slot.c, &t);
+  lb = slot.out == Outcome::Error ? 0 : t;  // an error is decided (and reported) in the main pass
+  // The plan of a duplicate is its twin's (the EP overlap turned off): that layout uses it.
+  slot.valid = slot.out != Outcome::Error;
+  slot.hash = strategy_hash(s);
 }
 
 // Layers of the largest chunk: selective recompute covers them all and bounds the full_block
@@ -336,7 +379,9 @@ void Worker::run_layout(const Layout& l, size_t index, std::vector<std::array<bo
       if (k == RecomputeKind::None && seeds != nullptr && seeds[mi].valid && seeds[mi].hash == strategy_hash(v)) {
         out = seeds[mi].out;  // estimated in the bound pass
         static_oom = static_oom || seeds[mi].static_oom;
-        if (out == Outcome::Fits) c = std::move(seeds[mi].c);
+        if (out == Outcome::Fits) c = std::move(*seeds[mi].c);
+        seeds[mi].c.reset();
+        seeds[mi].valid = false;  // used
       } else {
         out = evaluate(v, k, l.split, static_oom, c);
       }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,27 +75,36 @@ struct Shared {
 class Worker {
  public:
   enum class Outcome { Fits, Oom, Error };
-  /// The bound pass's estimate of a group's first layout without recompute at one micro batch
-  /// size, reused by the main pass for the same plan (same strategy hash).
+  /// The bound pass's lower bound and estimate of a group's first layout without recompute at
+  /// one micro batch size, reused by the main pass for the same plan (same strategy hash).
   struct SeedSlot {
-    bool valid = false;
+    bool plan = false;       // the layout is a plan at this mbs (or the twin of one): it has a bound
+    bool oom = false;        // provably over the memory limit (estimate/bound.h): not feasible
+    bool estimated = false;  // seed() ran
+    bool valid = false;      // estimated without error, not used yet
     uint64_t hash = 0;
     Outcome out = Outcome::Error;
     bool static_oom = false;
-    Candidate c;
+    std::unique_ptr<Candidate> c;  // the plan when it fits (held apart: most slots have none)
   };
   explicit Worker(Shared& sh) : sh_(sh) {}
 
   /// Decides every candidate of layout number `index`.
   /// The plan of layout `l` at micro batch size `mbs`, legal and normalized, or the reason it is none.
   std::string prepare(const Layout& l, int64_t mbs, StrategyConfig& out) const;
-  /// The bound pass: the time of `l` (a group's preferred layout) without recompute at every micro
-  /// batch size into lb[mbs index] (0 where it is no plan); the feasible ones into seeds().
-  void seed(const Layout& l, size_t index, double* lb, SeedSlot* slots);
-  std::vector<double>& seeds() { return seeds_; }
+  /// The bound pass, first part: a lower bound of the time of `l` (a group's preferred layout)
+  /// without recompute at every micro batch size into lb[mbs index], from its chunk costs alone
+  /// (estimate/bound.h; 0 where it is no plan or the bound cannot be computed); slots[mbs index]
+  /// .plan where it is a plan, .oom where its memory bound is over the limit.
+  void bound(const Layout& l, size_t index, double* lb, SeedSlot* slots);
+  /// The bound pass, second part (and the main pass, for the groups the first part cannot
+  /// prune): the estimate of `l` without recompute at mbs index `mi` into `slot`; its time into
+  /// `lb` (0 on an estimate error).
+  void seed(const Layout& l, size_t index, size_t mi, double& lb, SeedSlot& slot);
   void set_lower_bounds(const double* lb) { lb_ = lb; }
   /// `ladder[mbs index][recompute kind]`: an earlier layout of the ladder group fits there.
-  /// `seeds`: the bound pass's slots of this layout (its group's first), per mbs, or nullptr.
+  /// `seeds`: the bound pass's slots of this layout's group, per mbs, or nullptr: the layout whose
+  /// plan without recompute a slot holds (same strategy hash) uses it instead of an estimate.
   void run_layout(const Layout& l, size_t index, std::vector<std::array<bool, kRecomputeKinds>>& ladder,
                   SeedSlot* seeds = nullptr);
   std::vector<Candidate>& kept() { return kept_; }
@@ -111,8 +121,14 @@ class Worker {
   StrategyConfig layout_strategy(const Layout& l, int64_t mbs, bool& expressible) const;
   /// Layers of the largest chunk of `s` (at least 1).
   int64_t largest_chunk(const Layout& l, const StrategyConfig& s) const;
+  /// The reserve factor on the static memory under the fit rule.
+  [[nodiscard]] double static_scale(const StrategyConfig& s) const;
+  /// Whether the memory bound of `s` (estimate/bound.h) is over the limit, where static_oom is
+  /// set as evaluate() sets it.
+  bool over_memory_bound(const StrategyConfig& s, bool& static_oom);
   /// Estimates `s`; fills `out` when it fits. Sets static_oom when weights, gradients and
-  /// optimizer states alone exceed the limit.
+  /// optimizer states alone exceed the limit. Without `time`, a plan over its memory bound is
+  /// Oom without an estimate.
   Outcome evaluate(const StrategyConfig& s, RecomputeKind k, PipelineSplit split, bool& static_oom,
                    Candidate& out, double* time = nullptr);
   void keep(Candidate c);
@@ -127,7 +143,6 @@ class Worker {
   std::vector<Candidate> front_;  // time × memory Pareto front of this worker's feasible plans
   std::map<std::string, int64_t> rejected_;
   int64_t feasible_ = 0, faster_than_base_ = 0;
-  std::vector<double> seeds_;
   const double* lb_ = nullptr;  // lower bounds of the current group per mbs (bound pass)
   size_t layout_ = 0, error_layout_ = SIZE_MAX;
   std::string first_error_;
