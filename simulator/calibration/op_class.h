@@ -75,11 +75,6 @@ constexpr auto op_class_pairs() {
   for (size_t i = 0; i < kOpClassCount; ++i) out[i] = {kOpClassRows[i].cls, kOpClassRows[i].name};
   return out;
 }
-constexpr auto op_class_names() {
-  std::array<std::string_view, kOpClassCount> out{};
-  for (size_t i = 0; i < kOpClassCount; ++i) out[i] = kOpClassRows[i].name;
-  return out;
-}
 constexpr bool rows_in_enum_order() {
   for (size_t i = 0; i < kOpClassCount; ++i)
     if (static_cast<size_t>(kOpClassRows[i].cls) != i) return false;
@@ -91,8 +86,22 @@ static_assert(detail::rows_in_enum_order(), "kOpClassRows lists the classes in e
 /// Name ↔ class: parsing and the one message for an unknown name ("unknown op class 'x';
 /// valid values: ...; did you mean ...?").
 inline constexpr EnumTable<OpClass, kOpClassCount> kOpClasses("op class", detail::op_class_pairs());
-/// The names in table order (system/system_config.h indexes a system's classes by them).
-inline constexpr std::array<std::string_view, kOpClassCount> kOpClassNames = detail::op_class_names();
+/// The names in table order (system/system_config.h indexes a system's classes by them). A plain
+/// array, not a std::array: it is a template argument there, which clang does not take as a
+/// pointer into a subobject.
+inline constexpr std::string_view kOpClassNames[] = {op_name(OpClass::Default),     op_name(OpClass::Matmul),
+                                                     op_name(OpClass::Fp8Matmul),   op_name(OpClass::GroupMatmul),
+                                                     op_name(OpClass::Fp8GroupMatmul), op_name(OpClass::SdpFwd),
+                                                     op_name(OpClass::SdpBwd)};
+namespace detail {
+constexpr bool names_in_table_order() {
+  if (std::size(kOpClassNames) != kOpClassCount) return false;
+  for (size_t i = 0; i < kOpClassCount; ++i)
+    if (kOpClassNames[i] != kOpClassRows[i].name) return false;
+  return true;
+}
+}  // namespace detail
+static_assert(detail::names_in_table_order(), "kOpClassNames lists every class of kOpClassRows in order");
 
 /// The class named `name`, if any.
 [[nodiscard]] constexpr std::optional<OpClass> find_op_class(std::string_view name) { return kOpClasses.find(name); }

@@ -121,7 +121,7 @@ using NetworkGroups = IndexedMap<NetworkConfig, kNetworkGroups, std::size(kNetwo
 
 /// A system's op classes (calibration/op_class.h; load_system accepts no other name): by name,
 /// and by their OpClass (`ops.known(op_index(c))`), matched once when an entry is added.
-using ComputeOps = IndexedMap<ComputeOpConfig, kOpClassNames.data(), kOpClassCount>;
+using ComputeOps = IndexedMap<ComputeOpConfig, kOpClassNames, kOpClassCount>;
 
 enum class CostMode { Roofline, OnlyCompute };
 
