@@ -8,8 +8,9 @@
 # from a toolkit install (CUDA12_NVCC in the Makefile); docs/kernels-bench.md.
 set -euo pipefail
 dir=${1:?usage: toolkit.sh DIR}
-# Pinned: CUDA 12.4 (the oldest 12.x the benches support), cuDNN and NCCL of that generation's
-# PyTorch wheels. Versions with a CUDA 12.4 build are required for the driver check to say 12.4.
+# Pinned: CUDA 12.4 for the runtime, cuBLAS, NVRTC and headers (the binaries then need a driver
+# for CUDA 12.4 or later: calibration/cuda_driver.h), cuDNN and NCCL as PyTorch 2.8's CUDA 12
+# wheels pin them (both are built for any CUDA 12 driver).
 wheels=(
   nvidia-cuda-runtime-cu12==12.4.127
   nvidia-cuda-nvcc-cu12==12.4.131
@@ -26,13 +27,19 @@ for w in "${wheels[@]}"; do
   ls "$dir/wheels/${name//-/_}-${ver}-"*.whl >/dev/null 2>&1 || have=0
 done
 if [ $have = 0 ]; then
-  python3 -m pip download --quiet --no-deps --only-binary=:all: --platform "manylinux_2_28_$(uname -m)" \
-    --python-version 3.11 -d "$dir/wheels" "${wheels[@]}"
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$dir/wheels" "${wheels[@]}"
 fi
 root=$dir/toolkit
 rm -rf "$root" "$dir/unpacked"
 mkdir -p "$dir/unpacked" "$root/include" "$root/lib64/stubs" "$root/bin"
-for w in "$dir"/wheels/*.whl; do unzip -q -o "$w" 'nvidia/*' -d "$dir/unpacked"; done
+python3 - "$dir" <<'PY'
+import glob, sys, zipfile
+for w in sorted(glob.glob(sys.argv[1] + "/wheels/*.whl")):
+    with zipfile.ZipFile(w) as z:
+        z.extractall(sys.argv[1] + "/unpacked", [n for n in z.namelist() if n.startswith("nvidia/")])
+PY
+# zipfile drops the permission bits: ptxas must stay executable.
+chmod +x "$dir"/unpacked/nvidia/cuda_nvcc/bin/*
 nv=$dir/unpacked/nvidia
 # Headers and libraries of every component side by side (relative links: the tree can move).
 for comp in "$nv"/*/; do
