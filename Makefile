@@ -23,11 +23,12 @@ PY_VENV   ?= $(BUILD_DIR)/pyvenv
 PY_BUILD_REQUIRES := 'scikit-build-core>=1.1' 'nanobind>=2.0' pytest
 # kernels_bench and comm_bench for nodes whose driver predates CUDA 13 (docs/kernels-bench.md):
 # a CUDA 12.4 toolkit from PyPI's wheels in CUDA12_DIR (cached there), built in CUDA12_BUILD.
-# The wheels have no nvcc: CUDA12_NVCC names a CUDA 12 toolkit's nvcc for the device kernels
-# (found under /usr/local/cuda-12* when left empty; without one they are left out).
+# The wheels have no nvcc: kernels_bench's device kernels are then compiled at run time by NVRTC;
+# CUDA12_NVCC=/path/to/cuda-12.x/bin/nvcc compiles them at build time (that toolkit's runtime
+# and cuBLAS are then linked; cuDNN and NCCL stay the wheels').
 CUDA12_DIR   ?= .cuda12
 CUDA12_BUILD ?= build-cuda12
-CUDA12_NVCC  ?= $(lastword $(sort $(wildcard /usr/local/cuda-12*/bin/nvcc)))
+CUDA12_NVCC  ?=
 # Builds compile through ccache when it is installed; the CMake build and `pip install .`
 # (build-python/, same flags) then share their objects.
 CCACHE    := $(shell command -v ccache 2>/dev/null)
@@ -96,6 +97,7 @@ cuda12-benches: setup $(CUDNN_FE_DIR)/include/cudnn_frontend.h $(CUDA12_DIR)/too
 	cmake -S . -B $(CUDA12_BUILD) -DCMAKE_BUILD_TYPE=Release $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache) \
 	  -DTRAINSIM_BUILD_TESTS=OFF -DTRAINSIM_WITH_CUDA=ON -DTRAINSIM_WITH_CUDNN=ON -DTRAINSIM_WITH_NCCL=ON \
 	  -DCUDAToolkit_ROOT=$(CURDIR)/$(CUDA12_DIR)/toolkit -DCUDNN_FRONTEND_HOME=$(CURDIR)/$(CUDNN_FE_DIR) \
+	  -DCUDNN_HOME=$(CURDIR)/$(CUDA12_DIR)/toolkit -DNCCL_HOME=$(CURDIR)/$(CUDA12_DIR)/toolkit \
 	  $(if $(CUDA12_NVCC),-DCMAKE_CUDA_COMPILER=$(CUDA12_NVCC),-UCMAKE_CUDA_COMPILER) $(CMAKE_ARGS)
 	cmake --build $(CUDA12_BUILD) -j $(JOBS) --target kernels_bench comm_bench
 	./$(CUDA12_BUILD)/bin/kernels_bench --shapes tests/data/kernels/shapes_small.json --dry-run > /dev/null

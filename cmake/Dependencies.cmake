@@ -15,8 +15,8 @@ function(trainsim_dependency_result dep found reason)
 endfunction()
 
 # CUDA: the toolkit (cudart, cuBLASLt) and nvcc for the few device kernels. A toolkit without
-# nvcc (CUDAToolkit_ROOT naming the PyPI wheels' tree of `make cuda12-benches`) builds the host
-# code of both benches; kernels_bench's device kernels then need CMAKE_CUDA_COMPILER.
+# nvcc (CUDAToolkit_ROOT naming the PyPI wheels' tree of `make cuda12-benches`) builds both
+# benches too: kernels_bench then compiles its device kernels at run time with NVRTC.
 set(TRAINSIM_HAVE_CUDA OFF)
 set(TRAINSIM_HAVE_CUDA_COMPILER OFF)
 if(NOT TRAINSIM_WITH_CUDA STREQUAL "OFF")
@@ -39,7 +39,7 @@ if(NOT TRAINSIM_WITH_CUDA STREQUAL "OFF")
       trainsim_dependency_result(CUDA TRUE "CUDA ${CUDAToolkit_VERSION}, nvcc ${CMAKE_CUDA_COMPILER}")
     else()
       trainsim_dependency_result(CUDA TRUE "CUDA ${CUDAToolkit_VERSION} in ${CUDAToolkit_LIBRARY_DIR}, no nvcc: \
-device kernels not built (set CMAKE_CUDA_COMPILER)")
+kernels_bench compiles its device kernels at run time with NVRTC")
     endif()
   else()
     trainsim_dependency_result(CUDA FALSE "no nvcc or CUDA toolkit with cuBLASLt; set CUDAToolkit_ROOT")

@@ -4,8 +4,8 @@
 # into DIR/wheels (kept: a rerun unpacks from there without the network).
 #   tools/cuda12/toolkit.sh DIR
 # The wheels carry the headers and shared libraries (cudart, cuBLAS/cuBLASLt, NVRTC, cuDNN, NCCL),
-# ptxas and libnvvm, but not the nvcc driver: the bench's few device kernels need a CUDA 12 nvcc
-# from a toolkit install (CUDA12_NVCC in the Makefile); docs/kernels-bench.md.
+# ptxas and libnvvm, but not the nvcc driver: kernels_bench then compiles its few device kernels
+# at run time with NVRTC (docs/kernels-bench.md).
 set -euo pipefail
 dir=${1:?usage: toolkit.sh DIR}
 # Pinned: CUDA 12.4 for the runtime, cuBLAS, NVRTC and headers (the binaries then need a driver
