@@ -100,6 +100,8 @@ cuda12-benches: setup $(CUDNN_FE_DIR)/include/cudnn_frontend.h $(CUDA12_DIR)/too
 	  -DCUDNN_HOME=$(CURDIR)/$(CUDA12_DIR)/toolkit -DNCCL_HOME=$(CURDIR)/$(CUDA12_DIR)/toolkit \
 	  $(if $(CUDA12_NVCC),-DCMAKE_CUDA_COMPILER=$(CUDA12_NVCC),-UCMAKE_CUDA_COMPILER) $(CMAKE_ARGS)
 	cmake --build $(CUDA12_BUILD) -j $(JOBS) --target kernels_bench comm_bench
+	@if [ -z "$(CUDA12_NVCC)" ]; then cmake --build $(CUDA12_BUILD) -j $(JOBS) --target mem_kernels_nvrtc_check && \
+	  ./$(CUDA12_BUILD)/bin/mem_kernels_nvrtc_check; fi
 	./$(CUDA12_BUILD)/bin/kernels_bench --shapes tests/data/kernels/shapes_small.json --dry-run > /dev/null
 	./$(CUDA12_BUILD)/bin/comm_bench --help > /dev/null
 

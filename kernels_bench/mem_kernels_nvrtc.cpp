@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "launch_shapes.h"
 #include "mem_kernels.h"
+#include "mem_kernels_nvrtc.h"
 
 namespace trainsim::detail {
 extern const char* const kMemKernelsSource;
@@ -83,6 +84,57 @@ void check_cu(CUresult r, const char* call) {
   }
 }
 
+}  // namespace
+
+CompiledKernels compile_mem_kernels(int arch, bool sass) {
+  nvrtcProgram prog = nullptr;
+  check_nvrtc(nvrtcCreateProgram(&prog, detail::kMemKernelsSource, "mem_kernels_device.cuh", 0, nullptr, nullptr),
+              "nvrtcCreateProgram");
+  struct Guard {
+    nvrtcProgram& p;
+    ~Guard() { nvrtcDestroyProgram(&p); }
+  } guard{prog};
+  for (const char* name : kNames) check_nvrtc(nvrtcAddNameExpression(prog, name), "nvrtcAddNameExpression");
+  const std::string arch_opt = std::string("--gpu-architecture=") + (sass ? "sm_" : "compute_") + std::to_string(arch);
+  const std::string include_opt = std::string("--include-path=") + KB_CUDA_INCLUDE;
+  const char* opts[] = {arch_opt.c_str(), include_opt.c_str(), "--std=c++17"};
+  const nvrtcResult r = nvrtcCompileProgram(prog, 3, opts);
+  if (r != NVRTC_SUCCESS) {
+    size_t n = 0;
+    nvrtcGetProgramLogSize(prog, &n);
+    std::string log(n, '\0');
+    nvrtcGetProgramLog(prog, log.data());
+    check_nvrtc(r, "nvrtcCompileProgram", log);
+  }
+  CompiledKernels out;
+  size_t size = 0;
+  if (sass) {
+    check_nvrtc(nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize");
+    out.image.resize(size);
+    check_nvrtc(nvrtcGetCUBIN(prog, out.image.data()), "nvrtcGetCUBIN");
+  } else {
+    check_nvrtc(nvrtcGetPTXSize(prog, &size), "nvrtcGetPTXSize");
+    out.image.resize(size);
+    check_nvrtc(nvrtcGetPTX(prog, out.image.data()), "nvrtcGetPTX");
+  }
+  for (const char* name : kNames) {
+    const char* lowered = nullptr;
+    check_nvrtc(nvrtcGetLoweredName(prog, name, &lowered), "nvrtcGetLoweredName");
+    out.names.emplace_back(lowered);
+  }
+  return out;
+}
+
+std::vector<int> nvrtc_archs() {
+  int n = 0;
+  check_nvrtc(nvrtcGetNumSupportedArchs(&n), "nvrtcGetNumSupportedArchs");
+  std::vector<int> archs(static_cast<size_t>(n));
+  check_nvrtc(nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs");
+  return archs;
+}
+
+namespace {
+
 struct Module {
   CUmodule module = nullptr;
   CUfunction fn[kKernels] = {};
@@ -97,54 +149,19 @@ Module build_module() {
   check_cu(driver().device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute");
   check_cu(driver().device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute");
   const int arch = major * 10 + minor;
-  int n_archs = 0;
-  check_nvrtc(nvrtcGetNumSupportedArchs(&n_archs), "nvrtcGetNumSupportedArchs");
-  std::vector<int> archs(static_cast<size_t>(n_archs));
-  check_nvrtc(nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs");
   bool sass = false;
   int target = 0;
-  for (int a : archs) {
+  for (int a : nvrtc_archs()) {
     if (a == arch) sass = true;
     if (a <= arch && a > target) target = a;
   }
   if (target == 0) throw Error("NVRTC supports no architecture up to the GPU's sm_" + std::to_string(arch));
-  nvrtcProgram prog = nullptr;
-  check_nvrtc(nvrtcCreateProgram(&prog, detail::kMemKernelsSource, "mem_kernels_device.cuh", 0, nullptr, nullptr),
-              "nvrtcCreateProgram");
-  struct Guard {
-    nvrtcProgram& p;
-    ~Guard() { nvrtcDestroyProgram(&p); }
-  } guard{prog};
-  for (const char* name : kNames) check_nvrtc(nvrtcAddNameExpression(prog, name), "nvrtcAddNameExpression");
-  const std::string arch_opt = std::string("--gpu-architecture=") + (sass ? "sm_" : "compute_") + std::to_string(target);
-  const std::string include_opt = std::string("--include-path=") + KB_CUDA_INCLUDE;
-  const char* opts[] = {arch_opt.c_str(), include_opt.c_str(), "--std=c++17"};
-  const nvrtcResult r = nvrtcCompileProgram(prog, 3, opts);
-  if (r != NVRTC_SUCCESS) {
-    size_t n = 0;
-    nvrtcGetProgramLogSize(prog, &n);
-    std::string log(n, '\0');
-    nvrtcGetProgramLog(prog, log.data());
-    check_nvrtc(r, "nvrtcCompileProgram", log);
-  }
-  size_t size = 0;
-  std::string image;
-  if (sass) {
-    check_nvrtc(nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize");
-    image.resize(size);
-    check_nvrtc(nvrtcGetCUBIN(prog, image.data()), "nvrtcGetCUBIN");
-  } else {
-    check_nvrtc(nvrtcGetPTXSize(prog, &size), "nvrtcGetPTXSize");
-    image.resize(size);
-    check_nvrtc(nvrtcGetPTX(prog, image.data()), "nvrtcGetPTX");
-  }
+  const CompiledKernels c = compile_mem_kernels(target, sass);
   Module m;
-  check_cu(driver().module_load_data(&m.module, image.data()), "cuModuleLoadData");
-  for (int k = 0; k < kKernels; ++k) {
-    const char* lowered = nullptr;
-    check_nvrtc(nvrtcGetLoweredName(prog, kNames[k], &lowered), "nvrtcGetLoweredName");
-    check_cu(driver().module_get_function(&m.fn[k], m.module, lowered), "cuModuleGetFunction");
-  }
+  check_cu(driver().module_load_data(&m.module, c.image.data()), "cuModuleLoadData");
+  for (int k = 0; k < kKernels; ++k)
+    check_cu(driver().module_get_function(&m.fn[k], m.module, c.names[static_cast<size_t>(k)].c_str()),
+             "cuModuleGetFunction");
   return m;
 }
 
