@@ -15,7 +15,7 @@ wheels=(
   nvidia-cuda-runtime-cu12==12.4.127
   nvidia-cuda-nvcc-cu12==12.4.131
   nvidia-cuda-nvrtc-cu12==12.4.127
-  nvidia-cuda-cccl-cu12==12.4.127
+  nvidia-cuda-cccl-cu12==12.4.127.post1
   nvidia-cublas-cu12==12.4.5.8
   nvidia-cudnn-cu12==9.10.2.21
   nvidia-nccl-cu12==2.27.3
