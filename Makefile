@@ -21,13 +21,21 @@ VENV      ?= $(BUILD_DIR)/venv
 # Python environment of `make python-test`: the trainsim package (`pip install .`) and pytest.
 PY_VENV   ?= $(BUILD_DIR)/pyvenv
 PY_BUILD_REQUIRES := 'scikit-build-core>=1.1' 'nanobind>=2.0' pytest
+# kernels_bench and comm_bench for nodes whose driver predates CUDA 13 (docs/kernels-bench.md):
+# a CUDA 12.4 toolkit from PyPI's wheels in CUDA12_DIR (cached there), built in CUDA12_BUILD.
+# The wheels have no nvcc: kernels_bench's device kernels are then compiled at run time by NVRTC;
+# CUDA12_NVCC=/path/to/cuda-12.x/bin/nvcc compiles them at build time (that toolkit's runtime
+# and cuBLAS are then linked; cuDNN and NCCL stay the wheels').
+CUDA12_DIR   ?= .cuda12
+CUDA12_BUILD ?= build-cuda12
+CUDA12_NVCC  ?=
 # Builds compile through ccache when it is installed; the CMake build and `pip install .`
 # (build-python/, same flags) then share their objects.
 CCACHE    := $(shell command -v ccache 2>/dev/null)
 export CCACHE_BASEDIR ?= $(CURDIR)
 
 .PHONY: all setup configure build run test asan bench clean calibrate measured-venv measured-systems fuzz fuzz-short \
-        python python-test
+        python python-test cuda12-benches
 
 all: build
 
@@ -80,6 +88,22 @@ python: setup $(PY_VENV)/.installed
 # 5: no test collected, ...) fails the target.
 python-test: build python
 	TRAINSIM_CLI=$(CURDIR)/$(BUILD_DIR)/bin/trainsim $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python
+
+# The benches against CUDA 12 (see CUDA12_DIR above); MPI is the system's, as in $(BUILD_DIR).
+$(CUDA12_DIR)/toolkit/version.txt: tools/cuda12/toolkit.sh
+	tools/cuda12/toolkit.sh $(CUDA12_DIR)
+
+cuda12-benches: setup $(CUDNN_FE_DIR)/include/cudnn_frontend.h $(CUDA12_DIR)/toolkit/version.txt
+	cmake -S . -B $(CUDA12_BUILD) -DCMAKE_BUILD_TYPE=Release $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache) \
+	  -DTRAINSIM_BUILD_TESTS=OFF -DTRAINSIM_WITH_CUDA=ON -DTRAINSIM_WITH_CUDNN=ON -DTRAINSIM_WITH_NCCL=ON \
+	  -DCUDAToolkit_ROOT=$(CURDIR)/$(CUDA12_DIR)/toolkit -DCUDNN_FRONTEND_HOME=$(CURDIR)/$(CUDNN_FE_DIR) \
+	  -DCUDNN_HOME=$(CURDIR)/$(CUDA12_DIR)/toolkit -DNCCL_HOME=$(CURDIR)/$(CUDA12_DIR)/toolkit \
+	  $(if $(CUDA12_NVCC),-DCMAKE_CUDA_COMPILER=$(CUDA12_NVCC),-UCMAKE_CUDA_COMPILER) $(CMAKE_ARGS)
+	cmake --build $(CUDA12_BUILD) -j $(JOBS) --target kernels_bench comm_bench
+	@if [ -z "$(CUDA12_NVCC)" ]; then cmake --build $(CUDA12_BUILD) -j $(JOBS) --target mem_kernels_nvrtc_check && \
+	  ./$(CUDA12_BUILD)/bin/mem_kernels_nvrtc_check; fi
+	./$(CUDA12_BUILD)/bin/kernels_bench --shapes tests/data/kernels/shapes_small.json --dry-run > /dev/null
+	./$(CUDA12_BUILD)/bin/comm_bench --help > /dev/null
 
 # Estimate speed on the 128 golden cases (Google Benchmark; figures in docs/cost-model.md).
 bench: build
@@ -147,4 +171,4 @@ fuzz-short:
 	$(MAKE) fuzz FUZZ_SECONDS=60
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR) build-python
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR) build-python $(CUDA12_BUILD)

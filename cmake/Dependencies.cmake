@@ -14,21 +14,35 @@ function(trainsim_dependency_result dep found reason)
   endif()
 endfunction()
 
-# CUDA: the toolkit (cudart, cuBLASLt) and nvcc for the few device kernels.
+# CUDA: the toolkit (cudart, cuBLASLt) and nvcc for the few device kernels. A toolkit without
+# nvcc (CUDAToolkit_ROOT naming the PyPI wheels' tree of `make cuda12-benches`) builds both
+# benches too: kernels_bench then compiles its device kernels at run time with NVRTC.
 set(TRAINSIM_HAVE_CUDA OFF)
+set(TRAINSIM_HAVE_CUDA_COMPILER OFF)
 if(NOT TRAINSIM_WITH_CUDA STREQUAL "OFF")
-  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+  if(NOT CMAKE_CUDA_COMPILER AND CUDAToolkit_ROOT AND EXISTS ${CUDAToolkit_ROOT}/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER ${CUDAToolkit_ROOT}/bin/nvcc)
+  elseif(NOT CMAKE_CUDA_COMPILER AND NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()
-  check_language(CUDA)
+  # With CUDAToolkit_ROOT, an nvcc on PATH (another CUDA version) is not taken for it.
+  if(NOT CUDAToolkit_ROOT OR CMAKE_CUDA_COMPILER)
+    check_language(CUDA)
+  endif()
   find_package(CUDAToolkit QUIET)
-  if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND TARGET CUDA::cublasLt)
-    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      # Explicit list: 'native' fails on GPU-less build hosts.
-      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+  if(CUDAToolkit_FOUND AND TARGET CUDA::cublasLt)
+    if(CMAKE_CUDA_COMPILER)
+      if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+        # Explicit list: 'native' fails on GPU-less build hosts.
+        set(CMAKE_CUDA_ARCHITECTURES 80 90)
+      endif()
+      enable_language(CUDA)
+      set(TRAINSIM_HAVE_CUDA_COMPILER ON)
+      trainsim_dependency_result(CUDA TRUE "CUDA ${CUDAToolkit_VERSION}, nvcc ${CMAKE_CUDA_COMPILER}")
+    else()
+      trainsim_dependency_result(CUDA TRUE "CUDA ${CUDAToolkit_VERSION} in ${CUDAToolkit_LIBRARY_DIR}, no nvcc: \
+kernels_bench compiles its device kernels at run time with NVRTC")
     endif()
-    enable_language(CUDA)
-    trainsim_dependency_result(CUDA TRUE "CUDA ${CUDAToolkit_VERSION}, nvcc ${CMAKE_CUDA_COMPILER}")
   else()
     trainsim_dependency_result(CUDA FALSE "no nvcc or CUDA toolkit with cuBLASLt; set CUDAToolkit_ROOT")
   endif()

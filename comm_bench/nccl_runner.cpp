@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "calibration/cuda_driver.h"
 #include "checks.h"
 #include "collectives.h"
 #include "inputs/output_file.h"
@@ -245,6 +246,9 @@ void run_self_check(const World& w, ncclComm_t world, char* send, char* recv, cu
 
 void run_sweep(const World& w, const Options& o, const std::string& command) {
   const bool root = w.rank() == 0;
+  int driver = 0;
+  (void)cudaDriverGetVersion(&driver);  // stays 0 when no driver is loaded
+  trainsim::require_cuda_driver("comm_bench", CUDART_VERSION, driver);
   int devices = 0;
   CB_CUDA_CHECK(cudaGetDeviceCount(&devices));
   const int dev = select_device(w.local_rank(), w.local_size(), devices);

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "calibration/cuda_driver.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "cuda_context.h"
@@ -162,6 +163,9 @@ std::string format_uuid(const cudaUUID_t& u) {
 class CudaBackend : public Backend {
  public:
   CudaBackend() {
+    int driver = 0;
+    (void)cudaDriverGetVersion(&driver);  // stays 0 when no driver is loaded
+    require_cuda_driver("kernels_bench", CUDART_VERSION, driver);
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0)

@@ -161,10 +161,19 @@ nlohmann::json dims_json(const GemmDims& g) {
           {"fp8_scale_pointers", g.a_scale}};
 }
 
+#define KB_STR2(x) #x
+#define KB_STR(x) KB_STR2(x)
+#define CUBLAS_BUILT_WITH KB_STR(CUBLAS_VER_MAJOR) "." KB_STR(CUBLAS_VER_MINOR) "." KB_STR(CUBLAS_VER_PATCH)
+
 // cublasGemmGroupedBatchedEx over `ng` equal problems (BF16 only); median seconds or a reason.
 nlohmann::json time_grouped_batched(CudaContext& ctx, const GemmDims& g, int64_t ng, Operands& ops,
                                     const MeasureOptions& opt) {
   if (g.fp8) return "unsupported: FP8 inputs";
+#if CUBLAS_VERSION < 120500
+  // cuBLAS 12.4 has only the typed cublas[SD]gemmGroupedBatched (no BF16); Ex came in 12.5.
+  (void)ctx, (void)ng, (void)ops, (void)opt;
+  return "unsupported: cublasGemmGroupedBatchedEx needs cuBLAS 12.5 or later (built with " CUBLAS_BUILT_WITH ")";
+#else
   cublasHandle_t h = nullptr;
   KB_CUBLAS_CHECK(cublasCreate(&h));
   struct Guard {
@@ -201,6 +210,7 @@ nlohmann::json time_grouped_batched(CudaContext& ctx, const GemmDims& g, int64_t
   } catch (const UnsupportedError& e) {
     return std::string("unsupported: ") + e.what();
   }
+#endif
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "calibration/cuda_driver.h"
 #include "core/error.h"
 #include "memory_probe.h"
 
@@ -41,6 +42,9 @@ constexpr size_t kLtWorkspace = 32u * 1024 * 1024;  // TransformerEngine's cuBLA
 }  // namespace
 
 MemoryProbe run_memory_probe(int nccl_ranks) {
+  int driver = 0;
+  (void)cudaDriverGetVersion(&driver);  // stays 0 when no driver is loaded
+  require_cuda_driver("kernels_bench", CUDART_VERSION, driver);
   int devices = 0;
   check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
   if (devices < 1) throw Error("memory probe: no GPU visible");

@@ -55,14 +55,15 @@ if(TRAINSIM_ENABLE_DEVICE_TESTS AND TRAINSIM_HAVE_CUDA)
     PASS_REGULAR_EXPRESSION "wrote .*system_memory_probe_device.json \\(context [0-9]+ MiB, cuBLAS [0-9]+ MiB, cuBLASLt [0-9]+ MiB, NCCL not measured\\)")
 endif()
 
-# Without a GPU the self-check stops with a clear message (exit 1), whatever the build.
+# Without a GPU the self-check stops with a clear message (exit 1), whatever the build; without
+# a driver it is the driver check's (calibration/cuda_driver.h).
 if(NOT TRAINSIM_ENABLE_DEVICE_TESTS)
   add_test(NAME KernelsSelfCheckNeedsGpu COMMAND kernels_bench --self-check)
   set_tests_properties(KernelsSelfCheckNeedsGpu PROPERTIES
-    PASS_REGULAR_EXPRESSION "kernels_bench: error: (no usable GPU|this kernels_bench was built without CUDA)")
+    PASS_REGULAR_EXPRESSION "kernels_bench: error: (no usable GPU|this kernels_bench was built without CUDA|no NVIDIA driver is loaded: this kernels_bench measures on a GPU and needs a driver for CUDA [0-9]+\\.[0-9]+ or later)")
   add_test(NAME KernelsMemoryProbeNeedsGpu COMMAND kernels_bench --memory-probe --out ${PROJECT_BINARY_DIR}/probe_no_gpu.json)
   set_tests_properties(KernelsMemoryProbeNeedsGpu PROPERTIES
-    PASS_REGULAR_EXPRESSION "kernels_bench: error: (memory probe: |this kernels_bench was built without CUDA)")
+    PASS_REGULAR_EXPRESSION "kernels_bench: error: (memory probe: |this kernels_bench was built without CUDA|no NVIDIA driver is loaded: this kernels_bench measures on a GPU and needs a driver for CUDA [0-9]+\\.[0-9]+ or later)")
 endif()
 
 # `trainsim system build` on the fixtures (the merged file must read back in the simulator).
