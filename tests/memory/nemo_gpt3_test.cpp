@@ -49,7 +49,7 @@ TEST(NemoGpt3, TwentyBModelStateByHand) {
   // Untied, the output layer keeps its own 25,216 × 6,144 matrix: 2 + 4 + 12/32 B per parameter.
   ModelConfig untied = m;
   untied.tie_word_embeddings = false;
-  const StageMemory& u = estimate(untied, s, test::preset_system("h100-sxm-80g")).stages.at(0);
+  const StageMemory u = estimate(untied, s, test::preset_system("h100-sxm-80g")).stages.at(0);
   const double head = 154927104.0;
   EXPECT_DOUBLE_EQ(u.weight_bytes - st.weight_bytes, 2 * head);
   EXPECT_DOUBLE_EQ(u.grad_bytes - st.grad_bytes, 4 * head);

@@ -203,7 +203,18 @@ def serve(trainsim, out_dir, screenshot):
         try:
             driver.get(base + "/")
             wait = WebDriverWait(driver, 60)  # generous: the machine may be loaded
-            step = lambda d: d.find_elements(By.ID, "step-time") and d.find_element(By.ID, "step-time").text
+
+            def step(d):
+                # The report is re-rendered when a prediction arrives: the element found may be
+                # replaced before its text is read (a stale reference); read it again then.
+                from selenium.common.exceptions import StaleElementReferenceException
+                for _ in range(20):
+                    try:
+                        found = d.find_elements(By.ID, "step-time")
+                        return found[0].text if found else ""
+                    except StaleElementReferenceException:
+                        continue
+                return ""
             wait.until(step)
             assert step(driver) == "%.2f ms" % json.loads(cli)["iteration_time_ms"], step(driver)
             field = driver.find_element(By.ID, "field-micro_batch_num")
