@@ -56,11 +56,13 @@ void pipeline_costs(const Plan& plan, const Env& env, ChunkResults& results, Pip
                            s.prec.element_bytes() / static_cast<double>(plan.par.cp) /
                            (plan.par.sp ? static_cast<double>(plan.par.tp) : 1.0);
   // The all-to-all kernels take the EP network's processor_usage share of the SMs; DeepEP's take
-  // moe_deepep_num_sms of the accelerator's SMs.
-  if (plan.ovl.a2a_overlap)
-    costs.a2a_slowdown = s.moe.deepep
-                             ? deepep_slowdown(s.moe.deepep_num_sms.value_or(kDeepEpDefaultNumSms), *sys.sm_count)
-                             : contention(env, Group::EP);
+  // moe_deepep_num_sms of the accelerator's SMs, HybridEP's moe_hybridep_num_sms where given.
+  if (plan.ovl.a2a_overlap) {
+    const bool hybridep_sms = s.moe.dispatcher == MoeDispatcher::Flex && !s.moe.deepep && s.moe.hybridep_num_sms;
+    costs.a2a_slowdown = s.moe.deepep ? deepep_slowdown(s.moe.deepep_num_sms.value_or(kDeepEpDefaultNumSms), *sys.sm_count)
+                         : hybridep_sms ? deepep_slowdown(*s.moe.hybridep_num_sms, *sys.sm_count)
+                                        : contention(env, Group::EP);
+  }
   costs.p2p = pp > 1 ? collective_time(sys, s, nets.net(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;
   if (plan.mode == Mode::Default && s.par.scatter_gather_tensors_in_pipeline) {
     // Narayanan et al. 2021, §4.1: the TP ranks of a stage hold the same activation; each sends

@@ -135,6 +135,7 @@ MoeSettings moe_of(const StrategyConfig& s) {
   if (s.moe_token_dispatcher_type) m.dispatcher = parsed(kMoeDispatchers, *s.moe_token_dispatcher_type);
   m.deepep = s.deepep_backend();
   m.deepep_num_sms = s.moe_deepep_num_sms;
+  m.hybridep_num_sms = s.moe_hybridep_num_sms;
   m.permute_fusion = s.moe_permute_fusion;
   m.dispatch_probs = s.dispatch_probs;
   if (s.moe_router_load_balancing_type)

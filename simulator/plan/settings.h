@@ -186,6 +186,9 @@ struct MoeSettings {
   MoeDispatcher dispatcher = MoeDispatcher::AllToAll;
   bool deepep = false;          // flex with DeepEP's kernels (else HybridEP)
   std::optional<int64_t> deepep_num_sms;  // unset: Megatron's 20
+  /// SMs HybridEP's kernels take beside compute under the EP overlap (unset: the EP network's
+  /// processor_usage share, as for NCCL's all-to-all).
+  std::optional<int64_t> hybridep_num_sms;
   bool permute_fusion = false;
   bool dispatch_probs = false;  // the routing weights travel with the tokens
   LoadBalancing load_balancing = LoadBalancing::AuxLoss;

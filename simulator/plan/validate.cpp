@@ -252,6 +252,19 @@ class PlanChecks {
           add("/moe_deepep_num_sms", strprintf("must be below the accelerator's %lld SMs (accelerator.sm_count), leaving "
                                                "some to compute; got %lld", ll(*sys.sm_count), ll(sms)));
       }
+      // HybridEP's SMs (moe_hybridep_num_sms) take their share of the compute under the EP overlap
+      // (moot otherwise: moot_switches).
+      const bool hybridep = s.moe_token_dispatcher_type == std::optional<std::string>("flex") && !s.deepep_backend();
+      if (s.moe_hybridep_num_sms && hybridep && s.overlap_moe_expert_parallel_comm) {
+        const int64_t sms = *s.moe_hybridep_num_sms;  // ≥ 1 (load_strategy)
+        if (sys.sm_count && sms >= *sys.sm_count)
+          add("/moe_hybridep_num_sms", strprintf("must be below the accelerator's %lld SMs (accelerator.sm_count), "
+                                                 "leaving some to compute; got %lld", ll(*sys.sm_count), ll(sms)));
+        if (!sys.sm_count)
+          to_system("/accelerator/sm_count", "HybridEP's kernels beside compute (overlap_moe_expert_parallel_comm) take "
+                                             "moe_hybridep_num_sms of the accelerator's SMs; give its SM count "
+                                             "(datasheet: A100 108, H100 SXM 132, B200 148)");
+      }
       if (s.deepep_backend() && s.overlap_moe_expert_parallel_comm && !sys.sm_count)
         to_system("/accelerator/sm_count",
                           "DeepEP's kernels beside compute (overlap_moe_expert_parallel_comm) take moe_deepep_num_sms of "

@@ -313,6 +313,36 @@ TEST_F(A2aOverlapEstimateTest, DeepEpNumSmsChecks) {
   EXPECT_NO_THROW((void)resolve_plan(m_, strategy(on), no_sms, Mode::Default, kSrc));
 }
 
+// HybridEP's kernels take moe_hybridep_num_sms of the SMs beside compute under the EP overlap, as
+// DeepEP's take theirs (its links set its bandwidth, so only the compute beside it slows).
+TEST_F(A2aOverlapEstimateTest, HybridEpSmsTakeTheirShareOfTheComputeBesideThem) {
+  const std::string hybrid = R"(, "overlap_moe_expert_parallel_comm": true, "moe_token_dispatcher_type": "flex",
+      "moe_flex_dispatcher_backend": "hybridep")";
+  const Estimate dflt = estimate(m_, strategy(hybrid), sys_);
+  const Estimate sms16 = estimate(m_, strategy(hybrid + R"(, "moe_hybridep_num_sms": 16)"), sys_);
+  const Estimate sms66 = estimate(m_, strategy(hybrid + R"(, "moe_hybridep_num_sms": 66)"), sys_);
+  const auto ep = static_cast<size_t>(Group::EP);
+  EXPECT_LT(sms66.stage_times[0].hidden_comm_by_group_s[ep], sms16.stage_times[0].hidden_comm_by_group_s[ep]);
+  EXPECT_GT(sms66.pipeline_s, sms16.pipeline_s);
+  EXPECT_NE(dflt.pipeline_s, sms16.pipeline_s);  // unset: the EP network's processor_usage share
+  const std::string on = R"(, "overlap_moe_expert_parallel_comm": true)";
+  const std::string backend = R"(, "moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep")";
+  EXPECT_EQ(error(m_, backend + on + R"(, "moe_hybridep_num_sms": 132)"),
+            "s.json: /moe_hybridep_num_sms: must be below the accelerator's 132 SMs (accelerator.sm_count), leaving "
+            "some to compute; got 132");
+  EXPECT_EQ(error(m_, backend + on + R"(, "moe_hybridep_num_sms": 0)"),
+            "s.json: /moe_hybridep_num_sms: must be in [1, 65536]");
+  SystemConfig no_sms = sys_;
+  no_sms.sm_count.reset();
+  EXPECT_EQ(error_of([&] {
+              (void)resolve_plan(m_, strategy(backend + on + R"(, "moe_hybridep_num_sms": 16)"), no_sms, Mode::Default,
+                                 kSrc);
+            }),
+            "y.json: /accelerator/sm_count: HybridEP's kernels beside compute (overlap_moe_expert_parallel_comm) take "
+            "moe_hybridep_num_sms of the accelerator's SMs; give its SM count (datasheet: A100 108, H100 SXM 132, "
+            "B200 148)");
+}
+
 TEST_F(A2aOverlapEstimateTest, InputChecks) {
   const std::string on = R"(, "overlap_moe_expert_parallel_comm": true)";
   EXPECT_EQ(error(preset_model("llama3-8b"), on, 1),
