@@ -106,8 +106,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require_finite(e, src);
     PlanInputs in;
     in.model = m;
-    in.strategy = s;
     in.system = sys;
+    in.take_plan(plan);
     (void)estimate_summary(in, e);
     (void)estimate_to_json(in, e);
   } catch (const Error&) {

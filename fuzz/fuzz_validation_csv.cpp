@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "validation/runner.h"
+#include "cli/validation_runner.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
