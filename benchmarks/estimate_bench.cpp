@@ -40,9 +40,9 @@ struct Case {
 // One estimate as the command line runs it: the plan resolved from the inputs, then estimated
 // without timeline events.
 trainsim::Estimate resolve_and_estimate(const Case& c, trainsim::EstimateCache* cache, trainsim::Mode mode) {
-  trainsim::Plan plan = trainsim::resolve_plan(c.m, c.s, *c.sys, mode);
-  if (cache != nullptr) trainsim::key_chunks(plan, c.s);
-  return trainsim::estimate(plan, cache, false);
+  return trainsim::estimate(cache != nullptr ? trainsim::keyed_plan(c.m, c.s, *c.sys, mode)
+                                             : trainsim::resolve_plan(c.m, c.s, *c.sys, mode),
+                            cache, false);
 }
 
 // Collects each case's CPU time per iteration for the median.

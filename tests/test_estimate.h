@@ -12,14 +12,6 @@
 
 namespace trainsim {
 
-/// resolve_plan with the chunk key an EstimateCache needs (key_chunks).
-[[nodiscard]] inline Plan keyed_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
-                                     Mode mode = Mode::Default) {
-  Plan p = resolve_plan(m, s, sys, mode);
-  key_chunks(p, s);
-  return p;
-}
-
 /// resolve_plan + estimate. Throws ConfigError when the plan is illegal.
 [[nodiscard]] inline Estimate estimate(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
                                        EstimateCache* cache = nullptr, Mode mode = Mode::Default, bool events = true) {

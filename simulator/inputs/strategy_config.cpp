@@ -120,9 +120,6 @@ const OptStrField kOptStrFields[] = {
     {"cuda_graph_impl", &StrategyConfig::cuda_graph_impl},
 };
 
-// A version component above this is not a version (and would overflow when parsed).
-constexpr int64_t kMaxVersionPart = 999999999;
-
 // "2.11.0", "2.8", "2.11.0rc1", "2.11.0+abc": 1 to 4 dot-separated numbers of at most 9 digits; the
 // last may carry a suffix that does not start with a digit.
 bool valid_version(const std::string& v) {
@@ -495,29 +492,6 @@ std::vector<std::string> strategy_keys() {
                         "moe_aux_loss_coeff", "moe_z_loss_coeff", "cuda_graph_scope"})
     keys.emplace_back(k);
   return keys;
-}
-
-bool version_at_least(const std::optional<std::string>& version, const char* min) {
-  if (!version) return false;
-  // Dotted parts compared in order, a missing part counting as 0; a part's value is its leading
-  // digits. Called per layer while the op graph is built, so it parses in place.
-  auto next = [](std::string_view& v) {
-    int64_t n = 0;
-    size_t i = 0;
-    for (bool digits = true; i < v.size() && v[i] != '.'; ++i) {
-      const char c = v[i];
-      digits = digits && c >= '0' && c <= '9' && n <= kMaxVersionPart;  // load_strategy rejects longer parts
-      if (digits) n = n * 10 + (c - '0');
-    }
-    v.remove_prefix(std::min(v.size(), i + 1));
-    return n;
-  };
-  std::string_view a = *version, b = min;
-  while (!a.empty() || !b.empty()) {
-    const int64_t x = next(a), y = next(b);
-    if (x != y) return x > y;
-  }
-  return true;
 }
 
 }  // namespace trainsim

@@ -175,7 +175,4 @@ struct StrategyConfig {
 /// Every key a strategy JSON document may hold.
 [[nodiscard]] std::vector<std::string> strategy_keys();
 
-/// Compares dotted versions ("2.11.0" ≥ "2.8.0"); a missing version is older than every version.
-[[nodiscard]] bool version_at_least(const std::optional<std::string>& version, const char* min);
-
 }  // namespace trainsim

@@ -187,5 +187,12 @@ struct Plan : Settings {
 [[nodiscard]] uint64_t chunk_strategy_hash(const StrategyConfig& s);
 /// Sets `p.chunk_key` from the strategy `p` was resolved from (before an estimate with a cache).
 inline void key_chunks(Plan& p, const StrategyConfig& s) { p.chunk_key = chunk_strategy_hash(s) | 1; }
+/// resolve_plan with the chunk key (key_chunks): a plan to estimate through an EstimateCache.
+[[nodiscard]] inline Plan keyed_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys,
+                                     Mode mode = Mode::Default) {
+  Plan p = resolve_plan(m, s, sys, mode);
+  key_chunks(p, s);
+  return p;
+}
 
 }  // namespace trainsim

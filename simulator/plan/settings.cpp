@@ -19,7 +19,8 @@ auto parsed(const Table& table, std::string_view name) {
   return *v;
 }
 
-// Dotted parts compared in order (version_at_least): each part's leading digits, a missing part 0.
+// Dotted parts (TeVersion::at_least compares them in order): each part's leading digits, a missing
+// part 0; load_strategy has rejected parts longer than 9 digits, and longer ones stop accumulating.
 TeVersion te_version(const std::optional<std::string>& text) {
   TeVersion v;
   if (!text) return v;

@@ -28,13 +28,6 @@
 namespace trainsim::search_detail {
 namespace {
 
-// A candidate's plan with the chunk key that estimates and bounds through the worker's cache need.
-Plan keyed_plan(const ModelConfig& m, const StrategyConfig& s, const SystemConfig& sys, Mode mode) {
-  Plan p = resolve_plan(m, s, sys, mode);
-  key_chunks(p, s);
-  return p;
-}
-
 // Overlap switches the search turns off where Megatron rejects them at a candidate's sizes.
 bool turn_off_overlap(StrategyConfig& s, const std::string& path) {
   if (path == "/overlap_grad_reduce") s.overlap_grad_reduce = false;

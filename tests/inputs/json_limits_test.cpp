@@ -4,6 +4,7 @@
 #include "inputs/json_reader.h"
 #include "inputs/model_config.h"
 #include "inputs/strategy_config.h"
+#include "plan/settings.h"
 #include "core/error.h"
 #include "test_errors.h"
 
@@ -49,7 +50,7 @@ TEST(JsonLimitsTest, IntegersAboveInt64AreRejected) {
             "s.json: /recompute_layer_num: expected an integer below 2^63, got a number (18446744073709551615)");
 }
 
-// Before: a 30-digit te_version overflowed int64 in version_at_least (undefined behaviour).
+// Before: a 30-digit te_version overflowed int64 where versions were compared (undefined behaviour).
 TEST(JsonLimitsTest, TeVersionMustBeAVersion) {
   EXPECT_EQ(error_of([] {
               (void)load_strategy(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 1,
@@ -61,8 +62,16 @@ TEST(JsonLimitsTest, TeVersionMustBeAVersion) {
     EXPECT_NO_THROW((void)load_strategy(std::string(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 1, "te_version": ")") + ok + "\"}", "s.json")) << ok;
   for (const char* bad : {"", "x", "2.", ".2", "1.2.3.4.5", "2..1"})
     EXPECT_NE(error_of([&] { (void)load_strategy(std::string(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 1, "te_version": ")") + bad + "\"}", "s.json"); }), test::kNoError) << bad;
-  EXPECT_TRUE(version_at_least(std::string("2.999999999999999999999"), "2.11.0"));
-  EXPECT_FALSE(version_at_least(std::string("2.8.0"), "2.11.0"));
+  auto te = [](const char* v) {
+    StrategyConfig s;
+    s.te_version = v;
+    return settings_of(s).fuse.te;
+  };
+  EXPECT_TRUE(te("2.999999999999999999999").at_least(2, 11));
+  EXPECT_FALSE(te("2.8.0").at_least(2, 11));
+  EXPECT_TRUE(te("2.11").at_least(2, 11));         // a missing part is 0
+  EXPECT_TRUE(te("2.11.0rc1").at_least(2, 11, 0));  // a part's leading digits
+  EXPECT_FALSE(TeVersion{}.at_least(0, 0));         // unknown: older than every version
 }
 
 }  // namespace
