@@ -196,7 +196,7 @@ int cmd_system(const Args& args) {
                "system op-classes: the op classes a system file may name, as JSON.",
                "trainsim system");
   std::string action, base_arg, kernels, comm, out, name, description, system_arg;
-  std::vector<std::string> grids, measured_ops;
+  std::vector<std::string> grids, measured_ops, measured_bandwidths;
   std::string measured_system;
   double min_m = 0;
   app.add_option("ACTION", action, "build, evaluate or op-classes (print the op-class table as JSON)")
@@ -212,6 +212,10 @@ int cmd_system(const Args& args) {
                  "become measured-points models of the same op classes");
   app.add_option("--measured-ops", measured_ops, "build: with --measured-system, only these op classes "
                                                  "(comma-separated; default: every class it measured)")
+      ->delimiter(',');
+  app.add_option("--measured-bandwidths", measured_bandwidths,
+                 "build: with --measured-system, take these memory-bound bandwidth classes from it (comma-separated: "
+                 "default, permute_fwd, ...): its effective bandwidth and latency per launch")
       ->delimiter(',');
   app.add_option("--out", out, "build: where to write the merged system JSON");
   app.add_option("--name", name, "build: sys_name of the result (default: the base's)");
@@ -230,6 +234,8 @@ int cmd_system(const Args& args) {
     throw UsageError("system build: give --kernels, --comm, --gemm-grid, --measured-system or several");
   if (!measured_ops.empty() && measured_system.empty())
     throw UsageError("system build: --measured-ops needs --measured-system");
+  if (!measured_bandwidths.empty() && measured_system.empty())
+    throw UsageError("system build: --measured-bandwidths needs --measured-system");
 
   ConfigText base = resolve_config("system", base_arg);
   SystemConfig sys = load_system(base.text, base.source);
@@ -251,6 +257,10 @@ int cmd_system(const Args& args) {
     const auto set = merge_measured_system(sys, measured, src.source, measured_ops);
     std::fprintf(stderr, "trainsim system build: measured-points models of %s from %s\n", join(set, ", ").c_str(),
                  src.source.c_str());
+    if (!measured_bandwidths.empty())
+      std::fprintf(stderr, "trainsim system build: bandwidth classes %s from %s\n",
+                   join(merge_measured_bandwidths(sys, measured, src.source, measured_bandwidths), ", ").c_str(),
+                   src.source.c_str());
   }
   if (!name.empty()) sys.sys_name = name;
   if (!description.empty()) sys.description = description;

@@ -136,6 +136,52 @@ std::vector<std::string> merge_measured_system(SystemConfig& sys, const SystemCo
   return done;
 }
 
+std::vector<std::string> merge_measured_bandwidths(SystemConfig& sys, const SystemConfig& src, const std::string& source,
+                                                   const std::vector<std::string>& classes) {
+  nlohmann::json prov = sys.provenance_json.empty() ? nlohmann::json::object()
+                                                    : nlohmann::json::parse(sys.provenance_json, nullptr, false);
+  if (!prov.is_object()) prov = nlohmann::json::object();
+  nlohmann::json bp = nlohmann::json::object();
+  bp["file"] = source;
+  bp["sys_name"] = src.sys_name;
+  bp["rule"] = "the source's effective bandwidth (gbps x efficient_factor) and latency_us per launch; the base's "
+               "gbps (the datasheet peak), efficient_factor = effective / gbps";
+  std::vector<std::string> done;
+  for (const auto& name : classes) {
+    const auto from = src.bandwidths.find(name);
+    if (from == src.bandwidths.end())
+      throw ConfigError(source, "/accelerator/bandwidth/" + name, "no bandwidth class '" + name + "' to take");
+    const auto to = sys.bandwidths.find(name);
+    if (to == sys.bandwidths.end())
+      throw ConfigError(source, "/accelerator/bandwidth/" + name,
+                        "the base system has no bandwidth class '" + name + "'; add it to the base (gbps, "
+                        "efficient_factor, latency_us)");
+    const BandwidthConfig& f = from->second;
+    BandwidthConfig& c = to->second;
+    const double effective = f.bytes_per_s * f.efficient_factor;
+    if (c.bytes_per_s <= 0 || effective > c.bytes_per_s)
+      throw ConfigError(source, "/accelerator/bandwidth/" + name,
+                        strprintf("its effective bandwidth %.2f GiB/s exceeds the base's peak %.2f GiB/s; check the "
+                                  "units of gbps (GiB/s)",
+                                  effective / kGiB, c.bytes_per_s / kGiB));
+    nlohmann::json e = nlohmann::json::object();
+    e["source_gbps"] = f.bytes_per_s / kGiB;
+    e["source_efficient_factor"] = f.efficient_factor;
+    e["replaced_efficient_factor"] = c.efficient_factor;
+    e["replaced_latency_us"] = c.latency_s * 1e6;
+    c.efficient_factor = effective / c.bytes_per_s;
+    c.latency_s = f.latency_s;
+    e["efficient_factor"] = c.efficient_factor;
+    e["latency_us"] = c.latency_s * 1e6;
+    bp["classes"][name] = e;
+    done.push_back(name);
+  }
+  prov["measured_bandwidths"] = bp;
+  sys.provenance_json = prov.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  refresh_fingerprint(sys);
+  return done;
+}
+
 std::vector<std::string> model_summaries(const SystemConfig& sys) {
   std::vector<std::string> out;
   for (const auto& [name, op] : sys.ops) {

@@ -26,6 +26,15 @@ void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::stri
 std::vector<std::string> merge_measured_system(SystemConfig& sys, const SystemConfig& src, const std::string& source,
                                                const std::vector<std::string>& ops);
 
+/// Takes the memory-bound bandwidth classes `classes` (accelerator.bandwidth: default,
+/// permute_fwd, ...) from another system file `src` whose figures were measured (SimuMax's
+/// calibrated files): the same effective bandwidth (gbps x efficient_factor) against the base's
+/// gbps, and the source's latency per launch. Records both figures, old and new, under the
+/// system's provenance `measured_bandwidths`. Returns the classes set. Throws ConfigError naming
+/// `source` for a class either file lacks, or an effective bandwidth above the base's peak.
+std::vector<std::string> merge_measured_bandwidths(SystemConfig& sys, const SystemConfig& src, const std::string& source,
+                                                   const std::vector<std::string>& classes);
+
 /// One line per op class with an efficiency model, naming what it was fitted on, e.g.
 /// "matmul: GEMM model of 35,700 measured points (aiconfigurator-core 0.12.0, NVIDIA H100 80GB HBM3)".
 [[nodiscard]] std::vector<std::string> model_summaries(const SystemConfig& sys);

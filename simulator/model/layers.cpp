@@ -156,7 +156,7 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
     unpermutation(L.emplace_back(), c, sh);
   }
   if (bda) bias_dropout_add(L.emplace_back(), c, "mlp_bda");
-  if (c.fp8) insert_quantizers(L, c.s.prec.fp8_recipe);
+  if (c.fp8) insert_quantizers(L, c.s.prec.fp8_recipe, env.mode == Mode::Default, env.blackwell);
   if (recompute) apply_recompute(L, m, s, moe, env.mode);
   if (continues && !L.empty() && L[0].recompute) L[0].status = RecomputeStatus::Middle;
   apply_offload(L, s);

@@ -9,9 +9,44 @@
 
 namespace trainsim {
 
+namespace {
+
+// Elements of the fp8 GEMM outputs of a leaf phase: flops / (2k) of each (b·m·n of a dense GEMM,
+// key b, m, k, n; ng·M·N of a grouped one, key ng, M, N, K). 0 for a kernel without a key.
+double fp8_gemm_output_elements(const KernelList& ks) {
+  double out = 0;
+  for (const Kernel& k : ks) {
+    if (!op_row(k.op).fp8 || k.flops == 0) continue;
+    const double depth = k.key.kind == KeyKind::Matmul ? k.key.num[2] : k.key.kind == KeyKind::Grouped ? k.key.num[3] : 0;
+    if (depth > 0) out += k.flops / (2 * depth);
+  }
+  return out;
+}
+
+// One TE quantize of `elems` bf16 elements writing `write` bytes each. Current scaling
+// (`tensorwise`, Float8CurrentScalingQuantizer) needs the tensor's amax before it can scale:
+// TE 2.x runs nvte_compute_amax (a pass reading the input), the scale from it, then the cast:
+// 3 launches, the input read twice. The other recipes cast in one pass (delayed: the amax of
+// this cast scales the next step's; blockwise and mxfp8: per-block scales inside the cast).
+Kernel quantize_kernel(Fp8Recipe recipe, double elems, double write) {
+  Kernel k;
+  const bool current = recipe == Fp8Recipe::Tensorwise;
+  k.bytes = elems * (2 * (current ? 2 : 1) + write);
+  k.launches = current ? 3 : 1;
+  return k;
+}
+
+}  // namespace
+
 // TE's quantizer casting a Linear's input to fp8 before each quantized GEMM: reads the bf16
-// input, writes the fp8 copies (the peer's Float8Quantizer leaf: one 1-byte copy).
-void insert_quantizers(std::vector<Leaf>& L, Fp8Recipe recipe) {
+// input, writes the fp8 copies (the peer's Float8Quantizer leaf: one 1-byte copy). With
+// `grad_output` (default mode) its backward is the quantize of the GEMM's output gradient that
+// TE's backward runs before the dgrad and wgrad GEMMs (TE 2.x module/base.py
+// grad_output_preprocess: the quantizer with row-wise and column-wise usage): per element of
+// the GEMM's output it reads the bf16 gradient and writes one fp8 copy on Blackwell, the copy
+// and its transpose on Hopper (per-tensor recipes; fp8_cast_write_bytes), both orientations with
+// their scales under blockwise and mxfp8.
+void insert_quantizers(std::vector<Leaf>& L, Fp8Recipe recipe, bool grad_output, bool blackwell) {
   for (size_t i = 0; i < L.size(); ++i) {
     const auto& k = L[i].kernels[kFwd];
     if (k.empty() || !op_row(k[0].op).fp8)
@@ -19,12 +54,16 @@ void insert_quantizers(std::vector<Leaf>& L, Fp8Recipe recipe) {
     Leaf q;
     q.name = intern(std::string(L[i].name) + ".quantizer");
     const double in = L[i].input_bytes;
-    const double out = in / 2 * fp8_cast_write_bytes(recipe, L[i].fp8_cast_transpose);
-    Kernel cast;
-    cast.bytes = in + out;
+    const double write = fp8_cast_write_bytes(recipe, L[i].fp8_cast_transpose);
+    Kernel cast = grad_output ? quantize_kernel(recipe, in / 2, write) : Kernel{};
+    if (!grad_output) cast.bytes = in + in / 2 * write;  // the peer's cast: one pass
     q.kernels[kFwd] = {cast};
-    q.fpk = in + out;
+    q.fpk = in + in / 2 * write;
     q.input_bytes = in;
+    if (grad_output) {
+      const double out = fp8_gemm_output_elements(k);
+      if (out > 0) q.kernels[kBwdAct] = {quantize_kernel(recipe, out, fp8_cast_write_bytes(recipe, !blackwell))};
+    }
     L.insert(L.begin() + static_cast<std::ptrdiff_t>(i), std::move(q));
     ++i;
   }

@@ -10,8 +10,10 @@
 namespace trainsim {
 
 /// Inserts, before every fp8 GEMM leaf, the quantizer leaf that casts its bf16 input to fp8 under
-/// `recipe` (reads the input, writes what fp8_cast_write_bytes says).
-void insert_quantizers(std::vector<Leaf>& leaves, Fp8Recipe recipe);
+/// `recipe` (reads the input, writes what fp8_cast_write_bytes says). `grad_output` (default
+/// mode): the quantizer also prices the current-scaling amax pass (`tensorwise`) and, as its
+/// backward, TE's quantize of the GEMM's output gradient (`blackwell`: no transpose).
+void insert_quantizers(std::vector<Leaf>& leaves, Fp8Recipe recipe, bool grad_output = false, bool blackwell = false);
 
 /// Bytes the forward cast of a Linear input writes per element under `recipe`: the fp8 copies
 /// and their scales; `transpose`: a per-tensor recipe's cast also writes the transpose (Hopper).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "inputs/input_file.h"
+#include "compute/cost.h"
 #include "inputs/model_merge.h"
 #include "system/system_config.h"
 #include "core/error.h"
@@ -189,6 +190,57 @@ TEST(SystemModelTest, MeasuredEntriesOfAnotherFileBecomePointsModels) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("/accelerator/op/group_matmul/accurate_efficient_factor: no measured entries "
                                          "of op class 'group_matmul'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// `system build --measured-bandwidths`: a memory-bound class keeps the base's peak and takes the
+// measured effective bandwidth and latency. By hand: SimuMax's A100-PCIe figures, 1600 GiB/s at
+// 0.91 = 1456 GiB/s and 40 µs, onto a base of 2000 GiB/s at 0.8 and 10 µs: efficiency 1456 / 2000
+// = 0.728; one launch streaming 1 GiB takes 1 / 1456 s + 40 µs = 686.813 + 40 = 726.813 µs.
+TEST(SystemModelTest, MeasuredBandwidthClassesKeepTheEffectiveBandwidth) {
+  SystemConfig sys = load_system(replaced(tiny(), R"("default": {"gbps": 1000, "efficient_factor": 1, "latency_us": 0})",
+                                          R"("default": {"gbps": 2000, "efficient_factor": 0.8, "latency_us": 10})"),
+                                 "tiny.json");
+  const SystemConfig src =
+      load_system(replaced(kMeasured, R"("default": {"gbps": 1000, "efficient_factor": 1, "latency_us": 0})",
+                           R"("default": {"gbps": 1600, "efficient_factor": 0.91, "latency_us": 40})"),
+                  "measured.json");
+  const uint64_t before = sys.fingerprint;
+  EXPECT_EQ(merge_measured_bandwidths(sys, src, "dir/measured.json", {"default"}), std::vector<std::string>{"default"});
+  const BandwidthConfig& bw = sys.bandwidths.at("default");
+  EXPECT_NEAR(bw.bytes_per_s, 2000.0 * (1 << 30), 1e-3);
+  EXPECT_NEAR(bw.efficient_factor, 0.728, 1e-12);
+  EXPECT_NEAR(bw.latency_s, 40e-6, 1e-15);
+  EXPECT_NE(sys.fingerprint, before);
+  ClassTable classes(sys);
+  EXPECT_NEAR(memory_time(classes, 1024.0 * 1024 * 1024, "default") * 1e6, 726.813, 1e-3);
+  const std::string prov = sys.provenance_json;
+  EXPECT_NE(prov.find(R"("default":{"efficient_factor":0.728,"latency_us":40.0,"replaced_efficient_factor":0.8,)"
+                      R"("replaced_latency_us":10.0,"source_efficient_factor":0.91,"source_gbps":1600.0})"),
+            std::string::npos)
+      << prov;
+  EXPECT_NE(prov.find(R"("file":"dir/measured.json")"), std::string::npos) << prov;
+  // Written and read back: the same class.
+  const SystemConfig back = load_system(system_to_json_text(sys), "back.json");
+  EXPECT_NEAR(back.bandwidths.at("default").efficient_factor, 0.728, 1e-12);
+  EXPECT_NEAR(back.bandwidths.at("default").latency_s, 40e-6, 1e-15);
+  // A class the source lacks, and a measured bandwidth above the base's peak, are errors naming them.
+  try {
+    (void)merge_measured_bandwidths(sys, src, "measured.json", {"permute_fwd"});
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/accelerator/bandwidth/permute_fwd: no bandwidth class 'permute_fwd' to take"),
+              std::string::npos)
+        << e.what();
+  }
+  SystemConfig slow = load_system(tiny(), "tiny.json");  // 1000 GiB/s < 1456
+  try {
+    (void)merge_measured_bandwidths(slow, src, "measured.json", {"default"});
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("effective bandwidth 1456.00 GiB/s exceeds the base's peak 1000.00 GiB/s"),
               std::string::npos)
         << e.what();
   }

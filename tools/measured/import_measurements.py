@@ -40,10 +40,14 @@ GPUS = {
     # benches of TransformerEngine's training kernels, backward measured): on the whole development set
     # these predict the B200 runs better than the TensorRT-LLM tables (docs/calibration.md,
     # "Two measured B200 sources"). The fp8 classes keep the tables (SimuMax has no fp8 entries).
+    # The memory-bound classes (norms, activations, casts, permutes, cross entropy) from the same
+    # calibration: its measured effective HBM bandwidth and latency per launch (docs/calibration.md,
+    # "Memory-bound kernels"); the tables time no memory-bound kernel.
     "b200_sxm": {"out": "b200-sxm-180g", "base": "b200-sxm-180g", "gemm": "trtllm/1.3.0rc20",
                  "attention": "trtllm/1.3.0rc20", "nccl": "2.29.2", "fp8": "fp8",
                  "training": {"file": "configs/system/b200-simumax.json", "name": "SimuMax v1.2 b200_bf16_ceperm",
-                              "ops": ["matmul", "group_matmul", "sdp_fwd", "sdp_bwd"]}},
+                              "ops": ["matmul", "group_matmul", "sdp_fwd", "sdp_bwd"],
+                              "bandwidths": ["default", "permute_fwd", "permute_bwd", "ce", "ce_fusion"]}},
     # No GB200 datasheet preset: the B200 one with GB200's peaks and memory (gb200.yaml of the
     # package: bf16 2500, fp8 5000 TFLOP/s dense, 185.03 GiB HBM3e at 8000 GB/s).
     "gb200": {"out": "gb200", "base": "b200-sxm-180g", "gemm": "trtllm/1.3.0rc20",
@@ -289,6 +293,13 @@ def build_gpu(gpu, root, version, shapes, args):
             f" Except: {', '.join(t['ops'])} (bf16 GEMM, grouped GEMM, attention) from models of the per-shape "
             f"efficiencies {t['name']} measured with TransformerEngine's training kernels on a DGX B200 ({t['file']}), evaluated "
             f"for any shape; the tables' models and entries of these classes are not used. See provenance"))
+        if t.get("bandwidths"):
+            training += ["--measured-bandwidths", ",".join(t["bandwidths"])]
+            description = description.replace(" See provenance", (
+                f" The memory-bound bandwidth classes ({', '.join(t['bandwidths'])}) from the same calibration: its "
+                f"measured effective bandwidth and latency per launch (provenance measured_bandwidths). See provenance"))
+            description = description.replace("Everything else (peaks, memory-bound classes, MoE",
+                                              "Everything else (peaks, MoE")
     out = os.path.join(args.out_dir, spec["out"] + "-measured.json")
     run([args.trainsim, "system", "build", "--base", base_file(spec, work), "--kernels", kernels, "--comm", comm,
          *grids, *training, "--out", out, "--name", spec["out"].replace("-", "_") + "_measured",
