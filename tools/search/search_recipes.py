@@ -73,7 +73,7 @@ def main():
             best = j["candidates"][0] if j["candidates"] else None
             gpus = j["search"]["world_size"]
             bt = base.get("iteration_time_s")
-            fit = "fits" if base.get("fits") else "does not fit"
+            fit = {"FITS": "fits", "TIGHT": "tight"}.get(base.get("fit_state"), "does not fit")
             base_txt = f"{bt:.2f} ({fit})" if bt is not None else "not estimated"
             if best is None:
                 print(f"| {case} | {gpus} | {base_txt} | none fits | | |")
