@@ -1,6 +1,6 @@
 // What of the caching allocator's reserve a run needs (default mode). PyTorch's
 // CUDACachingAllocator (c10/cuda/CUDACachingAllocator.cpp, `malloc`) does not give up when
-// cudaMalloc fails: it frees the cached blocks larger than the request
+// cudaMalloc fails: it frees cached blocks to make room for the request
 // (`release_available_cached_blocks`), then every cached segment that holds no live block
 // (`release_cached_blocks`), and retries (counted in `num_alloc_retries`; each release is a
 // cudaFree, which synchronises the device). So the measured `max_memory_reserved()` is what the
