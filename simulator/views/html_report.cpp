@@ -246,7 +246,9 @@ std::string memory_plot(const PlanInputs& in, const Estimate& e) {
     limits.values.push_back(v.known ? (compared + v.headroom_bytes) / kGiB : 0);
   }
   if (!limits.values.empty() && limits.values.front() > 0)
-    limits.note = strprintf(" (the %s peak must stay below it)", rule.use_reserved ? "reserved" : "allocated");
+    limits.note = rule.cache_release && rule.use_reserved
+                      ? " (the reserved peak stays below it: FITS; only the allocated peak: TIGHT)"
+                      : strprintf(" (the %s peak must stay below it)", rule.use_reserved ? "reserved" : "allocated");
   return stacked_bars("memory-per-stage", "Memory per stage (GiB, peak)", cats, s, "GiB", limits,
                       in.system.mem_bytes / kGiB, "device memory");
 }
