@@ -9,6 +9,7 @@
 #include "inputs/output_file.h"
 #include "system/presets.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "estimate/throughput.h"
 #include "estimate/finite.h"
@@ -97,15 +98,19 @@ int cmd_perf(const Args& args) {
                                    std::pair{&memory_file, "memory_timeline"}})
     if (!file->empty()) write_file_atomic(*file, view(name).render(in, e, vo));
   const FitRule rule = fit_rule(in.system, e.mode);
-  if (require_fit && !fit_verdict(e, rule).fits) {
-    const StageMemory* worst = nullptr;  // the stage with the least headroom
-    for (const auto& st : e.stages)
-      if (!worst || fit_verdict(st, rule).headroom_bytes < fit_verdict(*worst, rule).headroom_bytes) worst = &st;
+  const FitVerdict fit = fit_verdict(e, rule);
+  // TIGHT fits (exit 0), with its one warning line.
+  if (fit.tight()) std::fprintf(stderr, "trainsim perf: warning: %s\n", fit_warning(fit).c_str());
+  if (require_fit && !fit.fits) {
+    const StageMemory* worst = tightest_stage(e, rule);
     if (worst && rule.stage_non_tensor)
       std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the limit %.2f GiB "
-                   "(device %.2f GiB less %.2f GiB outside PyTorch: %s)\n",
+                   "(device %.2f GiB less %.2f GiB outside PyTorch: %s)%s\n",
                    worst->peak_reserved_bytes / kGiB, rule.stage_limit_bytes(*worst) / kGiB, rule.device_bytes / kGiB,
-                   worst->non_tensor_bytes / kGiB, non_tensor_memory(in.model, in.settings, in.system).terms().c_str());
+                   worst->non_tensor_bytes / kGiB, non_tensor_memory(in.model, in.settings, in.system).terms().c_str(),
+                   rule.cache_release ? strprintf("; %.2f GiB over even without the allocator's reserve",
+                                                  -fit.floor_headroom_bytes / kGiB).c_str()
+                                      : "");
     else
       std::fprintf(stderr, "trainsim perf: does not fit: peak reserved memory %.2f GiB exceeds the limit %.2f GiB "
                    "(device %.2f GiB less %.2f GiB unusable)\n", e.peak_reserved_bytes() / kGiB,

@@ -47,6 +47,8 @@ int cmd_search(const Args& args) {
                      "--compat simumax-1.2: unusable_mem_gbs, 6 unless set)");
   app.add_flag("--use-reserved", use_reserved, "compare peak reserved memory with the limit (default)");
   app.add_flag("--use-alloc", use_alloc, "compare peak allocated memory with the limit");
+  app.add_flag("--no-tight", p.no_tight, "keep only plans that fit with the caching allocator's reserve (default: "
+                                         "TIGHT plans too, which fit if the allocator frees its cache and retries)");
   app.add_flag("--quiet", quiet, "no progress line on stderr");
   opt("--tp", "tensor parallel sizes, e.g. 1,2,4,8 (default: powers of two up to GPUs per node; 1 for MLA)");
   opt("--pp", "pipeline sizes, e.g. 1-16 (default: 1..layers)");

@@ -22,10 +22,12 @@ namespace {
 std::string fmt_ms(double v) { return strprintf(v >= 100 ? "%.1f" : "%.3f", v); }
 // A compared value: times in ms, memory in GiB (two decimals, as the tables publish it).
 std::string fmt_value(ValidationMetric m, double v) { return is_memory_metric(m) ? strprintf("%.2f", v) : fmt_ms(v); }
-// The verdict of one case, e.g. "FITS +5.02" or "DOES NOT FIT -6.74" (headroom in GiB).
+// The verdict of one case, e.g. "FITS +5.02", "TIGHT -0.52 (+3.52 without the reserve)" or
+// "DOES NOT FIT -6.74" (headroom in GiB).
 std::string fmt_fit(const CaseResult& r) {
   if (!r.ok() || !r.fit.known) return "-";
-  return strprintf("%s %+.2f", r.fit.fits ? "FITS" : "DOES NOT FIT", r.fit.headroom_bytes / kGiB);
+  return strprintf("%s %+.2f", fit_state_name(r.fit.state), r.fit.headroom_bytes / kGiB) +
+         (r.fit.tight() ? strprintf(" (%+.2f without the reserve)", r.fit.floor_headroom_bytes / kGiB) : "");
 }
 std::string fmt_pct(double v) { return strprintf("%+.2f", v); }
 std::string fmt_opt_pct(const std::optional<double>& v) { return v ? fmt_pct(*v) : "-"; }
@@ -97,6 +99,9 @@ void print_table(const TableRun& run) {
                 f.least_case.c_str());
     std::printf("  predicted not to fit: %lld of %lld%s%s\n", static_cast<long long>(f.not_fit.size()),
                 static_cast<long long>(f.predicted), f.not_fit.empty() ? "" : ": ", join(f.not_fit).c_str());
+    if (!f.tight.empty())
+      std::printf("  tight (fit only if the caching allocator releases its cache): %zu of %lld: %s\n", f.tight.size(),
+                  static_cast<long long>(f.predicted), join(f.tight).c_str());
   }
   std::printf("\n");
 }
@@ -120,17 +125,18 @@ void print_overview(const std::vector<TableRun>& runs) {
     }
   // Every run in the tables ran: each "does not fit" is a miss of the memory model.
   std::printf("fit verdict (every run ran; predicted not to fit = a miss)\n");
-  std::printf("  %-*s  %9s %13s %14s\n", tw, "table", "predicted", "not to fit", "least headroom");
+  std::printf("  %-*s  %9s %13s %7s %14s\n", tw, "table", "predicted", "not to fit", "tight", "least headroom");
   for (const auto& r : runs) {
     const FitSummary f = summarize_fit(r.table, r.results);
     if (!f.whole_runs) {
-      std::printf("  %-*s  %9lld %13s %14s  (per-layer timings, not runs)\n", tw, r.table.name.c_str(),
-                  static_cast<long long>(f.predicted), "not counted", "-");
+      std::printf("  %-*s  %9lld %13s %7s %14s  (per-layer timings, not runs)\n", tw, r.table.name.c_str(),
+                  static_cast<long long>(f.predicted), "not counted", "-", "-");
       continue;
     }
-    std::printf("  %-*s  %9lld %13s %14s\n", tw, r.table.name.c_str(), static_cast<long long>(f.predicted),
+    std::printf("  %-*s  %9lld %13s %7s %14s\n", tw, r.table.name.c_str(), static_cast<long long>(f.predicted),
                 f.predicted ? strprintf("%zu of %lld", f.not_fit.size(), static_cast<long long>(f.predicted)).c_str()
                             : "-",
+                f.predicted ? std::to_string(f.tight.size()).c_str() : "-",
                 f.predicted ? strprintf("%.2f GiB", f.least_headroom_gib).c_str() : "-");
   }
 }

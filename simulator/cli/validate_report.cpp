@@ -131,7 +131,10 @@ std::string validate_json(const std::vector<TableRun>& runs) {
       jc["peak_alloc_gib"] = r.ok() ? nlohmann::ordered_json(r.peak_alloc_bytes / kGiB) : nlohmann::ordered_json();
       jc["peak_reserved_gib"] = r.ok() ? nlohmann::ordered_json(r.peak_reserved_bytes / kGiB) : nlohmann::ordered_json();
       jc["fits"] = verdict ? nlohmann::ordered_json(r.fit.fits) : nlohmann::ordered_json();
+      jc["fit_state"] = verdict ? nlohmann::ordered_json(fit_state_name(r.fit.state)) : nlohmann::ordered_json();
       jc["memory_headroom_gib"] = verdict ? nlohmann::ordered_json(r.fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
+      jc["memory_headroom_without_reserve_gib"] =
+          verdict ? nlohmann::ordered_json(r.fit.floor_headroom_bytes / kGiB) : nlohmann::ordered_json();
       cases.push_back(jc);
     }
     jt["cases"] = cases;
@@ -164,6 +167,8 @@ std::string validate_json(const std::vector<TableRun>& runs) {
     jf["fits"] = f.fits;
     jf["not_fit"] = static_cast<int64_t>(f.not_fit.size());
     jf["not_fit_cases"] = f.not_fit;
+    jf["tight"] = static_cast<int64_t>(f.tight.size());  // counted in fits
+    jf["tight_cases"] = f.tight;
     jf["least_headroom_gib"] = f.predicted ? nlohmann::ordered_json(f.least_headroom_gib) : nlohmann::ordered_json();
     jf["least_case"] = f.least_case;
     jt["fit"] = jf;
@@ -176,7 +181,8 @@ std::string validate_json(const std::vector<TableRun>& runs) {
 
 std::string validate_csv(const std::vector<TableRun>& runs) {
   std::ostringstream out;
-  out << "table,case,metric,real,predicted,error_pct,peer_error_pct,fits,memory_headroom_gib,status,message\n";
+  out << "table,case,metric,real,predicted,error_pct,peer_error_pct,fits,fit_state,memory_headroom_gib,"
+         "memory_headroom_without_reserve_gib,status,message\n";
   for (const auto& run : runs) {
     const ValidationTable& t = run.table;
     for (size_t i = 0; i < t.cases.size(); ++i) {
@@ -193,7 +199,9 @@ std::string validate_csv(const std::vector<TableRun>& runs) {
         const bool verdict = r.ok() && r.fit.known;
         out << ',' << (c.peer_err_pct[k] ? strprintf("%.4f", *c.peer_err_pct[k]) : "") << ','
             << (verdict ? (r.fit.fits ? "true" : "false") : "") << ','
+            << (verdict ? fit_state_name(r.fit.state) : "") << ','
             << (verdict ? strprintf("%.4f", r.fit.headroom_bytes / kGiB) : "") << ','
+            << (verdict ? strprintf("%.4f", r.fit.floor_headroom_bytes / kGiB) : "") << ','
             << (r.ok() ? "ok" : "failed") << ',' << csv_field(r.error) << '\n';
       }
     }

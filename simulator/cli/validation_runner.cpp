@@ -488,6 +488,7 @@ FitSummary summarize_fit(const std::vector<CaseResult>& results) {
     ++f.predicted;
     f.fits += r.fit.fits ? 1 : 0;
     if (!r.fit.fits) f.not_fit.push_back(r.name);
+    if (r.fit.tight()) f.tight.push_back(r.name);
   }
   return f;
 }

@@ -148,11 +148,13 @@ struct MetricSummary {
 /// Fit verdicts over a table's predicted cases.
 struct FitSummary {
   int64_t predicted = 0;  // cases predicted without error and with a known verdict
-  int64_t fits = 0;       // of those, predicted to fit
+  int64_t fits = 0;       // of those, predicted to fit (FITS or TIGHT)
   double least_headroom_gib = 0;
   std::string least_case;
   /// The cases predicted not to fit (every one of them ran: each is a miss), in table order.
   std::vector<std::string> not_fit;
+  /// The cases predicted TIGHT (fit only if the caching allocator releases its cache), in table order.
+  std::vector<std::string> tight;
   /// False for a table of per-layer metrics: its cases are the model as written around the timed
   /// layer (the runner differences two layer counts), not the runs that were timed, so their
   /// verdicts are shown but are not misses.

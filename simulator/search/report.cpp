@@ -19,7 +19,6 @@
 namespace trainsim {
 namespace {
 
-
 using Values = SearchArgs;
 
 // Bound on the values a list option expands to (ranges included).
@@ -194,18 +193,15 @@ nlohmann::ordered_json candidate_json(const Candidate& c, size_t rank) {
   j["tflops_per_gpu"] = c.tflops_per_gpu;
   j["tokens_per_s_per_gpu"] = c.tokens_per_s_per_gpu;
   j["peak_memory_gib"] = c.peak_bytes / kGiB;
+  j["fit_state"] = fit_state_name(c.fit.state);  // FITS or TIGHT for a feasible plan (estimate/fit.h)
+  j["memory_headroom_gib"] = c.fit.headroom_bytes / kGiB;
+  j["memory_headroom_without_reserve_gib"] = c.fit.floor_headroom_bytes / kGiB;
   for (const auto& t : c.stage_times)
-    j["stage_times"].push_back({{"name", t.name},
-                                {"fwd_compute_s", t.fwd_compute_s},
-                                {"bwd_compute_s", t.bwd_compute_s},
-                                {"recompute_s", t.recompute_s},
-                                {"tp_comm_s", t.tp_comm_s},
-                                {"pp_comm_s", t.pp_comm_s},
-                                {"dp_comm_s", t.dp_comm_s},
-                                {"optimizer_s", t.optimizer_s},
-                                {"pipeline_s", t.pipeline_s},
-                                {"bubble_s", t.bubble_s},
-                                {"total_s", t.total_s}});
+    j["stage_times"].push_back({{"name", t.name}, {"fwd_compute_s", t.fwd_compute_s},
+                                {"bwd_compute_s", t.bwd_compute_s}, {"recompute_s", t.recompute_s},
+                                {"tp_comm_s", t.tp_comm_s}, {"pp_comm_s", t.pp_comm_s}, {"dp_comm_s", t.dp_comm_s},
+                                {"optimizer_s", t.optimizer_s}, {"pipeline_s", t.pipeline_s},
+                                {"bubble_s", t.bubble_s}, {"total_s", t.total_s}});
   for (const auto& m : c.stages)
     j["stages"].push_back({{"name", m.name},
                            {"model_gib", m.model_bytes / kGiB},
@@ -217,7 +213,6 @@ nlohmann::ordered_json candidate_json(const Candidate& c, size_t rank) {
   j["strategy"] = nlohmann::ordered_json::parse(strategy_to_json_text(s));
   return j;
 }
-
 
 }  // namespace
 
@@ -279,6 +274,7 @@ SearchRun prepare_search(const PlanArgs& po, const SearchArgs& p,
       throw UsageError("search: --gmi-error must be a non-negative number of GiB");
   }
   o.use_reserved = !p.use_alloc;
+  o.tight = !p.no_tight;
 
   SearchSpace& space = run.space;
   space.tp = parse_int_list(p, "tp");
@@ -326,7 +322,7 @@ std::string table_row(const Candidate& c, const std::string& rank) {
   const StrategyConfig& s = c.strategy;
   return strprintf(
       "%4s %3lld %3lld %-10s %3lld %5lld %3lld %3lld %3lld %-8s %4lld %5lld %4lld %-3s %-8s %-3s %-15s %9.3f "
-      "%6.4f %10.1f %8.2f %6.3f %4lld\n",
+      "%6.4f %10.1f %8.2f %6.3f %4lld%s\n",
       rank.c_str(), static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
       (s.cp_size > 1 ? s.cp_comm_type : std::string("-")).c_str(), static_cast<long long>(s.pp_size),
       static_cast<long long>(s.dp_size()), static_cast<long long>(s.ep_size), static_cast<long long>(s.etp_size),
@@ -334,7 +330,8 @@ std::string table_row(const Candidate& c, const std::string& rank) {
       static_cast<long long>(s.micro_batch_num), static_cast<long long>(s.zero_state),
       s.enable_sequence_parallel ? "on" : "off", dispatcher_text(s).c_str(),
       s.overlap_moe_expert_parallel_comm ? "on" : "off", recompute_text(c).c_str(), c.iteration_time_s, c.mfu,
-      c.tokens_per_s_per_gpu, c.peak_bytes / kGiB, c.straggler_ratio, static_cast<long long>(c.variants));
+      c.tokens_per_s_per_gpu, c.peak_bytes / kGiB, c.straggler_ratio, static_cast<long long>(c.variants),
+      c.fit.tight() ? "  tight" : "");
 }
 
 }  // namespace
@@ -346,10 +343,10 @@ std::string search_table(const SearchResult& r) {
                 "dispatch", "a2a", "recompute", "time_s", "mfu", "tok/s/gpu", "mem_gib", "strag", "+var");
   for (size_t i = 0; i < r.candidates.size(); ++i) out += table_row(r.candidates[i], std::to_string(i + 1));
   if (r.base.evaluated) out += table_row(r.base.plan, "base");
+  if (std::any_of(r.candidates.begin(), r.candidates.end(), [](const Candidate& c) { return c.fit.tight(); }))
+    out += "(tight: fits only if PyTorch's caching allocator frees its cached blocks and retries; ranked by time)\n";
   if (r.candidates.empty())
-    out +=
-        "(no strategy fits: more GPUs, --zero 2,3, a smaller --mbs or a smaller --gmi-error may "
-        "help)\n";
+    out += "(no strategy fits: more GPUs, --zero 2,3, a smaller --mbs or a smaller --gmi-error may help)\n";
   return out;
 }
 
@@ -358,6 +355,7 @@ std::string search_base_line(const SearchResult& r) {
   if (!b.evaluated) return b.error.empty() ? "" : "base plan: not estimated (" + b.error + ")\n";
   std::string out = strprintf("base plan (as given): %.3f s, %.2f GiB, ", b.plan.iteration_time_s, b.plan.peak_bytes / kGiB);
   if (!b.fits) return out + "does not fit\n";
+  if (b.plan.fit.tight()) out += "tight, ";
   out += strprintf("rank %lld (%lld of the %lld feasible plans are faster)", static_cast<long long>(b.rank),
                    static_cast<long long>(b.rank - 1), static_cast<long long>(r.feasible));
   if (!r.candidates.empty() && r.candidates.front().iteration_time_s < b.plan.iteration_time_s)
@@ -501,7 +499,7 @@ std::string search_summary(const SearchResult& r) {
 std::string search_csv(const SearchResult& r) {
   std::string out =
       "rank,tp,cp,pp,dp,ep,etp,edp,vpp,split,mbs,mbc,zero,sp,recompute,recompute_layer_num,"
-      "iteration_time_s,mfu,tflops_per_gpu,tokens_per_s_per_gpu,peak_memory_gib,"
+      "iteration_time_s,mfu,tflops_per_gpu,tokens_per_s_per_gpu,peak_memory_gib,fit_state,"
       "critical_stage,fwd_compute_s,bwd_compute_s,recompute_s,tp_comm_s,pp_comm_s,dp_comm_s,"
       "optimizer_s,bubble_s,stage_peak_alloc_gib,stage_peak_reserved_gib\n";
   for (size_t i = 0; i < r.candidates.size(); ++i) {
@@ -517,7 +515,7 @@ std::string search_csv(const SearchResult& r) {
     }
     out += strprintf(
         "%zu,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%lld,%lld,%lld,%s,%s,%lld,"
-        "%.6f,%.6f,%.4f,%.3f,%.4f,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%s,%s\n",
+        "%.6f,%.6f,%.4f,%.3f,%.4f,%s,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%s,%s\n",
         i + 1, static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
         static_cast<long long>(s.pp_size), static_cast<long long>(s.dp_size()),
         static_cast<long long>(s.ep_size), static_cast<long long>(s.etp_size),
@@ -526,7 +524,7 @@ std::string search_csv(const SearchResult& r) {
         static_cast<long long>(s.micro_batch_num), static_cast<long long>(s.zero_state),
         s.enable_sequence_parallel ? "on" : "off", recompute_kind_name(c.recompute),
         static_cast<long long>(s.recompute_layer_num), c.iteration_time_s, c.mfu, c.tflops_per_gpu,
-        c.tokens_per_s_per_gpu, c.peak_bytes / kGiB, t.name.c_str(), t.fwd_compute_s,
+        c.tokens_per_s_per_gpu, c.peak_bytes / kGiB, fit_state_name(c.fit.state), t.name.c_str(), t.fwd_compute_s,
         t.bwd_compute_s, t.recompute_s, t.tp_comm_s, t.pp_comm_s, t.dp_comm_s, t.optimizer_s,
         t.bubble_s, alloc.c_str(), reserved.c_str());
   }
@@ -550,6 +548,7 @@ std::string search_json(const SearchRun& run, const SearchResult& r, const std::
   in["seq_len"] = o.base.seq_len;
   in["rank_by"] = run.rank_by;
   in["memory"] = o.use_reserved ? "reserved" : "allocated";
+  in["tight_feasible"] = o.tight;
   in["gmi_error_gib"] = r.unusable_memory_bytes / kGiB;
   in["memory_limit_gib"] = r.memory_limit_bytes / kGiB;
   in["space"] = {{"tp", full.tp},   {"pp", full.pp},     {"cp", full.cp},

@@ -20,7 +20,7 @@ namespace trainsim {
 /// "ep", "etp", "vpp", "mbs", "zero", "recompute", "sp"); lists as "1,2,4" or "1-16".
 struct SearchArgs {
   std::map<std::string, std::string> given;
-  bool use_reserved = false, use_alloc = false;
+  bool use_reserved = false, use_alloc = false, no_tight = false;
   std::string compat;
   [[nodiscard]] bool has(const std::string& k) const { return given.count(k) && !given.at(k).empty(); }
   [[nodiscard]] std::string get(const std::string& k, const std::string& fallback = "") const {

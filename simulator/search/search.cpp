@@ -54,6 +54,7 @@ FitRule checked_rule(const SystemConfig& sys, const SearchOptions& o) {
   // The fit rule of perf (estimate/fit.h), with the search's margin when one is given.
   FitRule rule = fit_rule(sys, o.mode);
   rule.use_reserved = o.use_reserved;
+  rule.cache_release = rule.cache_release && o.tight;
   if (o.gmi_error_gib) {
     if (!(*o.gmi_error_gib >= 0)) bad("/gmi_error", "must be a non-negative number of GiB");
     rule.unusable_bytes = *o.gmi_error_gib * kGiB;
@@ -432,6 +433,7 @@ void take_figures(const ModelConfig& m, const SystemConfig& sys, const SearchOpt
   c.tflops_per_gpu = t.tflops_per_gpu;
   c.tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
   c.peak_bytes = rule.use_reserved ? e.peak_reserved_bytes() : e.peak_alloc_bytes();
+  c.fit = fit_verdict(e, rule);
   c.straggler_ratio = e.straggler_ratio;
   c.stage_times = std::move(e.stage_times);
   c.stages = std::move(e.stages);

@@ -15,6 +15,7 @@
 #include "plan/settings.h"
 #include "system/system_config.h"
 #include "estimate/estimate.h"
+#include "estimate/fit.h"
 #include "estimate/throughput.h"
 
 namespace trainsim {
@@ -85,6 +86,9 @@ struct SearchOptions {
   /// Per-GPU memory the model does not see (GiB); unset: the system's `unusable_mem_gbs`.
   std::optional<double> gmi_error_gib;
   bool use_reserved = true;  // compare peak reserved (else peak allocated) memory
+  /// TIGHT plans (estimate/fit.h: they fit only if the caching allocator frees its cache) are
+  /// feasible, ranked by time like the others and marked; false (--no-tight): only FITS plans.
+  bool tight = true;
   RankBy rank_by = RankBy::Time;
   int64_t keep = 10;  // best candidates returned (0 = every feasible one)
   int threads = 0;    // worker threads (0 = hardware concurrency)
@@ -124,6 +128,9 @@ struct Candidate {
   RecomputeKind recompute = RecomputeKind::None;
   double iteration_time_s = 0, mfu = 0, tflops_per_gpu = 0, tokens_per_s_per_gpu = 0;
   double peak_bytes = 0;  // max over stages of the compared memory (reserved or allocated)
+  /// Its verdict under the search's rule (estimate/fit.h): FITS or TIGHT for a feasible plan. A
+  /// TIGHT plan is feasible and ranked like any other; its state is shown beside it.
+  FitVerdict fit;
   std::vector<StageTime> stage_times;
   std::vector<StageMemory> stages;
   double straggler_ratio = 1;

@@ -176,7 +176,8 @@ bool Worker::over_memory_bound(const StrategyConfig& s, bool& static_oom) {
   // The stages' static memory is the estimate's: static_oom as evaluate() finds it.
   if (over)
     for (const StageMemory& st : b.stages)
-      static_oom = static_oom || st.model_bytes * static_scale(s) > sh_.rule.stage_limit_bytes(st);
+      static_oom = static_oom ||
+                   sh_.rule.static_floor_bytes(st.model_bytes, static_scale(s)) > sh_.rule.stage_limit_bytes(st);
   return over;
 }
 
@@ -202,10 +203,12 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
   if (time != nullptr) *time = e.iteration_time_s;
   const double scale = static_scale(s);
   // Weights, gradients and optimizer states (and the memory outside PyTorch) do not depend on the
-  // micro batch or recompute: when they alone exceed the limit, no variant of this layout fits.
+  // micro batch or recompute: when they alone exceed the limit (even as TIGHT: the allocator's
+  // floor), no variant of this layout fits.
   for (const auto& st : e.stages)
-    static_oom = static_oom || st.model_bytes * scale > sh_.rule.stage_limit_bytes(st);
-  if (!fit_verdict(e, sh_.rule).fits) return Outcome::Oom;
+    static_oom = static_oom || sh_.rule.static_floor_bytes(st.model_bytes, scale) > sh_.rule.stage_limit_bytes(st);
+  const FitVerdict fit = fit_verdict(e, sh_.rule);
+  if (!fit.fits) return Outcome::Oom;
   const double peak = sh_.rule.use_reserved ? e.peak_reserved_bytes() : e.peak_alloc_bytes();
   out.strategy = s;
   out.split = split;
@@ -217,6 +220,7 @@ Worker::Outcome Worker::evaluate(const StrategyConfig& s, RecomputeKind k, Pipel
   out.tflops_per_gpu = t.tflops_per_gpu;
   out.tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
   out.peak_bytes = peak;
+  out.fit = fit;
   out.straggler_ratio = e.straggler_ratio;
   out.stage_times = std::move(e.stage_times);
   out.stages = std::move(e.stages);

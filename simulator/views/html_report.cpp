@@ -246,7 +246,9 @@ std::string memory_plot(const PlanInputs& in, const Estimate& e) {
     limits.values.push_back(v.known ? (compared + v.headroom_bytes) / kGiB : 0);
   }
   if (!limits.values.empty() && limits.values.front() > 0)
-    limits.note = strprintf(" (the %s peak must stay below it)", rule.use_reserved ? "reserved" : "allocated");
+    limits.note = rule.cache_release && rule.use_reserved
+                      ? " (the reserved peak stays below it: FITS; only the allocated peak: TIGHT)"
+                      : strprintf(" (the %s peak must stay below it)", rule.use_reserved ? "reserved" : "allocated");
   return stacked_bars("memory-per-stage", "Memory per stage (GiB, peak)", cats, s, "GiB", limits,
                       in.system.mem_bytes / kGiB, "device memory");
 }
@@ -372,14 +374,17 @@ std::string perf_report_section(const PlanInputs& in, const Estimate& e) {
   const FitVerdict fit = fit_verdict(e, fit_rule(in.system, e.mode));
   if (fit.known)
     row("memory verdict",
-        fit.fits ? strprintf("FITS, headroom %.2f GiB", fit.headroom_bytes / kGiB)
-                 : strprintf("DOES NOT FIT, %.2f GiB over the limit", -fit.headroom_bytes / kGiB),
+        fit.state == FitState::Fits ? strprintf("FITS, headroom %.2f GiB", fit.headroom_bytes / kGiB)
+        : fit.fits ? strprintf("TIGHT, headroom %.2f GiB with the allocator's reserve, %.2f GiB without",
+                               fit.headroom_bytes / kGiB, fit.floor_headroom_bytes / kGiB)
+                   : strprintf("DOES NOT FIT, %.2f GiB over the limit", -fit.headroom_bytes / kGiB),
         "fit-verdict");
   row("plan", html_escape(parallelism_string(in.settings) + ", " + e.schedule + ", " + e.p2p + " p2p"), "plan");
   o += "</table>\n";
   // What the plan does not do as given, as the summary's warning lines: nothing is dropped silently.
-  if (!in.not_modeled.empty() || !in.no_effect.empty()) {
+  if (!in.not_modeled.empty() || !in.no_effect.empty() || fit.tight()) {
     o += "<ul id=\"warnings\">";
+    if (fit.tight()) o += "<li class=\"fit-tight\">" + html_escape(fit_warning(fit)) + "</li>";
     if (!in.not_modeled.empty())
       o += "<li>given but not modeled (the prediction ignores them): " + html_escape(join(in.not_modeled)) + "</li>";
     for (const NoEffect& n : in.no_effect) o += "<li class=\"no-effect\">" + html_escape(no_effect_line(n)) + "</li>";
@@ -475,11 +480,16 @@ std::string search_report_section(const SearchResult& r, const std::string& titl
          "</title></circle>";
   }
   o += "</svg>\n<table id=\"search-best\"><tr><th>#</th><th>plan</th><th>mbs</th><th>recompute</th><th>step ms</th>"
-       "<th>MFU %</th><th>peak GiB</th></tr>";
+       "<th>MFU %</th><th>peak GiB</th><th>fit, headroom GiB</th></tr>";
+  // A TIGHT plan is feasible, ranked by time; its headroom without the allocator's reserve beside.
   for (size_t i = 0; i < std::min<size_t>(c.size(), 10); ++i)
-    o += strprintf("<tr><td>%zu</td><td>%s</td><td>%lld</td><td>%s</td><td>%.1f</td><td>%.2f</td><td>%.2f</td></tr>", i + 1,
+    o += strprintf("<tr><td>%zu</td><td>%s</td><td>%lld</td><td>%s</td><td>%.1f</td><td>%.2f</td><td>%.2f</td>"
+                   "<td class=\"fit\">%s %+.2f%s</td></tr>", i + 1,
                    html_escape(c[i].parallelism()).c_str(), static_cast<long long>(c[i].micro_batch_size()), recompute_kind_name(c[i].recompute),
-                   c[i].iteration_time_s * 1e3, c[i].mfu * 100, c[i].peak_bytes / kGiB);
+                   c[i].iteration_time_s * 1e3, c[i].mfu * 100, c[i].peak_bytes / kGiB, fit_state_name(c[i].fit.state),
+                   c[i].fit.headroom_bytes / kGiB,
+                   c[i].fit.tight() ? strprintf(" (%+.2f without the reserve)", c[i].fit.floor_headroom_bytes / kGiB).c_str()
+                                    : "");
   return o + "</table>\n</section>\n";
 }
 

@@ -124,7 +124,10 @@ nlohmann::ordered_json stages_json(const Estimate& e, const FitRule& rule) {
     const FitVerdict fit = fit_verdict(st, rule);
     x["name"] = st.name;
     x["fits"] = fit.known ? nlohmann::ordered_json(fit.fits) : nlohmann::ordered_json();
+    x["fit_state"] = fit.known ? nlohmann::ordered_json(fit_state_name(fit.state)) : nlohmann::ordered_json();
     x["memory_headroom_gib"] = fit.known ? nlohmann::ordered_json(fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
+    x["memory_headroom_without_reserve_gib"] =
+        fit.known ? nlohmann::ordered_json(fit.floor_headroom_bytes / kGiB) : nlohmann::ordered_json();
     x["peak_alloc_gib"] = st.peak_alloc_bytes / kGiB;
     x["peak_reserved_gib"] = st.peak_reserved_bytes / kGiB;
     x["non_tensor_memory_gib"] = (rule.stage_non_tensor ? st.non_tensor_bytes : rule.unusable_bytes) / kGiB;
@@ -247,14 +250,15 @@ std::string estimate_to_json(const PlanInputs& in, const Estimate& e) {
   const FitRule rule = fit_rule(in.system, e.mode);
   const FitVerdict plan_fit = fit_verdict(e, rule);
   // The margin outside PyTorch: the flat one (compat) or the stage with the least headroom's own.
-  const StageMemory* worst = nullptr;
-  for (const auto& st : e.stages)
-    if (!worst || fit_verdict(st, rule).headroom_bytes < fit_verdict(*worst, rule).headroom_bytes) worst = &st;
+  const StageMemory* worst = tightest_stage(e, rule);
   const double outside = rule.unusable_bytes + (worst && rule.stage_non_tensor ? worst->non_tensor_bytes : 0.0);
   j["unusable_memory_gib"] = outside / kGiB;
   j["memory_limit_gib"] = (rule.device_bytes - outside) / kGiB;
   j["fits"] = plan_fit.known ? nlohmann::ordered_json(plan_fit.fits) : nlohmann::ordered_json();
+  j["fit_state"] = plan_fit.known ? nlohmann::ordered_json(fit_state_name(plan_fit.state)) : nlohmann::ordered_json();
   j["memory_headroom_gib"] = plan_fit.known ? nlohmann::ordered_json(plan_fit.headroom_bytes / kGiB) : nlohmann::ordered_json();
+  j["memory_headroom_without_reserve_gib"] =
+      plan_fit.known ? nlohmann::ordered_json(plan_fit.floor_headroom_bytes / kGiB) : nlohmann::ordered_json();
   double host = 0;
   for (const auto& st : e.stages) host = std::max(host, st.host_bytes);
   j["host_memory_gib"] = host / kGiB;
@@ -338,24 +342,23 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
                    st.grad_bytes / kGiB, st.state_bytes / kGiB, other_static / kGiB,
                    st.activation_cache_per_mb_bytes / kGiB, in_flight, saved / kGiB, st.peak_transient_bytes / kGiB,
                    fit.known ? strprintf("%.2f", fit.headroom_bytes / kGiB).c_str() : "-",
-                   fit.known && !fit.fits ? "  OUT OF MEMORY" : "");
+                   !fit.known ? "" : !fit.fits ? "  OUT OF MEMORY" : fit.tight() ? "  TIGHT" : "");
   }
   const FitVerdict plan_fit = fit_verdict(e, rule);
-  const StageMemory* worst = nullptr;  // the stage with the least headroom
-  for (const auto& st : e.stages)
-    if (!worst || fit_verdict(st, rule).headroom_bytes < fit_verdict(*worst, rule).headroom_bytes) worst = &st;
+  const StageMemory* worst = tightest_stage(e, rule);
   if (plan_fit.known && worst && rule.stage_non_tensor)
     o += strprintf("fit        %s: peak reserved %.2f GiB vs limit %.2f GiB (device %.2f − %.2f outside PyTorch: "
                    "%s)\n",
-                   plan_fit.fits ? "FITS" : "DOES NOT FIT", worst->peak_reserved_bytes / kGiB,
+                   fit_state_name(plan_fit.state), worst->peak_reserved_bytes / kGiB,
                    rule.stage_limit_bytes(*worst) / kGiB, rule.device_bytes / kGiB, worst->non_tensor_bytes / kGiB,
                    non_tensor_memory(in.model, in.settings, in.system).terms().c_str());
   else if (plan_fit.known)
     o += strprintf("fit        %s: peak reserved %.2f GiB vs limit %.2f GiB (device %.2f − unusable %.2f)\n",
-                   plan_fit.fits ? "FITS" : "DOES NOT FIT", e.peak_reserved_bytes() / kGiB, rule.limit_bytes() / kGiB,
+                   fit_state_name(plan_fit.state), e.peak_reserved_bytes() / kGiB, rule.limit_bytes() / kGiB,
                    rule.device_bytes / kGiB, rule.unusable_bytes / kGiB);
   else
     o += "fit        unknown: the system gives no device memory (mem_gbs 0)\n";
+  if (plan_fit.tight()) o += "warning: " + fit_warning(plan_fit) + "\n";
   double host = 0;
   for (const auto& st : e.stages) host = std::max(host, st.host_bytes);
   if (host > 0) o += strprintf("host       %.2f GiB of pinned host memory per GPU (offloaded optimizer states, activations)\n", host / kGiB);

@@ -69,6 +69,7 @@ std::vector<SweepPoint> run_sweep(const PlanRequest& base, const std::string& de
       p.peak_reserved_gib = e.peak_reserved_bytes() / kGiB;
       const FitVerdict v = fit_verdict(e, fit_rule(pr.in.system, e.mode));
       p.fits = v.fits;
+      p.tight = v.tight();
       p.headroom_gib = v.headroom_bytes / kGiB;
     } catch (const Error& err) {
       p.error = err.what();
@@ -82,14 +83,14 @@ std::vector<SweepPoint> run_sweep(const PlanRequest& base, const std::string& de
 std::string sweep_csv(const std::vector<SweepAxis>& axes, const std::vector<SweepPoint>& points) {
   std::string o;
   for (const auto& a : axes) o += csv_escape(a.key) + ",";
-  o += "step_time_ms,mfu,peak_reserved_gib,headroom_gib,fits,error\n";
+  o += "step_time_ms,mfu,peak_reserved_gib,headroom_gib,fits,fit_state,error\n";
   for (const auto& p : points) {
     for (const auto& v : p.values) o += csv_escape(v) + ",";
     if (p.error.empty())
-      o += strprintf("%.4f,%.5f,%.4f,%.4f,%s,\n", p.step_ms, p.mfu, p.peak_reserved_gib, p.headroom_gib,
-                     p.fits ? "true" : "false");
+      o += strprintf("%.4f,%.5f,%.4f,%.4f,%s,%s,\n", p.step_ms, p.mfu, p.peak_reserved_gib, p.headroom_gib,
+                     p.fits ? "true" : "false", p.tight ? "TIGHT" : p.fits ? "FITS" : "DOES NOT FIT");
     else
-      o += ",,,,," + csv_escape(p.error) + "\n";
+      o += ",,,,,," + csv_escape(p.error) + "\n";
   }
   return o;
 }
@@ -109,7 +110,7 @@ std::string sweep_table(const std::vector<SweepAxis>& axes, const std::vector<Sw
     for (size_t i = 0; i < std::min(p.values.size(), w.size()); ++i) o += strprintf("%-*s  ", w[i], p.values[i].c_str());
     if (p.error.empty())
       o += strprintf("%10.2f %7.4f %13.2f %13.2f  %s\n", p.step_ms, p.mfu, p.peak_reserved_gib, p.headroom_gib,
-                     p.fits ? "yes" : "NO");
+                     p.tight ? "tight" : p.fits ? "yes" : "NO");
     else
       o += "not a plan: " + p.error.substr(0, p.error.find('\n')) + "\n";  // the first issue (the CSV has all)
   }
@@ -154,8 +155,11 @@ std::string sweep_html(const std::vector<SweepAxis>& axes, const std::vector<Swe
       if (!points[i].error.empty()) continue;
       path += (path.empty() ? "M" : " L") + strprintf("%.1f %.1f", px(i), py(points[i].step_ms));
       svg += "<circle class=\"point\" cx=\"" + num(px(i)) + "\" cy=\"" + num(py(points[i].step_ms)) + "\" r=\"4\" fill=\"" +
-             (points[i].fits ? "#4e79a7" : "#e15759") + "\"><title>" + html_escape(axes[0].key + " " + points[i].values[0]) +
-             strprintf(": %.2f ms, %s", points[i].step_ms, points[i].fits ? "fits" : "does not fit") + "</title></circle>";
+             (points[i].tight ? "#f28e2b" : points[i].fits ? "#4e79a7" : "#e15759") + "\"><title>" +
+             html_escape(axes[0].key + " " + points[i].values[0]) +
+             strprintf(": %.2f ms, %s", points[i].step_ms,
+                       points[i].tight ? "tight" : points[i].fits ? "fits" : "does not fit") +
+             "</title></circle>";
     }
     if (!path.empty()) svg = svg + "<path d=\"" + path + "\" fill=\"none\" stroke=\"#4e79a7\" stroke-width=\"2\"/>";
     svg += "</svg>\n";
@@ -189,9 +193,9 @@ std::string sweep_html(const std::vector<SweepAxis>& axes, const std::vector<Swe
                html_escape(axes[0].key + " " + p.values[0] + ", " + axes[1].key + " " + p.values[1]) + ": " +
                (p.error.empty() ? strprintf("%.2f ms", p.step_ms) : html_escape(p.error)) + "</title></rect>";
         svg += "<text x=\"" + num(x + (cw - 2) / 2) + "\" y=\"" + num(y + 18) + "\" text-anchor=\"middle\">" +
-               (p.error.empty() ? strprintf("%.0f%s", p.step_ms, p.fits ? "" : "*") : std::string("–")) + "</text>";
+               (p.error.empty() ? strprintf("%.0f%s", p.step_ms, p.tight ? "°" : p.fits ? "" : "*") : std::string("–")) + "</text>";
       }
-    svg += "<text x=\"0\" y=\"" + num(height - 10) + "\">* does not fit; – not a valid plan</text></svg>\n";
+    svg += "<text x=\"0\" y=\"" + num(height - 10) + "\">* does not fit; ° tight (fits if the allocator releases its cache); – not a valid plan</text></svg>\n";
   }
   std::string table = "<pre id=\"sweep-table\">" + html_escape(sweep_table(axes, points)) + "</pre>\n";
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + html_escape(title) +

@@ -26,7 +26,8 @@ struct SweepPoint {
   std::vector<std::string> values;  // one per axis
   std::string error;                // empty when predicted
   double step_ms = 0, mfu = 0, peak_reserved_gib = 0, headroom_gib = 0;
-  bool fits = true;
+  bool fits = true;   // FITS or TIGHT (estimate/fit.h)
+  bool tight = false;  // fits only if the caching allocator releases its cache
 };
 
 /// Predicts `base` (with the defaults perf uses) at every combination of the axes' values, the
@@ -35,7 +36,7 @@ struct SweepPoint {
                                                 const std::string& default_strategy, const ConfigText& system,
                                                 Mode mode, const std::vector<SweepAxis>& axes);
 
-/// A header (the keys, step_time_ms, mfu, peak_reserved_gib, headroom_gib, fits, error), one row a point.
+/// A header (the keys, step_time_ms, mfu, peak_reserved_gib, headroom_gib, fits, fit_state, error), one row a point.
 [[nodiscard]] std::string sweep_csv(const std::vector<SweepAxis>& axes, const std::vector<SweepPoint>& points);
 
 /// The table the command prints.

@@ -89,22 +89,38 @@ TEST(Fit, UnusableMemoryComesFromTheSystemFile) {
 }
 
 // Default mode: each stage's own memory outside PyTorch (StageMemory::non_tensor_bytes) comes off
-// the device. A stage 2 GiB over the limit is rejected, 2 GiB under accepted.
+// the device. A stage 2 GiB over the limit even without the allocator's reserve is rejected, one
+// whose reserved peak is 2 GiB over but whose allocated bytes fit is TIGHT (accepted), 2 GiB under
+// with the reserve fits.
 TEST(Fit, DefaultModeSubtractsEachStagesMemoryOutsidePyTorch) {
   const SystemConfig sys = load_system(resolve_config("system", "h100-sxm-80g").text, "h100");
   const FitRule r = fit_rule(sys, Mode::Default);
   EXPECT_TRUE(r.stage_non_tensor);
+  EXPECT_TRUE(r.cache_release);
   EXPECT_DOUBLE_EQ(r.unusable_bytes, 0);
   StageMemory st;
   st.non_tensor_bytes = 1.5 * kGiB;
-  st.peak_reserved_bytes = (79.65 - 1.5 + 2) * kGiB;  // 2 GiB over 78.15
+  st.peak_alloc_bytes = (79.65 - 1.5 + 2) * kGiB;  // 2 GiB over 78.15 without the reserve
+  st.peak_reserved_bytes = st.peak_alloc_bytes * 1.0544;
   FitVerdict v = fit_verdict(st, r);
+  EXPECT_EQ(v.state, FitState::DoesNotFit);
   EXPECT_FALSE(v.fits);
-  EXPECT_NEAR(v.headroom_bytes / kGiB, -2, 1e-9);
-  st.peak_reserved_bytes = (79.65 - 1.5 - 2) * kGiB;  // 2 GiB under
+  EXPECT_NEAR(v.floor_headroom_bytes / kGiB, -2 - 20.0 / 1024, 1e-9);
+  st.peak_reserved_bytes = (79.65 - 1.5 + 2) * kGiB;  // 2 GiB over with the reserve
+  st.peak_alloc_bytes = st.peak_reserved_bytes / 1.0544;  // 76.01 GiB: 2.12 GiB under without
   v = fit_verdict(st, r);
+  EXPECT_EQ(v.state, FitState::Tight);
+  EXPECT_TRUE(v.fits);
+  EXPECT_NEAR(v.headroom_bytes / kGiB, -2, 1e-9);
+  EXPECT_NEAR(v.floor_headroom_bytes / kGiB, 78.15 - 80.15 / 1.0544 - 20.0 / 1024, 1e-9);
+  st.peak_reserved_bytes = (79.65 - 1.5 - 2) * kGiB;  // 2 GiB under
+  st.peak_alloc_bytes = st.peak_reserved_bytes / 1.0544;
+  v = fit_verdict(st, r);
+  EXPECT_EQ(v.state, FitState::Fits);
   EXPECT_TRUE(v.fits);
   EXPECT_NEAR(v.headroom_bytes / kGiB, 2, 1e-9);
+  // Compat mode: SimuMax's two states, whatever the allocated bytes.
+  EXPECT_FALSE(fit_rule(sys, Mode::SimuMax12).cache_release);
   // A flat margin (search's --gmi-error) replaces the stage's own.
   FitRule flat = r;
   flat.stage_non_tensor = false;
@@ -114,21 +130,25 @@ TEST(Fit, DefaultModeSubtractsEachStagesMemoryOutsidePyTorch) {
 
 // The validation runner's count: failed cases and unknown verdicts are left out.
 TEST(Fit, ValidationSummaryCountsThePredictedRuns) {
-  auto result = [](const char* name, bool known, double headroom_gib, const char* error = "") {
+  auto result = [](const char* name, bool known, double headroom_gib, const char* error = "", bool tight = false) {
     CaseResult r;
     r.name = name;
     r.error = error;
     r.fit.known = known;
-    r.fit.fits = headroom_gib >= 0;
+    r.fit.state = headroom_gib >= 0 ? FitState::Fits : tight ? FitState::Tight : FitState::DoesNotFit;
+    r.fit.fits = r.fit.state != FitState::DoesNotFit;
     r.fit.headroom_bytes = headroom_gib * kGiB;
     return r;
   };
   const FitSummary f = summarize_fit({result("a", true, 3.5), result("b", true, -1.25), result("c", true, 0.5),
-                                      result("d", false, 0), result("e", true, -9, "failed")});
-  EXPECT_EQ(f.predicted, 3);
-  EXPECT_EQ(f.fits, 2);
+                                      result("d", false, 0), result("e", true, -9, "failed"),
+                                      result("t", true, -0.5, "", true)});
+  EXPECT_EQ(f.predicted, 4);
+  EXPECT_EQ(f.fits, 3);  // TIGHT counts as fitting
   EXPECT_DOUBLE_EQ(f.least_headroom_gib, -1.25);
   EXPECT_EQ(f.least_case, "b");
+  EXPECT_EQ(f.not_fit, std::vector<std::string>{"b"});
+  EXPECT_EQ(f.tight, std::vector<std::string>{"t"});
 }
 
 }  // namespace

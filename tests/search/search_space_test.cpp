@@ -292,6 +292,7 @@ TEST(SearchSpaceTest, FullUniformOnlyWhereNoBlockFits) {
   SearchOptions o = options(8, 64, 8192);
   o.gmi_error_gib = 0;
   o.keep = 0;
+  o.tight = false;  // the reserve counted: full_block on every layer is over by it (TIGHT)
   SearchResult r = search(m, sys, space, o);
   ASSERT_EQ(r.candidates.size(), 1u);
   EXPECT_EQ(r.candidates[0].recompute, RecomputeKind::FullUniform);

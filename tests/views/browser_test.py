@@ -265,7 +265,9 @@ def one_request(driver, wait, step, out_dir, trainsim, screenshot=None):
 
     def cli(*args):
         j = json.loads(run([trainsim, "perf", *args, "--json"]).stdout)
-        verdict = ("FITS, headroom %.2f GiB" % j["memory_headroom_gib"] if j["fits"]
+        verdict = ("FITS, headroom %.2f GiB" % j["memory_headroom_gib"] if j["fit_state"] == "FITS"
+                   else "TIGHT, headroom %.2f GiB with the allocator's reserve, %.2f GiB without"
+                   % (j["memory_headroom_gib"], j["memory_headroom_without_reserve_gib"]) if j["fits"]
                    else "DOES NOT FIT, %.2f GiB over the limit" % -j["memory_headroom_gib"])
         return "%.2f ms" % j["iteration_time_ms"], verdict
 

@@ -203,7 +203,7 @@ TEST(Sweep, PointsArePerfsPredictions) {
   // The device size moves the headroom only: 141 − 40 GiB.
   EXPECT_NEAR(points[2].headroom_gib - points[0].headroom_gib, 101, 1e-9);
   const std::string csv = sweep_csv(axes, points);
-  EXPECT_EQ(csv.substr(0, csv.find('\n')), "accelerator.mem_gbs,tp_size,step_time_ms,mfu,peak_reserved_gib,headroom_gib,fits,error");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "accelerator.mem_gbs,tp_size,step_time_ms,mfu,peak_reserved_gib,headroom_gib,fits,fit_state,error");
   EXPECT_EQ(count(csv, "\n"), 5u);
   EXPECT_NE(sweep_html(axes, points, "t").find("id=\"sweep-heatmap\""), std::string::npos);
   const std::vector<SweepPoint> line = run_sweep(PlanRequest{}, kDefaultModel, kDefaultStrategy, sys, Mode::Default,
