@@ -221,6 +221,10 @@ NB_MODULE(_trainsim, m) {
       .def_prop_ro("fits", [](const Prediction& p) -> nb::object {
         const FitVerdict v = fit_verdict(p.estimate, fit_rule(p.in.system, p.estimate.mode));
         return v.known ? nb::cast(v.fits) : nb::none();
+      })
+      .def_prop_ro("fit_state", [](const Prediction& p) -> nb::object {
+        const FitVerdict v = fit_verdict(p.estimate, fit_rule(p.in.system, p.estimate.mode));
+        return v.known ? nb::cast(std::string(fit_state_name(v.state))) : nb::none();
       });
 
   m.def("perf", [](const nb::dict& plan, const nb::tuple& system, const std::string& mfu, const std::string& compat) {

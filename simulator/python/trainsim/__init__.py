@@ -122,8 +122,14 @@ class PerfResult:
 
     @property
     def fits(self) -> Optional[bool]:
-        """The fit verdict (None when the system gives no device memory)."""
+        """The fit verdict: True for FITS and TIGHT (None when the system gives no device memory)."""
         return self._p.fits
+
+    @property
+    def fit_state(self) -> Optional[str]:
+        """"FITS", "TIGHT" (fits only once PyTorch's caching allocator frees its cached blocks) or
+        "DOES NOT FIT", as ``perf --json``'s ``fit_state`` (None without device memory)."""
+        return self._p.fit_state
 
     def to_json(self) -> str:
         """The exact text of ``trainsim perf --json``."""
