@@ -104,7 +104,7 @@ void merge_grouped_grid(SystemConfig& sys, const std::string& text, const std::s
   if (!doc.is_object() || it == doc.end() || !it->is_array() || it->empty()) {
     issues.add("/series", "expected a non-empty array of {experts, hidden, inter, tokens, time_s}");
   } else {
-    for (size_t i = 0; i < it->size() && issues.empty(); ++i) {
+    for (size_t i = 0; i < it->size(); ++i) {
       const std::string sp = "/series/" + std::to_string(i);
       ObjectReader rs((*it)[i], sp, issues);
       GroupedSeries s;
@@ -115,7 +115,8 @@ void merge_grouped_grid(SystemConfig& sys, const std::string& text, const std::s
       rs.ignore("time_s");
       rs.finish();
       const nlohmann::json& e = (*it)[i];
-      for (const auto& [key, out] : {std::pair<const char*, std::vector<double>*>{"tokens", &s.tokens}, {"time_s", &s.time_s}}) {
+      using Field = std::pair<const char*, std::vector<double>*>;
+      for (const auto& [key, out] : {Field{"tokens", &s.tokens}, Field{"time_s", &s.time_s}}) {
         const nlohmann::json v = e.is_object() ? e.value(key, nlohmann::json()) : nlohmann::json();
         bool ok = v.is_array() && !v.empty();
         for (size_t c = 0; ok && c < v.size(); ++c) {

@@ -228,16 +228,13 @@ std::string system_json_text(const SystemConfig& sys, int indent, bool models) {
   if (!sys.provenance_json.empty()) j["provenance"] = json::parse(sys.provenance_json);
   std::string text = j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   for (const auto& [name, op] : sys.ops) {
-    if (!op.gemm_model || !models) continue;
-    const std::string mark = "\"\\u0001gemm_model:" + json(name).dump().substr(1);
+    if ((!op.gemm_model && !op.grouped_model) || !models) continue;
+    const std::string mark =
+        std::string("\"\\u0001") + (op.gemm_model ? "gemm" : "grouped") + "_model:" + json(name).dump().substr(1);
     const size_t at = text.find(mark);
-    if (at != std::string::npos) text.replace(at, mark.size(), gemm_model_json(*op.gemm_model, indent));
-  }
-  for (const auto& [name, op] : sys.ops) {
-    if (!op.grouped_model || !models) continue;
-    const std::string mark = "\"\\u0001grouped_model:" + json(name).dump().substr(1);
-    const size_t at = text.find(mark);
-    if (at != std::string::npos) text.replace(at, mark.size(), grouped_model_json(*op.grouped_model, indent));
+    if (at != std::string::npos)
+      text.replace(at, mark.size(), op.gemm_model ? gemm_model_json(*op.gemm_model, indent)
+                                                  : grouped_model_json(*op.grouped_model, indent));
   }
   // Collective models always (a few hundred numbers: the fingerprint hashes them as text).
   for (const auto& [name, net] : sys.networks)

@@ -16,6 +16,9 @@ constexpr double kUnit = 6.0 * 8 * 1024 * 512;
 
 GroupedSeries base() { return {8, 1024, 512, {64, 256, 1024}, {1e-4, 2e-4, 6.4e-4}}; }
 
+// Relative agreement to 1e-12 (the model works in log space).
+#define EXPECT_REL(a, b) EXPECT_NEAR(a, b, 1e-12 * std::fabs(b))
+
 // Seconds per FLOP of the base series at its measured token counts.
 double spf(double tokens, double time) { return time / (kUnit * tokens); }
 
@@ -25,7 +28,7 @@ TEST(GroupedModelTest, MeasuredPointsOfEitherGemmOfThePair) {
   for (const auto& [n, k] : {std::pair{1024.0, 1024.0}, std::pair{1024.0, 512.0}}) {
     const GroupedAnswer a = m.predict(256, 8, n, k);
     EXPECT_EQ(a.source, EfficiencySource::Measured);
-    EXPECT_DOUBLE_EQ(a.s_per_flop, spf(256, 2e-4));
+    EXPECT_REL(a.s_per_flop, spf(256, 2e-4));
   }
 }
 
@@ -34,15 +37,15 @@ TEST(GroupedModelTest, LogLinearInTokensInsideAndHeldBeyond) {
   // M = 128, halfway in log between 64 and 256: the geometric mean of the seconds per FLOP.
   GroupedAnswer a = m.predict(128, 8, 1024, 1024);
   EXPECT_EQ(a.source, EfficiencySource::Interpolated);
-  EXPECT_NEAR(a.s_per_flop, std::sqrt(spf(64, 1e-4) * spf(256, 2e-4)), 1e-30);
+  EXPECT_REL(a.s_per_flop, std::sqrt(spf(64, 1e-4) * spf(256, 2e-4)));
   // M = 16 below the smallest count: the time of M = 64 (memory-bound floor), 4× the s/FLOP.
   a = m.predict(16, 8, 1024, 1024);
   EXPECT_EQ(a.source, EfficiencySource::Extrapolated);
-  EXPECT_NEAR(a.s_per_flop * kUnit * 16, 1e-4, 1e-16);
+  EXPECT_REL(a.s_per_flop * kUnit * 16, 1e-4);
   // M = 4096 above the largest: the largest count's seconds per FLOP.
   a = m.predict(4096, 8, 1024, 1024);
   EXPECT_EQ(a.source, EfficiencySource::Extrapolated);
-  EXPECT_DOUBLE_EQ(a.s_per_flop, spf(1024, 6.4e-4));
+  EXPECT_REL(a.s_per_flop, spf(1024, 6.4e-4));
 }
 
 TEST(GroupedModelTest, ShapesBetweenSeriesAreWeightedByInverseSquareDistance) {
@@ -54,11 +57,11 @@ TEST(GroupedModelTest, ShapesBetweenSeriesAreWeightedByInverseSquareDistance) {
   const GroupedAnswer a = m.predict(256, 16, 1024, 1024);
   EXPECT_EQ(a.source, EfficiencySource::Interpolated);
   const double narrow_y = spf(256, 2e-4), wide_y = 1.6e-3 / (6.0 * 32 * 1024 * 512 * 256);
-  EXPECT_NEAR(a.s_per_flop, std::sqrt(narrow_y * wide_y), 1e-30);
+  EXPECT_REL(a.s_per_flop, std::sqrt(narrow_y * wide_y));
   // E = 10: weights 1/ln(10/8)² and 1/ln(32/10)².
   const double w0 = 1 / std::pow(std::log(10.0 / 8), 2), w1 = 1 / std::pow(std::log(32.0 / 10), 2);
   const GroupedAnswer b = m.predict(256, 10, 1024, 1024);
-  EXPECT_NEAR(b.s_per_flop, std::exp((w0 * std::log(narrow_y) + w1 * std::log(wide_y)) / (w0 + w1)), 1e-30);
+  EXPECT_REL(b.s_per_flop, std::exp((w0 * std::log(narrow_y) + w1 * std::log(wide_y)) / (w0 + w1)));
   // E = 64 is beyond the measured experts: extrapolated.
   EXPECT_EQ(m.predict(256, 64, 1024, 1024).source, EfficiencySource::Extrapolated);
   EXPECT_EQ(m.predict(0, 8, 1024, 1024).source, EfficiencySource::Default);
@@ -72,7 +75,7 @@ TEST(GroupedModelTest, SeriesOfOneShapeMergeAndBadSeriesThrow) {
   const GroupedModel m({base(), again});
   ASSERT_EQ(m.series().size(), 1u);
   EXPECT_EQ(m.points(), 4u);
-  EXPECT_NEAR(m.series()[0].time_s[1], 4e-4, 1e-16);  // geometric mean of 2e-4 and 8e-4
+  EXPECT_REL(m.series()[0].time_s[1], 4e-4);  // geometric mean of 2e-4 and 8e-4
   GroupedSeries bad = base();
   bad.time_s.pop_back();
   EXPECT_THROW(GroupedModel({bad}), std::invalid_argument);
@@ -93,13 +96,13 @@ TEST(GroupedModelTest, LeaveOneOutPointsAndShapes) {
   ASSERT_EQ(points.size(), 6u);
   // The base's middle point from its neighbours: s/FLOP the geometric mean of 64's and 1024's.
   EXPECT_EQ(points[1].tokens, 256);
-  EXPECT_NEAR(points[1].predicted_s, std::sqrt(spf(64, 1e-4) * spf(1024, 6.4e-4)) * kUnit * 256, 1e-15);
+  EXPECT_REL(points[1].predicted_s, std::sqrt(spf(64, 1e-4) * spf(1024, 6.4e-4)) * kUnit * 256);
   // Its first point: the time of its next count held (fewer tokens).
-  EXPECT_NEAR(points[0].predicted_s, 2e-4, 1e-15);
+  EXPECT_REL(points[0].predicted_s, 2e-4);
   // Whole shape held out: the other series alone, at the same tokens per expert.
   const auto shapes = m.leave_one_out(true);
   ASSERT_EQ(shapes.size(), 6u);
-  EXPECT_NEAR(shapes[1].predicted_s, 1.6e-3 / (6.0 * 32 * 1024 * 512 * 256) * kUnit * 256, 1e-15);
+  EXPECT_REL(shapes[1].predicted_s, 1.6e-3 / (6.0 * 32 * 1024 * 512 * 256) * kUnit * 256);
   // One series alone: nothing to go by.
   EXPECT_EQ(GroupedModel({base()}).leave_one_out(true)[0].predicted_s, 0);
 }

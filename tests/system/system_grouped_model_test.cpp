@@ -59,7 +59,7 @@ TEST(SystemGroupedModelTest, ReadsWritesAndAnswersTheExpertGemms) {
   for (const KeyStage st : {KeyStage::fwd, KeyStage::bwd_grad_act, KeyStage::bwd_grad_w}) {
     Kernel k;
     k.op = OpClass::GroupMatmul;
-    k.flops = 2 * 8 * 256 * 1024 * 1024;
+    k.flops = 2.0 * 8 * 256 * 1024 * 1024;
     k.key = key(8, 256, 1024, 1024, st);
     const KernelCost c = kernel_cost(classes, k, nullptr);
     EXPECT_EQ(c.source, EfficiencySource::Measured);
@@ -116,7 +116,8 @@ TEST(SystemGroupedModelTest, GroupedGridSetsTheModelWithProvenance) {
   EXPECT_EQ(model_summaries(sys), std::vector<std::string>{"group_matmul: grouped GEMM model of 3 measured points in "
                                                            "2 expert shapes (tables 1.0, GPU X)"});
   EXPECT_EQ(model->provenance_json,
-            R"({"device":"GPU X","dtype":"bfloat16","file":"grid.json","fitted_by":"trainsim system build --grouped-grid",)"
+            R"({"device":"GPU X","dtype":"bfloat16","file":"grid.json",)"
+            R"("fitted_by":"trainsim system build --grouped-grid",)"
             R"("points":3,"series":2,"source":{"package":"tables","version":"1.0"}})");
   try {
     merge_grouped_grid(sys, R"({"kind": "trainsim-grouped-grid", "op": "matmul", "device": "X",
