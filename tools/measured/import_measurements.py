@@ -51,7 +51,14 @@ GPUS = {
     "gb200": {"out": "gb200", "base": "b200-sxm-180g", "gemm": "trtllm/1.3.0rc20",
               "attention": "trtllm/1.3.0rc20", "nccl": "2.29.2", "fp8": "fp8", "moe": "trtllm/1.3.0rc20",
               "base_override": {"sys_name": "gb200", "bf16_tflops": 2500, "fp8_tflops": 5000, "mem_gbs": 185.03,
-                                "hbm_gibps": 7450.58}},
+                                "hbm_gibps": 7450.58, "host_link_gibps": 209.55, "host_adam_gibps": 51.09,
+                                "host_note": (
+                                    "host (trainsim extension, datasheet/assumed): link_gbps = NVLink-C2C, 900 GB/s "
+                                    "bidirectional between one Grace CPU and its two Blackwell GPUs = 225 GB/s per GPU "
+                                    "and direction = 209.55 GiB/s (datasheet); cpu_adam_gbps = assumed: a CPU Adam "
+                                    "streams 28 B per parameter (reads fp32 param, grad, m, v; writes param, m, v) to "
+                                    "update 12 B of state, at half the Grace LPDDR5X bandwidth per GPU: 512 GB/s per "
+                                    "Grace for 2 GPUs = 256 GB/s, x 0.5 x 12/28 = 54.86 GB/s = 51.09 GiB/s")}},
     # A100 has no FP8 tensor cores; its preset gives fp8_matmul the bf16 peak, so FP8 keys are
     # timed with the bf16 table. Its fused-MoE table (trtllm 1.0.0) has power-law rows only, of
     # another kernel (moe_torch_flow): no grouped-GEMM model.
@@ -183,6 +190,11 @@ def base_file(spec, work):
     for bw in sys_json["accelerator"]["bandwidth"].values():
         bw["gbps"] = over["hbm_gibps"]
     sys_json["accelerator"]["mem_gbs"] = over["mem_gbs"]
+    # Grace's NVLink-C2C host link and LPDDR5X for the CPU Adam; the framework's host costs as the base.
+    sys_json["host"]["link_gbps"] = over["host_link_gibps"]
+    sys_json["host"]["cpu_adam_gbps"] = over["host_adam_gibps"]
+    note = sys_json["provenance"]["host"]
+    sys_json["provenance"]["host"] = over["host_note"] + note[note.index("; framework"):]
     path = os.path.join(work, "base.json")
     with open(path, "w") as f:
         json.dump(sys_json, f, indent=1)
