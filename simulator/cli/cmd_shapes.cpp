@@ -105,7 +105,7 @@ int cmd_shapes(const Args& args) {
   }
   if (have_system) {
     bool models = false;
-    for (const auto& [name, op] : sys.ops) models = models || op.gemm_model != nullptr || op.point_model != nullptr;
+    for (const auto& [name, op] : sys.ops) models = models || op.gemm_model || op.point_model || op.grouped_model;
     std::fprintf(stderr, "trainsim shapes: %zu of %zu shapes have no measurement%s in system '%s'\n", missing,
                  doc.shapes.size(), models ? " or model answer" : "", sys.sys_name.c_str());
   }

@@ -116,7 +116,9 @@ int evaluate_collectives(const SystemConfig& sys) {
   return models;
 }
 
-// `system evaluate`: every measured node of each GEMM model predicted without it.
+// `system evaluate`: every measured node of each GEMM model predicted without it; grouped-GEMM
+// models point by point (`grouped`) and expert shape by shape (`grouped/sh`); --min-m is the
+// tokens per expert there.
 int evaluate(const std::string& system_arg, double min_m) {
   const ConfigText text = resolve_config("system", system_arg);
   const SystemConfig sys = load_system(text.text, text.source);
@@ -155,6 +157,25 @@ int evaluate(const std::string& system_arg, double min_m) {
       }
     }
     print_held_out(name, "points", op.point_model->points(), errs, without);
+  }
+  // Grouped-GEMM models: every point without it (its expert shape's other token counts), and
+  // without its whole expert shape (a shape the tables lack).
+  for (const auto& [name, op] : sys.ops) {
+    if (!op.grouped_model) continue;
+    ++models;
+    for (const bool series_out : {false, true}) {
+      std::vector<double> errs;
+      size_t without = 0;
+      for (const auto& h : op.grouped_model->leave_one_out(series_out)) {
+        if (h.tokens < min_m) continue;
+        if (h.predicted_s > 0) {
+          errs.push_back(std::fabs(h.predicted_s / h.measured_s - 1));
+        } else {
+          ++without;
+        }
+      }
+      print_held_out(name, series_out ? "grouped/sh" : "grouped", op.grouped_model->points(), errs, without);
+    }
   }
   if (models == 0) std::printf("  no efficiency models in this system file\n");
   evaluate_collectives(sys);
@@ -196,7 +217,7 @@ int cmd_system(const Args& args) {
                "system op-classes: the op classes a system file may name, as JSON.",
                "trainsim system");
   std::string action, base_arg, kernels, comm, out, name, description, system_arg;
-  std::vector<std::string> grids, measured_ops, measured_bandwidths;
+  std::vector<std::string> grids, grouped, measured_ops, measured_bandwidths;
   std::string measured_system;
   double min_m = 0;
   app.add_option("ACTION", action, "build, evaluate or op-classes (print the op-class table as JSON)")
@@ -207,6 +228,8 @@ int cmd_system(const Args& args) {
   app.add_option("--comm", comm, "build: comm_bench output (comm.json)");
   app.add_option("--gemm-grid", grids, "build: measured GEMM grid (trainsim-gemm-grid JSON); fits the op's model "
                                        "(repeatable, one per op class)");
+  app.add_option("--grouped-grid", grouped, "build: measured grouped-GEMM series (trainsim-grouped-grid JSON); sets the "
+                                           "op's grouped-GEMM model (repeatable, one per op class)");
   app.add_option("--measured-system", measured_system,
                  "build: system file (or preset) whose measured per-shape entries (accurate_efficient_factor) "
                  "become measured-points models of the same op classes");
@@ -221,7 +244,8 @@ int cmd_system(const Args& args) {
   app.add_option("--name", name, "build: sys_name of the result (default: the base's)");
   app.add_option("--description", description, "build: description of the result (default: the base's)");
   app.add_option("--system", system_arg, "evaluate: system preset or file whose models are held out point by point");
-  app.add_option("--min-m", min_m, "evaluate: only held-out points with at least this many rows (default 0: all)");
+  app.add_option("--min-m", min_m, "evaluate: only held-out points with at least this many rows (grouped GEMM: tokens "
+                                   "per expert; default 0: all)");
   if (!parse_args(app, "system", args)) return 0;
   if (action == "op-classes") return print_op_classes();
   if (action == "evaluate") {
@@ -230,8 +254,8 @@ int cmd_system(const Args& args) {
   }
   if (base_arg.empty()) throw UsageError("system build: --base is required");
   if (out.empty()) throw UsageError("system build: --out is required");
-  if (kernels.empty() && comm.empty() && grids.empty() && measured_system.empty())
-    throw UsageError("system build: give --kernels, --comm, --gemm-grid, --measured-system or several");
+  if (kernels.empty() && comm.empty() && grids.empty() && grouped.empty() && measured_system.empty())
+    throw UsageError("system build: give --kernels, --comm, --gemm-grid, --grouped-grid, --measured-system or several");
   if (!measured_ops.empty() && measured_system.empty())
     throw UsageError("system build: --measured-ops needs --measured-system");
   if (!measured_bandwidths.empty() && measured_system.empty())
@@ -251,6 +275,7 @@ int cmd_system(const Args& args) {
   if (!kernels.empty()) merge_kernels(sys, read_file(kernels), kernels);
   if (!comm.empty()) merge_comm(sys, read_file(comm), comm);
   for (const auto& g : grids) merge_gemm_grid(sys, read_file(g), g);
+  for (const auto& g : grouped) merge_grouped_grid(sys, read_file(g), g);
   if (!measured_system.empty()) {
     const ConfigText src = resolve_config("system", measured_system);
     const SystemConfig measured = load_system(src.text, src.source);

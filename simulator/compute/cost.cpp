@@ -91,6 +91,15 @@ double stream_time(const BandwidthConfig& bw, double bytes) {
   return a.source;
 }
 
+// The efficiency of a grouped GEMM key from the op's grouped-GEMM model (its time per FLOP).
+// Key fields: ng, M, N, K.
+[[gnu::noinline]] EfficiencySource grouped_efficiency(const GroupedModel& model, const PackedKey& key, double peak,
+                                                      double& eff) {
+  const GroupedAnswer a = model.predict(key.num[1], key.num[0], key.num[2], key.num[3]);
+  if (a.source != EfficiencySource::Default) eff = 1 / (a.s_per_flop * peak);
+  return a.source;
+}
+
 }  // namespace
 
 const BandwidthConfig& ClassTable::bandwidth(const char* name) {
@@ -111,6 +120,8 @@ EfficiencySource efficiency_source_of(const ComputeOpConfig& op, const PackedKey
   double eff = 0;
   if (op.gemm_model && key.kind == KeyKind::Matmul) return model_efficiency(*op.gemm_model, key, op.peak_flops, eff);
   if (op.point_model && key.kind == op.point_model->kind()) return point_efficiency(*op.point_model, key, eff);
+  if (op.grouped_model && key.kind == KeyKind::Grouped)
+    return grouped_efficiency(*op.grouped_model, key, op.peak_flops, eff);
   return EfficiencySource::Default;
 }
 
@@ -139,6 +150,8 @@ KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log)
           source = model_efficiency(*op.gemm_model, k.key, op.peak_flops, eff);
         } else if (op.point_model && k.key.kind == op.point_model->kind()) {
           source = point_efficiency(*op.point_model, k.key, eff);
+        } else if (op.grouped_model && k.key.kind == KeyKind::Grouped) {
+          source = grouped_efficiency(*op.grouped_model, k.key, op.peak_flops, eff);
         }
       }
       if (log) {

@@ -79,6 +79,80 @@ void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::stri
   refresh_fingerprint(sys);
 }
 
+void merge_grouped_grid(SystemConfig& sys, const std::string& text, const std::string& source) {
+  const nlohmann::json doc = parse_json(text, source);
+  IssueList issues(source);
+  ObjectReader r(doc, "", issues);
+  std::string kind, op, device, dtype;
+  r.req("kind", kind);
+  r.req("op", op);
+  r.req("device", device);
+  r.opt("dtype", dtype);
+  nlohmann::json prov = nlohmann::json::object();
+  if (const nlohmann::json* p = r.object("provenance", false)) prov = *p;
+  r.ignore("series");
+  r.finish();
+  if (!kind.empty() && kind != "trainsim-grouped-grid")
+    issues.add("/kind", "expected \"trainsim-grouped-grid\", got \"" + kind + "\"");
+  const std::optional<OpClass> cls = find_op_class(op);
+  if (!op.empty() && (!cls || op_row(*cls).family != OpFamily::GroupedGemm))
+    issues.add("/op", "expected group_matmul or fp8_group_matmul (grouped GEMM op classes), got '" + op + "'");
+  else if (!op.empty() && sys.ops.find(op) == sys.ops.end())
+    issues.add("/op", "the base system has no op class '" + op + "'; add it to the base (tflops, efficient_factor)");
+  std::vector<GroupedSeries> series;
+  const auto it = doc.is_object() ? doc.find("series") : doc.end();
+  if (!doc.is_object() || it == doc.end() || !it->is_array() || it->empty()) {
+    issues.add("/series", "expected a non-empty array of {experts, hidden, inter, tokens, time_s}");
+  } else {
+    for (size_t i = 0; i < it->size(); ++i) {
+      const std::string sp = "/series/" + std::to_string(i);
+      ObjectReader rs((*it)[i], sp, issues);
+      GroupedSeries s;
+      rs.req("experts", s.experts);
+      rs.req("hidden", s.hidden);
+      rs.req("inter", s.inter);
+      rs.ignore("tokens");
+      rs.ignore("time_s");
+      rs.finish();
+      const nlohmann::json& e = (*it)[i];
+      using Field = std::pair<const char*, std::vector<double>*>;
+      for (const auto& [key, out] : {Field{"tokens", &s.tokens}, Field{"time_s", &s.time_s}}) {
+        const nlohmann::json v = e.is_object() ? e.value(key, nlohmann::json()) : nlohmann::json();
+        bool ok = v.is_array() && !v.empty();
+        for (size_t c = 0; ok && c < v.size(); ++c) {
+          ok = v[c].is_number() && std::isfinite(v[c].get<double>()) && v[c].get<double>() > 0;
+          if (ok) out->push_back(v[c].get<double>());
+        }
+        if (!ok) issues.add(sp + "/" + key, "expected a non-empty array of numbers > 0, got " + v.dump());
+      }
+      series.push_back(std::move(s));
+    }
+  }
+  issues.throw_if_any();
+  std::shared_ptr<GroupedModel> model;
+  try {
+    model = std::make_shared<GroupedModel>(std::move(series));
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(source, "/series", e.what());
+  }
+  nlohmann::json mp = nlohmann::json::object();
+  mp["fitted_by"] = "trainsim system build --grouped-grid";
+  mp["file"] = source;
+  mp["device"] = device;
+  if (!dtype.empty()) mp["dtype"] = dtype;
+  mp["points"] = model->points();
+  mp["series"] = model->series().size();
+  if (!prov.empty()) mp["source"] = prov;
+  ComputeOpConfig& c = sys.ops[op];
+  if (!c.accurate.empty()) mp["replaced_entries"] = c.accurate.size();
+  if (c.point_model) mp["replaced_model"] = "points of " + std::to_string(c.point_model->points()) + " shapes";
+  c.accurate = EfficiencyTable{};
+  c.point_model = nullptr;
+  model->provenance_json = mp.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  c.grouped_model = std::move(model);
+  refresh_fingerprint(sys);
+}
+
 std::vector<std::string> merge_measured_system(SystemConfig& sys, const SystemConfig& src, const std::string& source,
                                                const std::vector<std::string>& ops) {
   std::vector<std::string> wanted = ops;
@@ -128,7 +202,10 @@ std::vector<std::string> merge_measured_system(SystemConfig& sys, const SystemCo
     if (c.gemm_model) mp["replaced_model"] = "gemm_grid of " + std::to_string(c.gemm_model->points()) + " points";
     model->provenance_json = mp.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     c.accurate = EfficiencyTable{};
+    if (c.grouped_model)
+      mp["replaced_model"] = "grouped_grid of " + std::to_string(c.grouped_model->points()) + " points";
     c.gemm_model = nullptr;
+    c.grouped_model = nullptr;
     c.point_model = std::move(model);
     done.push_back(name);
   }
@@ -197,6 +274,26 @@ std::vector<std::string> model_summaries(const SystemConfig& sys) {
         std::string v = prov[key].get<std::string>();
         if (const size_t slash = v.find_last_of('/'); slash != std::string::npos) v = v.substr(slash + 1);
         from.push_back(v);
+      }
+      if (!from.empty()) line += " (" + join(from, ", ") + ")";
+      out.push_back(line);
+      continue;
+    }
+    if (op.grouped_model) {
+      // "fp8_group_matmul: grouped GEMM model of 4,104 measured points in 152 expert shapes
+      // (aiconfigurator-core 0.12.0, NVIDIA B200)"
+      std::string points = std::to_string(op.grouped_model->points());
+      for (int i = static_cast<int>(points.size()) - 3; i > 0; i -= 3) points.insert(static_cast<size_t>(i), ",");
+      std::string line = name + ": grouped GEMM model of " + points + " measured points in " +
+                         std::to_string(op.grouped_model->series().size()) + " expert shapes";
+      const auto prov = nlohmann::json::parse(
+          op.grouped_model->provenance_json.empty() ? "{}" : op.grouped_model->provenance_json, nullptr, false);
+      std::vector<std::string> from;
+      if (prov.is_object()) {
+        const nlohmann::json src = prov.value("source", nlohmann::json::object());
+        if (src.is_object() && src.value("package", "") != "")
+          from.push_back(src.value("package", "") + " " + src.value("version", ""));
+        if (prov.value("device", "") != "") from.push_back(prov.value("device", ""));
       }
       if (!from.empty()) line += " (" + join(from, ", ") + ")";
       out.push_back(line);

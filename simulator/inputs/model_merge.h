@@ -16,6 +16,13 @@ namespace trainsim {
 /// key, its measured nodes exactly). Throws ConfigError naming `source` and the JSON path on bad input.
 void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::string& source);
 
+/// Reads a grouped-GEMM grid document (`kind` trainsim-grouped-grid: `op` group_matmul or
+/// fp8_group_matmul, `device`, optional `dtype` and `provenance`, `series` [{experts, hidden,
+/// inter, tokens: [...], time_s: [...]}, ...], the gated pair's time per tokens-per-expert count)
+/// and sets the op's grouped-GEMM model (compute/grouped_model.h) in `sys`; the class's per-shape
+/// entries and other model are dropped. Throws ConfigError naming `source` and the JSON path.
+void merge_grouped_grid(SystemConfig& sys, const std::string& text, const std::string& source);
+
 /// Fits measured-points models (compute/point_model.h) in `sys` from the per-shape entries of
 /// another system file `src` (e.g. SimuMax's calibrated files), one per op class in `ops` that
 /// `src` measured (non-empty accurate_efficient_factor; empty `ops`: every keyed class). An

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "inputs/json_reader.h"
+#include "system/grouped_model_reader.h"
 #include "core/text.h"
 #include "core/units.h"
 
@@ -232,7 +233,7 @@ std::shared_ptr<const GemmModel> read_gemm_model(const json& j, const std::strin
   r.req("kind", kind);
   std::vector<double> axes[3], times;
   bool ok = kind == "gemm_grid";
-  if (!kind.empty() && !ok) issues.add(path + "/kind", "unknown model kind '" + kind + "'; valid values: gemm_grid, points");
+  if (!kind.empty() && !ok) issues.add(path + "/kind", "unknown model kind '" + kind + "'; valid values: gemm_grid, grouped_grid, points");
   if (ok && op_row(cls).family != OpFamily::Gemm)
     issues.add(path, "a gemm_grid model answers dense GEMM shape keys: only the op classes matmul and fp8_matmul "
                      "carry one, not '" + op + "'");
@@ -375,6 +376,8 @@ void read_op_classes(const json* ops, SystemConfig& sys, IssueList& issues) {
     if (const json* model = r.object("model", false)) {
       if (model->is_object() && model->contains("kind") && (*model)["kind"] == "points")
         op.point_model = read_point_model(*model, p + "/model", *cls, issues);
+      else if (model->is_object() && model->contains("kind") && (*model)["kind"] == "grouped_grid")
+        op.grouped_model = read_grouped_model(*model, p + "/model", *cls, issues);
       else
         op.gemm_model = read_gemm_model(*model, p + "/model", *cls, issues);
     }

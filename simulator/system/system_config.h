@@ -14,6 +14,7 @@
 
 #include "comm/collective_model.h"
 #include "compute/gemm_model.h"
+#include "compute/grouped_model.h"
 #include "compute/point_model.h"
 #include "system/indexed_map.h"
 #include "calibration/op_class.h"
@@ -70,6 +71,9 @@ struct ComputeOpConfig {
   /// Efficiency model of measured per-shape entries (JSON `model`, `kind` points: GEMM, grouped
   /// GEMM or attention keys, by the op class). At most one of the two models is set.
   std::shared_ptr<const PointModel> point_model;
+  /// Grouped-GEMM model of measured expert shapes (JSON `model`, `kind` grouped_grid: group_matmul
+  /// and fp8_group_matmul). At most one of the three models is set.
+  std::shared_ptr<const GroupedModel> grouped_model;
 };
 
 /// A bandwidth class (`accelerator.bandwidth.<name>` or `networks.<group>.bandwidth`).

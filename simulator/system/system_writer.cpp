@@ -22,8 +22,10 @@ void refresh_fingerprint(SystemConfig& sys) {
   // The models enter by their content hash, not their text (formatting a grid of 35,700 times
   // took 20 times the rest of loading a system).
   std::string text = system_json_text(sys, -1, false);
-  for (const auto& [name, op] : sys.ops)
+  for (const auto& [name, op] : sys.ops) {
     if (op.gemm_model) text += name + ":" + std::to_string(op.gemm_model->content_hash()) + "\n";
+    if (op.grouped_model) text += name + ":" + std::to_string(op.grouped_model->content_hash()) + "\n";
+  }
   // (a points model is in the text itself: a few hundred entries)
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (unsigned char c : text) {
@@ -101,6 +103,25 @@ std::string gemm_model_json(const GemmModel& m, int indent) {
   return o + nl + "]}";
 }
 
+// A grouped-GEMM model as JSON text: kind, provenance, then one series per line (tokens as
+// given, times in µs to 5 significant digits).
+std::string grouped_model_json(const GroupedModel& m, int indent) {
+  const std::string nl = indent < 0 ? "" : "\n";
+  std::string o = "{\"kind\": \"grouped_grid\"";
+  if (!m.provenance_json.empty()) o += ", \"provenance\": " + m.provenance_json;
+  o += ", \"series\": [";
+  for (size_t i = 0; i < m.series().size(); ++i) {
+    const GroupedSeries& s = m.series()[i];
+    o += strprintf("%s%s{\"experts\": %.17g, \"hidden\": %.17g, \"inter\": %.17g, \"tokens\": [", i ? "," : "",
+                   nl.c_str(), s.experts, s.hidden, s.inter);
+    for (size_t p = 0; p < s.tokens.size(); ++p) o += strprintf(p ? ", %.17g" : "%.17g", s.tokens[p]);
+    o += "], \"time_us\": [";
+    for (size_t p = 0; p < s.time_s.size(); ++p) o += strprintf(p ? ", %.5g" : "%.5g", s.time_s[p] / kMicro);
+    o += "]}";
+  }
+  return o + nl + "]}";
+}
+
 }  // namespace
 
 std::string system_to_json_text(const SystemConfig& sys, int indent) { return system_json_text(sys, indent, true); }
@@ -147,6 +168,7 @@ std::string system_json_text(const SystemConfig& sys, int indent, bool models) {
     }
     // The model's text is put in after the dump: its grid on one line per m, not per number.
     if (op.gemm_model) o["model"] = "\x01gemm_model:" + name;
+    if (op.grouped_model) o["model"] = "\x01grouped_model:" + name;
     if (op.point_model) {
       json m;
       m["kind"] = "points";
@@ -206,10 +228,13 @@ std::string system_json_text(const SystemConfig& sys, int indent, bool models) {
   if (!sys.provenance_json.empty()) j["provenance"] = json::parse(sys.provenance_json);
   std::string text = j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   for (const auto& [name, op] : sys.ops) {
-    if (!op.gemm_model || !models) continue;
-    const std::string mark = "\"\\u0001gemm_model:" + json(name).dump().substr(1);
+    if ((!op.gemm_model && !op.grouped_model) || !models) continue;
+    const std::string mark =
+        std::string("\"\\u0001") + (op.gemm_model ? "gemm" : "grouped") + "_model:" + json(name).dump().substr(1);
     const size_t at = text.find(mark);
-    if (at != std::string::npos) text.replace(at, mark.size(), gemm_model_json(*op.gemm_model, indent));
+    if (at != std::string::npos)
+      text.replace(at, mark.size(), op.gemm_model ? gemm_model_json(*op.gemm_model, indent)
+                                                  : grouped_model_json(*op.grouped_model, indent));
   }
   // Collective models always (a few hundred numbers: the fingerprint hashes them as text).
   for (const auto& [name, net] : sys.networks)

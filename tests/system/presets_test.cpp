@@ -272,9 +272,10 @@ TEST_P(PresetTest, CarriesItsFacts) {
     for (const char* op : {"sdp_fwd", "sdp_bwd"}) {
       if (trained) continue;
       EXPECT_GE(sys.ops.at(op).accurate.size(), 20u) << op;
+      // Long causal sequences exceed 1 (FLOPs counted without the causal halving, as SimuMax's).
       for (const auto& [key, eff] : sys.ops.at(op).accurate.entries()) {
         EXPECT_GT(eff, 0.05) << op << " " << key;
-        EXPECT_LT(eff, 1.0) << op << " " << key;
+        EXPECT_LT(eff, 1.25) << op << " " << key;
       }
     }
   } else {

@@ -33,29 +33,39 @@ PACKAGE = "aiconfigurator-core"
 # (the newest TensorRT-LLM tables of aiconfigurator-core 0.12.0; NCCL the newest version).
 GPUS = {
     "h100_sxm": {"out": "h100-sxm-80g", "base": "h100-sxm-80g", "gemm": "trtllm/1.3.0rc20",
-                 "attention": "trtllm/1.3.0rc20", "nccl": "2.29.2", "fp8": "fp8"},
+                 "attention": "trtllm/1.3.0rc20", "nccl": "2.29.2", "fp8": "fp8", "moe": "trtllm/1.3.0rc20"},
     "h200_sxm": {"out": "h200-sxm-141g", "base": "h200-sxm-141g", "gemm": "trtllm/1.3.0rc20",
-                 "attention": "trtllm/1.3.0rc20", "nccl": "2.29.2", "fp8": "fp8"},
+                 "attention": "trtllm/1.3.0rc20", "nccl": "2.29.2", "fp8": "fp8", "moe": "trtllm/1.3.0rc20"},
     # B200 bf16 GEMMs, grouped GEMMs and attention from SimuMax's calibration of a DGX B200 (its
     # benches of TransformerEngine's training kernels, backward measured): on the whole development set
     # these predict the B200 runs better than the TensorRT-LLM tables (docs/calibration.md,
-    # "Two measured B200 sources"). The fp8 classes keep the tables (SimuMax has no fp8 entries).
+    # "Two measured B200 sources"). The fp8 classes keep the tables (SimuMax has no fp8 entries):
+    # fp8 grouped GEMMs from the fused-MoE table.
     # The memory-bound classes (norms, activations, casts, permutes, cross entropy) from the same
     # calibration: its measured effective HBM bandwidth and latency per launch (docs/calibration.md,
     # "Memory-bound kernels"); the tables time no memory-bound kernel.
     "b200_sxm": {"out": "b200-sxm-180g", "base": "b200-sxm-180g", "gemm": "trtllm/1.3.0rc20",
-                 "attention": "trtllm/1.3.0rc20", "nccl": "2.29.2", "fp8": "fp8",
+                 "attention": "trtllm/1.3.0rc20", "nccl": "2.29.2", "fp8": "fp8", "moe": "trtllm/1.3.0rc20",
+                 "moe_ops": ["fp8_group_matmul"],
                  "training": {"file": "configs/system/b200-simumax.json", "name": "SimuMax v1.2 b200_bf16_ceperm",
                               "ops": ["matmul", "group_matmul", "sdp_fwd", "sdp_bwd"],
                               "bandwidths": ["default", "permute_fwd", "permute_bwd", "ce", "ce_fusion"]}},
     # No GB200 datasheet preset: the B200 one with GB200's peaks and memory (gb200.yaml of the
     # package: bf16 2500, fp8 5000 TFLOP/s dense, 185.03 GiB HBM3e at 8000 GB/s).
     "gb200": {"out": "gb200", "base": "b200-sxm-180g", "gemm": "trtllm/1.3.0rc20",
-              "attention": "trtllm/1.3.0rc20", "nccl": "2.29.2", "fp8": "fp8",
+              "attention": "trtllm/1.3.0rc20", "nccl": "2.29.2", "fp8": "fp8", "moe": "trtllm/1.3.0rc20",
               "base_override": {"sys_name": "gb200", "bf16_tflops": 2500, "fp8_tflops": 5000, "mem_gbs": 185.03,
-                                "hbm_gibps": 7450.58}},
+                                "hbm_gibps": 7450.58, "host_link_gibps": 209.55, "host_adam_gibps": 51.09,
+                                "host_note": (
+                                    "host (trainsim extension, datasheet/assumed): link_gbps = NVLink-C2C, 900 GB/s "
+                                    "bidirectional between one Grace CPU and its two Blackwell GPUs = 225 GB/s per GPU "
+                                    "and direction = 209.55 GiB/s (datasheet); cpu_adam_gbps = assumed: a CPU Adam "
+                                    "streams 28 B per parameter (reads fp32 param, grad, m, v; writes param, m, v) to "
+                                    "update 12 B of state, at half the Grace LPDDR5X bandwidth per GPU: 512 GB/s per "
+                                    "Grace for 2 GPUs = 256 GB/s, x 0.5 x 12/28 = 54.86 GB/s = 51.09 GiB/s")}},
     # A100 has no FP8 tensor cores; its preset gives fp8_matmul the bf16 peak, so FP8 keys are
-    # timed with the bf16 table.
+    # timed with the bf16 table. Its fused-MoE table (trtllm 1.0.0) has power-law rows only, of
+    # another kernel (moe_torch_flow): no grouped-GEMM model.
     "a100_sxm": {"out": "a100-sxm-80g", "base": "a100-sxm-80g", "gemm": "trtllm/1.0.0",
                  "attention": "trtllm/1.0.0", "nccl": "2.27.3", "fp8": "bfloat16"},
 }
@@ -184,6 +194,11 @@ def base_file(spec, work):
     for bw in sys_json["accelerator"]["bandwidth"].values():
         bw["gbps"] = over["hbm_gibps"]
     sys_json["accelerator"]["mem_gbs"] = over["mem_gbs"]
+    # Grace's NVLink-C2C host link and LPDDR5X for the CPU Adam; the framework's host costs as the base.
+    sys_json["host"]["link_gbps"] = over["host_link_gibps"]
+    sys_json["host"]["cpu_adam_gbps"] = over["host_adam_gibps"]
+    note = sys_json["provenance"]["host"]
+    sys_json["provenance"]["host"] = over["host_note"] + note[note.index("; framework"):]
     path = os.path.join(work, "base.json")
     with open(path, "w") as f:
         json.dump(sys_json, f, indent=1)
@@ -206,6 +221,46 @@ def write_gemm_grids(gpu, spec, version, device, bf16, fp8, work):
             json.dump(grid, f)
         args += ["--gemm-grid", path]
     return args
+
+
+# Grouped-GEMM op class → the fused-MoE table's moe_dtype (per-tensor fp8: the cutlass kernel
+# Megatron's fp8 recipes compare with; fp8_block is DeepGEMM's blockwise kernel).
+MOE_DTYPES = {"group_matmul": "bfloat16", "fp8_group_matmul": "fp8"}
+
+
+def write_grouped_grids(gpu, spec, version, root, work):
+    """trainsim-grouped-grid documents of the fused-MoE table (group_matmul: bf16 rows,
+    fp8_group_matmul: fp8 rows), for `trainsim system build --grouped-grid`. Returns the
+    command-line arguments and a summary per op (series, points, uneven-routing ratios)."""
+    if not spec.get("moe"):
+        return [], {}
+    rows = read_parquet(table_path(root, gpu, "moe", spec["moe"], "moe_perf.parquet"))
+    args, summary = [], {}
+    for op in spec.get("moe_ops", list(MOE_DTYPES)):
+        dtype = MOE_DTYPES[op]
+        series = mt.moe_grouped_series(rows, dtype)
+        if not series:
+            fail(f"{gpu} moe {spec['moe']}: no balanced {mt.MOE_KERNEL_SOURCE} rows with moe_dtype '{dtype}'")
+        uneven = mt.moe_uneven_tokens(rows, dtype, series)
+        doc = {"kind": "trainsim-grouped-grid", "op": op, "device": rows[0]["device"], "dtype": dtype,
+               "provenance": {"package": PACKAGE, "version": version, "system": gpu,
+                              "framework": "TensorRT-LLM " + spec["moe"].split("/")[1],
+                              "table": f"systems/data/{gpu}/moe/{spec['moe']}/moe_perf.parquet ({dtype}, "
+                                       f"{mt.MOE_KERNEL_SOURCE}, {mt.MOE_FIT_DISTRIBUTION}, EP 1, >= 1 token per expert)",
+                              "rows": "moe_ep_size 1 (the rank's experts only), every moe_tp_size",
+                              "per_rank": "experts = num_experts, inter = inter_size / moe_tp_size, "
+                                          "tokens per expert = num_tokens * topk / num_experts",
+                              "time_s": "table latency (ms) × 1e-3 of the fused MoE: gated up and down projection "
+                                        "GEMMs with the input expansion, activation and finalize kernels (a lower "
+                                        "bound of the GEMMs' efficiency)"},
+               "series": series}
+        path = os.path.join(work, f"grouped_grid_{op}.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        args += ["--grouped-grid", path]
+        summary[op] = {"series": len(series), "points": sum(len(s["tokens"]) for s in series),
+                       "uneven_tokens_ratio_median": {d: round(statistics.median(v), 3) for d, v in sorted(uneven.items())}}
+    return args, summary
 
 
 def build_gpu(gpu, root, version, shapes, args):
@@ -236,7 +291,10 @@ def build_gpu(gpu, root, version, shapes, args):
                           "(mean over the plans' shapes)",
             "as_tn": "NN/NT gradient GEMMs timed as the forward-layout (TN) GEMM of the same dims",
             "sdp_bwd": f"2.5 × forward time / {mt.SDP_BWD_EFFICIENCY_RATIO} (backward not in the tables)",
-            "not_imported": "group_matmul (MoE), MLA attention (qk_head_dim != v_head_dim), memory-bound "
+            "grouped_model": "group_matmul and fp8_group_matmul (where the GPU's fused-MoE table is imported): "
+                             "series of measured expert shapes (grouped_grid), evaluated by the simulator for any "
+                             "shape (docs/calibration.md, \"Grouped-GEMM model\")",
+            "not_imported": "MLA attention (qk_head_dim != v_head_dim), memory-bound "
                             "classes, p2p, inter-node networks: base values kept",
         },
         "counts": counts,
@@ -270,19 +328,32 @@ def build_gpu(gpu, root, version, shapes, args):
     # Every measured GEMM of the tables, from which `system build` fits the op's model (the
     # kernels.json entries above then only set the op fallbacks, the mean over the plans' shapes).
     grids = write_gemm_grids(gpu, spec, version, device, bf16, fp8, work)
+    grouped, grouped_summary = write_grouped_grids(gpu, spec, version, root, work)
+    if grouped_summary:
+        tables["moe"] = f"systems/data/{gpu}/moe/{spec['moe']}/moe_perf.parquet"
+        provenance["grouped"] = grouped_summary
+        with open(kernels, "w") as f:
+            json.dump(doc, f, indent=1)
 
     # The description says what the file is (system build would keep the base's).
+    counted = ", ".join(f"{v['points']} points in {v['series']} expert shapes" for v in grouped_summary.values())
     sizes = sorted({int(n.rsplit("_x", 1)[1]) for n in (os.path.basename(f)[:-5] for f in files)})
     base = spec["base"] + (" with GB200's peaks and memory" if spec.get("base_override") else "")
     description = (
         f"{device}: built by `make measured-systems` from the measurements NVIDIA publishes in {PACKAGE} "
         f"{version} ({gpu}: TensorRT-LLM {spec['gemm'].split('/')[1]} GEMM and context-attention tables, NCCL "
-        f"{spec['nccl']} table). GEMM efficiencies from a model of every table point ({len(bf16.t):,} bf16, "
+        f"{spec['nccl']} table{', fused-MoE table' if grouped else ''}). GEMM efficiencies from a model of every "
+        f"table point ({len(bf16.t):,} bf16, "
         f"{len(fp8.t):,} {spec['fp8']}), evaluated for any shape: measured where the table has it, else "
         f"interpolated; gradient GEMMs as the forward layout. Fused-attention efficiencies for the shapes of the "
         f"validation cases and example plans: measured where the table has the shape, else interpolated; backward "
-        f"derived. NVLink collectives fitted (alpha-beta) on groups of "
-        f"{', '.join(map(str, sizes))} GPUs. Everything else (peaks, memory-bound classes, MoE, inter-node) from "
+        f"derived. "
+        + (f"Grouped-GEMM ({', '.join(grouped_summary)}) efficiencies from a model of the fused-MoE table's balanced "
+           f"EP-1 rows ({counted}), evaluated for any shape; gradient GEMMs at the forward's efficiency. "
+           if grouped_summary else "")
+        + f"NVLink collectives fitted (alpha-beta) on groups of "
+        f"{', '.join(map(str, sizes))} GPUs. Everything else (peaks, memory-bound classes, "
+        f"{'' if len(grouped_summary) == 2 else 'MoE, '}inter-node) from "
         f"the base: {base}. "
         f"See provenance and docs/calibration.md.")
     training = []
@@ -302,7 +373,7 @@ def build_gpu(gpu, root, version, shapes, args):
                                               "Everything else (peaks, MoE")
     out = os.path.join(args.out_dir, spec["out"] + "-measured.json")
     run([args.trainsim, "system", "build", "--base", base_file(spec, work), "--kernels", kernels, "--comm", comm,
-         *grids, *training, "--out", out, "--name", spec["out"].replace("-", "_") + "_measured",
+         *grids, *grouped, *training, "--out", out, "--name", spec["out"].replace("-", "_") + "_measured",
          "--description", description])
     print(f"{gpu}: wrote {out} ({len(results)} kernel entries: {counts}; {len(files)} NCCL series)")
 
@@ -342,8 +413,9 @@ def model_loo(gpu, spec, root, version, args):
     bf16, device = load_gemm(root, gpu, spec, "bfloat16")
     fp8 = bf16 if spec["fp8"] == "bfloat16" else load_gemm(root, gpu, spec, spec["fp8"])[0]
     grids = write_gemm_grids(gpu, spec, version, device, bf16, fp8, work)
+    grouped, _ = write_grouped_grids(gpu, dict(spec, moe_ops=list(MOE_DTYPES)), version, root, work)
     out = os.path.join(work, "gemm_models.json")
-    run([args.trainsim, "system", "build", "--base", spec["base"], *grids, "--out", out])
+    run([args.trainsim, "system", "build", "--base", spec["base"], *grids, *grouped, "--out", out])
     for min_m in ("0", "256"):
         print(f"{gpu} GEMM models, " + run([args.trainsim, "system", "evaluate", "--system", out, "--min-m", min_m]),
               end="")

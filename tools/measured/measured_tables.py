@@ -375,3 +375,87 @@ def system_collective_time(network, op, n, size, num_per_node=8):
     fixed = o.get("fixed_latency_us_by_comm_num", {}).get(str(n), o.get("fixed_latency_us", 0))
     x = model_bytes(op, n, size)
     return x / (bw["gbps"] * 2**30 * eff) + (lat * hops + fixed) * 1e-6
+
+
+# MoE expert GEMMs from the fused-MoE tables (moe_perf.parquet). A row times TensorRT-LLM's
+# fused MoE (torch flow, cutlass grouped GEMMs) on one rank of a moe_tp × moe_ep group:
+# num_tokens tokens, each routed to topk of num_experts experts; the rank holds
+# num_experts / moe_ep experts with inter_size / moe_tp columns each. num_tokens counts the tokens
+# of the whole EP group (the table's own check: at 16,384 tokens Qwen3-30B-A3B's experts, h 2048,
+# I 768, 128 experts, top-8, take 1.37 ms at EP 1 and 0.23 ms at EP 8; were the tokens the
+# rank's own, EP 8 would do EP 1's work 6× faster, at 2.4× the B200's bf16 peak). With balanced
+# routing every expert gets num_tokens·topk / num_experts tokens.
+#
+# Besides the two GEMMs (gated up projection n = 2I, k = h; down projection n = h, k = I, together
+# 6·M·E·h·I FLOPs) the fused kernel runs the expansion of the inputs into expert order (with their
+# fp8 quantisation in the fp8 rows), the gated activation between the GEMMs and the finalize
+# (un-permutation and top-k weighted sum). They are taken as they are: the pair's time includes
+# their memory traffic (≈ 17 % of it at 1,024 tokens per expert in the example above, counted at
+# the HBM peak: docs/calibration.md), so the derived efficiency is a lower bound of the GEMMs'
+# own; trainsim's permute, activation and unpermute ops are timed apart, so a plan counts that
+# traffic twice, a bias towards slower MoE layers.
+MOE_KERNEL_SOURCE = "moe_torch_flow_cutlass"
+MOE_FIT_DISTRIBUTION = "balanced"
+# Rows of moe_ep_size 1 only: there the kernel times exactly the rank's experts, every routed
+# token local, as Megatron's grouped GEMM after the dispatch. Under EP the timed op still expands
+# and finalizes the tokens of the whole group (the rank's GEMMs take 1/ep of them): at equal
+# tokens per expert its efficiency is lower and its series are rough (held-out error along the
+# tokens, B200 bf16: 6.5 % mean over every EP against 2.8 % at EP 1; H100 bf16 13.4 % / 2.6 %).
+MOE_FIT_EP = 1
+
+
+def moe_grouped_series(rows, dtype):
+    """Grouped-GEMM series of one dtype from moe_perf rows (dicts): balanced cutlass rows of EP 1
+    with at least one token per expert (fewer leave experts idle: the kernel then reads only the active
+    experts' weights). Returns a list of {experts, hidden, inter, tokens, time_s} (per rank,
+    tokens per expert increasing, seconds), one per (experts, hidden, inter); a count timed in
+    several rows (different topk or expert counts giving the same per-rank shape): the
+    geometric mean."""
+    series = {}
+    for r in rows:
+        if r["kernel_source"] != MOE_KERNEL_SOURCE or r["moe_dtype"] != dtype or \
+                r["distribution"] != MOE_FIT_DISTRIBUTION:
+            continue
+        ne, ep, tp = int(r["num_experts"]), int(r["moe_ep_size"]), int(r["moe_tp_size"])
+        if ep != MOE_FIT_EP or int(r["inter_size"]) % tp:
+            continue
+        tokens = r["num_tokens"] * r["topk"] / ne
+        if tokens < 1:
+            continue
+        key = (ne, int(r["hidden_size"]), int(r["inter_size"]) // tp)
+        series.setdefault(key, {}).setdefault(tokens, []).append(float(r["latency"]) * 1e-3)
+    out = []
+    for (e, h, i), pts in sorted(series.items()):
+        ms = sorted(pts)
+        out.append({"experts": e, "hidden": h, "inter": i, "tokens": ms,
+                    "time_s": [math.exp(statistics.fmean(math.log(t) for t in pts[m])) for m in ms]})
+    return out
+
+
+def moe_uneven_tokens(rows, dtype, series):
+    """Uneven routing: for every power-law row of a shape the balanced series measured, the tokens
+    per expert at which the balanced series takes the same time (log-log interpolation, inside
+    the series' range), as a multiple of the row's mean tokens per expert. Returns
+    {distribution: [ratios]}: the load of the expert that sets the grouped GEMM's time."""
+    by_shape = {(s["experts"], s["hidden"], s["inter"]): s for s in series}
+    out = {}
+    for r in rows:
+        if r["kernel_source"] != MOE_KERNEL_SOURCE or r["moe_dtype"] != dtype or \
+                not r["distribution"].startswith("power_law"):
+            continue
+        ne, ep, tp = int(r["num_experts"]), int(r["moe_ep_size"]), int(r["moe_tp_size"])
+        if ep != MOE_FIT_EP or int(r["inter_size"]) % tp:
+            continue
+        s = by_shape.get((ne, int(r["hidden_size"]), int(r["inter_size"]) // tp))
+        tokens = r["num_tokens"] * r["topk"] / ne
+        if s is None or tokens < 16:
+            continue
+        t = float(r["latency"]) * 1e-3
+        ms, ts = s["tokens"], s["time_s"]
+        for j in range(1, len(ms)):
+            if ts[j - 1] <= t <= ts[j] and ts[j] > ts[j - 1]:
+                w = (math.log(t) - math.log(ts[j - 1])) / (math.log(ts[j]) - math.log(ts[j - 1]))
+                out.setdefault(r["distribution"], []).append(
+                    math.exp(math.log(ms[j - 1]) + w * (math.log(ms[j]) - math.log(ms[j - 1]))) / tokens)
+                break
+    return out

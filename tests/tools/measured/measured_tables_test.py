@@ -190,5 +190,39 @@ class CollectiveTimeTest(unittest.TestCase):
         self.assertAlmostEqual(mt.alpha_beta_time(fit, 1e9), 0.005005, places=12)
 
 
+def moe_row(tokens, ms, ep=1, tp=1, dist="balanced", dtype="bfloat16", src="moe_torch_flow_cutlass", experts=16,
+            topk=4, h=1024, inter=512):
+    return {"kernel_source": src, "moe_dtype": dtype, "distribution": dist, "num_tokens": tokens, "topk": topk,
+            "num_experts": experts, "moe_ep_size": ep, "moe_tp_size": tp, "hidden_size": h, "inter_size": inter,
+            "latency": ms}
+
+
+class MoeGroupedSeriesTest(unittest.TestCase):
+    def test_balanced_ep1_rows_per_rank_expert_shape(self):
+        rows = [moe_row(64, 0.010), moe_row(256, 0.020), moe_row(2, 0.005),          # 2·4/16 < 1 token: dropped
+                moe_row(256, 0.040, tp=2), moe_row(256, 0.030, ep=2),               # TP halves I; EP dropped
+                moe_row(256, 0.050, dist="power_law_1.01"), moe_row(256, 0.050, dtype="fp8"),
+                moe_row(256, 0.050, src="moe_torch_flow_nongated"),
+                moe_row(128, 0.018, experts=32, topk=8)]                             # same per-rank shape
+        series = mt.moe_grouped_series(rows, "bfloat16")
+        self.assertEqual([(s["experts"], s["hidden"], s["inter"]) for s in series],
+                         [(16, 1024, 256), (16, 1024, 512), (32, 1024, 512)])
+        # 64·4/16 = 16 and 256·4/16 = 64 tokens per expert; times in seconds.
+        self.assertEqual(series[1]["tokens"], [16.0, 64.0])
+        for got, want in zip(series[1]["time_s"], [1e-5, 2e-5]):
+            self.assertAlmostEqual(got, want, places=15)
+        self.assertEqual(series[0]["tokens"], [64.0])
+        self.assertEqual(series[2]["tokens"], [32.0])
+
+    def test_uneven_rows_give_the_load_of_the_busiest_experts(self):
+        rows = [moe_row(256, 0.010), moe_row(1024, 0.040), moe_row(256, 0.020, dist="power_law_1.2")]
+        series = mt.moe_grouped_series(rows, "bfloat16")
+        # 0.020 ms lies halfway in log time between 64 (0.010) and 256 tokens (0.040): 128 tokens,
+        # twice the row's mean of 64.
+        ratios = mt.moe_uneven_tokens(rows, "bfloat16", series)
+        self.assertEqual(list(ratios), ["power_law_1.2"])
+        self.assertAlmostEqual(ratios["power_law_1.2"][0], 2.0, places=12)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,205 @@
+// Grouped-GEMM efficiency model: series of measured expert shapes (see grouped_model.h).
+#include "compute/grouped_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+namespace trainsim {
+namespace {
+
+bool valid(double v) { return std::isfinite(v) && v > 0; }
+
+std::string series_name(const GroupedSeries& s) {
+  return "grouped series experts=" + std::to_string(s.experts) + " hidden=" + std::to_string(s.hidden) +
+         " inter=" + std::to_string(s.inter);
+}
+
+}  // namespace
+
+GroupedModel::GroupedModel(std::vector<GroupedSeries> series) {
+  // (E, h, I) → tokens → (sum of log time, count).
+  std::map<std::tuple<double, double, double>, std::map<double, std::pair<double, int>>> merged;
+  for (const GroupedSeries& s : series) {
+    if (!valid(s.experts) || !valid(s.hidden) || !valid(s.inter))
+      throw std::invalid_argument(series_name(s) + ": experts, hidden and inter must be finite and > 0");
+    if (s.tokens.size() != s.time_s.size() || s.tokens.empty())
+      throw std::invalid_argument(series_name(s) + ": " + std::to_string(s.tokens.size()) + " token counts, " +
+                                  std::to_string(s.time_s.size()) + " times: one time per token count, at least one");
+    auto& pts = merged[{s.experts, s.hidden, s.inter}];
+    for (size_t i = 0; i < s.tokens.size(); ++i) {
+      if (!valid(s.tokens[i]) || !valid(s.time_s[i]))
+        throw std::invalid_argument(series_name(s) + ": tokens " + std::to_string(s.tokens[i]) + " time_s " +
+                                    std::to_string(s.time_s[i]) + ": every value must be finite and > 0");
+      auto& [acc, n] = pts[s.tokens[i]];
+      acc += std::log(s.time_s[i]);
+      ++n;
+    }
+  }
+  for (const auto& [shape, pts] : merged) {
+    GroupedSeries s;
+    std::tie(s.experts, s.hidden, s.inter) = shape;
+    for (const auto& [m, at] : pts) {
+      s.tokens.push_back(m);
+      s.time_s.push_back(std::exp(at.first / at.second));
+    }
+    points_ += s.tokens.size();
+    const double e = std::log(s.experts), h = std::log(s.hidden), i = std::log(s.inter);
+    features_.push_back({e, std::log(2 * s.inter), h, h, i});
+    const Features& f = features_.back();
+    if (series_.empty()) {
+      lo_[0] = hi_[0] = e;
+      lo_[1] = hi_[1] = f.up_n;
+      lo_[2] = hi_[2] = f.up_k;
+    }
+    lo_[0] = std::min(lo_[0], e);
+    hi_[0] = std::max(hi_[0], e);
+    lo_[1] = std::min({lo_[1], f.up_n, f.down_n});
+    hi_[1] = std::max({hi_[1], f.up_n, f.down_n});
+    lo_[2] = std::min({lo_[2], f.up_k, f.down_k});
+    hi_[2] = std::max({hi_[2], f.up_k, f.down_k});
+    series_.push_back(std::move(s));
+  }
+}
+
+bool GroupedModel::series_y(size_t si, double m, long skip, double& y, bool& measured, bool& inside) const {
+  const GroupedSeries& s = series_[si];
+  const double unit = grouped_pair_flops(1, s.experts, s.hidden, s.inter);  // FLOPs per token per expert
+  // The nearest kept points below and at-or-above m.
+  long lo = -1, hi = -1;
+  const long n = static_cast<long>(s.tokens.size());
+  for (long i = 0; i < n; ++i) {
+    if (i == skip) continue;
+    if (s.tokens[static_cast<size_t>(i)] < m) {
+      lo = i;
+    } else {
+      hi = i;
+      break;
+    }
+  }
+  if (lo < 0 && hi < 0) return false;
+  const auto y_at = [&](long i) {
+    const auto u = static_cast<size_t>(i);
+    return std::log(s.time_s[u] / (unit * s.tokens[u]));
+  };
+  if (hi >= 0 && s.tokens[static_cast<size_t>(hi)] == m) {
+    y = y_at(hi);
+    measured = true;
+    return true;
+  }
+  if (lo >= 0 && hi >= 0) {
+    const double x0 = std::log(s.tokens[static_cast<size_t>(lo)]), x1 = std::log(s.tokens[static_cast<size_t>(hi)]);
+    const double w = (std::log(m) - x0) / (x1 - x0);
+    y = y_at(lo) + w * (y_at(hi) - y_at(lo));
+    return true;
+  }
+  inside = false;
+  if (hi >= 0) {
+    // Fewer tokens than measured: the time of the smallest measured count (memory-bound floor).
+    y = std::log(s.time_s[static_cast<size_t>(hi)] / (unit * m));
+  } else {
+    y = y_at(lo);  // more tokens than measured: the largest count's time per FLOP
+  }
+  return true;
+}
+
+GroupedAnswer GroupedModel::predict_skip(double m, double experts, double n, double k, long skip_series,
+                                         long skip_point) const {
+  if (series_.empty() || !valid(m) || !valid(experts) || !valid(n) || !valid(k)) return {};
+  const double le = std::log(experts), ln = std::log(n), lk = std::log(k);
+  // Distance² of each series: log E and the nearer of its two GEMMs.
+  std::pair<double, size_t> near[kGroupedNeighbours];
+  int count = 0;
+  double exact_acc = 0;
+  int exact = 0;
+  bool all_measured = true, inside = true;
+  for (size_t i = 0; i < series_.size(); ++i) {
+    const bool skip_all = static_cast<long>(i) == skip_series && skip_point < 0;
+    if (skip_all) continue;
+    const Features& f = features_[i];
+    const double de = f.e - le;
+    const double up = (f.up_n - ln) * (f.up_n - ln) + (f.up_k - lk) * (f.up_k - lk);
+    const double down = (f.down_n - ln) * (f.down_n - ln) + (f.down_k - lk) * (f.down_k - lk);
+    const double d2 = de * de + std::min(up, down);
+    if (d2 == 0) {
+      double y;
+      bool measured = false;
+      if (!series_y(i, m, static_cast<long>(i) == skip_series ? skip_point : -1, y, measured, inside)) continue;
+      all_measured = all_measured && measured;
+      exact_acc += y;
+      ++exact;
+      continue;
+    }
+    if (count == kGroupedNeighbours && d2 >= near[count - 1].first) continue;
+    int slot = count < kGroupedNeighbours ? count++ : count - 1;
+    while (slot > 0 && near[slot - 1].first > d2) {
+      near[slot] = near[slot - 1];
+      --slot;
+    }
+    near[slot] = {d2, i};
+  }
+  if (exact > 0) {
+    const EfficiencySource src = all_measured ? EfficiencySource::Measured
+                                 : inside     ? EfficiencySource::Interpolated
+                                              : EfficiencySource::Extrapolated;
+    return {std::exp(exact_acc / exact), src};
+  }
+  double acc = 0, wsum = 0;
+  for (int j = 0; j < count; ++j) {
+    double y;
+    bool measured = false;
+    const size_t i = near[j].second;
+    if (!series_y(i, m, static_cast<long>(i) == skip_series ? skip_point : -1, y, measured, inside)) continue;
+    const double w = 1 / near[j].first;
+    acc += w * y;
+    wsum += w;
+  }
+  if (!(wsum > 0)) return {};
+  inside = inside && le >= lo_[0] && le <= hi_[0] && ln >= lo_[1] && ln <= hi_[1] && lk >= lo_[2] && lk <= hi_[2];
+  return {std::exp(acc / wsum), inside ? EfficiencySource::Interpolated : EfficiencySource::Extrapolated};
+}
+
+GroupedAnswer GroupedModel::predict(double m, double experts, double n, double k) const {
+  return predict_skip(m, experts, n, k, -1, -1);
+}
+
+std::vector<GroupedModel::HeldOut> GroupedModel::leave_one_out(bool series_out) const {
+  std::vector<HeldOut> out;
+  out.reserve(points_);
+  for (size_t i = 0; i < series_.size(); ++i) {
+    const GroupedSeries& s = series_[i];
+    for (size_t p = 0; p < s.tokens.size(); ++p) {
+      // The up projection's shape stands for the series (its down projection gives the same).
+      const GroupedAnswer a = predict_skip(s.tokens[p], s.experts, 2 * s.inter, s.hidden, static_cast<long>(i),
+                                           series_out ? -1 : static_cast<long>(p));
+      const double flops = grouped_pair_flops(s.tokens[p], s.experts, s.hidden, s.inter);
+      out.push_back({s.experts, s.hidden, s.inter, s.tokens[p], s.time_s[p], a.s_per_flop * flops});
+    }
+  }
+  return out;
+}
+
+uint64_t GroupedModel::content_hash() const {
+  uint64_t h = 1469598103934665603ull;
+  const auto bytes = [&](const void* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      h ^= static_cast<const unsigned char*>(p)[i];
+      h *= 1099511628211ull;
+    }
+  };
+  for (const GroupedSeries& s : series_) {
+    const double shape[3] = {s.experts, s.hidden, s.inter};
+    bytes(shape, sizeof shape);
+    const size_t n = s.tokens.size();
+    bytes(&n, sizeof n);
+    bytes(s.tokens.data(), n * sizeof(double));
+    bytes(s.time_s.data(), n * sizeof(double));
+  }
+  bytes(provenance_json.data(), provenance_json.size());
+  return h;
+}
+
+}  // namespace trainsim
