@@ -113,6 +113,7 @@ std::vector<std::array<double, 2>> overlap_shared_expert(const Env& env, const L
 // phase sums, its backward segment and its efficiency lookups.
 struct CostedLayer {
   std::shared_ptr<const LayerTemplate> layer;
+  LayerKind kind;  // what it was built as (LayerStore)
   bool host_sync = false;  // an op of the layer is a sync point
   std::vector<OpCost> ops;
   std::vector<std::array<double, 2>> shared_hidden;
@@ -147,14 +148,15 @@ class LayerStore {
   [[nodiscard]] const Settings& strategy() const { return compat_ ? *compat_ : env_.s; }
 
   [[nodiscard]] std::shared_ptr<const LayerTemplate> layer(LayerKind k) {
-    std::shared_ptr<const CostedLayer>& slot = local_[k.moe][k.recompute][k.continues];
-    if (slot) return slot->layer;
+    std::shared_ptr<const CostedLayer>& slot = k.mtp_vocab > 0 ? mtp_ : local_[k.moe][k.recompute][k.continues];
+    if (slot && slot->kind == k) return slot->layer;
     if (!map_) {
       slot = build(k);
       return slot->layer;
     }
     std::string key = base_key_;
     key += {k.moe ? 'M' : 'D', k.recompute ? 'R' : '-', k.continues ? 'C' : '-'};
+    if (k.mtp_vocab > 0) key.append(reinterpret_cast<const char*>(&k.mtp_vocab), sizeof k.mtp_vocab);
     std::shared_ptr<const CostedLayer>& shared = map_->layers[key];
     if (!shared) {
       ++map_->builds;
@@ -170,13 +172,16 @@ class LayerStore {
       for (const auto& b : a)
         for (const auto& c : b)
           if (c && c->layer == t) return c;
+    if (mtp_ && mtp_->layer == t) return mtp_;
     return std::make_shared<const CostedLayer>(cost_layer(env_, t));
   }
 
  private:
   [[nodiscard]] std::shared_ptr<const CostedLayer> build(LayerKind k) const {
     auto t = std::make_shared<const LayerTemplate>(build_layer(env_.m, strategy(), k, chunk_env_));
-    return std::make_shared<const CostedLayer>(cost_layer(env_, std::move(t)));
+    auto costed = std::make_shared<CostedLayer>(cost_layer(env_, std::move(t)));
+    costed->kind = k;
+    return costed;
   }
 
   const Env& env_;
@@ -185,6 +190,7 @@ class LayerStore {
   const std::string& base_key_;
   std::optional<Settings> compat_;
   std::shared_ptr<const CostedLayer> local_[2][2][2];  // [moe][recompute][continues]
+  std::shared_ptr<const CostedLayer> mtp_;             // the MTP layers' (mtp_vocab > 0)
 };
 
 // A chunk's ops: embedding and head leaves, and one costed layer per template (layers sharing a

@@ -116,9 +116,12 @@ struct LayerTemplate {
 
 /// What a layer template depends on beyond the model, the strategy and the chunk environment
 /// (never the layer's position): MoE or dense, recomputed, and whether it continues a
-/// multi-layer recompute unit (its first leaf continues the unit's segment).
+/// multi-layer recompute unit (its first leaf continues the unit's segment). `mtp_vocab` > 0: a
+/// multi-token-prediction layer (its decoder layer between the MTP norms, projection, output
+/// layer and loss) over that padded vocabulary.
 struct LayerKind {
   bool moe = false, recompute = false, continues = false;
+  int64_t mtp_vocab = 0;
   bool operator==(const LayerKind&) const = default;
 };
 

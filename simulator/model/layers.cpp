@@ -52,7 +52,11 @@ Ctx make_ctx(const ModelConfig& m, const Settings& s, const ChunkEnv& env) {
 
 // `continues`: a recomputed layer inside a multi-layer checkpoint unit (not its first layer):
 // its first leaf continues the unit's segment, so the unit keeps one input and re-runs whole.
+// A multi-token-prediction layer (kind.mtp_vocab > 0), defined below.
+LayerTemplate mtp_layer(const Ctx& c, LayerKind kind);
+
 LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
+  if (kind.mtp_vocab > 0) return mtp_layer(c, kind);
   const ModelConfig& m = c.m;
   const Settings& s = c.s;
   const ChunkEnv& env = c.env;
@@ -163,6 +167,35 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
   return t;
 }
 
+LayerTemplate mtp_layer(const Ctx& c, LayerKind kind) {
+  // Multi-token prediction (Megatron MultiTokenPredictionLayer, DeepSeek-V3 §2.2): each MTP
+  // layer norms the next token's embedding and the hidden state (enorm, hnorm), projects their
+  // concatenation 2H → H (eh_proj), runs one transformer layer (MoE in a MoE model) and the
+  // output layer and loss, whose weights are the main head's. (The stage's own copy of the
+  // embedding for the lookups is the chunk's: build_chunk.)
+  const int64_t padded_vocab = kind.mtp_vocab;
+  const double H = c.H, Vt = static_cast<double>(padded_vocab) / c.s.par.tp;
+  LayerTemplate t = make_layer(c, {kind.moe, false, false});
+  std::vector<Leaf> leaves;
+  leaves.reserve(t.leaves.size() + 7);
+  Leaf& lookup = leaves.emplace_back();
+  embedding(lookup, c, Vt);
+  lookup.name = "mtp.embedding";
+  lookup.kernels[kBwdW].clear();
+  lookup.params = 0;
+  layer_norm(leaves.emplace_back(), c, "mtp.enorm");
+  layer_norm(leaves.emplace_back(), c, "mtp.hnorm");
+  linear_col(leaves.emplace_back(), c, "mtp.eh_proj", 2 * H, H);
+  leaves.insert(leaves.end(), std::make_move_iterator(t.leaves.begin()), std::make_move_iterator(t.leaves.end()));
+  t.leaves = std::move(leaves);
+  layer_norm(t.leaves.emplace_back(), c, "mtp.final_layernorm");
+  linear_col(t.leaves.emplace_back(), c, "mtp.output_layer", H, static_cast<double>(padded_vocab), false);
+  t.leaves.back().params = 0;  // the main head's weight
+  cross_entropy(t.leaves.emplace_back(), c, Vt);
+  t.leaves.back().name = "mtp.cross_entropy";
+  return t;
+}
+
 }  // namespace
 
 LayerTemplate build_layer(const ModelConfig& m, const Settings& s, LayerKind kind, const ChunkEnv& env) {
@@ -211,31 +244,12 @@ Chunk build_chunk(const ModelConfig& m, const Settings& s, int64_t padded_vocab,
     chunk.layers.push_back({slot - 1, r});
   }
   if (spec.mtp_layers > 0) {
-    // Multi-token prediction (Megatron MultiTokenPredictionLayer, DeepSeek-V3 §2.2): each MTP
-    // layer norms the next token's embedding and the hidden state (enorm, hnorm), projects their
-    // concatenation 2H → H (eh_proj), runs one transformer layer (MoE in a MoE model) and the
-    // output layer and loss, whose weights are the main head's. The stage keeps its own copy of
-    // the embedding for the lookups (Megatron builds it wherever MTP runs) unless it has one.
-    LayerTemplate t = make_layer(c, {m.is_moe(), false, false});
-    std::vector<Leaf> leaves;
-    leaves.reserve(t.leaves.size() + 7);
-    Leaf& lookup = leaves.emplace_back();
-    embedding(lookup, c, Vt);
-    lookup.name = "mtp.embedding";
-    lookup.kernels[kBwdW].clear();
-    lookup.params = 0;
-    layer_norm(leaves.emplace_back(), c, "mtp.enorm");
-    layer_norm(leaves.emplace_back(), c, "mtp.hnorm");
-    linear_col(leaves.emplace_back(), c, "mtp.eh_proj", 2 * H, H);
-    leaves.insert(leaves.end(), std::make_move_iterator(t.leaves.begin()), std::make_move_iterator(t.leaves.end()));
-    t.leaves = std::move(leaves);
-    layer_norm(t.leaves.emplace_back(), c, "mtp.final_layernorm");
-    linear_col(t.leaves.emplace_back(), c, "mtp.output_layer", H, static_cast<double>(padded_vocab), false);
-    t.leaves.back().params = 0;  // the main head's weight
-    cross_entropy(t.leaves.emplace_back(), c, Vt);
-    t.leaves.back().name = "mtp.cross_entropy";
+    // Multi-token prediction: one template for the MTP layers (mtp_layer), and the stage's own
+    // copy of the embedding for their lookups (Megatron builds it wherever MTP runs) unless it
+    // has one.
+    const LayerKind kind{m.is_moe(), false, false, padded_vocab};
     const int slot = static_cast<int>(chunk.templates.size());
-    chunk.templates.push_back(std::make_shared<const LayerTemplate>(std::move(t)));
+    chunk.templates.push_back(source ? source(kind) : std::make_shared<const LayerTemplate>(make_layer(c, kind)));
     for (int64_t i = 0; i < spec.mtp_layers; ++i) chunk.layers.push_back({slot, false});
     if (!with_embedding) {
       Leaf& copy = chunk.post.emplace_back();

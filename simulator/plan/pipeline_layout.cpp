@@ -86,6 +86,25 @@ class LayoutParser {
   std::string why_;
 };
 
+// The layout text's stages (parse_pipeline_layout without its memory).
+bool parse_layout_text(const std::string& text, std::vector<VirtualStage>& out, std::string* reason) {
+  std::string letters;
+  if (!LayoutParser(text).parse(letters, reason)) return false;
+  out.assign(1, VirtualStage{});
+  for (char c : letters) {
+    VirtualStage& st = out.back();
+    switch (c) {
+      case '|': out.emplace_back(); break;
+      case 'E': st.embedding = true; break;
+      case 'L': st.loss = true; break;
+      case 't': ++st.layers; break;
+      case 'm': ++st.mtp_layers; break;
+      default: break;
+    }
+  }
+  return true;
+}
+
 int64_t virtual_layers(const StrategyConfig& s) {
   return (s.account_for_embedding_in_pipeline_split ? 1 : 0) + (s.account_for_loss_in_pipeline_split ? 1 : 0);
 }
@@ -146,20 +165,33 @@ bool layout_stages(const ModelConfig& m, const StrategyConfig& s, std::vector<Vi
 }  // namespace
 
 bool parse_pipeline_layout(const std::string& text, std::vector<VirtualStage>& out, std::string* reason) {
-  std::string letters;
-  if (!LayoutParser(text).parse(letters, reason)) return false;
-  out.assign(1, VirtualStage{});
-  for (char c : letters) {
-    VirtualStage& st = out.back();
-    switch (c) {
-      case '|': out.emplace_back(); break;
-      case 'E': st.embedding = true; break;
-      case 'L': st.loss = true; break;
-      case 't': ++st.layers; break;
-      case 'm': ++st.mtp_layers; break;
-      default: break;
+  // The layouts parsed last on this thread, with their stages or the reason they are none: a
+  // search validates, normalizes and resolves each of its few layouts hundreds of times.
+  struct Parsed {
+    std::string text;
+    bool ok = false;
+    std::vector<VirtualStage> stages;
+    std::string reason;
+  };
+  thread_local std::vector<Parsed> parsed;
+  for (const Parsed& p : parsed)
+    if (p.text == text) {
+      if (!p.ok) {
+        if (reason) *reason = p.reason;
+        return false;
+      }
+      out = p.stages;
+      return true;
     }
+  if (parsed.size() >= 64) parsed.erase(parsed.begin());  // bounded: the oldest goes
+  Parsed& p = parsed.emplace_back();
+  p.text = text;
+  p.ok = parse_layout_text(text, p.stages, &p.reason);
+  if (!p.ok) {
+    if (reason) *reason = p.reason;
+    return false;
   }
+  out = p.stages;
   return true;
 }
 

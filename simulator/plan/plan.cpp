@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <tuple>
 
 #include "plan/pipeline_layout.h"
 #include "schedule/lower.h"
@@ -93,8 +95,18 @@ void check_schedule_progress(const Plan& p, const PlanSources& src) {
   const bool blocking = p.p2p == P2PMode::Blocking && p.schedule == ScheduleKind::Interleaved;
   const bool partial = p.schedule == ScheduleKind::Interleaved && p.batch.micro_batch_num % p.vp_group != 0;
   const bool merged = p.ovl.a2a_overlap && p.par.pp > 1;
+  const int64_t checked_mbc = std::min(p.batch.micro_batch_num, p.steady_base());
+  // Whether the unit-cost replay below finishes depends only on the program (Plan::program reads
+  // the schedule, pp, vpp, the group, the merged steps and the micro-batches) and the p2p mode:
+  // each thread keeps the verdicts it found (a search resolves thousands of plans with a few
+  // hundred programs).
+  using ProgressKey = std::tuple<ScheduleKind, int64_t, int64_t, int64_t, int64_t, bool, P2PMode>;
+  thread_local std::map<ProgressKey, bool> verdicts;
+  const ProgressKey key{p.schedule, p.par.pp, p.par.vpp, checked_mbc, p.vp_group, p.ovl.a2a_overlap, p.p2p};
+  const auto known = verdicts.find(key);
+  const bool replayed = known != verdicts.end();
   const Program check =
-      blocking || partial || merged ? p.program(std::min(p.batch.micro_batch_num, p.steady_base())) : Program{};
+      blocking || ((partial || merged) && !replayed) ? p.program(checked_mbc) : Program{};
   if (blocking && !blocking_problem(check).empty())
     throw ConfigError(src.strategy, "/pp_comm_async",
                       blocking_problem(p.program()) + "; set pp_comm_async true (Megatron's overlap_p2p_comm "
@@ -106,9 +118,15 @@ void check_schedule_progress(const Plan& p, const PlanSources& src) {
     // rank 0. A merged forward/backward step waits for both its inputs, which can close such a
     // wait too. Replay the order with unit costs to find out (whether a program finishes does
     // not depend on the durations).
-    PipelineCosts unit;
-    unit.chunks.assign(static_cast<size_t>(p.par.pp), std::vector<ChunkTimes>(static_cast<size_t>(p.par.vpp), {1, 1, 0}));
-    if (!lower(check, unit, p.p2p).try_run())
+    bool progresses = replayed && known->second;
+    if (!replayed) {
+      PipelineCosts unit;
+      unit.chunks.assign(static_cast<size_t>(p.par.pp), std::vector<ChunkTimes>(static_cast<size_t>(p.par.vpp), {1, 1, 0}));
+      progresses = lower(check, unit, p.p2p).try_run().has_value();
+      if (verdicts.size() >= 4096) verdicts.clear();  // bounded whatever the plans
+      verdicts.emplace(key, progresses);
+    }
+    if (!progresses)
       throw ConfigError(src.strategy, "/micro_batch_num",
                         strprintf("Megatron's interleaved order cannot make progress with pp_size %lld, "
                                   "interleaving_size %lld, micro_batch_num %lld in groups of %lld (%s); use a "

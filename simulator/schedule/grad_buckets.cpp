@@ -15,10 +15,14 @@ std::vector<GradBucket> grad_buckets(const std::vector<GradSegment>& segs, doubl
   }
   std::vector<GradBucket> out;
   if (total_params <= 0) return out;
-  // Time (from the start of the backward) at which the cumulative gradient count reaches `p`.
+  // Time (from the start of the backward) at which the cumulative gradient count reaches `p`,
+  // for rising `p`: the walk over the segments goes on from where the previous call stopped (the
+  // sums before a segment are the same additions in the same order as a walk from the start).
+  size_t at = 0;
+  double params = 0, t = 0;  // the parameters and time of segs[0, at)
   auto time_at = [&](double p) {
-    double params = 0, t = 0;
-    for (const auto& s : segs) {
+    for (; at < segs.size(); ++at) {
+      const GradSegment& s = segs[at];
       if (s.params > 0 && params + s.params >= p) return t + s.seconds * (p - params) / s.params;
       params += s.params;
       t += s.seconds;
@@ -26,6 +30,7 @@ std::vector<GradBucket> grad_buckets(const std::vector<GradSegment>& segs, doubl
     return t;
   };
   const auto n = static_cast<int64_t>(std::ceil(total_params / bucket_params));
+  out.reserve(static_cast<size_t>(n));
   for (int64_t k = 0; k < n; ++k) {
     const double end = std::min(total_params, static_cast<double>(k + 1) * bucket_params);
     const double begin = static_cast<double>(k) * bucket_params;

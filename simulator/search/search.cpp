@@ -26,6 +26,7 @@
 #include "core/units.h"
 #include "estimate/finite.h"
 #include "estimate/fit.h"
+#include "search/thread_pool.h"
 #include "search/worker.h"
 
 namespace trainsim {
@@ -37,6 +38,7 @@ using search_detail::kCollapsePool;
 using search_detail::Layout;
 using search_detail::megatron_modules;
 using search_detail::Shared;
+using search_detail::ThreadPool;
 using search_detail::Worker;
 
 [[noreturn]] void bad(const std::string& path, const std::string& msg) {
@@ -237,15 +239,18 @@ struct Passes {
   Shared& sh;
   int64_t total;
   std::chrono::steady_clock::time_point t0;
+  ThreadPool& pool;  // one thread per worker
 
   // Runs body(worker, group index) over every group on the worker threads (body(worker, i) for
-  // i < n when n is given). A worker that throws (a bug, or out of memory) stops taking groups;
-  // the first exception is rethrown after every thread has joined. `taken_by` (every group):
-  // records the worker that took each group; `affinity` (every group): each worker takes the
-  // groups an earlier pass gave it first, whose chunk results its cache holds, then the others'.
-  // Which worker decides a group changes no result, count or estimate call.
+  // i < n when n is given), `block` consecutive indices at a time. A worker that throws (a bug,
+  // or out of memory) stops taking groups; the first exception is rethrown after every thread
+  // has returned. `taken_by` (every group): records the worker that took each group; `affinity`
+  // (every group): each worker takes the groups an earlier pass gave it first, whose chunk
+  // results its cache holds, then the others'. Which worker decides a group changes no result,
+  // count or estimate call.
   void run(const std::function<void(Worker&, size_t)>& body, size_t n = SIZE_MAX,
-           std::vector<uint32_t>* taken_by = nullptr, const std::vector<uint32_t>* affinity = nullptr) const {
+           std::vector<uint32_t>* taken_by = nullptr, const std::vector<uint32_t>* affinity = nullptr,
+           size_t block = kBlock) const {
     if (n == SIZE_MAX) n = n_layouts;
     const size_t nw = workers.size();
     // The groups in lists, one per worker (one list without affinity), each with its cursor.
@@ -255,41 +260,30 @@ struct Passes {
     for (size_t l = 0; l < lists.size(); ++l) next[l] = 0;
     if (taken_by) taken_by->assign(n, 0);
     std::mutex mu;
-    std::condition_variable cv;
-    int running = static_cast<int>(nw);
-    std::vector<std::thread> pool;
     std::exception_ptr failure;
-    for (size_t wi = 0; wi < nw; ++wi)
-      pool.emplace_back([&, wi] {
-        try {
-          for (size_t k = 0; k < lists.size(); ++k) {
-            const size_t l = (wi + k) % lists.size();
-            // Blocks of consecutive groups: neighbours (ZeRO stages, pipeline depths) share chunk
-            // results, which the worker's cache then holds once.
-            for (size_t b; (b = next[l].fetch_add(kBlock)) < lists[l].size();)
-              for (size_t j = b; j < std::min(b + kBlock, lists[l].size()); ++j) {
-                if (taken_by) (*taken_by)[lists[l][j]] = static_cast<uint32_t>(wi);
-                body(workers[wi], lists[l][j]);
-              }
-          }
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(mu);
-          if (!failure) failure = std::current_exception();
-          for (size_t l = 0; l < lists.size(); ++l) next[l].store(lists[l].size());
+    const std::function<void(size_t)> job = [&](size_t wi) {
+      try {
+        for (size_t k = 0; k < lists.size(); ++k) {
+          const size_t l = (wi + k) % lists.size();
+          // Blocks of consecutive groups: neighbours (ZeRO stages, pipeline depths) share chunk
+          // results, which the worker's cache then holds once.
+          for (size_t b; (b = next[l].fetch_add(block)) < lists[l].size();)
+            for (size_t j = b; j < std::min(b + block, lists[l].size()); ++j) {
+              if (taken_by) (*taken_by)[lists[l][j]] = static_cast<uint32_t>(wi);
+              body(workers[wi], lists[l][j]);
+            }
         }
+      } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
-        --running;
-        cv.notify_all();
-      });
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      const auto interval = std::chrono::duration<double>(std::max(0.01, o.progress_interval_s));
-      while (!cv.wait_for(lock, interval, [&] { return running == 0; }))
-        if (o.progress)
-          o.progress({sh.done.load(), total, sh.calls.load(),
-                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
-    }
-    for (auto& t : pool) t.join();
+        if (!failure) failure = std::current_exception();
+        for (size_t l = 0; l < lists.size(); ++l) next[l].store(lists[l].size());
+      }
+    };
+    pool.run(job, std::chrono::duration<double>(std::max(0.01, o.progress_interval_s)), [&] {
+      if (o.progress)
+        o.progress({sh.done.load(), total, sh.calls.load(),
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
+    });
     if (failure) std::rethrow_exception(failure);
   }
 };
@@ -345,7 +339,7 @@ void bound_pass(const Passes& p, const LayoutSet& ls, size_t n_mbs, std::vector<
           const size_t k = order[next + j], i = k / n_mbs;
           w.seed(ls.layouts[ls.groups[i].first], ls.groups[i].first, k % n_mbs, lower_bounds[k], seed_slots[k]);
         },
-        n);
+        n, nullptr, nullptr, /*block=*/1);  // seeds in bound order, one at a time: no neighbours to share
     for (size_t j = next; j < next + n; ++j)
       if (seed_slots[order[j]].out == Worker::Outcome::Fits) feasible.push_back(lower_bounds[order[j]]);
     next += n;
@@ -523,7 +517,8 @@ SearchResult search(const ModelConfig& m, const SystemConfig& sys, const SearchS
   r.threads = threads;
 
   std::vector<Worker> workers(static_cast<size_t>(threads), Worker(sh));
-  const Passes passes{workers, n_layouts, o, sh, total, t0};
+  ThreadPool pool(workers.size());
+  const Passes passes{workers, n_layouts, o, sh, total, t0, pool};
   std::vector<double> lower_bounds;
   std::vector<Worker::SeedSlot> seed_slots;
   std::vector<uint32_t> taken_by;  // the worker that bounded each group (its cache holds the chunks)

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <tuple>
 
 #include "inputs/strategy_config.h"
 #include "test_estimate.h"
@@ -104,10 +105,10 @@ TEST(LayerStoreTest, SharedTemplatesComposeTheChunksBuiltAlone) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
     const Plan plan = keyed_plan(c.m, c.s, sys, c.mode);
-    std::map<std::array<bool, 3>, std::shared_ptr<const LayerTemplate>> store;
+    std::map<std::tuple<bool, bool, bool, int64_t>, std::shared_ptr<const LayerTemplate>> store;
     int builds = 0;
     const LayerSource source = [&](LayerKind k) {
-      auto& t = store[{k.moe, k.recompute, k.continues}];
+      auto& t = store[{k.moe, k.recompute, k.continues, k.mtp_vocab}];
       if (!t) {
         ++builds;
         t = std::make_shared<const LayerTemplate>(build_layer(c.m, c.s, k, plan.chunk_env));
@@ -193,7 +194,7 @@ TEST(LayerStoreTest, EachTemplateBuiltOncePerCache) {
   EstimateCache fresh;
   (void)estimate(keyed_plan(m, vpp, sys, Mode::Default), &fresh);
   EXPECT_EQ(fresh.layer_builds(), 1);
-  // MoE with a leading dense layer, MTP on the last stage (its layer is built with the chunk).
+  // MoE with a leading dense layer, MTP on the last stage: the dense, MoE and MTP templates.
   StrategyConfig ep = base(2);
   ep.tp_size = 1;
   ep.ep_size = 4;
@@ -203,7 +204,13 @@ TEST(LayerStoreTest, EachTemplateBuiltOncePerCache) {
   EstimateCache moe;
   (void)estimate(keyed_plan(v3, ep, sys, Mode::Default), &moe);
   EXPECT_EQ(moe.misses(), 2);
-  EXPECT_EQ(moe.layer_builds(), 2);
+  EXPECT_EQ(moe.layer_builds(), 3);
+  // Without a pipeline: one new chunk (embedding, layers, head and MTP), the same three templates.
+  StrategyConfig whole = ep;
+  whole.pp_size = 1;
+  (void)estimate(keyed_plan(v3, whole, sys, Mode::Default), &moe);
+  EXPECT_EQ(moe.misses(), 3);
+  EXPECT_EQ(moe.layer_builds(), 3);
 }
 
 }  // namespace

@@ -38,6 +38,19 @@ TEST(PipelineLayoutParse, MegatronExample) {
   EXPECT_EQ(st[31], (VirtualStage{false, true, 0, 0}));
 }
 
+// Layouts are kept per thread once parsed: the same text again gives the same stages or the same
+// reason, and a refused text leaves the caller's stages as they were.
+TEST(PipelineLayoutParse, ParsedAgainTheSame) {
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(parse("Et*3|(tt|)*29,m|L").size(), 32u);
+    EXPECT_EQ(parse_error("(tt|L"), "unmatched '(' at character 6");
+    std::vector<VirtualStage> out = {VirtualStage{true, true, 7, 1}};
+    EXPECT_FALSE(parse_pipeline_layout("Ex|L", out, nullptr));
+    EXPECT_EQ(out, (std::vector<VirtualStage>{VirtualStage{true, true, 7, 1}}));
+    EXPECT_EQ(parse("E|t|L").size(), 3u);
+  }
+}
+
 TEST(PipelineLayoutParse, EmptyStagesNestedGroupsAndBlanks) {
   const auto st = parse("E| ((t*2)*2|)*2 ,|L");  // E, tttt, tttt, (empty), L
   ASSERT_EQ(st.size(), 5u);

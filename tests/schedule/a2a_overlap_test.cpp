@@ -50,6 +50,20 @@ TEST(A2aOverlapTest, MergedStepHidesEachAllToAllUnderTheOtherPass) {
   EXPECT_DOUBLE_EQ(merged_step_time(f, b, 0.5), 15.5);
 }
 
+// merged_step_time keeps the steps it timed by content: asked again, after others and in another
+// order, each gives its own time (the values of the tests above), whatever was timed between.
+TEST(A2aOverlapTest, TimesKeptByContent) {
+  const A2aPass f = pass({2, 3, 1}, {1, 1}), b = pass({1, 4, 2}, {2, 1});
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_DOUBLE_EQ(merged_step_time(f, b, 0.5), 15.5);
+    EXPECT_DOUBLE_EQ(merged_step_time(f, b, 0), 13);
+    EXPECT_DOUBLE_EQ(merged_step_time(pass({1, 1}, {5}), pass({1, 1}, {5}), 0), 12);
+    // One value moved: C0 2 → 3 adds its second alone (D0 [0,1]; C0 [1,4]; Fa0 [4,5]; D1 [4,8];
+    // the rest 1 s later than above: 14).
+    EXPECT_DOUBLE_EQ(merged_step_time(pass({3, 3, 1}, {1, 1}), b, 0), 14);
+  }
+}
+
 TEST(A2aOverlapTest, DeepEpSlowsComputeByTheShareOfSmsItTakes) {
   // u = num_sms / sm_count, compute on the other 1 − u: slow-down u/(1 − u) = num_sms/(sm_count −
   // num_sms). Megatron's 20 of H100's 132 SMs: 20/112; 24 of A100's 108: 24/84 = 2/7.
