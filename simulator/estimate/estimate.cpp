@@ -94,6 +94,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.efficiency_hits = log.hits;
   est.efficiency_interpolated = log.interpolated;
   est.efficiency_extrapolated = log.extrapolated;
+  est.efficiency_by_class = log.by_class;
   return est;
 }
 

@@ -185,6 +185,42 @@ void efficiency_json(const Estimate& e, nlohmann::ordered_json& j) {
   for (const auto& mm : e.misses)
     misses.push_back({{"op", op_c_str(mm.op)}, {"key", format_packed_key(mm.key)}, {"flops", mm.flops}, {"used_efficiency", mm.used_efficiency}});
   j["efficiency_misses"] = misses;
+  // How each op class answered, counted per lookup: {"matmul": {"measured": 2, ...}, ...}.
+  nlohmann::ordered_json by = nlohmann::ordered_json::object();
+  for (size_t c = 0; c < kOpClassCount; ++c) {
+    const auto& n = e.efficiency_by_class[c];
+    if (n[0] + n[1] + n[2] + n[3] == 0) continue;
+    nlohmann::ordered_json x;
+    for (auto s : {EfficiencySource::Measured, EfficiencySource::Interpolated, EfficiencySource::Extrapolated,
+                   EfficiencySource::Default})
+      x[efficiency_source_name(s)] = n[static_cast<size_t>(s)];
+    by[std::string(kOpClassRows[c].name)] = x;
+  }
+  j["efficiency_by_class"] = by;
+}
+
+// "matmul 2 measured + 5 interpolated + 10 extrapolated; sdp_fwd 1 default (0.70)": how each op
+// class answered its lookups; a class default is named with its value.
+std::string efficiency_by_class_line(const Estimate& e, const SystemConfig& sys) {
+  std::vector<std::string> items;
+  for (size_t c = 0; c < kOpClassCount; ++c) {
+    const auto& n = e.efficiency_by_class[c];
+    std::vector<std::string> parts;
+    for (auto s : {EfficiencySource::Measured, EfficiencySource::Interpolated, EfficiencySource::Extrapolated,
+                   EfficiencySource::Default}) {
+      const int64_t count = n[static_cast<size_t>(s)];
+      if (count == 0) continue;
+      std::string part = std::to_string(count) + " " + efficiency_source_name(s);
+      if (s == EfficiencySource::Default) {
+        const ComputeOpConfig* op = sys.ops.known(c);
+        if (!op) op = &sys.ops.known_at(op_index(OpClass::Default));
+        part += strprintf(" (%.2f)", op->efficient_factor);
+      }
+      parts.push_back(part);
+    }
+    if (!parts.empty()) items.push_back(std::string(kOpClassRows[c].name) + " " + join(parts, " + "));
+  }
+  return join(items, "; ");
 }
 
 }  // namespace
@@ -369,6 +405,8 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
   o += strprintf("\nefficiency %lld shape lookups measured, %s%zu shapes fell back to op defaults%s\n",
                  static_cast<long long>(e.efficiency_hits), modelled.c_str(), e.misses.size(),
                  e.misses.empty() ? "" : " (see --json efficiency_misses; measure them with kernels_bench)");
+  if (const std::string by = efficiency_by_class_line(e, in.system); !by.empty())
+    o += "           lookups by class: " + by + "\n";
   for (const auto& line : model_summaries(in.system)) o += "           " + line + "\n";
   for (const auto& n : in.notes) o += "note: " + n + "\n";
   if (!in.not_modeled.empty())
