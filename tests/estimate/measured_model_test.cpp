@@ -80,7 +80,7 @@ TEST(MeasuredModelTest, B200PlansNeverTakeTheDefaultOfAModelledClass) {
   EXPECT_GT(modelled, 0);
 }
 
-TEST(MeasuredModelTest, ValidationPlansGemmsNeverTakeTheOpDefault) {
+TEST(MeasuredModelTest, ValidationPlansGemmsAndAttentionNeverTakeTheOpDefault) {
   int cases = 0;
   int64_t measured = 0, interpolated = 0, extrapolated = 0;
   for (const auto& table : fs::directory_iterator(fs::path(TRAINSIM_SOURCE_DIR) / "validation")) {
@@ -96,9 +96,24 @@ TEST(MeasuredModelTest, ValidationPlansGemmsNeverTakeTheOpDefault) {
       load_case(c.path(), model, strategy);
       const Estimate e = estimate(model, strategy, sys, nullptr, Mode::Default, false);
       ++cases;
-      for (const auto& m : e.misses)
+      for (const auto& m : e.misses) {
         EXPECT_NE(op_row(m.op).family, OpFamily::Gemm)
             << c.path().filename() << ": " << op_name(m.op) << " " << format_packed_key(m.key);
+        EXPECT_NE(op_row(m.op).family, OpFamily::Attention)
+            << c.path().filename() << ": " << op_name(m.op) << " " << format_packed_key(m.key);
+      }
+      // The same per class: no default answer of a class with a model (fp8_group_matmul has none).
+      for (OpClass cls : {OpClass::Matmul, OpClass::Fp8Matmul, OpClass::SdpFwd, OpClass::SdpBwd})
+        EXPECT_EQ(e.efficiency_by_class[op_index(cls)][static_cast<size_t>(EfficiencySource::Default)], 0)
+            << c.path().filename() << ": " << op_name(cls);
+      // The per-class counts add up to the totals.
+      int64_t sums[4] = {};
+      for (const auto& per : e.efficiency_by_class)
+        for (size_t s = 0; s < 4; ++s) sums[s] += per[s];
+      EXPECT_EQ(sums[static_cast<size_t>(EfficiencySource::Measured)], e.efficiency_hits) << c.path().filename();
+      EXPECT_EQ(sums[static_cast<size_t>(EfficiencySource::Interpolated)], e.efficiency_interpolated);
+      EXPECT_EQ(sums[static_cast<size_t>(EfficiencySource::Extrapolated)], e.efficiency_extrapolated);
+      EXPECT_GE(sums[static_cast<size_t>(EfficiencySource::Default)], static_cast<int64_t>(e.misses.size()));
       // `trainsim shapes --system` counts the GEMM shapes as known.
       for (const ShapeUse& u : list_shapes(resolve_plan(model, strategy, sys, Mode::Default)))
         if (u.op == "matmul" || u.op == "fp8_matmul") {
