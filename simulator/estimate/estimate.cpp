@@ -95,6 +95,7 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.efficiency_interpolated = log.interpolated;
   est.efficiency_extrapolated = log.extrapolated;
   est.efficiency_by_class = log.by_class;
+  est.collectives_by_kind = log.collectives;
   return est;
 }
 

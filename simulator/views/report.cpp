@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "comm/collective.h"
 #include "inputs/model_merge.h"
 #include "core/text.h"
 #include "core/units.h"
@@ -197,6 +198,35 @@ void efficiency_json(const Estimate& e, nlohmann::ordered_json& j) {
     by[std::string(kOpClassRows[c].name)] = x;
   }
   j["efficiency_by_class"] = by;
+  // How the collectives were timed: {"all_gather": {"measured": 4, ..., "formula": 2}, ...}.
+  nlohmann::ordered_json coll = nlohmann::ordered_json::object();
+  for (size_t c = 0; c < kCollectiveKinds; ++c) {
+    const auto& n = e.collectives_by_kind[c];
+    if (n[0] + n[1] + n[2] + n[3] == 0) continue;
+    nlohmann::ordered_json x;
+    for (auto s : {EfficiencySource::Measured, EfficiencySource::Interpolated, EfficiencySource::Extrapolated,
+                   EfficiencySource::Default})
+      x[s == EfficiencySource::Default ? "formula" : efficiency_source_name(s)] = n[static_cast<size_t>(s)];
+    coll[collective_name(static_cast<Collective>(c))] = x;
+  }
+  j["collectives_by_kind"] = coll;
+}
+
+// "all_gather 4 measured + 8 interpolated; p2p 2 formula": how the collective calls were timed
+// (a collective model's measured size, between or beyond its sizes, or the network formula).
+std::string collectives_line(const Estimate& e) {
+  std::vector<std::string> items;
+  for (size_t c = 0; c < kCollectiveKinds; ++c) {
+    const auto& n = e.collectives_by_kind[c];
+    std::vector<std::string> parts;
+    for (auto s : {EfficiencySource::Measured, EfficiencySource::Interpolated, EfficiencySource::Extrapolated,
+                   EfficiencySource::Default})
+      if (const int64_t count = n[static_cast<size_t>(s)]; count > 0)
+        parts.push_back(std::to_string(count) + " " +
+                        (s == EfficiencySource::Default ? "formula" : efficiency_source_name(s)));
+    if (!parts.empty()) items.push_back(std::string(collective_name(static_cast<Collective>(c))) + " " + join(parts, " + "));
+  }
+  return join(items, "; ");
 }
 
 // "matmul 2 measured + 5 interpolated + 10 extrapolated; sdp_fwd 1 default (0.70)": how each op
@@ -407,6 +437,7 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
                  e.misses.empty() ? "" : " (see --json efficiency_misses; measure them with kernels_bench)");
   if (const std::string by = efficiency_by_class_line(e, in.system); !by.empty())
     o += "           lookups by class: " + by + "\n";
+  if (const std::string coll = collectives_line(e); !coll.empty()) o += "           collectives: " + coll + "\n";
   for (const auto& line : model_summaries(in.system)) o += "           " + line + "\n";
   for (const auto& n : in.notes) o += "note: " + n + "\n";
   if (!in.not_modeled.empty())

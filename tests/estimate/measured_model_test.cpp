@@ -9,6 +9,7 @@
 #include <string>
 
 #include "test_estimate.h"
+#include "comm/collective.h"
 #include "inputs/model_config.h"
 #include "inputs/plan_request.h"
 #include "system/presets.h"
@@ -46,6 +47,30 @@ void load_case(const fs::path& dir, ModelConfig& model, StrategyConfig& strategy
     const std::string mp = (dir / "model.json").string(), sp = (dir / "strategy.json").string();
     model = load_model(read_file(mp), mp);
     strategy = load_strategy(read_file(sp), sp);
+  }
+}
+
+// How the collectives were timed: the default plan's NVLink collectives (TP 2 and DP 2 on one
+// node) from the measured preset's curves and none from the formula there, all from the formula
+// on the datasheet preset; the pipeline's p2p (no measured curve) from the formula on both.
+TEST(MeasuredModelTest, CollectivesSayHowTheyWereTimed) {
+  const ConfigText mt = resolve_config("model", "llama3-8b"), st = resolve_config("strategy", "tp2-pp2-dp2-zero1");
+  const ModelConfig model = load_model(mt.text, mt.source);
+  const StrategyConfig strategy = load_strategy(st.text, st.source);
+  for (const std::string name : {"h100-sxm-80g", "h100-sxm-80g-measured"}) {
+    const ConfigText sy = resolve_config("system", name);
+    const SystemConfig sys = load_system(sy.text, sy.source);
+    const Estimate e = estimate(model, strategy, sys, nullptr, Mode::Default, false);
+    const bool measured = name.ends_with("-measured");
+    for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter}) {
+      const auto& n = e.collectives_by_kind[static_cast<size_t>(c)];
+      const int64_t by_model = n[1] + n[2] + n[3];
+      EXPECT_GT(by_model + n[0], 0) << name << " " << collective_name(c);
+      EXPECT_EQ(measured ? n[0] : by_model, 0) << name << " " << collective_name(c);
+    }
+    const auto& p2p = e.collectives_by_kind[static_cast<size_t>(Collective::P2P)];
+    EXPECT_GT(p2p[0], 0) << name;
+    EXPECT_EQ(p2p[1] + p2p[2] + p2p[3], 0) << name;
   }
 }
 
