@@ -2,6 +2,7 @@
 #include "views/report.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -229,10 +230,23 @@ std::string collectives_line(const Estimate& e) {
   return join(items, "; ");
 }
 
+// The datasheet preset a measured system was built on ("h100-sxm-80g" of provenance.base
+// "preset:system/h100-sxm-80g"), or "".
+std::string base_preset(const SystemConfig& sys) {
+  if (sys.provenance_json.empty()) return "";
+  const auto prov = nlohmann::json::parse(sys.provenance_json, nullptr, false);
+  if (!prov.is_object() || !prov.contains("base") || !prov["base"].is_string()) return "";
+  std::string base = prov["base"].get<std::string>();
+  if (const size_t slash = base.find_last_of('/'); slash != std::string::npos) base = base.substr(slash + 1);
+  return base;
+}
+
 // "matmul 2 measured + 5 interpolated + 10 extrapolated; sdp_fwd 1 default (0.70)": how each op
-// class answered its lookups; a class default is named with its value.
+// class answered its lookups; a class default is named with its value, and with the datasheet
+// preset it came from when a measured system has no measurement of the class.
 std::string efficiency_by_class_line(const Estimate& e, const SystemConfig& sys) {
   std::vector<std::string> items;
+  std::optional<std::string> base;
   for (size_t c = 0; c < kOpClassCount; ++c) {
     const auto& n = e.efficiency_by_class[c];
     std::vector<std::string> parts;
@@ -244,7 +258,10 @@ std::string efficiency_by_class_line(const Estimate& e, const SystemConfig& sys)
       if (s == EfficiencySource::Default) {
         const ComputeOpConfig* op = sys.ops.known(c);
         if (!op) op = &sys.ops.known_at(op_index(OpClass::Default));
-        part += strprintf(" (%.2f)", op->efficient_factor);
+        if (!base) base = base_preset(sys);
+        const bool unmeasured = op->accurate.empty() && !op->gemm_model && !op->point_model;
+        part += unmeasured && !base->empty() ? strprintf(" (%.2f of %s)", op->efficient_factor, base->c_str())
+                                             : strprintf(" (%.2f)", op->efficient_factor);
       }
       parts.push_back(part);
     }
