@@ -154,7 +154,8 @@ double collective_time(const SystemConfig& sys, const Settings& s, const std::st
 }
 
 double collective_time(const SystemConfig& sys, const Settings& s, const NetworkRef& net,
-                       Collective kind, double bytes, int64_t n, const char* stage) {
+                       Collective kind, double bytes, int64_t n, const char* stage, EfficiencySource* how) {
+  if (how) *how = EfficiencySource::Default;
   if (!net.config) throw std::out_of_range("collective_time: the system has no such network group");
   const NetOpConfig* found = net.ops[static_cast<size_t>(kind)];
   if (!found) throw std::out_of_range(std::string("collective_time: the network group has no ") + collective_name(kind));
@@ -162,7 +163,10 @@ double collective_time(const SystemConfig& sys, const Settings& s, const Network
   const NetOpConfig& op = *found;
   if (const CollectiveModel* model = net.models[static_cast<size_t>(kind)]; model && n > 1) {
     // Measured times over size (the group's own conditions: what comm_bench or nccl-tests ran).
-    if (const CollectiveAnswer a = model->predict(bytes, n); a.time_s > 0) return a.time_s;
+    if (const CollectiveAnswer a = model->predict(bytes, n); a.time_s > 0) {
+      if (how) *how = a.source;
+      return a.time_s;
+    }
   }
   const double eff = op.efficient_factor.value_or(nd.bandwidth.efficient_factor);
   const double dn = static_cast<double>(n);

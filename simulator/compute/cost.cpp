@@ -155,6 +155,7 @@ KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log)
         }
       }
       if (log) {
+        ++log->by_class[op_index(k.op)][static_cast<size_t>(source)];
         switch (source) {
           case EfficiencySource::Measured: ++log->hits; break;
           case EfficiencySource::Interpolated: ++log->interpolated; break;

@@ -2,6 +2,7 @@
 // measured efficiency, else the op's fallback) and its bandwidth class (the peer's SystemConfig).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -21,6 +22,13 @@ struct EfficiencyMiss {
   double used_efficiency = 0;
 };
 
+/// Lookups per op class (op_index) and how each was answered (index: EfficiencySource).
+using EfficiencyCounts = std::array<std::array<int64_t, 4>, kOpClassCount>;
+/// Collective calls per kind (Collective) and how each was timed: a collective model's measured
+/// size, between or beyond its sizes, or (index Default) the network formula.
+inline constexpr size_t kCollectiveKinds = 5;
+using CollectiveCounts = std::array<std::array<int64_t, 4>, kCollectiveKinds>;
+
 /// Records efficiency lookups: measured (table entry or measured model node), answered by a
 /// model between or beyond its measured points, and misses (deduplicated by op and key, in the
 /// order first met), which took the op's default.
@@ -28,6 +36,11 @@ struct EfficiencyLog {
   std::vector<EfficiencyMiss> misses;
   int64_t hits = 0;
   int64_t interpolated = 0, extrapolated = 0;
+  EfficiencyCounts by_class{};  // the same lookups per op class, misses counted at every lookup
+  CollectiveCounts collectives{};  // the chunks' collective calls (and the tail's DP ones)
+  void collective(Collective kind, EfficiencySource how) {
+    ++collectives[static_cast<size_t>(kind)][static_cast<size_t>(how)];
+  }
   /// `hash` is PackedKeyHash{}(key), computed once per kernel for the table lookup and the log.
   void miss(OpClass op, const PackedKey& key, size_t hash, double flops, double used);
   /// Adds `other`'s counts and the misses not recorded yet (a chunk's log into its estimate's).
@@ -37,6 +50,10 @@ struct EfficiencyLog {
     hits += other.hits;
     interpolated += other.interpolated;
     extrapolated += other.extrapolated;
+    for (size_t c = 0; c < kOpClassCount; ++c)
+      for (size_t s = 0; s < 4; ++s) by_class[c][s] += other.by_class[c][s];
+    for (size_t c = 0; c < kCollectiveKinds; ++c)
+      for (size_t s = 0; s < 4; ++s) collectives[c][s] += other.collectives[c][s];
   }
 
  private:

@@ -94,6 +94,8 @@ Estimate estimate(const Plan& plan, EstimateCache* cache, bool events, PipelineR
   est.efficiency_hits = log.hits;
   est.efficiency_interpolated = log.interpolated;
   est.efficiency_extrapolated = log.extrapolated;
+  est.efficiency_by_class = log.by_class;
+  est.collectives_by_kind = log.collectives;
   return est;
 }
 

@@ -130,6 +130,8 @@ struct Estimate {
   int64_t efficiency_hits = 0;
   /// Lookups a measured model answered between its points, and beyond them (held at the edge).
   int64_t efficiency_interpolated = 0, efficiency_extrapolated = 0;
+  EfficiencyCounts efficiency_by_class{};  // the lookups per op class and source
+  CollectiveCounts collectives_by_kind{};  // collective calls per kind and how they were timed
   double pipeline_s = 0;       // the replayed pipeline (max over ranks), before the straggler
   /// Every op of the step per rank and stream: the pipeline, then the straggler allowance, the
   /// data-parallel communication and the optimizer step.

@@ -32,8 +32,14 @@ double a2a_link_bps(const NetworkRef& net, int64_t gpus_per_node) {
 }  // namespace
 
 double call_time(const Env& env, const CommCall& c) {
-  if (!c.flex) return collective_time(env.sys, env.s, env.nets.net(c.group), c.kind, c.bytes, c.n, c.stage);
+  if (!c.flex) {
+    EfficiencySource how;
+    const double t = collective_time(env.sys, env.s, env.nets.net(c.group), c.kind, c.bytes, c.n, c.stage, &how);
+    if (env.log) env.log->collective(c.kind, how);
+    return t;
+  }
   if (c.n <= 1) return 0;
+  if (env.log) env.log->collective(c.kind, EfficiencySource::Default);  // DeepEP's formula
   // NVLink: the system's high_intra_node group (the EP group's own network when it has none);
   // RDMA: inter_node. Each pays the group's fixed latency once (DeepEP's notify kernel).
   const NetworkRef& ep = env.nets.net(c.group);
@@ -95,10 +101,14 @@ bool tp_overlapped_phases(const Env& env, const Leaf& l, const double (&t)[3], d
   const CommCall* bw = tp_collective(l, kBwdW);
   if (!ba || (column && !bw) || (!column && !l.comms[kBwdW].empty())) return false;
   const CommCall* calls[3] = {f, ba, bw};
-  for (int ph = 0; ph < 3; ++ph)
-    comm[ph] = calls[ph] ? collective_time(env.sys, env.s, env.nets.net(Group::TP), calls[ph]->kind, calls[ph]->bytes,
-                                           calls[ph]->n, calls[ph]->stage)
-                         : 0;
+  for (int ph = 0; ph < 3; ++ph) {
+    comm[ph] = 0;
+    if (!calls[ph]) continue;
+    EfficiencySource how;
+    comm[ph] = collective_time(env.sys, env.s, env.nets.net(Group::TP), calls[ph]->kind, calls[ph]->bytes,
+                               calls[ph]->n, calls[ph]->stage, &how);
+    if (env.log) env.log->collective(calls[ph]->kind, how);
+  }
   // TE's defaults (initialize_ub): the all-gathers run as ring exchanges driven by copy engines
   // (1 SM, no SM margin for the GEMM); pipelined reduce-scatters and bulk overlaps take 16 SMs
   // and launch the GEMM on the rest, which the network's processor_usage describes.
@@ -191,7 +201,10 @@ void leaf_cost(OpCost& o, const Env& env, const Leaf& l, bool recomputed, const 
     // exchanges per pass counts as CP time hidden under the attention.
     const NetworkRef& net = env.nets.net(Group::CP);
     const auto exchange = [&](double b) {
-      return collective_time(env.sys, env.s, net, Collective::P2P, b, l.ring_steps, "cp");
+      EfficiencySource how;
+      const double x = collective_time(env.sys, env.s, net, Collective::P2P, b, l.ring_steps, "cp", &how);
+      if (env.log) env.log->collective(Collective::P2P, how);
+      return x;
     };
     const double n = static_cast<double>(l.ring_steps), kv = exchange(l.ring_block_bytes);
     const double kv_grad = exchange(2 * l.ring_block_bytes);

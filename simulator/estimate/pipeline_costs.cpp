@@ -63,14 +63,22 @@ void pipeline_costs(const Plan& plan, const Env& env, ChunkResults& results, Pip
                          : hybridep_sms ? deepep_slowdown(*s.moe.hybridep_num_sms, *sys.sm_count)
                                         : contention(env, Group::EP);
   }
-  costs.p2p = pp > 1 ? collective_time(sys, s, nets.net(Group::PP), Collective::P2P, p2p_bytes, 2, "pp") : 0;
+  // One pipeline exchange (its collectives counted once in the efficiency log).
+  const auto timed = [&](Group g, Collective kind, double bytes, int64_t n, const char* stage) {
+    EfficiencySource how;
+    const double t = collective_time(sys, s, nets.net(g), kind, bytes, n, stage, &how);
+    if (env.log) env.log->collective(kind, how);
+    return t;
+  };
   if (plan.mode == Mode::Default && s.par.scatter_gather_tensors_in_pipeline) {
     // Narayanan et al. 2021, §4.1: the TP ranks of a stage hold the same activation; each sends
     // its 1/tp slice to its peer, and the next stage all-gathers the slices over its TP group
     // (2021 Megatron-LM p2p_communication.py: split_tensor_into_1d_equal_chunks, gather_split_1d_tensor).
     const auto tp = static_cast<double>(plan.par.tp);
-    costs.p2p = collective_time(sys, s, nets.net(Group::PP), Collective::P2P, p2p_bytes / tp, 2, "pp") +
-                collective_time(sys, s, nets.net(Group::TP), Collective::AllGather, p2p_bytes, plan.par.tp, "tp");
+    costs.p2p = timed(Group::PP, Collective::P2P, p2p_bytes / tp, 2, "pp") +
+                timed(Group::TP, Collective::AllGather, p2p_bytes, plan.par.tp, "tp");
+  } else {
+    costs.p2p = pp > 1 ? timed(Group::PP, Collective::P2P, p2p_bytes, 2, "pp") : 0;
   }
 
 }

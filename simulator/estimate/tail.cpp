@@ -46,10 +46,14 @@ double dp_time(const Env& env, double rs_bytes, double ag_bytes, const NetworkRe
   const double nrs = rs_bytes > 0 ? std::floor((rs_bytes - 1) / bucket) + 1 : 0;
   double nag = ag_bytes > 0 ? std::floor((ag_bytes - 1) / bucket) + 1 : 0;
   if (env.m.is_moe()) nag *= 2;
-  if (env.s.ovl.zero_state >= 1)
-    return nrs * collective_time(env.sys, env.s, net, Collective::ReduceScatter, bucket, n, stage) +
-           nag * collective_time(env.sys, env.s, net, Collective::AllGather, bucket, n, stage);
-  return nrs * collective_time(env.sys, env.s, net, Collective::AllReduce, bucket, n, stage);
+  const auto calls = [&](double count, Collective kind) {
+    EfficiencySource how;
+    const double t = collective_time(env.sys, env.s, net, kind, bucket, n, stage, &how);
+    if (env.log && count > 0) env.log->collective(kind, how);
+    return count * t;
+  };
+  if (env.s.ovl.zero_state >= 1) return calls(nrs, Collective::ReduceScatter) + calls(nag, Collective::AllGather);
+  return calls(nrs, Collective::AllReduce);
 }
 
 // Model FLOPs per token (6ND-style with full attention and the LM head), as the peer's
@@ -97,6 +101,10 @@ void step_tail(const Plan& plan, const Env& env, ChunkResults& results, const Pi
   const int64_t pp = plan.par.pp;
   const bool scheduled_dp = plan.mode == Mode::Default;
   const auto& dp_ops = run.dp;
+  if (env.log)
+    for (const RankDp& d : dp_ops)
+      for (size_t c = 0; c < kCollectiveKinds; ++c)
+        for (size_t h = 0; h < 4; ++h) env.log->collectives[c][h] += d.collectives[c][h];
   const double pipe = run.pipe;
   // DP communication, optimizer and the straggler allowance after the pipeline, per rank.
   for (auto* x : {&tail.dp, &tail.dense_dp, &tail.edp, &tail.optim, &tail.exposed_dp}) x->assign(static_cast<size_t>(pp), 0);

@@ -91,8 +91,11 @@ class DpLowering {
 
   double time_of(const DpSide& side, Collective kind, double bytes) {
     LastCall& l = last[side.moe ? 1 : 0];
-    if (l.kind != kind || l.bytes != bytes)
-      l = {kind, bytes, collective_time(*plan.system, s, nets.net(side.group), kind, bytes, side.n(plan), side.stage)};
+    if (l.kind != kind || l.bytes != bytes) {
+      EfficiencySource how;
+      l = {kind, bytes, collective_time(*plan.system, s, nets.net(side.group), kind, bytes, side.n(plan), side.stage, &how)};
+      ++out.collectives[static_cast<size_t>(kind)][static_cast<size_t>(how)];
+    }
     return l.t;
   }
   void count(const DpSide& side, double t) { (side.moe ? out.moe_s : out.dense_s) += t; }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <vector>
 
 #include "core/small_vector.h"
@@ -21,6 +22,8 @@ struct RankDp {
   double dense_s = 0, moe_s = 0;  // every DP / EDP collective of the step
   double after_optimizer_s = 0;   // parameter all-gather after the optimizer (no overlap_param_gather)
   double param_gather_first_s = 0;  // the all-gather bucket the first forward waits for
+  // The collectives timed, per kind (Collective) and how (EfficiencySource: Default = formula).
+  std::array<std::array<int64_t, 4>, 5> collectives{};
 };
 
 // The data-parallel groups a rank reduces its gradients over: dense (dp·cp) and expert (edp).

@@ -2,9 +2,11 @@
 #include "views/report.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
+#include "comm/collective.h"
 #include "inputs/model_merge.h"
 #include "core/text.h"
 #include "core/units.h"
@@ -188,6 +190,87 @@ void efficiency_json(const Estimate& e, nlohmann::ordered_json& j) {
   for (const auto& mm : e.misses)
     misses.push_back({{"op", op_c_str(mm.op)}, {"key", format_packed_key(mm.key)}, {"flops", mm.flops}, {"used_efficiency", mm.used_efficiency}});
   j["efficiency_misses"] = misses;
+  // How each op class answered, counted per lookup: {"matmul": {"measured": 2, ...}, ...}.
+  nlohmann::ordered_json by = nlohmann::ordered_json::object();
+  for (size_t c = 0; c < kOpClassCount; ++c) {
+    const auto& n = e.efficiency_by_class[c];
+    if (n[0] + n[1] + n[2] + n[3] == 0) continue;
+    nlohmann::ordered_json x;
+    for (auto s : {EfficiencySource::Measured, EfficiencySource::Interpolated, EfficiencySource::Extrapolated,
+                   EfficiencySource::Default})
+      x[efficiency_source_name(s)] = n[static_cast<size_t>(s)];
+    by[std::string(kOpClassRows[c].name)] = x;
+  }
+  j["efficiency_by_class"] = by;
+  // How the collectives were timed: {"all_gather": {"measured": 4, ..., "formula": 2}, ...}.
+  nlohmann::ordered_json coll = nlohmann::ordered_json::object();
+  for (size_t c = 0; c < kCollectiveKinds; ++c) {
+    const auto& n = e.collectives_by_kind[c];
+    if (n[0] + n[1] + n[2] + n[3] == 0) continue;
+    nlohmann::ordered_json x;
+    for (auto s : {EfficiencySource::Measured, EfficiencySource::Interpolated, EfficiencySource::Extrapolated,
+                   EfficiencySource::Default})
+      x[s == EfficiencySource::Default ? "formula" : efficiency_source_name(s)] = n[static_cast<size_t>(s)];
+    coll[collective_name(static_cast<Collective>(c))] = x;
+  }
+  j["collectives_by_kind"] = coll;
+}
+
+// "all_gather 4 measured + 8 interpolated; p2p 2 formula": how the collective calls were timed
+// (a collective model's measured size, between or beyond its sizes, or the network formula).
+std::string collectives_line(const Estimate& e) {
+  std::vector<std::string> items;
+  for (size_t c = 0; c < kCollectiveKinds; ++c) {
+    const auto& n = e.collectives_by_kind[c];
+    std::vector<std::string> parts;
+    for (auto s : {EfficiencySource::Measured, EfficiencySource::Interpolated, EfficiencySource::Extrapolated,
+                   EfficiencySource::Default})
+      if (const int64_t count = n[static_cast<size_t>(s)]; count > 0)
+        parts.push_back(std::to_string(count) + " " +
+                        (s == EfficiencySource::Default ? "formula" : efficiency_source_name(s)));
+    if (!parts.empty()) items.push_back(std::string(collective_name(static_cast<Collective>(c))) + " " + join(parts, " + "));
+  }
+  return join(items, "; ");
+}
+
+// The datasheet preset a measured system was built on ("h100-sxm-80g" of provenance.base
+// "preset:system/h100-sxm-80g"), or "".
+std::string base_preset(const SystemConfig& sys) {
+  if (sys.provenance_json.empty()) return "";
+  const auto prov = nlohmann::json::parse(sys.provenance_json, nullptr, false);
+  if (!prov.is_object() || !prov.contains("base") || !prov["base"].is_string()) return "";
+  std::string base = prov["base"].get<std::string>();
+  if (const size_t slash = base.find_last_of('/'); slash != std::string::npos) base = base.substr(slash + 1);
+  return base;
+}
+
+// "matmul 2 measured + 5 interpolated + 10 extrapolated; sdp_fwd 1 default (0.70)": how each op
+// class answered its lookups; a class default is named with its value, and with the datasheet
+// preset it came from when a measured system has no measurement of the class.
+std::string efficiency_by_class_line(const Estimate& e, const SystemConfig& sys) {
+  std::vector<std::string> items;
+  std::optional<std::string> base;
+  for (size_t c = 0; c < kOpClassCount; ++c) {
+    const auto& n = e.efficiency_by_class[c];
+    std::vector<std::string> parts;
+    for (auto s : {EfficiencySource::Measured, EfficiencySource::Interpolated, EfficiencySource::Extrapolated,
+                   EfficiencySource::Default}) {
+      const int64_t count = n[static_cast<size_t>(s)];
+      if (count == 0) continue;
+      std::string part = std::to_string(count) + " " + efficiency_source_name(s);
+      if (s == EfficiencySource::Default) {
+        const ComputeOpConfig* op = sys.ops.known(c);
+        if (!op) op = &sys.ops.known_at(op_index(OpClass::Default));
+        if (!base) base = base_preset(sys);
+        const bool unmeasured = op->accurate.empty() && !op->gemm_model && !op->point_model;
+        part += unmeasured && !base->empty() ? strprintf(" (%.2f of %s)", op->efficient_factor, base->c_str())
+                                             : strprintf(" (%.2f)", op->efficient_factor);
+      }
+      parts.push_back(part);
+    }
+    if (!parts.empty()) items.push_back(std::string(kOpClassRows[c].name) + " " + join(parts, " + "));
+  }
+  return join(items, "; ");
 }
 
 }  // namespace
@@ -372,6 +455,9 @@ std::string estimate_summary(const PlanInputs& in, const Estimate& e) {
   o += strprintf("\nefficiency %lld shape lookups measured, %s%zu shapes fell back to op defaults%s\n",
                  static_cast<long long>(e.efficiency_hits), modelled.c_str(), e.misses.size(),
                  e.misses.empty() ? "" : " (see --json efficiency_misses; measure them with kernels_bench)");
+  if (const std::string by = efficiency_by_class_line(e, in.system); !by.empty())
+    o += "           lookups by class: " + by + "\n";
+  if (const std::string coll = collectives_line(e); !coll.empty()) o += "           collectives: " + coll + "\n";
   for (const auto& line : model_summaries(in.system)) o += "           " + line + "\n";
   for (const auto& n : in.notes) o += "note: " + n + "\n";
   if (!in.not_modeled.empty())

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "test_estimate.h"
+#include "comm/collective.h"
 #include "inputs/model_config.h"
 #include "inputs/plan_request.h"
 #include "system/presets.h"
@@ -50,6 +51,30 @@ void load_case(const fs::path& dir, ModelConfig& model, StrategyConfig& strategy
   }
 }
 
+// How the collectives were timed: the default plan's NVLink collectives (TP 2 and DP 2 on one
+// node) from the measured preset's curves and none from the formula there, all from the formula
+// on the datasheet preset; the pipeline's p2p (no measured curve) from the formula on both.
+TEST(MeasuredModelTest, CollectivesSayHowTheyWereTimed) {
+  const ConfigText mt = resolve_config("model", "llama3-8b"), st = resolve_config("strategy", "tp2-pp2-dp2-zero1");
+  const ModelConfig model = load_model(mt.text, mt.source);
+  const StrategyConfig strategy = load_strategy(st.text, st.source);
+  for (const std::string name : {"h100-sxm-80g", "h100-sxm-80g-measured"}) {
+    const ConfigText sy = resolve_config("system", name);
+    const SystemConfig sys = load_system(sy.text, sy.source);
+    const Estimate e = estimate(model, strategy, sys, nullptr, Mode::Default, false);
+    const bool measured = name.ends_with("-measured");
+    for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter}) {
+      const auto& n = e.collectives_by_kind[static_cast<size_t>(c)];
+      const int64_t by_model = n[1] + n[2] + n[3];
+      EXPECT_GT(by_model + n[0], 0) << name << " " << collective_name(c);
+      EXPECT_EQ(measured ? n[0] : by_model, 0) << name << " " << collective_name(c);
+    }
+    const auto& p2p = e.collectives_by_kind[static_cast<size_t>(Collective::P2P)];
+    EXPECT_GT(p2p[0], 0) << name;
+    EXPECT_EQ(p2p[1] + p2p[2] + p2p[3], 0) << name;
+  }
+}
+
 // The B200 measured preset: every op class with a model (bf16 GEMM, grouped GEMM and attention
 // from SimuMax's training measurements, fp8 GEMM and fp8 grouped GEMM from the published tables)
 // answers every kernel of the B200 plans.
@@ -81,7 +106,7 @@ TEST(MeasuredModelTest, B200PlansNeverTakeTheDefaultOfAModelledClass) {
   EXPECT_GT(modelled, 0);
 }
 
-TEST(MeasuredModelTest, ValidationPlansGemmsNeverTakeTheOpDefault) {
+TEST(MeasuredModelTest, ValidationPlansGemmsAndAttentionNeverTakeTheOpDefault) {
   int cases = 0;
   int64_t measured = 0, interpolated = 0, extrapolated = 0;
   for (const auto& table : fs::directory_iterator(fs::path(TRAINSIM_SOURCE_DIR) / "validation")) {
@@ -100,11 +125,25 @@ TEST(MeasuredModelTest, ValidationPlansGemmsNeverTakeTheOpDefault) {
       for (const auto& m : e.misses) {
         EXPECT_NE(op_row(m.op).family, OpFamily::Gemm)
             << c.path().filename() << ": " << op_name(m.op) << " " << format_packed_key(m.key);
+        EXPECT_NE(op_row(m.op).family, OpFamily::Attention)
+            << c.path().filename() << ": " << op_name(m.op) << " " << format_packed_key(m.key);
         // H100's grouped GEMMs have the fused-MoE tables' model (A100's have none).
         if (base == "h100-sxm-80g") {
           EXPECT_NE(op_row(m.op).family, OpFamily::GroupedGemm) << c.path().filename();
         }
       }
+      // The same per class: no default answer of a class with a model on both GPUs.
+      for (OpClass cls : {OpClass::Matmul, OpClass::Fp8Matmul, OpClass::SdpFwd, OpClass::SdpBwd})
+        EXPECT_EQ(e.efficiency_by_class[op_index(cls)][static_cast<size_t>(EfficiencySource::Default)], 0)
+            << c.path().filename() << ": " << op_name(cls);
+      // The per-class counts add up to the totals.
+      int64_t sums[4] = {};
+      for (const auto& per : e.efficiency_by_class)
+        for (size_t s = 0; s < 4; ++s) sums[s] += per[s];
+      EXPECT_EQ(sums[static_cast<size_t>(EfficiencySource::Measured)], e.efficiency_hits) << c.path().filename();
+      EXPECT_EQ(sums[static_cast<size_t>(EfficiencySource::Interpolated)], e.efficiency_interpolated);
+      EXPECT_EQ(sums[static_cast<size_t>(EfficiencySource::Extrapolated)], e.efficiency_extrapolated);
+      EXPECT_GE(sums[static_cast<size_t>(EfficiencySource::Default)], static_cast<int64_t>(e.misses.size()));
       // `trainsim shapes --system` counts the GEMM shapes as known.
       for (const ShapeUse& u : list_shapes(resolve_plan(model, strategy, sys, Mode::Default)))
         if (u.op == "matmul" || u.op == "fp8_matmul") {

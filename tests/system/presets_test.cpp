@@ -216,6 +216,21 @@ TEST_P(PresetTest, CarriesItsFacts) {
       EXPECT_EQ(nlohmann::json::parse(cm->provenance_json)["import"]["source"]["package"], "aiconfigurator-core");
       EXPECT_EQ(cm->predict(1 << 20, gb200 ? 4 : 8).source, EfficiencySource::Measured) << op;
     }
+    // A100, H100, H200: attention is a points model of the plans' shapes timed from the table
+    // (MLA at the mean head dim); the classes keep the datasheet's fallback, which no attention
+    // key takes (docs/calibration.md).
+    if (p.stem == "a100-sxm-80g-measured" || p.stem == "h100-sxm-80g-measured" || p.stem == "h200-sxm-141g-measured") {
+      for (const auto& [op, fallback] : std::vector<std::pair<std::string, double>>{{"sdp_fwd", 0.7}, {"sdp_bwd", 0.6}}) {
+        const auto& model = sys.ops.at(op).point_model;
+        ASSERT_TRUE(model) << p.stem << " " << op;
+        EXPECT_EQ(model->points(), 38u) << op;
+        EXPECT_EQ(sys.ops.at(op).efficient_factor, fallback) << op;
+        const auto mp = nlohmann::json::parse(model->provenance_json);
+        EXPECT_EQ(mp["fitted_by"], "trainsim system build --measured-system") << op;
+        // An MLA key (d_qk 192, d_v 128: DeepSeek-V3's) is answered by the model.
+        EXPECT_NE(model->predict(sdpa_key(1, 4096, 64, 64, 192, 128, true)).source, EfficiencySource::Default) << op;
+      }
+    }
     // B200: the bf16 GEMM, grouped-GEMM and attention classes are models of SimuMax's B200
     // calibration instead (docs/calibration.md, "Two measured B200 sources").
     const bool trained = p.stem == "b200-sxm-180g-measured";
@@ -255,9 +270,11 @@ TEST_P(PresetTest, CarriesItsFacts) {
       EXPECT_TRUE(sys.ops.at(op).accurate.empty()) << op;
       if (p.stem == "h100-sxm-80g-measured") {
         const auto lines = model_summaries(sys);
-        ASSERT_GE(lines.size(), 2u);
-        EXPECT_EQ(lines[lines.size() - 2],
+        ASSERT_GE(lines.size(), 4u);
+        EXPECT_EQ(lines[lines.size() - 4],
                   "matmul: GEMM model of 35,700 measured points (aiconfigurator-core 0.12.0, NVIDIA H100 80GB HBM3)");
+        EXPECT_EQ(lines[lines.size() - 2],
+                  "sdp_fwd: attention model of 38 measured shapes (h100_sxm context attention, attention_points.json)");
         EXPECT_EQ(lines.back(), "high_intra_node: collective models of all2all, all_gather, all_reduce, reduce_scatter "
                                 "from 252 measured points (group sizes 2, 4, 8; aiconfigurator-core 0.12.0; NCCL "
                                 "2.29.2; NVIDIA H100 80GB HBM3)");
@@ -271,9 +288,16 @@ TEST_P(PresetTest, CarriesItsFacts) {
     }
     for (const char* op : {"sdp_fwd", "sdp_bwd"}) {
       if (trained) continue;
-      EXPECT_GE(sys.ops.at(op).accurate.size(), 20u) << op;
-      // Long causal sequences exceed 1 (FLOPs counted without the causal halving, as SimuMax's).
-      for (const auto& [key, eff] : sys.ops.at(op).accurate.entries()) {
+      // A points model of the plans' shapes (A100, H100, H200), or per-shape entries (GB200).
+      const auto& model = sys.ops.at(op).point_model;
+      std::vector<std::pair<std::string, double>> entries;
+      if (model)
+        for (const auto& [key, eff] : model->entries()) entries.emplace_back(format_packed_key(key), eff);
+      else
+        for (const auto& [key, eff] : sys.ops.at(op).accurate.entries()) entries.emplace_back(key, eff);
+      EXPECT_GE(entries.size(), 20u) << op;
+      // Above 1 for long causal sequences: FLOPs are counted without the causal halving.
+      for (const auto& [key, eff] : entries) {
         EXPECT_GT(eff, 0.05) << op << " " << key;
         EXPECT_LT(eff, 1.25) << op << " " << key;
       }

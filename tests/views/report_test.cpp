@@ -102,6 +102,49 @@ TEST(Report, SummaryLines) {
             std::string::npos);
 }
 
+// How each op class and collective answered. Datasheet preset: every GEMM and attention lookup
+// takes its class default, named with its value, and every collective the formula. The measured
+// preset without its attention model: the attention lookups take the datasheet preset's
+// defaults (0.70, 0.60), named as such; its GEMMs and NVLink collectives come from its models.
+TEST(Report, HowEachClassAndCollectiveAnswered) {
+  StrategyInputs in = plan_on_two_nodes(MfuConvention::Megatron);
+  const auto count = [](const Estimate& e, OpClass c, EfficiencySource s) {
+    return static_cast<long long>(e.efficiency_by_class[op_index(c)][static_cast<size_t>(s)]);
+  };
+  const Estimate d = estimate(in.model, in.strategy, in.system);
+  const std::string ds = estimate_summary(in, d);
+  EXPECT_NE(ds.find(strprintf("           lookups by class: matmul %lld default (0.70); sdp_fwd %lld default (0.70); "
+                              "sdp_bwd %lld default (0.60)\n",
+                              count(d, OpClass::Matmul, EfficiencySource::Default),
+                              count(d, OpClass::SdpFwd, EfficiencySource::Default),
+                              count(d, OpClass::SdpBwd, EfficiencySource::Default))),
+            std::string::npos)
+      << ds;
+  EXPECT_GT(count(d, OpClass::Matmul, EfficiencySource::Default), 0);
+  const auto& ag = d.collectives_by_kind[static_cast<size_t>(Collective::AllGather)];
+  EXPECT_GT(ag[static_cast<size_t>(EfficiencySource::Default)], 0);
+  EXPECT_NE(ds.find(strprintf("all_gather %lld formula;", static_cast<long long>(ag[0]))), std::string::npos) << ds;
+
+  const ConfigText sys = resolve_config("system", "h100-sxm-80g-measured");
+  in.system = load_system(sys.text, sys.source);
+  for (const char* op : {"sdp_fwd", "sdp_bwd"}) in.system.ops.at(op).point_model = nullptr;
+  const Estimate m = estimate(in.model, in.strategy, in.system);
+  const std::string ms = estimate_summary(in, m);
+  EXPECT_EQ(count(m, OpClass::Matmul, EfficiencySource::Default), 0);
+  EXPECT_NE(ms.find(strprintf("; sdp_fwd %lld default (0.70 of h100-sxm-80g); sdp_bwd %lld default (0.60 of "
+                              "h100-sxm-80g)\n",
+                              count(m, OpClass::SdpFwd, EfficiencySource::Default),
+                              count(m, OpClass::SdpBwd, EfficiencySource::Default))),
+            std::string::npos)
+      << ms;
+  // The JSON has the same counts.
+  const nlohmann::json j = nlohmann::json::parse(estimate_to_json(in, m));
+  EXPECT_EQ(j["efficiency_by_class"]["sdp_fwd"]["default"], count(m, OpClass::SdpFwd, EfficiencySource::Default));
+  EXPECT_EQ(j["efficiency_by_class"]["matmul"]["default"], 0);
+  EXPECT_EQ(j["collectives_by_kind"]["all_gather"]["formula"],
+            m.collectives_by_kind[static_cast<size_t>(Collective::AllGather)][0]);
+}
+
 // The fit verdict per stage: h100-sxm-80g has 79.65 GiB. Outside PyTorch each rank of tp 2, pp 2,
 // dp 4 holds the CUDA context (0.5 GiB) and three NCCL communicators (tp, pp and dp groups of more
 // than one rank) of 32 channels × 9.1875 MiB = 294 MiB: 0.5 + 882/1024 = 1.361328125 GiB, so each

@@ -263,6 +263,26 @@ def write_grouped_grids(gpu, spec, version, root, work):
     return args, summary
 
 
+def attention_points_file(spec, work, results, gpu, version):
+    """A system file holding the attention results as measured entries (efficiency against the
+    base's peak) of sdp_fwd and sdp_bwd, for `system build --measured-system`: their points model
+    answers any attention key (nearest shapes), so no key falls back to a class default."""
+    with open(os.path.join("configs", "system", spec["base"] + ".json")) as f:
+        sys_json = json.load(f)
+    ops = sys_json["accelerator"]["op"]
+    for r in results:
+        op = ops[r["op"]]
+        op.setdefault("accurate_efficient_factor", {})[r["key"]] = r["flops"] / (r["time_s"]["median"] * op["tflops"] * 1e12)
+    sys_json["sys_name"] = f"{gpu} context attention"
+    sys_json["description"] = (f"{PACKAGE} {version} {gpu}: the plans' attention shapes timed from the context-attention "
+                               f"table (measured or interpolated; sdp_bwd 2.5 x forward / {mt.SDP_BWD_EFFICIENCY_RATIO})")
+    sys_json.pop("provenance", None)
+    path = os.path.join(work, "attention_points.json")
+    with open(path, "w") as f:
+        json.dump(sys_json, f, indent=1)
+    return path
+
+
 def build_gpu(gpu, root, version, shapes, args):
     spec = GPUS[gpu]
     work = os.path.join(args.work, gpu)
@@ -294,14 +314,26 @@ def build_gpu(gpu, root, version, shapes, args):
             "grouped_model": "group_matmul and fp8_group_matmul (where the GPU's fused-MoE table is imported): "
                              "series of measured expert shapes (grouped_grid), evaluated by the simulator for any "
                              "shape (docs/calibration.md, \"Grouped-GEMM model\")",
-            "not_imported": "MLA attention (qk_head_dim != v_head_dim), memory-bound "
-                            "classes, p2p, inter-node networks: base values kept",
+            "attention_model": "sdp_fwd and sdp_bwd (not B200/GB200): a measured-points model of the plans' shapes "
+                               "above (attention_points.json), evaluated for any attention key; the classes keep "
+                               "the base's efficient_factor",
+            "mla": "attention with qk_head_dim != v_head_dim (MLA) timed at head dim (qk + v)/2 (same FLOPs)",
+            "not_imported": "memory-bound classes (except where a training calibration gives them), p2p, "
+                            "inter-node networks: base values kept",
         },
         "counts": counts,
     }
     doc = {"schema_version": "1.0.0", "kind": "trainsim-kernels", "flops_convention": "simulator",
            "device": {"name": device}, "method": {"source": "published table", "statistic": "table latency"},
            "provenance": provenance, "results": results}
+    # Attention goes into a measured-points model (`system build --measured-system`) that answers
+    # every attention key, not into per-shape entries whose mean would become the class fallback:
+    # the classes keep the base's fallback, which no key of the family then needs.
+    attention_args = []
+    if not spec.get("training"):
+        doc["results"] = [r for r in results if r["op"] not in mt.ATTENTION_OPS]
+        points = attention_points_file(spec, work, [r for r in results if r["op"] in mt.ATTENTION_OPS], gpu, version)
+        attention_args = ["--measured-system", points, "--measured-ops", ",".join(mt.ATTENTION_OPS)]
     kernels = os.path.join(work, "kernels.json")
     with open(kernels, "w") as f:
         json.dump(doc, f, indent=1)
@@ -372,8 +404,15 @@ def build_gpu(gpu, root, version, shapes, args):
             description = description.replace("Everything else (peaks, memory-bound classes, MoE",
                                               "Everything else (peaks, MoE")
     out = os.path.join(args.out_dir, spec["out"] + "-measured.json")
+    if attention_args:
+        description = description.replace(
+            "Fused-attention efficiencies for the shapes of the validation cases and example plans: measured "
+            "where the table has the shape, else interpolated; backward derived.",
+            "Fused attention: a model of the validation cases' and example plans' shapes timed from the table "
+            "(measured where the table has the shape, else interpolated; backward derived), evaluated for any "
+            "shape.")
     run([args.trainsim, "system", "build", "--base", base_file(spec, work), "--kernels", kernels, "--comm", comm,
-         *grids, *grouped, *training, "--out", out, "--name", spec["out"].replace("-", "_") + "_measured",
+         *grids, *grouped, *training, *attention_args, "--out", out, "--name", spec["out"].replace("-", "_") + "_measured",
          "--description", description])
     print(f"{gpu}: wrote {out} ({len(results)} kernel entries: {counts}; {len(files)} NCCL series)")
 

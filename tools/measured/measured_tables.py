@@ -313,13 +313,14 @@ def kernel_results(shapes, gemm_by_op, attention):
             flops = gemm_flops(key)
         elif op in ATTENTION_OPS and attention is not None:
             f = parse_key(key)
-            if f["qk_head_dim"] != f["v_head_dim"]:
-                _count(counts, op, "skipped_qk_head_dim_ne_v_head_dim")
-                continue
+            d_qk, d_v = int(f["qk_head_dim"]), int(f["v_head_dim"])
+            # MLA (d_qk != d_v, not in the tables): its products Q·Kᵀ over d_qk and P·V over d_v
+            # do the FLOPs of two over the mean head dim, so it is timed at head dim (d_qk + d_v)/2.
+            d = d_qk if d_qk == d_v else (d_qk + d_v) / 2
             t, how = attention.predict(int(f["batch"]), int(f["seq_len"]), int(f["head_num"]),
-                                       int(f["kv_head_num"]), int(f["qk_head_dim"]))
+                                       int(f["kv_head_num"]), d)
             flops = sdp_flops(op, key)
-            impl = how
+            impl = how if d_qk == d_v else f"{how}_mla_as_head_dim_{d:g}"
             if OP_CLASSES[op]["backward"]:
                 # t_bwd = 2.5·t_fwd / ratio: the backward runs 2.5× the FLOPs at ratio× the rate.
                 t = 2.5 * t / SDP_BWD_EFFICIENCY_RATIO

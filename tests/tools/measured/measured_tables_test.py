@@ -131,9 +131,12 @@ class KernelResultsTest(unittest.TestCase):
         results, counts = mt.kernel_results(shapes, {"matmul": gemm}, att)
         self.assertEqual(counts, {"matmul:measured": 1, "matmul:measured_as_tn": 1, "sdp_fwd:interpolated": 1,
                                   "sdp_bwd:derived_from_measured_fwd": 1,
-                                  "sdp_fwd:skipped_qk_head_dim_ne_v_head_dim": 1,
+                                  "sdp_fwd:interpolated_head_dim_mla_as_head_dim_160": 1,
                                   "sdp_fwd:interpolated_head_dim": 1, "group_matmul:skipped_no_table": 1})
         by = {(r["op"], r["key"]): r for r in results}
+        # MLA (192/128) at head dim 160: the table's only head dim (128) with its time per FLOP
+        # held, 1e-3 s × 160/128.
+        self.assertAlmostEqual(by[("sdp_fwd", shapes[4]["key"])]["time_s"]["median"], 1.25e-3, delta=1e-12)
         tn = by[("matmul", shapes[0]["key"])]
         self.assertEqual(tn["time_s"], {"n": 1, "median": 2e-4})
         self.assertEqual(tn["flops"], 2.0 * 4096 ** 3)
