@@ -79,10 +79,26 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
     double bytes = 0, net_s = 0;
   };
   std::map<std::string, Acc> classes;
-  std::optional<double> launch_latency_s;
+  std::optional<double> launch_latency_s, eager_floor_s, graph_floor_s;
+  for (const auto& r : doc.results) {
+    if (r.status != "ok" || r.kind != "latency") continue;
+    if (r.op == "launch_latency") launch_latency_s = r.time.median;
+    if (r.op == "eager_launch_floor") eager_floor_s = r.time.median;
+    if (r.op == "graph_launch_floor") graph_floor_s = r.time.median;
+  }
+  // The launch floor (kernels_bench --launch-floor): every memory-bound class pays the measured
+  // floor per kernel, eager (launched one by one from the host) and replayed from a CUDA graph;
+  // set before the efficiencies below, which deduct it. Both or neither.
+  if (eager_floor_s.has_value() != graph_floor_s.has_value())
+    warnings.push_back("only one of eager_launch_floor and graph_launch_floor measured; latencies kept");
+  const bool floors = eager_floor_s && graph_floor_s;
+  if (floors)
+    for (auto& [name, bw] : sys.bandwidths) {
+      bw.latency_s = *eager_floor_s;
+      bw.graph_latency_s = *graph_floor_s;
+    }
   for (const auto& r : doc.results) {
     if (r.status != "ok") continue;
-    if (r.kind == "latency" && r.op == "launch_latency") launch_latency_s = r.time.median;
     if (r.kind != "memory") continue;
     BandwidthConfig bw = class_or_default(sys, r.op);
     double net = r.time.median - bw.latency_s * static_cast<double>(r.launches);
@@ -130,6 +146,12 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
   k["measurement_provenance"] = kp;
   k["results"] = status_counts;
   if (launch_latency_s) k["launch_latency_us"] = *launch_latency_s / kMicro;
+  if (floors) {
+    k["latency_us"] = *eager_floor_s / kMicro;
+    k["graph_latency_us"] = *graph_floor_s / kMicro;
+    k["latency_rule"] = "every memory-bound class: latency_us = eager_launch_floor, graph_latency_us = "
+                        "graph_launch_floor (per kernel, kernels_bench --launch-floor)";
+  }
   if (!warnings.empty()) k["warnings"] = warnings;
   if (!doc.method_json.empty()) k["method"] = nlohmann::json::parse(doc.method_json);
   prov["kernels"] = k;
