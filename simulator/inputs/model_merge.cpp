@@ -180,8 +180,8 @@ std::vector<std::string> merge_measured_bandwidths(SystemConfig& sys, const Syst
     e["efficient_factor"] = c.efficient_factor;
     e["latency_us"] = c.latency_s * 1e6;
     e["graph_latency_us"] = *c.graph_latency_s * 1e6;
-    e["graph_latency_source"] = own_graph ? "the source's graph_latency_us"
-                                          : "the base's floor per kernel; assumed, to be measured";
+    e["graph_latency_source"] = own_graph ? "the source's graph_latency_us (" + src.sys_name + ")"
+                                          : std::string("the base's floor per kernel; assumed, to be measured");
     bp["classes"][name] = e;
     done.push_back(name);
   }
