@@ -45,6 +45,10 @@ int run(const std::vector<std::string>& args) {
   app.add_option("--warmup", popt.warmup, "untimed warm-up runs per item (default 5)");
   app.add_option("--workspace-mib", workspace_mib, "cuBLASLt workspace in MiB (default 32, as TransformerEngine on Hopper)");
   app.add_flag("--no-memory", no_memory, "skip the memory-bound and launch-latency items");
+  app.add_flag("--launch-floor", popt.launch_floor_only,
+               "measure only the launch floor of a memory-bound kernel: a chain of tiny kernels launched eagerly "
+               "and replayed from one CUDA graph (no --shapes needed; system build sets latency_us and "
+               "graph_latency_us from it)");
   bool memory_probe = false;
   int nccl_ranks = 0;
   std::string probe_file, system_arg;
@@ -95,14 +99,19 @@ int run(const std::vector<std::string>& args) {
                             "it passes");
     if (shapes_paths.empty()) return 0;
   }
-  if (shapes_paths.empty()) throw UsageError("--shapes is required");
+  if (shapes_paths.empty() && !popt.launch_floor_only) throw UsageError("--shapes is required");
   if (!dry && out.empty()) throw UsageError("--out is required (or use --dry-run)");
+  if (popt.launch_floor_only && no_memory) throw UsageError("--launch-floor measures launch items: drop --no-memory");
+  if (popt.launch_floor_only && !shapes_paths.empty())
+    throw UsageError("--launch-floor measures the launch floor alone: drop --shapes (merge both kernels files' "
+                     "results with separate system build steps)");
   popt.memory = !no_memory;
   if (budget_min < 0) throw UsageError("--budget-min must be ≥ 0");
   if (workspace_mib < 0) throw UsageError("--workspace-mib must be ≥ 0");
 
   // Several shapes files (one per model) are measured as their union.
-  trainsim::ShapesDoc shapes = trainsim::load_shapes(trainsim::read_file(shapes_paths[0]), shapes_paths[0]);
+  trainsim::ShapesDoc shapes;
+  if (!shapes_paths.empty()) shapes = trainsim::load_shapes(trainsim::read_file(shapes_paths[0]), shapes_paths[0]);
   std::set<std::pair<std::string, std::string>> seen;
   for (const auto& e : shapes.shapes) seen.emplace(e.op, e.key);
   for (size_t i = 1; i < shapes_paths.size(); ++i) {

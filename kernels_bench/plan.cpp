@@ -95,6 +95,17 @@ std::vector<MemoryCase> memory_cases() {
   return out;
 }
 
+// The launch floor of a memory-bound kernel, eager and replayed from a CUDA graph (--launch-floor).
+std::vector<MemoryCase> launch_floor_cases() {
+  std::vector<MemoryCase> out;
+  for (const char* pattern : {"launch_chain_eager", "launch_chain_graph"}) {
+    MemoryCase c;
+    c.pattern = pattern;
+    out.push_back(c);
+  }
+  return out;
+}
+
 double memory_case_bytes(const MemoryCase& c) {
   auto d = [](int64_t v) { return static_cast<double>(v); };
   double e = d(c.elem_bytes);
@@ -112,7 +123,7 @@ double memory_case_bytes(const MemoryCase& c) {
 }
 
 int memory_case_launches(const MemoryCase& c) {
-  if (c.pattern == "copy" || c.pattern == "launch") return 1;
+  if (c.pattern == "copy" || c.pattern.rfind("launch", 0) == 0) return 1;
   return 2;  // two kernels per permutation direction; CE forward + backward
 }
 
@@ -121,6 +132,7 @@ std::string memory_case_key(const MemoryCase& c) {
   if (c.pattern == "ce_fusion")
     return strprintf("tokens=%lld, vocab=%lld", static_cast<long long>(c.tokens), static_cast<long long>(c.vocab));
   if (c.pattern == "launch") return "empty_kernel";
+  if (c.pattern.rfind("launch_chain", 0) == 0) return "fill_4kib_x256";
   return strprintf("tokens=%lld, hidden=%lld, topk=%lld", static_cast<long long>(c.tokens),
                    static_cast<long long>(c.hidden), static_cast<long long>(c.topk));
 }
@@ -142,6 +154,7 @@ BenchPlan make_plan(const ShapesDoc& shapes, const PlanOptions& opt) {
     throw UsageError(strprintf("--samples %d / --warmup %d: at most %d each", opt.samples, opt.warmup, kMaxRuns));
   BenchPlan plan;
   for (const auto& s : shapes.shapes) {
+    if (opt.launch_floor_only) break;
     BenchItem it;
     it.family = family_of(s.op);
     it.kind = "compute";
@@ -152,12 +165,15 @@ BenchPlan make_plan(const ShapesDoc& shapes, const PlanOptions& opt) {
     plan.items.push_back(std::move(it));
   }
   if (opt.memory) {
-    for (const auto& c : memory_cases()) {
+    for (const auto& c : opt.launch_floor_only ? launch_floor_cases() : memory_cases()) {
+      const bool chain = c.pattern.rfind("launch_chain", 0) == 0;
       BenchItem it;
-      bool launch = c.pattern == "launch";
+      bool launch = c.pattern.rfind("launch", 0) == 0;
       it.family = launch ? Family::Latency : Family::Memory;
       it.kind = launch ? "latency" : "memory";
-      it.op = launch ? "launch_latency" : memory_case_class(c);
+      it.op = !launch ? memory_case_class(c)
+              : chain ? (c.pattern == "launch_chain_eager" ? "eager_launch_floor" : "graph_launch_floor")
+                      : "launch_latency";
       it.key = memory_case_key(c);
       it.mem = c;
       it.bytes = memory_case_bytes(c);

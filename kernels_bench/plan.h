@@ -15,7 +15,9 @@ enum class Family { Gemm, GroupedGemm, SdpaFwd, SdpaBwd, Memory, Latency };
 
 /// A memory-bound case. Patterns: copy (device-to-device copy of `copy_bytes`), permute_fwd /
 /// permute_bwd (MoE token permutation of tokens x hidden with topk), ce_fusion (fused
-/// cross-entropy forward + backward over tokens x vocab logits), launch (empty kernel).
+/// cross-entropy forward + backward over tokens x vocab logits), launch (empty kernel),
+/// launch_chain_eager / launch_chain_graph (256 tiny fills launched one by one, or replayed
+/// from one captured CUDA graph: the launch floor of a memory-bound kernel, eager and graphed).
 struct MemoryCase {
   std::string pattern;
   int64_t tokens = 0, hidden = 0, topk = 0, vocab = 0;
@@ -41,6 +43,7 @@ struct PlanOptions {
   int warmup = 5;
   int samples = 20;
   bool memory = true;             // include memory-bound and launch-latency items
+  bool launch_floor_only = false; // only the launch floors (eager and CUDA-graph chains)
   double peak_bf16_flops = 989e12;
   double peak_fp8_flops = 1979e12;
   double mem_bytes_per_s = 3.35e12;
@@ -55,6 +58,8 @@ struct BenchPlan {
 
 /// The fixed memory-bound cases (SimuMax test_ce_permute_efficiency.py shapes).
 [[nodiscard]] std::vector<MemoryCase> memory_cases();
+/// The launch-floor cases (--launch-floor): launch_chain_eager, launch_chain_graph.
+[[nodiscard]] std::vector<MemoryCase> launch_floor_cases();
 
 /// Bytes of one timed call under the simulator's byte formulas (SimuMax
 /// Permutation/UnPermutation/ParallelCE _comp_leaf_mem_accessed_info), and its kernel count.

@@ -26,6 +26,10 @@ add_test(NAME KernelsBenchBadShapes
 set_tests_properties(KernelsBenchBadShapes PROPERTIES
   PASS_REGULAR_EXPRESSION "/shapes/0/key: shape key 'b=1, m=4096, k=4096, n=6144, layout=TT, accumulate=False, out_dtype=bf16': layout: expected one of TN, NN, NT, got 'TT'")
 
+add_test(NAME KernelsBenchLaunchFloorDryRun COMMAND kernels_bench --launch-floor --dry-run)
+set_tests_properties(KernelsBenchLaunchFloorDryRun PROPERTIES
+  PASS_REGULAR_EXPRESSION "kernels_bench plan: 2 items \\(eager_launch_floor 1, graph_launch_floor 1\\)")
+
 # The memory probe's writer needs no GPU: a synthetic result into the H100 preset.
 add_test(NAME KernelsBenchApplyMemoryProbe
          COMMAND kernels_bench --apply-memory-probe ${PROJECT_SOURCE_DIR}/tests/data/kernels/memory_probe.json
@@ -42,6 +46,15 @@ if(TRAINSIM_ENABLE_DEVICE_TESTS AND TRAINSIM_HAVE_CUDA)
   add_test(NAME KernelsDeviceSystemBuild
            COMMAND trainsim_cli system build --base h100-sxm-80g --kernels ${KB_SMOKE_OUT}
                    --out ${PROJECT_BINARY_DIR}/system_smoke.json)
+  # The launch floor, eager and in a CUDA graph, into the H100 preset's memory-bound classes.
+  set(KB_FLOOR_OUT ${PROJECT_BINARY_DIR}/kernels_launch_floor.json)
+  add_test(NAME KernelsDeviceLaunchFloor
+           COMMAND kernels_bench --launch-floor --out ${KB_FLOOR_OUT} --samples 10 --warmup 2)
+  add_test(NAME KernelsDeviceLaunchFloorSystemBuild
+           COMMAND trainsim_cli system build --base h100-sxm-80g --kernels ${KB_FLOOR_OUT}
+                   --out ${PROJECT_BINARY_DIR}/system_launch_floor.json)
+  set_tests_properties(KernelsDeviceLaunchFloor PROPERTIES FIXTURES_SETUP kb_floor LABELS gpu)
+  set_tests_properties(KernelsDeviceLaunchFloorSystemBuild PROPERTIES FIXTURES_REQUIRED kb_floor LABELS gpu)
   add_test(NAME KernelsDeviceSelfCheck COMMAND kernels_bench --self-check)
   set_tests_properties(KernelsDeviceSelfCheck PROPERTIES PASS_REGULAR_EXPRESSION "self-check: [0-9]+ passed, 0 failed"
                        LABELS gpu)

@@ -32,6 +32,33 @@ BandwidthConfig class_or_default(const SystemConfig& sys, const std::string& nam
   return it != sys.bandwidths.end() ? it->second : BandwidthConfig{};
 }
 
+// The latency items of a kernels file: the empty kernel's launch latency (recorded only) and
+// the launch floor (kernels_bench --launch-floor).
+struct Floors {
+  std::optional<double> launch_latency_s, eager_s, graph_s;
+};
+
+// Every memory-bound class pays the measured floor per kernel, eager (launched one by one from
+// the host) and replayed from a CUDA graph; set before the efficiencies, which deduct it. Both
+// or neither.
+Floors apply_launch_floors(SystemConfig& sys, const KernelsDoc& doc, std::vector<std::string>& warnings) {
+  Floors f;
+  for (const auto& r : doc.results) {
+    if (r.status != "ok" || r.kind != "latency") continue;
+    if (r.op == "launch_latency") f.launch_latency_s = r.time.median;
+    if (r.op == "eager_launch_floor") f.eager_s = r.time.median;
+    if (r.op == "graph_launch_floor") f.graph_s = r.time.median;
+  }
+  if (f.eager_s.has_value() != f.graph_s.has_value())
+    warnings.push_back("only one of eager_launch_floor and graph_launch_floor measured; latencies kept");
+  if (f.eager_s && f.graph_s)
+    for (auto& [name, bw] : sys.bandwidths) {
+      bw.latency_s = *f.eager_s;
+      bw.graph_latency_s = *f.graph_s;
+    }
+  return f;
+}
+
 }  // namespace
 
 void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, const std::string& source) {
@@ -79,10 +106,9 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
     double bytes = 0, net_s = 0;
   };
   std::map<std::string, Acc> classes;
-  std::optional<double> launch_latency_s;
+  const Floors floors = apply_launch_floors(sys, doc, warnings);
   for (const auto& r : doc.results) {
     if (r.status != "ok") continue;
-    if (r.kind == "latency" && r.op == "launch_latency") launch_latency_s = r.time.median;
     if (r.kind != "memory") continue;
     BandwidthConfig bw = class_or_default(sys, r.op);
     double net = r.time.median - bw.latency_s * static_cast<double>(r.launches);
@@ -129,7 +155,13 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
   // The whole record too: an imported table names its source package, tables and derivations.
   k["measurement_provenance"] = kp;
   k["results"] = status_counts;
-  if (launch_latency_s) k["launch_latency_us"] = *launch_latency_s / kMicro;
+  if (floors.launch_latency_s) k["launch_latency_us"] = *floors.launch_latency_s / kMicro;
+  if (floors.eager_s && floors.graph_s) {
+    k["latency_us"] = *floors.eager_s / kMicro;
+    k["graph_latency_us"] = *floors.graph_s / kMicro;
+    k["latency_rule"] = "every memory-bound class: latency_us = eager_launch_floor, graph_latency_us = "
+                        "graph_launch_floor (per kernel, kernels_bench --launch-floor)";
+  }
   if (!warnings.empty()) k["warnings"] = warnings;
   if (!doc.method_json.empty()) k["method"] = nlohmann::json::parse(doc.method_json);
   prov["kernels"] = k;

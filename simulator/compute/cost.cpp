@@ -69,8 +69,8 @@ const BandwidthConfig& find_bandwidth(const SystemConfig& sys, std::string_view 
   return it != sys.bandwidths.end() ? it->second : sys.bandwidths.at("default");
 }
 
-double stream_time(const BandwidthConfig& bw, double bytes) {
-  return bytes / (bw.bytes_per_s * bw.efficient_factor) + bw.latency_s;
+double stream_time(const BandwidthConfig& bw, double bytes, bool graphed = false) {
+  return bytes / (bw.bytes_per_s * bw.efficient_factor) + bw.launch_floor_s(graphed);
 }
 
 // The efficiency of a dense GEMM key from the op's model: its FLOPs (2·b·m·n·k) at the
@@ -130,7 +130,7 @@ double memory_time(ClassTable& classes, double bytes, const char* bw_name) {
   return stream_time(classes.bandwidth(bw_name), bytes);
 }
 
-KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log) {
+KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log, bool graphed) {
   const SystemConfig& sys = classes.system();
   KernelCost out;
   double compute = 0;
@@ -172,7 +172,8 @@ KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log)
   double io = 0;
   if (k.bytes != 0) {
     const BandwidthConfig& bw = classes.bandwidth(k.bw);
-    io = stream_time(bw, k.bytes) + (k.launches > 1 ? (k.launches - 1) * bw.latency_s : 0);
+    const double floor = bw.launch_floor_s(graphed);
+    io = stream_time(bw, k.bytes, graphed) + (k.launches > 1 ? (k.launches - 1) * floor : 0);
   }
   out.time_s = sys.mode == CostMode::OnlyCompute ? (compute != 0 ? compute : io) : std::max(compute, io);
   return out;

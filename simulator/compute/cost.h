@@ -102,9 +102,10 @@ class ClassTable {
 /// model's measured node), Interpolated or Extrapolated (its model), else Default.
 [[nodiscard]] EfficiencySource efficiency_source_of(const ComputeOpConfig& op, const PackedKey& key);
 
-/// Seconds for one kernel: max(flops/(peak·eff), bytes/(bw·eff) + latency) in roofline mode.
-/// `log` may be null.
-[[nodiscard]] KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log);
+/// Seconds for one kernel: max(flops/(peak·eff), bytes/(bw·eff) + latency) in roofline mode,
+/// the latency once per launch. `graphed`: the kernel is replayed from a captured CUDA graph and
+/// pays its class's graph floor (BandwidthConfig::launch_floor_s). `log` may be null.
+[[nodiscard]] KernelCost kernel_cost(ClassTable& classes, const Kernel& k, EfficiencyLog* log, bool graphed = false);
 
 /// Seconds to stream `bytes` through the bandwidth class `bw` (latency included; 0 for 0 bytes).
 [[nodiscard]] double memory_time(ClassTable& classes, double bytes, const char* bw = "default");

@@ -9,14 +9,18 @@ namespace trainsim::detail {
 
 namespace {
 
+// What the plan's CUDA graphs capture, the one decision every graph effect reads (default mode;
+// compat mode has no graphs): a replayed op's kernels pay their classes' graph floor
+// (leaf_cost), its host one replay per run (layer_host, chunk_ops).
+GraphCapture plan_graphs(const Env& env) { return env.mode == Mode::Default ? graph_capture(env.s) : GraphCapture{}; }
+
 // The host side of a layer's ops (default mode with host.framework): what its CUDA graphs hold
-// costs one replay per run of captured ops and pass (on the run's first op), nothing per op;
-// Megatron's Python around the layer's forward goes on its first op unless a graph holds the
-// whole layer.
-void layer_host(const Env& env, const LayerTemplate& t, std::vector<OpCost>& ops, bool& sync) {
+// (`cap`, per leaf) costs one replay per run of captured ops and pass (on the run's first op),
+// nothing per op; Megatron's Python around the layer's forward goes on its first op unless a
+// graph holds the whole layer.
+void layer_host(const Env& env, const GraphCapture& g, const std::vector<bool>& cap, std::vector<OpCost>& ops,
+                bool& sync) {
   const HostFramework& f = *env.sys.host_framework;
-  const GraphCapture g = graph_capture(env.s);
-  const std::vector<bool> cap = captured_leaves(t, g);
   bool whole = !cap.empty();
   for (size_t i = 0; i < cap.size(); ++i) {
     OpCost& o = ops[i];
@@ -52,11 +56,13 @@ CostedLayer cost_layer(const Env& env, std::shared_ptr<const LayerTemplate> laye
   leaves.reserve(t.leaves.size() + 1);
   const char* type = t.moe ? "moe_layer" : "dense_layer";
   double offload = 0, fwd = 0, bwd = 0;
-  for (const auto& l : t.leaves) {
-    leaf_cost(leaves.emplace_back(), local, l, true, type, 0);
-    offload += l.offload_bytes;
+  const GraphCapture g = plan_graphs(env);
+  const std::vector<bool> cap = captured_leaves(t, g);
+  for (size_t i = 0; i < t.leaves.size(); ++i) {
+    leaf_cost(leaves.emplace_back(), local, t.leaves[i], true, type, 0, cap[i]);
+    offload += t.leaves[i].offload_bytes;
   }
-  if (env.mode == Mode::Default && env.sys.host_framework) layer_host(env, t, leaves, out.host_sync);
+  if (env.mode == Mode::Default && env.sys.host_framework) layer_host(env, g, cap, leaves, out.host_sync);
   if (t.moe && env.s.moe.shared_expert_overlap) out.shared_hidden = overlap_shared_expert(env, t, leaves);
   for (const auto& o : leaves) {
     fwd += o.fwd_total_s();
@@ -85,10 +91,11 @@ CostedLayer cost_layer(const Env& env, std::shared_ptr<const LayerTemplate> laye
 // The chunk's ops into the empty `ops` (in place: they are held inline); the embedding and head
 // leaves' efficiency lookups go to `env.log`, the templates' stay with them.
 void chunk_ops(ChunkOps& ops, const Env& env, const Chunk& c, const LayerStore& store) {
-  for (const auto& l : c.pre) leaf_cost(ops.pre.emplace_back(), env, l, false, "embedding", -1);
-  for (const auto& l : c.post) leaf_cost(ops.post.emplace_back(), env, l, false, "head", -1);
   // full_iteration: one graph holds the whole step, the embedding and the head too.
-  if (env.mode == Mode::Default && env.sys.host_framework && graph_capture(env.s).all) {
+  const bool all = plan_graphs(env).all;
+  for (const auto& l : c.pre) leaf_cost(ops.pre.emplace_back(), env, l, false, "embedding", -1, all);
+  for (const auto& l : c.post) leaf_cost(ops.post.emplace_back(), env, l, false, "head", -1, all);
+  if (all && env.sys.host_framework) {
     auto none = [](OpCost& o) { o.host_fwd_s = o.host_bwd_s = o.host_bwd_weight_s = o.host_recompute_s = 0; };
     for (OpCost& o : ops.pre) none(o);
     for (OpCost& o : ops.post) none(o);

@@ -96,8 +96,10 @@ inline double comm_sum(const Env& env, const CommList& calls, std::array<double,
 [[nodiscard]] double contention(const Env& env, Group g);
 
 // One leaf's costs for one micro-batch into `o` (a fresh op, built in place in its vector);
-// `recomputed`: the leaf sits in a recomputed layer.
-void leaf_cost(OpCost& o, const Env& env, const Leaf& l, bool recomputed, const char* layer_type, int32_t layer);
+// `recomputed`: the leaf sits in a recomputed layer; `graphed`: a CUDA graph replays it (its
+// memory-bound kernels pay their classes' graph floor).
+void leaf_cost(OpCost& o, const Env& env, const Leaf& l, bool recomputed, const char* layer_type, int32_t layer,
+               bool graphed = false);
 
 [[nodiscard]] PhaseSums sums_of(const OpCost& o);
 

@@ -130,7 +130,8 @@ bool tp_overlapped_phases(const Env& env, const Leaf& l, const double (&t)[3], d
 
 // One leaf's costs for one micro-batch into `o` (a fresh op, built in place in its vector);
 // `recomputed`: the leaf sits in a recomputed layer.
-void leaf_cost(OpCost& o, const Env& env, const Leaf& l, bool recomputed, const char* layer_type, int32_t layer) {
+void leaf_cost(OpCost& o, const Env& env, const Leaf& l, bool recomputed, const char* layer_type, int32_t layer,
+               bool graphed) {
   o.name = l.name;
   o.layer_type = layer_type;
   o.layer = layer;
@@ -140,7 +141,7 @@ void leaf_cost(OpCost& o, const Env& env, const Leaf& l, bool recomputed, const 
   EfficiencySource source = EfficiencySource::Measured;
   for (int ph = 0; ph < 3; ++ph)
     for (const auto& k : l.kernels[ph]) {
-      const KernelCost c = kernel_cost(*env.classes, k, env.log);
+      const KernelCost c = kernel_cost(*env.classes, k, env.log, graphed);
       t[ph] += c.time_s;
       flops[ph] += k.flops;
       bytes[ph] += k.bytes;

@@ -246,10 +246,19 @@ std::vector<std::string> merge_measured_bandwidths(SystemConfig& sys, const Syst
     e["source_efficient_factor"] = f.efficient_factor;
     e["replaced_efficient_factor"] = c.efficient_factor;
     e["replaced_latency_us"] = c.latency_s * 1e6;
+    // The source's latency per launch reproduces kernels timed eagerly (for SimuMax's, from
+    // PyTorch: host launch overhead included); inside a CUDA graph only the device's floor is
+    // paid. Without a graph floor of the source's own, the base's floor per kernel stays the
+    // graph floor (assumed, to be measured: kernels_bench --launch-floor).
+    const bool own_graph = f.graph_latency_s.has_value();
+    c.graph_latency_s = own_graph ? *f.graph_latency_s : c.launch_floor_s(true);
     c.efficient_factor = effective / c.bytes_per_s;
     c.latency_s = f.latency_s;
     e["efficient_factor"] = c.efficient_factor;
     e["latency_us"] = c.latency_s * 1e6;
+    e["graph_latency_us"] = *c.graph_latency_s * 1e6;
+    e["graph_latency_source"] = own_graph ? "the source's graph_latency_us (" + src.sys_name + ")"
+                                          : std::string("the base's floor per kernel; assumed, to be measured");
     bp["classes"][name] = e;
     done.push_back(name);
   }

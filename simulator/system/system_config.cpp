@@ -32,9 +32,11 @@ void check_magnitude(IssueList& issues, const std::string& path, double v, doubl
 }
 
 void read_bandwidth(const json& j, const std::string& path, IssueList& issues, BandwidthConfig& bw,
-                    bool gbps_required) {
+                    bool gbps_required, bool memory_class = false) {
   ObjectReader r(j, path, issues);
   double gbps = 0, lat_us = 0, fixed_us = 0;
+  std::optional<double> graph_us;
+  if (memory_class) r.opt("graph_latency_us", graph_us);
   if (gbps_required) {
     r.req("gbps", gbps);
   } else {
@@ -51,6 +53,9 @@ void read_bandwidth(const json& j, const std::string& path, IssueList& issues, B
   if (!(bw.efficient_factor > 0)) issues.add(path + "/efficient_factor", "must be > 0");
   if (lat_us < 0) issues.add(path + "/latency_us", "must be ≥ 0");
   if (fixed_us < 0) issues.add(path + "/fixed_latency", "must be ≥ 0");
+  if (graph_us && *graph_us < 0) issues.add(path + "/graph_latency_us", "must be ≥ 0");
+  if (graph_us) check_magnitude(issues, path + "/graph_latency_us", *graph_us, kMaxLatencyUs);
+  if (graph_us) bw.graph_latency_s = *graph_us * kMicro;
   check_magnitude(issues, path + "/gbps", gbps, kMaxRate, kMinPositive);
   check_magnitude(issues, path + "/efficient_factor", bw.efficient_factor, kMaxFactor, kMinPositive);
   check_magnitude(issues, path + "/latency_us", lat_us, kMaxLatencyUs);
@@ -489,7 +494,7 @@ SystemConfig load_system(const std::string& text, const std::string& source) {
     if (const json* bws = a.object("bandwidth", true)) {
       for (auto it = bws->begin(); it != bws->end(); ++it) {
         BandwidthConfig bw;
-        read_bandwidth(it.value(), "/accelerator/bandwidth/" + it.key(), issues, bw, true);
+        read_bandwidth(it.value(), "/accelerator/bandwidth/" + it.key(), issues, bw, true, true);
         sys.bandwidths[it.key()] = bw;
       }
       if (!bws->contains("default"))

@@ -84,6 +84,14 @@ struct BandwidthConfig {
   double fixed_latency_s = 0;    // JSON `fixed_latency` (µs)
   bool has_fixed_latency = false;
   std::map<std::string, double, std::less<>> fixed_latency_s_by_comm_num;  // group size → s
+  /// Memory-bound classes (`accelerator.bandwidth`): the floor per kernel replayed from a
+  /// captured CUDA graph (JSON `graph_latency_us`, the device's alone), where `latency_s` is the
+  /// floor per kernel launched eagerly. Absent: the class's `latency_s` (docs/config-reference.md).
+  std::optional<double> graph_latency_s;
+  /// The floor per kernel, eager or replayed from a graph.
+  [[nodiscard]] double launch_floor_s(bool graphed) const {
+    return graphed && graph_latency_s ? *graph_latency_s : latency_s;
+  }
 };
 
 /// A collective on one network (`networks.<group>.op.<collective>`).

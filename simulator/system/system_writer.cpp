@@ -49,6 +49,7 @@ json bandwidth_json(const BandwidthConfig& bw) {
   j["gbps"] = clean(bw.bytes_per_s / kGiB);
   j["efficient_factor"] = bw.efficient_factor;
   j["latency_us"] = clean(bw.latency_s / kMicro);
+  if (bw.graph_latency_s) j["graph_latency_us"] = clean(*bw.graph_latency_s / kMicro);
   if (bw.has_fixed_latency) j["fixed_latency"] = clean(bw.fixed_latency_s / kMicro);
   if (!bw.fixed_latency_s_by_comm_num.empty()) {
     json m = json::object();

@@ -104,6 +104,37 @@ TEST(KernelsMergeTest, LatencyDominatedCaseIsSkippedWithAWarning) {
             "skipped");
 }
 
+// kernels_bench --launch-floor: 2.5 µs per eager launch, 0.75 µs per kernel in a CUDA graph.
+// Every bandwidth class takes both, and the efficiencies deduct the eager floor: default
+// 2 GiB in 800 µs, 2147483648 / (3.35e12 · (800 − 2.5) µs).
+TEST(KernelsMergeTest, LaunchFloorsSetEveryClassBeforeTheEfficiencies) {
+  SystemConfig sys = load_system(read_file(data("base_system.json")), "base");
+  auto j = nlohmann::json::parse(read_file(data("kernels_fixture.json")));
+  for (auto [op, t] : {std::pair{"eager_launch_floor", 2.5e-6}, {"graph_launch_floor", 0.75e-6}})
+    j["results"].push_back({{"kind", "latency"}, {"op", op}, {"key", "fill_4kib_x256"}, {"status", "ok"},
+                            {"launches", 1}, {"time_s", {{"n", 20}, {"median", t}}}});
+  merge_kernels(sys, j.dump(), "k.json");
+  for (const char* name : {"default", "ce", "permute_fwd"}) {
+    EXPECT_DOUBLE_EQ(sys.bandwidths.at(name).launch_floor_s(false), 2.5e-6) << name;
+    EXPECT_DOUBLE_EQ(sys.bandwidths.at(name).launch_floor_s(true), 0.75e-6) << name;
+  }
+  EXPECT_DOUBLE_EQ(sys.bandwidths.at("default").efficient_factor, 2147483648.0 / (3.35e12 * (8e-4 - 2.5e-6)));
+  const auto prov = nlohmann::json::parse(sys.provenance_json);
+  EXPECT_DOUBLE_EQ(prov["kernels"]["latency_us"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(prov["kernels"]["graph_latency_us"].get<double>(), 0.75);
+  // The written system file carries the graph floor.
+  const SystemConfig back = load_system(system_to_json_text(sys), "merged");
+  EXPECT_DOUBLE_EQ(back.bandwidths.at("ce").launch_floor_s(true), 0.75e-6);
+  // One of the two alone changes no latency (a warning says so).
+  SystemConfig one = load_system(read_file(data("base_system.json")), "base");
+  j["results"].erase(j["results"].size() - 1);
+  merge_kernels(one, j.dump(), "k.json");
+  EXPECT_DOUBLE_EQ(one.bandwidths.at("ce").latency_s, 10e-6);
+  EXPECT_FALSE(one.bandwidths.at("ce").graph_latency_s.has_value());
+  EXPECT_EQ(nlohmann::json::parse(one.provenance_json)["kernels"]["warnings"][0],
+            "only one of eager_launch_floor and graph_launch_floor measured; latencies kept");
+}
+
 TEST(KernelsMergeTest, MalformedMeasurementsAreConfigErrors) {
   SystemConfig sys = load_system(read_file(data("base_system.json")), "base");
   try {

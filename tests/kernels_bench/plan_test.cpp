@@ -32,6 +32,20 @@ TEST(KernelsPlanTest, ShapesInFileOrderThenMemoryCases) {
   EXPECT_EQ(make_plan(small_shapes(), no_mem).items.size(), 10u);
 }
 
+// --launch-floor: the two launch-floor items alone, whatever the shapes.
+TEST(KernelsPlanTest, LaunchFloorModeMeasuresTheTwoChains) {
+  PlanOptions o;
+  o.launch_floor_only = true;
+  BenchPlan plan = make_plan(small_shapes(), o);
+  ASSERT_EQ(plan.items.size(), 2u);
+  EXPECT_EQ(plan.items[0].id(), "latency|eager_launch_floor|fill_4kib_x256");
+  EXPECT_EQ(plan.items[1].id(), "latency|graph_launch_floor|fill_4kib_x256");
+  EXPECT_EQ(plan.items[1].family, Family::Latency);
+  EXPECT_EQ(plan.items[1].mem.pattern, "launch_chain_graph");
+  EXPECT_EQ(plan.items[1].launches, 1);
+  EXPECT_EQ(make_plan(ShapesDoc{}, o).items.size(), 2u);
+}
+
 // Each keyed op class is measured by the bench of its family (calibration/op_class.h); a class
 // without shape keys has nothing to measure.
 TEST(KernelsPlanTest, BenchFamilyComesFromTheOpClassTable) {

@@ -8,7 +8,9 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "calibration/kernels_merge.h"
 #include "system/presets.h"
+#include "system/system_config.h"
 #include "core/error.h"
 #include "device_errors.h"
 #include "runner.h"
@@ -93,6 +95,25 @@ TEST_F(KernelsRunnerTest, WritesEveryResultWithEfficiency) {
   EXPECT_DOUBLE_EQ(doc.results[3].efficiency, 0.5);   // fp8 against the fp8 peak
   EXPECT_DOUBLE_EQ(doc.results[10].efficiency, 0.5);  // copy against the memory peak
   EXPECT_FALSE(fs::exists(opt_.out_path + ".partial.jsonl"));
+}
+
+// kernels_bench --launch-floor through to a system file: the fake device times both chains at
+// 3 µs per launch; system build's merge gives every bandwidth class latency_us 3 and
+// graph_latency_us 3, and the written file reads back with them.
+TEST_F(KernelsRunnerTest, LaunchFloorFileSetsTheSystemsLatencies) {
+  PlanOptions o;
+  o.launch_floor_only = true;
+  FakeBackend b;
+  RunSummary s = run_plan(make_plan(ShapesDoc{}, o), b, opt_, log_);
+  EXPECT_EQ(s.ok, 2);
+  SystemConfig sys = load_system(read_file(std::string(TRAINSIM_TEST_DATA) + "/kernels/base_system.json"), "base");
+  merge_kernels(sys, read_file(opt_.out_path), opt_.out_path);
+  const SystemConfig back = load_system(system_to_json_text(sys), "built.json");
+  for (const char* name : {"default", "ce"}) {
+    EXPECT_DOUBLE_EQ(back.bandwidths.at(name).latency_s, 3e-6) << name;
+    ASSERT_TRUE(back.bandwidths.at(name).graph_latency_s.has_value()) << name;
+    EXPECT_DOUBLE_EQ(*back.bandwidths.at(name).graph_latency_s, 3e-6) << name;
+  }
 }
 
 TEST_F(KernelsRunnerTest, InterruptedRunResumesWithoutRemeasuring) {

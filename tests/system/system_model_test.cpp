@@ -217,7 +217,15 @@ TEST(SystemModelTest, MeasuredBandwidthClassesKeepTheEffectiveBandwidth) {
   ClassTable classes(sys);
   EXPECT_NEAR(memory_time(classes, 1024.0 * 1024 * 1024, "default") * 1e6, 726.813, 1e-3);
   const std::string prov = sys.provenance_json;
-  EXPECT_NE(prov.find(R"("default":{"efficient_factor":0.728,"latency_us":40.0,"replaced_efficient_factor":0.8,)"
+  // Inside a CUDA graph the base's 10 µs per kernel stays: 686.813 + 10 = 696.813 µs.
+  ASSERT_TRUE(bw.graph_latency_s.has_value());
+  EXPECT_NEAR(*bw.graph_latency_s, 10e-6, 1e-15);
+  Kernel k;
+  k.bytes = 1024.0 * 1024 * 1024;
+  EXPECT_NEAR(kernel_cost(classes, k, nullptr, true).time_s * 1e6, 696.813, 1e-3);
+  EXPECT_NE(prov.find(R"("default":{"efficient_factor":0.728,"graph_latency_source":"the base's floor per kernel; )"
+                      R"(assumed, to be measured","graph_latency_us":10.0,"latency_us":40.0,)"
+                      R"("replaced_efficient_factor":0.8,)"
                       R"("replaced_latency_us":10.0,"source_efficient_factor":0.91,"source_gbps":1600.0})"),
             std::string::npos)
       << prov;
@@ -226,6 +234,15 @@ TEST(SystemModelTest, MeasuredBandwidthClassesKeepTheEffectiveBandwidth) {
   const SystemConfig back = load_system(system_to_json_text(sys), "back.json");
   EXPECT_NEAR(back.bandwidths.at("default").efficient_factor, 0.728, 1e-12);
   EXPECT_NEAR(back.bandwidths.at("default").latency_s, 40e-6, 1e-15);
+  EXPECT_NEAR(back.bandwidths.at("default").launch_floor_s(true), 10e-6, 1e-15);
+  // A source with a graph floor of its own gives that one.
+  const SystemConfig src_graph = load_system(
+      replaced(kMeasured, R"("default": {"gbps": 1000, "efficient_factor": 1, "latency_us": 0})",
+               R"("default": {"gbps": 1600, "efficient_factor": 0.91, "latency_us": 40, "graph_latency_us": 3})"),
+      "measured.json");
+  SystemConfig own = back;
+  (void)merge_measured_bandwidths(own, src_graph, "dir/measured.json", {"default"});
+  EXPECT_NEAR(own.bandwidths.at("default").launch_floor_s(true), 3e-6, 1e-15);
   // A class the source lacks, and a measured bandwidth above the base's peak, are errors naming them.
   try {
     (void)merge_measured_bandwidths(sys, src, "measured.json", {"permute_fwd"});

@@ -400,7 +400,9 @@ def build_gpu(gpu, root, version, shapes, args):
             training += ["--measured-bandwidths", ",".join(t["bandwidths"])]
             description = description.replace(" See provenance", (
                 f" The memory-bound bandwidth classes ({', '.join(t['bandwidths'])}) from the same calibration: its "
-                f"measured effective bandwidth and latency per launch (provenance measured_bandwidths). See provenance"))
+                f"measured effective bandwidth and latency per launch of eagerly timed kernels; inside CUDA graphs the "
+                f"datasheet presets' 10 us per kernel (graph_latency_us, assumed, to be measured; provenance "
+                f"measured_bandwidths). See provenance"))
             description = description.replace("Everything else (peaks, memory-bound classes, MoE",
                                               "Everything else (peaks, MoE")
     out = os.path.join(args.out_dir, spec["out"] + "-measured.json")
