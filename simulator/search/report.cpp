@@ -322,7 +322,7 @@ std::string table_row(const Candidate& c, const std::string& rank) {
   const StrategyConfig& s = c.strategy;
   return strprintf(
       "%4s %3lld %3lld %-10s %3lld %5lld %3lld %3lld %3lld %-8s %4lld %5lld %4lld %-3s %-8s %-3s %-15s %9.3f "
-      "%6.4f %10.1f %8.2f %6.3f %4lld%s\n",
+      "%6.4f %10.1f %8.2f %8.2f %6.3f %4lld%s\n",
       rank.c_str(), static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
       (s.cp_size > 1 ? s.cp_comm_type : std::string("-")).c_str(), static_cast<long long>(s.pp_size),
       static_cast<long long>(s.dp_size()), static_cast<long long>(s.ep_size), static_cast<long long>(s.etp_size),
@@ -330,7 +330,7 @@ std::string table_row(const Candidate& c, const std::string& rank) {
       static_cast<long long>(s.micro_batch_num), static_cast<long long>(s.zero_state),
       s.enable_sequence_parallel ? "on" : "off", dispatcher_text(s).c_str(),
       s.overlap_moe_expert_parallel_comm ? "on" : "off", recompute_text(c).c_str(), c.iteration_time_s, c.mfu,
-      c.tokens_per_s_per_gpu, c.peak_bytes / kGiB, c.straggler_ratio, static_cast<long long>(c.variants),
+      c.tokens_per_s_per_gpu, c.peak_bytes / kGiB, c.fit.headroom_bytes / kGiB, c.straggler_ratio, static_cast<long long>(c.variants),
       c.fit.tight() ? "  tight" : "");
 }
 
@@ -338,9 +338,9 @@ std::string table_row(const Candidate& c, const std::string& rank) {
 
 std::string search_table(const SearchResult& r) {
   std::string out =
-      strprintf("%4s %3s %3s %-10s %3s %5s %3s %3s %3s %-8s %4s %5s %4s %-3s %-8s %-3s %-15s %9s %6s %10s %8s %6s %4s\n",
+      strprintf("%4s %3s %3s %-10s %3s %5s %3s %3s %3s %-8s %4s %5s %4s %-3s %-8s %-3s %-15s %9s %6s %10s %8s %8s %6s %4s\n",
                 "rank", "tp", "cp", "cp_comm", "pp", "dp", "ep", "etp", "vpp", "split", "mbs", "mbc", "zero", "sp",
-                "dispatch", "a2a", "recompute", "time_s", "mfu", "tok/s/gpu", "mem_gib", "strag", "+var");
+                "dispatch", "a2a", "recompute", "time_s", "mfu", "tok/s/gpu", "mem_gib", "headroom", "strag", "+var");
   for (size_t i = 0; i < r.candidates.size(); ++i) out += table_row(r.candidates[i], std::to_string(i + 1));
   if (r.base.evaluated) out += table_row(r.base.plan, "base");
   if (std::any_of(r.candidates.begin(), r.candidates.end(), [](const Candidate& c) { return c.fit.tight(); }))
