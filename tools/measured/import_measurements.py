@@ -228,6 +228,23 @@ def write_gemm_grids(gpu, spec, version, device, bf16, fp8, work):
 MOE_DTYPES = {"group_matmul": "bfloat16", "fp8_group_matmul": "fp8"}
 
 
+def memory_bound_rate(spec):
+    """Bytes per second the preset gives its memory-bound default class (HBM bandwidth × efficiency:
+    the training source's where it supplies the class, B200: SimuMax's; else the base preset's,
+    the datasheet's 0.8) and a note saying so."""
+    with open(os.path.join("configs", "system", spec["base"] + ".json")) as f:
+        base = json.load(f)["accelerator"]["bandwidth"]["default"]
+    hbm = spec.get("base_override", {}).get("hbm_gibps", base["gbps"])  # GB200: its own bandwidth
+    rate, name = hbm * base["efficient_factor"] * 2**30, spec["base"]
+    training = spec.get("training")
+    if training and "default" in training["bandwidths"]:  # B200: SimuMax's measured rate
+        with open(training["file"]) as f:
+            bw = json.load(f)["accelerator"]["bandwidth"]["default"]
+        rate, name = bw["gbps"] * bw["efficient_factor"] * 2**30, training["name"]
+    return rate, (f"{rate / 1e9:.1f} GB/s = {hbm} GiB/s x {rate / (hbm * 2**30):.4f}, the memory-bound "
+                  f"default class of {name}")
+
+
 def write_grouped_grids(gpu, spec, version, root, work):
     """trainsim-grouped-grid documents of the fused-MoE table (group_matmul: bf16 rows,
     fp8_group_matmul: fp8 rows), for `trainsim system build --grouped-grid`. Returns the
@@ -235,13 +252,17 @@ def write_grouped_grids(gpu, spec, version, root, work):
     if not spec.get("moe"):
         return [], {}
     rows = read_parquet(table_path(root, gpu, "moe", spec["moe"], "moe_perf.parquet"))
+    rate, rate_note = memory_bound_rate(spec)
     args, summary = [], {}
     for op in spec.get("moe_ops", list(MOE_DTYPES)):
         dtype = MOE_DTYPES[op]
-        series = mt.moe_grouped_series(rows, dtype)
+        counts = {}
+        series = mt.moe_grouped_series(rows, dtype, rate, counts)
         if not series:
             fail(f"{gpu} moe {spec['moe']}: no balanced {mt.MOE_KERNEL_SOURCE} rows with moe_dtype '{dtype}'")
-        uneven = mt.moe_uneven_tokens(rows, dtype, series)
+        print(f"{gpu} {op}: {counts.get('kept', 0)} of {counts['rows']} fused-MoE rows kept whole (their extra "
+              f"kernels would take more than {mt.MOE_EXTRA_MAX_SHARE:.0%} of the latency)", file=sys.stderr)
+        uneven = mt.moe_uneven_tokens(rows, dtype, series, rate)
         doc = {"kind": "trainsim-grouped-grid", "op": op, "device": rows[0]["device"], "dtype": dtype,
                "provenance": {"package": PACKAGE, "version": version, "system": gpu,
                               "framework": "TensorRT-LLM " + spec["moe"].split("/")[1],
@@ -250,15 +271,22 @@ def write_grouped_grids(gpu, spec, version, root, work):
                               "rows": "moe_ep_size 1 (the rank's experts only), every moe_tp_size",
                               "per_rank": "experts = num_experts, inter = inter_size / moe_tp_size, "
                                           "tokens per expert = num_tokens * topk / num_experts",
-                              "time_s": "table latency (ms) × 1e-3 of the fused MoE: gated up and down projection "
-                                        "GEMMs with the input expansion, activation and finalize kernels (a lower "
-                                        "bound of the GEMMs' efficiency)"},
+                              "time_s": "table latency (ms) × 1e-3 of the fused MoE (gated up and down projection "
+                                        "GEMMs with the input expansion, activation and finalize kernels) less the "
+                                        "extra kernels' bytes at the memory-bound rate, no per-launch floor",
+                              "extra_kernels": {
+                                  "bytes": "expand T·h·2 + T·k·h·e, SwiGLU T·k·2I·2 + T·k·I·e, finalize T·k·h·2 + T·h·2 "
+                                           f"(T tokens, k topk, I per rank, e {mt.MOE_QUANTISED_BYTES.get(dtype, 2)} B)",
+                                  "rate": rate_note,
+                                  "rows_kept_whole": f"{counts.get('kept', 0)} of {counts['rows']} (extra time > "
+                                                     f"{mt.MOE_EXTRA_MAX_SHARE:.0%} of the latency)"}},
                "series": series}
         path = os.path.join(work, f"grouped_grid_{op}.json")
         with open(path, "w") as f:
             json.dump(doc, f)
         args += ["--grouped-grid", path]
         summary[op] = {"series": len(series), "points": sum(len(s["tokens"]) for s in series),
+                       "rows_kept_whole": counts.get("kept", 0),
                        "uneven_tokens_ratio_median": {d: round(statistics.median(v), 3) for d, v in sorted(uneven.items())}}
     return args, summary
 

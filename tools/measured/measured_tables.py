@@ -390,11 +390,9 @@ def system_collective_time(network, op, n, size, num_per_node=8):
 # Besides the two GEMMs (gated up projection n = 2I, k = h; down projection n = h, k = I, together
 # 6·M·E·h·I FLOPs) the fused kernel runs the expansion of the inputs into expert order (with their
 # fp8 quantisation in the fp8 rows), the gated activation between the GEMMs and the finalize
-# (un-permutation and top-k weighted sum). They are taken as they are: the pair's time includes
-# their memory traffic (≈ 17 % of it at 1,024 tokens per expert in the example above, counted at
-# the HBM peak: docs/calibration.md), so the derived efficiency is a lower bound of the GEMMs'
-# own; trainsim's permute, activation and unpermute ops are timed apart, so a plan counts that
-# traffic twice, a bias towards slower MoE layers.
+# (un-permutation and top-k weighted sum). trainsim times its permute, activation and unpermute
+# ops apart, so their memory-bound time is taken off each row (moe_extra_bytes at the preset's
+# memory-bound rate, no per-launch floor) before the GEMM pair's time is derived.
 MOE_KERNEL_SOURCE = "moe_torch_flow_cutlass"
 MOE_FIT_DISTRIBUTION = "balanced"
 # Rows of moe_ep_size 1 only: there the kernel times exactly the rank's experts, every routed
@@ -404,11 +402,49 @@ MOE_FIT_DISTRIBUTION = "balanced"
 # tokens, B200 bf16: 6.5 % mean over every EP against 2.8 % at EP 1; H100 bf16 13.4 % / 2.6 %).
 MOE_FIT_EP = 1
 
+# Bytes per element of the expanded GEMM inputs (the permuted tokens before the up projection, the
+# activation's output before the down projection): 1 where the row's dtype quantises activations
+# to fp8, else bf16's 2. The GEMM outputs (the up projection's 2I columns, the down projection's h
+# columns before the finalize) and the layer's input and output are bf16.
+MOE_QUANTISED_BYTES = {"fp8": 1, "fp8_block": 1}
+# A row whose extra kernels would take more than this share of its latency keeps its latency.
+MOE_EXTRA_MAX_SHARE = 0.5
 
-def moe_grouped_series(rows, dtype):
+
+def moe_extra_bytes(tokens, topk, hidden, inter, dtype):
+    """Bytes the fused MoE's non-GEMM kernels move on one rank (TensorRT-LLM's cutlass fused MoE
+    flow, moe_kernels.cu: expandInputRowsKernel, doActivationKernel, finalizeMoeRoutingKernel;
+    the routing scales and indices, T·k values, are left out), T tokens, top-k, hidden h, the rank's inter I, e = bytes of the
+    expanded GEMM inputs (MOE_QUANTISED_BYTES):
+      expand:   read T·h·2, write T·k·h·e      (every token copied once per chosen expert)
+      SwiGLU:   read T·k·2I·2, write T·k·I·e   (gate and up halves of the first GEMM's output)
+      finalize: read T·k·h·2, write T·h·2      (un-permute and top-k weighted sum)"""
+    t, k, h, i = tokens, topk, hidden, inter
+    e = MOE_QUANTISED_BYTES.get(dtype, 2)
+    return (t * h * 2 + t * k * h * e) + (t * k * 2 * i * 2 + t * k * i * e) + (t * k * h * 2 + t * h * 2)
+
+
+def moe_gemm_time(row, dtype, bytes_per_s, counts=None):
+    """Seconds of a row's GEMM pair: the table latency less its extra kernels' bytes at
+    bytes_per_s (no per-launch floor: they run back to back inside the fused op). A row the
+    subtraction would leave with less than 1 − MOE_EXTRA_MAX_SHARE of its latency keeps it
+    (counts["kept"]; counts["rows"] counts every row)."""
+    t = float(row["latency"]) * 1e-3
+    extra = moe_extra_bytes(int(row["num_tokens"]), int(row["topk"]), int(row["hidden_size"]),
+                            int(row["inter_size"]) // int(row["moe_tp_size"]), dtype) / bytes_per_s
+    if counts is not None:
+        counts["rows"] = counts.get("rows", 0) + 1
+    if extra > MOE_EXTRA_MAX_SHARE * t:
+        if counts is not None:
+            counts["kept"] = counts.get("kept", 0) + 1
+        return t
+    return t - extra
+
+
+def moe_grouped_series(rows, dtype, bytes_per_s, counts=None):
     """Grouped-GEMM series of one dtype from moe_perf rows (dicts): balanced cutlass rows of EP 1
     with at least one token per expert (fewer leave experts idle: the kernel then reads only the active
-    experts' weights). Returns a list of {experts, hidden, inter, tokens, time_s} (per rank,
+    experts' weights), each row's time its GEMM pair's (moe_gemm_time at bytes_per_s). Returns a list of {experts, hidden, inter, tokens, time_s} (per rank,
     tokens per expert increasing, seconds), one per (experts, hidden, inter); a count timed in
     several rows (different topk or expert counts giving the same per-rank shape): the
     geometric mean."""
@@ -424,7 +460,7 @@ def moe_grouped_series(rows, dtype):
         if tokens < 1:
             continue
         key = (ne, int(r["hidden_size"]), int(r["inter_size"]) // tp)
-        series.setdefault(key, {}).setdefault(tokens, []).append(float(r["latency"]) * 1e-3)
+        series.setdefault(key, {}).setdefault(tokens, []).append(moe_gemm_time(r, dtype, bytes_per_s, counts))
     out = []
     for (e, h, i), pts in sorted(series.items()):
         ms = sorted(pts)
@@ -433,8 +469,9 @@ def moe_grouped_series(rows, dtype):
     return out
 
 
-def moe_uneven_tokens(rows, dtype, series):
-    """Uneven routing: for every power-law row of a shape the balanced series measured, the tokens
+def moe_uneven_tokens(rows, dtype, series, bytes_per_s):
+    """Uneven routing: for every power-law row of a shape the balanced series measured (its time the
+    GEMM pair's as in the series, moe_gemm_time at bytes_per_s), the tokens
     per expert at which the balanced series takes the same time (log-log interpolation, inside
     the series' range), as a multiple of the row's mean tokens per expert. Returns
     {distribution: [ratios]}: the load of the expert that sets the grouped GEMM's time."""
@@ -451,7 +488,7 @@ def moe_uneven_tokens(rows, dtype, series):
         tokens = r["num_tokens"] * r["topk"] / ne
         if s is None or tokens < 16:
             continue
-        t = float(r["latency"]) * 1e-3
+        t = moe_gemm_time(r, dtype, bytes_per_s)
         ms, ts = s["tokens"], s["time_s"]
         for j in range(1, len(ms)):
             if ts[j - 1] <= t <= ts[j] and ts[j] > ts[j - 1]:

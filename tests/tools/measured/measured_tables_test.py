@@ -200,6 +200,47 @@ def moe_row(tokens, ms, ep=1, tp=1, dist="balanced", dtype="bfloat16", src="moe_
             "latency": ms}
 
 
+# A memory-bound rate so high that the extra kernels take no time: the table latency as it is.
+INF_RATE = float("inf")
+
+
+class MoeExtraKernelsTest(unittest.TestCase):
+    def test_bytes_by_hand(self):
+        # Qwen3-30B-A3B's experts at 16,384 tokens, top-8, h 2048, I 768, bf16: T·k = 131,072;
+        # expand 16384·2048·2 + 131072·2048·2 = 67,108,864 + 536,870,912; SwiGLU 131072·1536·2 +
+        # 131072·768·2 = 402,653,184 + 201,326,592; finalize 536,870,912 + 67,108,864.
+        self.assertEqual(mt.moe_extra_bytes(16384, 8, 2048, 768, "bfloat16"), 1811939328)
+        # fp8: the expanded rows and the activation's output at 1 B: 536,870,912/2 + 201,326,592/2 less.
+        self.assertEqual(mt.moe_extra_bytes(16384, 8, 2048, 768, "fp8"), 1811939328 - 268435456 - 100663296)
+
+    def test_gemm_time_less_the_extra_kernels_and_the_guard(self):
+        # 256 tokens, top-4, h 1024, I 512 over TP 2 = 256 per rank, bf16: expand 524,288 + 2,097,152,
+        # SwiGLU 1,048,576 + 524,288, finalize 2,097,152 + 524,288 = 6,815,744 B; at 1e12 B/s 6.815744 µs.
+        counts = {}
+        row = moe_row(256, 0.020, tp=2)
+        self.assertAlmostEqual(mt.moe_gemm_time(row, "bfloat16", 1e12, counts), 20e-6 - 6.815744e-6, places=15)
+        # at 1e11 B/s the extra kernels would take 68 µs of the 20 µs: the row is kept whole, counted.
+        self.assertAlmostEqual(mt.moe_gemm_time(row, "bfloat16", 1e11, counts), 20e-6, places=15)
+        self.assertEqual(counts, {"rows": 2, "kept": 1})
+
+    def test_series_and_uneven_rows_take_the_gemm_time(self):
+        rows = [moe_row(256, 0.020), moe_row(1024, 0.080), moe_row(256, 0.040, dist="power_law_1.2")]
+        # bf16, 16 experts top-4 h 1024 I 512: 256 tokens move 256·1024·2 + 1024·1024·2 + 1024·1024·2 +
+        # 1024·512·2 + 1024·1024·2 + 256·1024·2 = 8,388,608 B, 1024 tokens 4× that: at 1e12 B/s
+        # 8.388608 and 33.554432 µs.
+        counts = {}
+        series = mt.moe_grouped_series(rows, "bfloat16", 1e12, counts)
+        self.assertEqual(series[0]["tokens"], [64.0, 256.0])
+        for got, want in zip(series[0]["time_s"], [20e-6 - 8.388608e-6, 80e-6 - 33.554432e-6]):
+            self.assertAlmostEqual(got, want, places=15)
+        self.assertEqual(counts, {"rows": 2})
+        # the power-law row: 40 − 8.388608 = 31.611392 µs, between 11.611392 (64 tokens) and 4× that
+        # (256): log-linear in tokens, 64 · 31.611392 / 11.611392 = 174.24 tokens, 2.7224× the mean of 64
+        # (the table latency as it is would give 128, 2×).
+        ratios = mt.moe_uneven_tokens(rows, "bfloat16", series, 1e12)
+        self.assertAlmostEqual(ratios["power_law_1.2"][0], 31.611392 / 11.611392, places=9)
+
+
 class MoeGroupedSeriesTest(unittest.TestCase):
     def test_balanced_ep1_rows_per_rank_expert_shape(self):
         rows = [moe_row(64, 0.010), moe_row(256, 0.020), moe_row(2, 0.005),          # 2·4/16 < 1 token: dropped
@@ -207,7 +248,7 @@ class MoeGroupedSeriesTest(unittest.TestCase):
                 moe_row(256, 0.050, dist="power_law_1.01"), moe_row(256, 0.050, dtype="fp8"),
                 moe_row(256, 0.050, src="moe_torch_flow_nongated"),
                 moe_row(128, 0.018, experts=32, topk=8)]                             # same per-rank shape
-        series = mt.moe_grouped_series(rows, "bfloat16")
+        series = mt.moe_grouped_series(rows, "bfloat16", INF_RATE)
         self.assertEqual([(s["experts"], s["hidden"], s["inter"]) for s in series],
                          [(16, 1024, 256), (16, 1024, 512), (32, 1024, 512)])
         # 64·4/16 = 16 and 256·4/16 = 64 tokens per expert; times in seconds.
@@ -219,10 +260,10 @@ class MoeGroupedSeriesTest(unittest.TestCase):
 
     def test_uneven_rows_give_the_load_of_the_busiest_experts(self):
         rows = [moe_row(256, 0.010), moe_row(1024, 0.040), moe_row(256, 0.020, dist="power_law_1.2")]
-        series = mt.moe_grouped_series(rows, "bfloat16")
+        series = mt.moe_grouped_series(rows, "bfloat16", INF_RATE)
         # 0.020 ms lies halfway in log time between 64 (0.010) and 256 tokens (0.040): 128 tokens,
         # twice the row's mean of 64.
-        ratios = mt.moe_uneven_tokens(rows, "bfloat16", series)
+        ratios = mt.moe_uneven_tokens(rows, "bfloat16", series, INF_RATE)
         self.assertEqual(list(ratios), ["power_law_1.2"])
         self.assertAlmostEqual(ratios["power_law_1.2"][0], 2.0, places=12)
 
