@@ -16,26 +16,53 @@
 
 namespace trainsim {
 
-void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::string& source) {
-  const nlohmann::json doc = parse_json(text, source);
-  IssueList issues(source);
+namespace {
+
+// The header both measured-grid documents share (system build --gemm-grid, --grouped-grid):
+// kind, op of the expected family, device, dtype and provenance, checked against the base system;
+// `data_key` is the array the caller reads itself. Seeds the model's provenance record.
+struct GridHeader {
+  std::string op;
+  nlohmann::json provenance = nlohmann::json::object();
+};
+
+GridHeader read_grid_header(const nlohmann::json& doc, const SystemConfig& sys, IssueList& issues,
+                            const std::string& source, const char* kind_expected, OpFamily family,
+                            const char* ops_text, const char* data_key, const char* fitted_by) {
   ObjectReader r(doc, "", issues);
-  std::string kind, op, device, dtype;
+  std::string kind, device, dtype;
+  GridHeader h;
   r.req("kind", kind);
-  r.req("op", op);
+  r.req("op", h.op);
   r.req("device", device);
   r.opt("dtype", dtype);
   nlohmann::json prov = nlohmann::json::object();
   if (const nlohmann::json* p = r.object("provenance", false)) prov = *p;
-  r.ignore("points");
+  r.ignore(data_key);
   r.finish();
-  if (!kind.empty() && kind != "trainsim-gemm-grid")
-    issues.add("/kind", "expected \"trainsim-gemm-grid\", got \"" + kind + "\"");
-  const std::optional<OpClass> cls = find_op_class(op);
-  if (!op.empty() && (!cls || op_row(*cls).family != OpFamily::Gemm))
-    issues.add("/op", "expected matmul or fp8_matmul (dense GEMM op classes), got '" + op + "'");
-  else if (!op.empty() && sys.ops.find(op) == sys.ops.end())
-    issues.add("/op", "the base system has no op class '" + op + "'; add it to the base (tflops, efficient_factor)");
+  if (!kind.empty() && kind != kind_expected)
+    issues.add("/kind", std::string("expected \"") + kind_expected + "\", got \"" + kind + "\"");
+  const std::optional<OpClass> cls = find_op_class(h.op);
+  if (!h.op.empty() && (!cls || op_row(*cls).family != family))
+    issues.add("/op", std::string("expected ") + ops_text + ", got '" + h.op + "'");
+  else if (!h.op.empty() && sys.ops.find(h.op) == sys.ops.end())
+    issues.add("/op", "the base system has no op class '" + h.op + "'; add it to the base (tflops, efficient_factor)");
+  h.provenance["fitted_by"] = fitted_by;
+  h.provenance["file"] = source;
+  h.provenance["device"] = device;
+  if (!dtype.empty()) h.provenance["dtype"] = dtype;
+  if (!prov.empty()) h.provenance["source"] = prov;
+  return h;
+}
+
+}  // namespace
+
+void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::string& source) {
+  const nlohmann::json doc = parse_json(text, source);
+  IssueList issues(source);
+  const GridHeader h = read_grid_header(doc, sys, issues, source, "trainsim-gemm-grid", OpFamily::Gemm,
+                                        "matmul or fp8_matmul (dense GEMM op classes)", "points",
+                                        "trainsim system build --gemm-grid");
   std::vector<GemmPoint> points;
   const auto it = doc.is_object() ? doc.find("points") : doc.end();
   if (!doc.is_object() || it == doc.end() || !it->is_array() || it->empty()) {
@@ -60,16 +87,11 @@ void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::stri
   } catch (const std::invalid_argument& e) {
     throw ConfigError(source, "/points", e.what());
   }
-  nlohmann::json mp = nlohmann::json::object();
-  mp["fitted_by"] = "trainsim system build --gemm-grid";
-  mp["file"] = source;
-  mp["device"] = device;
-  if (!dtype.empty()) mp["dtype"] = dtype;
+  nlohmann::json mp = h.provenance;
   mp["points"] = model->points();
   mp["grid"] = std::to_string(model->m_axis().size()) + " m × " + std::to_string(model->n_axis().size()) + " n × " +
                std::to_string(model->k_axis().size()) + " k";
-  if (!prov.empty()) mp["source"] = prov;
-  ComputeOpConfig& c = sys.ops[op];
+  ComputeOpConfig& c = sys.ops[h.op];
   // The model answers every dense GEMM key (its measured nodes exactly): per-shape entries
   // merged before it would only shadow it.
   if (!c.accurate.empty()) mp["replaced_entries"] = c.accurate.size();
@@ -82,23 +104,9 @@ void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::stri
 void merge_grouped_grid(SystemConfig& sys, const std::string& text, const std::string& source) {
   const nlohmann::json doc = parse_json(text, source);
   IssueList issues(source);
-  ObjectReader r(doc, "", issues);
-  std::string kind, op, device, dtype;
-  r.req("kind", kind);
-  r.req("op", op);
-  r.req("device", device);
-  r.opt("dtype", dtype);
-  nlohmann::json prov = nlohmann::json::object();
-  if (const nlohmann::json* p = r.object("provenance", false)) prov = *p;
-  r.ignore("series");
-  r.finish();
-  if (!kind.empty() && kind != "trainsim-grouped-grid")
-    issues.add("/kind", "expected \"trainsim-grouped-grid\", got \"" + kind + "\"");
-  const std::optional<OpClass> cls = find_op_class(op);
-  if (!op.empty() && (!cls || op_row(*cls).family != OpFamily::GroupedGemm))
-    issues.add("/op", "expected group_matmul or fp8_group_matmul (grouped GEMM op classes), got '" + op + "'");
-  else if (!op.empty() && sys.ops.find(op) == sys.ops.end())
-    issues.add("/op", "the base system has no op class '" + op + "'; add it to the base (tflops, efficient_factor)");
+  const GridHeader h = read_grid_header(doc, sys, issues, source, "trainsim-grouped-grid", OpFamily::GroupedGemm,
+                                        "group_matmul or fp8_group_matmul (grouped GEMM op classes)", "series",
+                                        "trainsim system build --grouped-grid");
   std::vector<GroupedSeries> series;
   const auto it = doc.is_object() ? doc.find("series") : doc.end();
   if (!doc.is_object() || it == doc.end() || !it->is_array() || it->empty()) {
@@ -135,15 +143,10 @@ void merge_grouped_grid(SystemConfig& sys, const std::string& text, const std::s
   } catch (const std::invalid_argument& e) {
     throw ConfigError(source, "/series", e.what());
   }
-  nlohmann::json mp = nlohmann::json::object();
-  mp["fitted_by"] = "trainsim system build --grouped-grid";
-  mp["file"] = source;
-  mp["device"] = device;
-  if (!dtype.empty()) mp["dtype"] = dtype;
+  nlohmann::json mp = h.provenance;
   mp["points"] = model->points();
   mp["series"] = model->series().size();
-  if (!prov.empty()) mp["source"] = prov;
-  ComputeOpConfig& c = sys.ops[op];
+  ComputeOpConfig& c = sys.ops[h.op];
   if (!c.accurate.empty()) mp["replaced_entries"] = c.accurate.size();
   if (c.point_model) mp["replaced_model"] = "points of " + std::to_string(c.point_model->points()) + " shapes";
   c.accurate = EfficiencyTable{};
