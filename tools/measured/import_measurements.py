@@ -428,7 +428,8 @@ def build_gpu(gpu, root, version, shapes, args):
             training += ["--measured-bandwidths", ",".join(t["bandwidths"])]
             description = description.replace(" See provenance", (
                 f" The memory-bound bandwidth classes ({', '.join(t['bandwidths'])}) from the same calibration: its "
-                f"measured effective bandwidth and latency per launch of eagerly timed kernels; inside CUDA graphs the "
+                f"effective bandwidth (cross entropy and permutes measured, the default class as given) and latency per launch "
+                f"(a value of that file, not measured); inside CUDA graphs the "
                 f"datasheet presets' 10 us per kernel (graph_latency_us, assumed, to be measured; provenance "
                 f"measured_bandwidths). See provenance"))
             description = description.replace("Everything else (peaks, memory-bound classes, MoE",
