@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "compute/nearest.h"
+
 namespace trainsim {
 namespace {
 
@@ -111,8 +113,7 @@ GroupedAnswer GroupedModel::predict_skip(double m, double experts, double n, dou
   if (series_.empty() || !valid(m) || !valid(experts) || !valid(n) || !valid(k)) return {};
   const double le = std::log(experts), ln = std::log(n), lk = std::log(k);
   // Distance² of each series: log E and the nearer of its two GEMMs.
-  std::pair<double, size_t> near[kGroupedNeighbours];
-  int count = 0;
+  Nearest<kGroupedNeighbours> near;
   double exact_acc = 0;
   int exact = 0;
   bool all_measured = true, inside = true;
@@ -133,13 +134,7 @@ GroupedAnswer GroupedModel::predict_skip(double m, double experts, double n, dou
       ++exact;
       continue;
     }
-    if (count == kGroupedNeighbours && d2 >= near[count - 1].first) continue;
-    int slot = count < kGroupedNeighbours ? count++ : count - 1;
-    while (slot > 0 && near[slot - 1].first > d2) {
-      near[slot] = near[slot - 1];
-      --slot;
-    }
-    near[slot] = {d2, i};
+    near.offer(d2, i);
   }
   if (exact > 0) {
     const EfficiencySource src = all_measured ? EfficiencySource::Measured
@@ -148,12 +143,12 @@ GroupedAnswer GroupedModel::predict_skip(double m, double experts, double n, dou
     return {std::exp(exact_acc / exact), src};
   }
   double acc = 0, wsum = 0;
-  for (int j = 0; j < count; ++j) {
+  for (int j = 0; j < near.count; ++j) {
     double y;
     bool measured = false;
-    const size_t i = near[j].second;
+    const size_t i = near.items[j].second;
     if (!series_y(i, m, static_cast<long>(i) == skip_series ? skip_point : -1, y, measured, inside)) continue;
-    const double w = 1 / near[j].first;
+    const double w = 1 / near.items[j].first;
     acc += w * y;
     wsum += w;
   }

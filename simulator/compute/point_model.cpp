@@ -6,6 +6,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "compute/nearest.h"
+
 namespace trainsim {
 
 PointFeatures point_features(const PackedKey& key) {
@@ -112,8 +114,8 @@ bool PointModel::nearest(const PointFeatures& f, size_t begin, size_t end, bool 
                          bool& measured) const {
   // The nearest kPointNeighbours (distance², index), kept sorted: a short insertion. Points of
   // the query's features (distance 0) are averaged apart: a measurement of the same shape.
-  std::pair<double, size_t> near[kPointNeighbours];
-  int count = 0, zeros = 0;
+  Nearest<kPointNeighbours> near;
+  int zeros = 0;
   double zero_acc = 0;
   for (size_t at = begin; at < end; ++at) {
     const size_t i = order_[at];
@@ -131,27 +133,21 @@ bool PointModel::nearest(const PointFeatures& f, size_t begin, size_t end, bool 
         continue;
       }
     }
-    if (count == kPointNeighbours && d2 >= near[count - 1].first) continue;
-    int slot = count < kPointNeighbours ? count++ : count - 1;
-    while (slot > 0 && near[slot - 1].first > d2) {
-      near[slot] = near[slot - 1];
-      --slot;
-    }
-    near[slot] = {d2, i};
+    near.offer(d2, i);
   }
   measured = zeros > 0;
   if (zeros > 0) {
     out = {std::exp(zero_acc / zeros), EfficiencySource::Measured};
     return true;
   }
-  if (count == 0) return false;
+  if (near.count == 0) return false;
   double acc = 0, wsum = 0;
-  for (int j = 0; j < count; ++j) {
+  for (int j = 0; j < near.count; ++j) {
     // A point of the same features in another class (no class of the query's): weight as a
     // very close one rather than dividing by zero.
-    const double d = std::max(std::sqrt(near[j].first), 1e-6);
+    const double d = std::max(std::sqrt(near.items[j].first), 1e-6);
     const double w = 1 / std::pow(d, kPointDistancePower);
-    acc += w * log_eff_[near[j].second];
+    acc += w * log_eff_[near.items[j].second];
     wsum += w;
   }
   out = {std::exp(acc / wsum), EfficiencySource::Interpolated};

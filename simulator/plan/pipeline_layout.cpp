@@ -174,24 +174,24 @@ bool parse_pipeline_layout(const std::string& text, std::vector<VirtualStage>& o
     std::string reason;
   };
   thread_local std::vector<Parsed> parsed;
+  const Parsed* hit = nullptr;
   for (const Parsed& p : parsed)
     if (p.text == text) {
-      if (!p.ok) {
-        if (reason) *reason = p.reason;
-        return false;
-      }
-      out = p.stages;
-      return true;
+      hit = &p;
+      break;
     }
-  if (parsed.size() >= 64) parsed.erase(parsed.begin());  // bounded: the oldest goes
-  Parsed& p = parsed.emplace_back();
-  p.text = text;
-  p.ok = parse_layout_text(text, p.stages, &p.reason);
-  if (!p.ok) {
-    if (reason) *reason = p.reason;
+  if (!hit) {
+    if (parsed.size() >= 64) parsed.erase(parsed.begin());  // bounded: the oldest goes
+    Parsed& p = parsed.emplace_back();
+    p.text = text;
+    p.ok = parse_layout_text(text, p.stages, &p.reason);
+    hit = &p;
+  }
+  if (!hit->ok) {
+    if (reason) *reason = hit->reason;
     return false;
   }
-  out = p.stages;
+  out = hit->stages;
   return true;
 }
 
