@@ -134,5 +134,27 @@ TEST(SystemGroupedModelTest, GroupedGridSetsTheModelWithProvenance) {
   }
 }
 
+TEST(SystemGroupedModelTest, GroupedGridSetsAsideASeriesSlowerThanASmallerShape) {
+  SystemConfig sys = load_system(kSystem, "tiny.json");
+  // At 256 tokens per expert: h 1024 I 512, 6·256·8·1024·512 = 6.44 GFLOP in 20 µs; h 2048 I 1024
+  // (4x the FLOPs, 25.8 GFLOP) in 160 µs: half the throughput, over the 1.5x the screen allows.
+  merge_grouped_grid(sys,
+                     R"({"kind": "trainsim-grouped-grid", "op": "group_matmul", "device": "GPU X",
+                         "series": [{"experts": 8, "hidden": 1024, "inter": 512, "tokens": [256], "time_s": [2e-5]},
+                                    {"experts": 8, "hidden": 2048, "inter": 1024, "tokens": [256],
+                                     "time_s": [1.6e-4]}]})",
+                     "grid.json");
+  const auto& model = sys.ops.at("group_matmul").grouped_model;
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->series().size(), 1u);
+  EXPECT_EQ(model->series()[0].hidden, 1024);
+  EXPECT_EQ(model->provenance_json,
+            R"J({"device":"GPU X","file":"grid.json","fitted_by":"trainsim system build --grouped-grid","points":1,)J"
+            R"J("screen":"a series whose throughput at its largest token count >= 256 per expert is below that of a )J"
+            R"J(smaller expert shape of the same expert count by more than 1.5x (compute/grouped_screen.h)",)J"
+            R"J("series":1,"series_set_aside":[{"experts":8.0,"hidden":2048.0,"inter":1024.0,)J"
+            R"J("slower_than":{"hidden":1024.0,"inter":512.0},"throughput_ratio":2.0,"tokens":256.0}]})J");
+}
+
 }  // namespace
 }  // namespace trainsim
