@@ -14,6 +14,7 @@ list(APPEND TRAINSIM_TEST_SOURCES
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/self_check_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/sdpa_graph_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/memory_probe_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/grid_test.cpp
 )
 list(APPEND TRAINSIM_TEST_LIBS kernels_bench_host)
 
@@ -29,6 +30,14 @@ set_tests_properties(KernelsBenchBadShapes PROPERTIES
 add_test(NAME KernelsBenchLaunchFloorDryRun COMMAND kernels_bench --launch-floor --dry-run)
 set_tests_properties(KernelsBenchLaunchFloorDryRun PROPERTIES
   PASS_REGULAR_EXPRESSION "kernels_bench plan: 2 items \\(eager_launch_floor 1, graph_launch_floor 1\\)")
+
+# The calibration grid of every family, bf16 and fp8: sized to finish on an H100 in 30 minutes.
+add_test(NAME KernelsBenchGridDryRun COMMAND kernels_bench --grid all --dtype bf16,fp8 --dry-run)
+set_tests_properties(KernelsBenchGridDryRun PROPERTIES
+  PASS_REGULAR_EXPRESSION "kernels_bench plan: 4144 items .*\n  gemm          3146 items    15m15s\n.*estimated run time: 26m04s")
+add_test(NAME KernelsBenchGridBadFamily COMMAND kernels_bench --grid gemm,conv --dry-run)
+set_tests_properties(KernelsBenchGridBadFamily PROPERTIES
+  PASS_REGULAR_EXPRESSION "kernels_bench: usage error: --grid 'gemm,conv': unknown family 'conv'")
 
 # The memory probe's writer needs no GPU: a synthetic result into the H100 preset.
 add_test(NAME KernelsBenchApplyMemoryProbe
