@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <utility>
 #include <variant>
@@ -126,15 +127,40 @@ std::map<std::string, double> times_of(const KernelsDoc& doc, const std::string&
   return out;
 }
 
-void fit_gemm(SystemConfig& sys, const KernelsDoc& doc, const std::string& source, const std::string& op,
-              std::vector<std::string>& lines) {
-  std::vector<GemmPoint> points;
-  for (const auto& [key, t] : times_of(doc, op)) {
-    const auto s = std::get<MatmulShape>(parse_shape_key(op, key, source, "/results"));
-    points.push_back({static_cast<double>(s.b * s.m), static_cast<double>(s.n), static_cast<double>(s.k), t});
-  }
+// The class keeps this run's measurements off the grid (a plan's shapes measured with it, looked
+// up before the model); the grid's own are answered by the model, the base's came from elsewhere.
+void keep_off_grid(ComputeOpConfig& c, const std::map<std::string, double>& times, const std::set<std::string>& on_grid) {
+  EfficiencyTable kept;
+  for (const auto& [key, t] : times)
+    if (!on_grid.count(key)) kept.set(key, c.accurate.at(key));
+  c.accurate = std::move(kept);
+}
+
+std::set<double> axis_set(const nlohmann::json& values) {
+  std::set<double> out;
+  for (const auto& v : values)
+    if (v.is_number()) out.insert(v.get<double>());
+  return out;
+}
+
+void fit_gemm(SystemConfig& sys, const KernelsDoc& doc, const std::string& source, const nlohmann::json& grid,
+              const std::string& op, std::vector<std::string>& lines) {
+  const std::map<std::string, double> times = times_of(doc, op);
   auto it = sys.ops.find(op);
-  if (points.empty() || it == sys.ops.end()) return;
+  if (times.empty() || it == sys.ops.end() || !grid.contains("gemm")) return;
+  const nlohmann::json& g = grid["gemm"];
+  const std::set<double> ms = axis_set(g.value("m", nlohmann::json())), ns = axis_set(g.value("n", nlohmann::json())),
+                         ks = axis_set(g.value("k", nlohmann::json()));
+  std::vector<GemmPoint> points;
+  std::set<std::string> on_grid;
+  for (const auto& [key, t] : times) {
+    const auto s = std::get<MatmulShape>(parse_shape_key(op, key, source, "/results"));
+    const auto m = static_cast<double>(s.m), n = static_cast<double>(s.n), k = static_cast<double>(s.k);
+    if (s.b != 1 || s.layout != "TN" || !ms.count(m) || !ns.count(n) || !ks.count(k)) continue;
+    points.push_back({m, n, k, t});
+    on_grid.insert(key);
+  }
+  if (points.empty()) return;
   std::shared_ptr<GemmModel> model;
   try {
     model = std::make_shared<GemmModel>(points);
@@ -146,7 +172,7 @@ void fit_gemm(SystemConfig& sys, const KernelsDoc& doc, const std::string& sourc
   p["grid"] = strprintf("%zu m × %zu n × %zu k", model->m_axis().size(), model->n_axis().size(), model->k_axis().size());
   model->provenance_json = dump(p);
   ComputeOpConfig& c = it->second;
-  c.accurate = EfficiencyTable{};
+  keep_off_grid(c, times, on_grid);
   c.point_model = nullptr;
   c.grouped_model = nullptr;
   c.gemm_model = std::move(model);
@@ -158,9 +184,10 @@ void fit_grouped(SystemConfig& sys, const KernelsDoc& doc, const std::string& so
   const bool fp8 = is_fp8_op(op);
   const std::map<std::string, double> times = times_of(doc, op);
   auto it = sys.ops.find(op);
-  if (times.empty() || it == sys.ops.end()) return;
+  if (times.empty() || it == sys.ops.end() || !grid.contains("grouped")) return;
   const nlohmann::json g = grid.value("grouped", nlohmann::json::object());
   std::vector<GroupedSeries> series;
+  std::set<std::string> on_grid;
   size_t points = 0;
   for (const auto& s : g.value("series", nlohmann::json::array())) {
     GroupedSeries gs;
@@ -171,6 +198,8 @@ void fit_grouped(SystemConfig& sys, const KernelsDoc& doc, const std::string& so
       const auto up = times.find(grid_grouped_key(gs.experts, m.get<double>(), 2 * gs.inter, gs.hidden, fp8));
       const auto down = times.find(grid_grouped_key(gs.experts, m.get<double>(), gs.hidden, gs.inter, fp8));
       if (up == times.end() || down == times.end()) continue;
+      on_grid.insert(up->first);
+      on_grid.insert(down->first);
       gs.tokens.push_back(m.get<double>());
       gs.time_s.push_back(up->second + down->second);
     }
@@ -190,7 +219,7 @@ void fit_grouped(SystemConfig& sys, const KernelsDoc& doc, const std::string& so
   p["time_s"] = "gated up projection (n = 2I, k = h) + down projection (n = h, k = I), timed apart, stage fwd";
   model->provenance_json = dump(p);
   ComputeOpConfig& c = it->second;
-  c.accurate = EfficiencyTable{};
+  keep_off_grid(c, times, on_grid);
   c.point_model = nullptr;
   c.gemm_model = nullptr;
   c.grouped_model = std::move(model);
@@ -198,13 +227,13 @@ void fit_grouped(SystemConfig& sys, const KernelsDoc& doc, const std::string& so
 }
 
 // Attention: the efficiencies merge_kernels set from the results become a points model.
-void fit_attention(SystemConfig& sys, const KernelsDoc& doc, const std::string& source, const std::string& op,
-                   std::vector<std::string>& lines) {
+void fit_attention(SystemConfig& sys, const KernelsDoc& doc, const std::string& source, const nlohmann::json& grid,
+                   const std::string& op, std::vector<std::string>& lines) {
   auto it = sys.ops.find(op);
   const std::map<std::string, double> times = times_of(doc, op);
-  if (it == sys.ops.end() || times.empty()) return;
+  if (it == sys.ops.end() || times.empty() || !grid.contains("attention")) return;
   ComputeOpConfig& c = it->second;
-  // The grid's shapes only: entries the base carried were measured elsewhere.
+  // This run's shapes (the grid's and any measured with it), not the base's (measured elsewhere).
   std::vector<std::pair<PackedKey, double>> points;
   for (const auto& [text, t] : times)
     if (const std::optional<PackedKey> key = pack_shape_key(text)) points.emplace_back(*key, c.accurate.at(text));
@@ -325,9 +354,9 @@ std::vector<std::string> merge_kernel_grid(SystemConfig& sys, const KernelsDoc& 
                                                   nullptr, false);
   if (!kp.is_object() || !kp.contains("grid") || !kp["grid"].is_object()) return lines;
   const nlohmann::json& grid = kp["grid"];
-  for (const char* op : {"matmul", "fp8_matmul"}) fit_gemm(sys, doc, source, op, lines);
+  for (const char* op : {"matmul", "fp8_matmul"}) fit_gemm(sys, doc, source, grid, op, lines);
   for (const char* op : {"group_matmul", "fp8_group_matmul"}) fit_grouped(sys, doc, source, grid, op, lines);
-  for (const char* op : {"sdp_fwd", "sdp_bwd"}) fit_attention(sys, doc, source, op, lines);
+  for (const char* op : {"sdp_fwd", "sdp_bwd"}) fit_attention(sys, doc, source, grid, op, lines);
   refresh_fingerprint(sys);
   return lines;
 }

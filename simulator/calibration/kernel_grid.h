@@ -80,13 +80,15 @@ struct GridSeries {
 /// The grid as recorded in the results' provenance (`grid`): families, dtypes and every axis.
 [[nodiscard]] std::string grid_description_json(const GridSpec& spec);
 
-/// When `doc` is a grid run (provenance `grid`), fits the models from its results: the GEMM
-/// classes' gemm_grid (every ok result, time at m = b·m, n, k), the grouped classes'
-/// grouped_grid (series of the provenance's expert shapes: up + down time per tokens count),
-/// the attention classes' points (the merged per-shape efficiencies), each with provenance
-/// naming `source`, the device and the command. A class's per-shape entries are replaced by its
-/// model. Memory-bound classes are fitted by merge_kernels itself. Returns one line per model.
-/// Throws ConfigError naming `source` when a model cannot be built from the points.
+/// When `doc` is a grid run (provenance `grid`), fits the models of the families it names from
+/// its ok results: the GEMM classes' gemm_grid (the results on the grid's m, n, k axes, b = 1,
+/// layout TN), the grouped classes' grouped_grid (series of the provenance's expert shapes: up +
+/// down time per tokens count), the attention classes' points (every attention result), each
+/// with provenance naming `source`, the device, the command and the library versions. A class's
+/// per-shape entries become this run's results off the grid (a plan's shapes measured besides
+/// it with --shapes; looked up before the model). Memory-bound classes are fitted by
+/// merge_kernels itself. Returns one line per model. Throws ConfigError naming `source` when a
+/// model cannot be built from the points.
 std::vector<std::string> merge_kernel_grid(SystemConfig& sys, const KernelsDoc& doc, const std::string& source);
 
 }  // namespace trainsim
