@@ -244,8 +244,8 @@ TEST(KernelsGridTest, SaturatingEfficiencyWithinTheInterpolationBound) {
         EXPECT_LE(err, bound + kFilePrecision) << m << " " << n << " " << k;
         worst = std::max(worst, err);
       }
-  // The function is not log-linear: the model errs, at most 4.26 % (m 64–128, where x / (x + 300)
-  // bends most), within the 4.5 % its cells' widths allow.
+  // The function is not log-linear: the model errs, at most 4.26 % (log of the time ratio), within
+  // the bound of each cell.
   EXPECT_NEAR(worst, 0.0426, 0.0005);
 }
 
