@@ -41,7 +41,7 @@ while [[ $# -gt 0 ]]; do
     --no-self-check) self_check=""; shift ;;
     --samples|--warmup) bench_args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
     --grid|--dtype) grid_args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
