@@ -64,6 +64,15 @@ if(TRAINSIM_ENABLE_DEVICE_TESTS AND TRAINSIM_HAVE_CUDA)
                    --out ${PROJECT_BINARY_DIR}/system_launch_floor.json)
   set_tests_properties(KernelsDeviceLaunchFloor PROPERTIES FIXTURES_SETUP kb_floor LABELS gpu)
   set_tests_properties(KernelsDeviceLaunchFloorSystemBuild PROPERTIES FIXTURES_REQUIRED kb_floor LABELS gpu)
+  # The memory-bound grid (seconds), then a grid run's merge into the H100 preset.
+  set(KB_GRID_OUT ${PROJECT_BINARY_DIR}/kernels_grid_memory.json)
+  add_test(NAME KernelsDeviceGridMemory
+           COMMAND kernels_bench --grid memory --out ${KB_GRID_OUT} --samples 10 --warmup 2)
+  add_test(NAME KernelsDeviceGridSystemBuild
+           COMMAND trainsim_cli system build --base h100-sxm-80g --kernels ${KB_GRID_OUT}
+                   --out ${PROJECT_BINARY_DIR}/system_grid_memory.json)
+  set_tests_properties(KernelsDeviceGridMemory PROPERTIES FIXTURES_SETUP kb_grid LABELS gpu)
+  set_tests_properties(KernelsDeviceGridSystemBuild PROPERTIES FIXTURES_REQUIRED kb_grid LABELS gpu)
   add_test(NAME KernelsDeviceSelfCheck COMMAND kernels_bench --self-check)
   set_tests_properties(KernelsDeviceSelfCheck PROPERTIES PASS_REGULAR_EXPRESSION "self-check: [0-9]+ passed, 0 failed"
                        LABELS gpu)
