@@ -87,8 +87,9 @@ struct GridSeries {
 /// with provenance naming `source`, the device, the command and the library versions. A class's
 /// per-shape entries become this run's results off the grid (a plan's shapes measured besides
 /// it with --shapes; looked up before the model). Memory-bound classes are fitted by
-/// merge_kernels itself. Returns one line per model. Throws ConfigError naming `source` when a
-/// model cannot be built from the points.
+/// merge_kernels itself. Returns one line per model (and per grouped class whose series a run
+/// cut by its budget left without a whole GEMM pair: its entries stay per shape). Throws
+/// ConfigError naming `source` when a model cannot be built from the points.
 std::vector<std::string> merge_kernel_grid(SystemConfig& sys, const KernelsDoc& doc, const std::string& source);
 
 }  // namespace trainsim

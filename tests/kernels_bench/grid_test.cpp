@@ -249,6 +249,38 @@ TEST(KernelsGridTest, SaturatingEfficiencyWithinTheInterpolationBound) {
   EXPECT_NEAR(worst, 0.0426, 0.0005);
 }
 
+// A run cut by its budget: the GEMM rows measured so far (m 1 and 16) still make a model; a
+// grouped class with one GEMM of a pair keeps it as a per-shape entry.
+TEST(KernelsGridTest, ARunCutByItsBudgetStillBuilds) {
+  const GridSpec g = all_grid();
+  KernelsDoc doc;
+  doc.device.name = "Synthetic H100";
+  doc.device.peak_bf16_flops = kPeak;
+  doc.device.peak_fp8_flops = kPeakFp8;
+  nlohmann::json prov = {{"tool", "kernels_bench"}, {"grid", nlohmann::json::parse(grid_description_json(g))}};
+  doc.provenance_json = prov.dump();
+  bool grouped_taken = false;
+  for (const BenchItem& it : grid_plan(g).items) {
+    const bool row = it.op == "matmul" && std::get<MatmulShape>(*it.shape).m <= 16;
+    const bool first_grouped = it.op == "group_matmul" && !grouped_taken;
+    if (!row && !first_grouped) continue;
+    grouped_taken = grouped_taken || first_grouped;
+    doc.results.push_back(timed(it, synthetic_seconds(it, gemm_eff)));
+  }
+  const ConfigText base = resolve_config("system", "h100-sxm-80g");
+  SystemConfig sys = load_system(base.text, base.source);
+  merge_kernels(sys, kernels_to_json_text(doc), "cut.json");
+  ASSERT_TRUE(sys.ops.at("matmul").gemm_model);
+  EXPECT_EQ(sys.ops.at("matmul").gemm_model->points(), 2u * 11 * 11);
+  const ComputeOpConfig& grouped = sys.ops.at("group_matmul");
+  EXPECT_FALSE(grouped.grouped_model);
+  EXPECT_EQ(grouped.accurate.size(), 1u);
+  const auto k = nlohmann::json::parse(sys.provenance_json)["kernels"];
+  EXPECT_EQ(k["models"], nlohmann::json({"matmul: gemm_grid of 242 measured points",
+                                         "group_matmul: no grouped_grid (no expert shape has both GEMMs measured); "
+                                         "per-shape entries kept"}));
+}
+
 TEST(KernelsGridTest, ModelsCarryTheRunsProvenance) {
   const SystemConfig sys = built_system();
   const auto p = nlohmann::json::parse(sys.ops.at("matmul").gemm_model->provenance_json);
