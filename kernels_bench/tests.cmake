@@ -34,7 +34,7 @@ set_tests_properties(KernelsBenchLaunchFloorDryRun PROPERTIES
 # The calibration grid of every family, bf16 and fp8: sized to finish on an H100 in 30 minutes.
 add_test(NAME KernelsBenchGridDryRun COMMAND kernels_bench --grid all --dtype bf16,fp8 --dry-run)
 set_tests_properties(KernelsBenchGridDryRun PROPERTIES
-  PASS_REGULAR_EXPRESSION "kernels_bench plan: 4144 items .*\n  gemm          3146 items    15m15s\n.*estimated run time: 26m04s")
+  PASS_REGULAR_EXPRESSION "kernels_bench plan: 4144 items .*\n  gemm        3146 items    15m15s\n.*estimated run time: 26m04s")
 add_test(NAME KernelsBenchGridBadFamily COMMAND kernels_bench --grid gemm,conv --dry-run)
 set_tests_properties(KernelsBenchGridBadFamily PROPERTIES
   PASS_REGULAR_EXPRESSION "kernels_bench: usage error: --grid 'gemm,conv': unknown family 'conv'")
@@ -102,6 +102,18 @@ add_test(NAME KernelsSystemBuildFixture
          COMMAND trainsim_cli system build --base ${PROJECT_SOURCE_DIR}/tests/data/kernels/base_system.json
                  --kernels ${PROJECT_SOURCE_DIR}/tests/data/kernels/kernels_fixture.json
                  --out ${PROJECT_BINARY_DIR}/kernels_fixture_system.json)
+# A grid run's results (synthetic: tests/data/kernels/make_grid_fixture.py) into the H100 preset:
+# the GEMM, grouped-GEMM and attention models, evaluated held out point by point (a 3 × 2 × 2
+# grid is all edges: its held-out nodes are extrapolated, hence the GEMM's 15 %).
+add_test(NAME KernelsGridSystemBuildFixture
+         COMMAND trainsim_cli system build --base h100-sxm-80g
+                 --kernels ${PROJECT_SOURCE_DIR}/tests/data/kernels/kernels_grid_fixture.json
+                 --out ${PROJECT_BINARY_DIR}/kernels_grid_fixture_system.json)
+add_test(NAME KernelsGridSystemEvaluate
+         COMMAND trainsim_cli system evaluate --system ${PROJECT_BINARY_DIR}/kernels_grid_fixture_system.json)
+set_tests_properties(KernelsGridSystemBuildFixture PROPERTIES FIXTURES_SETUP kb_grid_fixture)
+set_tests_properties(KernelsGridSystemEvaluate PROPERTIES FIXTURES_REQUIRED kb_grid_fixture PASS_REGULAR_EXPRESSION
+  "matmul       gemm_grid       12       12   15.29   31.95    32.0\n  sdp_fwd      points           3        3    0.00    0.00     0.0\n  group_matmul grouped          3        3   71.83  163.91   163.9\n")
 add_test(NAME KernelsSystemBuildNeedsBase
          COMMAND trainsim_cli system build --kernels ${PROJECT_SOURCE_DIR}/tests/data/kernels/kernels_fixture.json
                  --out ${PROJECT_BINARY_DIR}/unused.json)
