@@ -125,8 +125,7 @@ int run(const std::vector<std::string>& args) {
   if (budget_min < 0) throw UsageError("--budget-min must be ≥ 0");
   if (workspace_mib < 0) throw UsageError("--workspace-mib must be ≥ 0");
 
-  // Several shapes files (one per model) are measured as their union.
-  // A grid comes first; shapes files add what it lacks.
+  // The grid first, then the union of the shapes files (one per model): what the grid lacks.
   trainsim::ShapesDoc shapes;
   if (grid) shapes.shapes = trainsim::grid_compute_shapes(*grid);
   std::set<std::pair<std::string, std::string>> seen;
