@@ -7,9 +7,12 @@
 # usage: calibrate_node.sh [--base SYSTEM] [--plan MODEL:STRATEGY ...] [--budget-min 20]
 #                          [--out-dir DIR] [--bin-dir DIR] [--name SYS_NAME] [--gpus N]
 #                          [--skip-comm] [--no-self-check] [--samples N] [--warmup N]
+#                          [--grid FAMILIES] [--dtype bf16,fp8]
 #   SYSTEM, MODEL and STRATEGY are preset names or JSON files (as for `trainsim`); without
 #   --plan the presets users run most are calibrated (see DEFAULT_PLANS below). Without --base
-#   the preset matching the GPU name is used (h100, h200, b200, a100).
+#   the preset matching the GPU name is used (h100, h200, b200, a100). --grid all (gemm,
+#   grouped, attention, memory) measures the models' calibration grids besides the plans' shapes
+#   (about 26 min on an H100: give --budget-min 40), so the system file answers any plan.
 #   Rerunning with the same --out-dir resumes: finished steps are skipped, kernels_bench
 #   continues from its partial file. MPIRUN (default mpirun) and COMM_BENCH_ARGS are read
 #   from the environment.
@@ -18,7 +21,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bin_dir="${TRAINSIM_BIN_DIR:-$here/../build/bin}"
 out_dir="calibration"
-base="" name="" skip_comm="" self_check=1 gpus="" budget_min=20 bench_args=()
+base="" name="" skip_comm="" self_check=1 gpus="" budget_min=20 bench_args=() grid_args=()
 plans=()
 DEFAULT_PLANS=(llama3-8b:tp1-pp1-dp8-zero1 llama3-70b:tp8-pp4-dp2-zero1-full-recompute
                qwen3-32b:tp4-pp1-dp2-zero1-sdp-recompute mixtral-8x7b:ep8-pp1-dp8-moe
@@ -37,7 +40,8 @@ while [[ $# -gt 0 ]]; do
     --skip-comm) skip_comm=1; shift ;;
     --no-self-check) self_check=""; shift ;;
     --samples|--warmup) bench_args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --grid|--dtype) grid_args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -103,16 +107,16 @@ for plan in "${plans[@]}"; do
   shape_args+=(--shapes "$out_dir/shapes-$i.json")
 done
 
-# 3. Kernels under what is left of the budget minus comm_bench's share; the partial file makes
-#    a rerun continue where this one stopped.
+# 3. Kernels (the plans' shapes, and with --grid the models' grids) under what is left of the
+#    budget minus comm_bench's share; the partial file makes a rerun continue where this one stopped.
 if [[ ! -f "$out_dir/kernels.json" || -f "$out_dir/kernels.json.partial.jsonl" || -f "$out_dir/kernels.left" ]]; then
   kernel_min=$(( (deadline - $(date +%s)) / 60 - comm_min ))
   [[ "$kernel_min" -ge 1 ]] || kernel_min=1
-  "$bin_dir/kernels_bench" "${shape_args[@]}" --dry-run | tail -1 | sed 's/^/  plan: /' >&2
+  "$bin_dir/kernels_bench" "${grid_args[@]}" "${shape_args[@]}" --dry-run | tail -1 | sed 's/^/  plan: /' >&2
   log "step 3/6: kernels_bench, budget ${kernel_min} min (per-item progress and ETA below)"
   resume=()
   [[ -f "$out_dir/kernels.json.partial.jsonl" || -f "$out_dir/kernels.json" ]] && resume=(--resume)
-  "$bin_dir/kernels_bench" "${shape_args[@]}" --out "$out_dir/kernels.json" "${resume[@]}" \
+  "$bin_dir/kernels_bench" "${grid_args[@]}" "${shape_args[@]}" --out "$out_dir/kernels.json" "${resume[@]}" \
     --budget-min "$kernel_min" "${bench_args[@]}" 2>&1 | tee "$out_dir/kernels_bench.last.log" >&2
   cat "$out_dir/kernels_bench.last.log" >> "$out_dir/kernels_bench.log"
   if grep -q "items left by the time budget" "$out_dir/kernels_bench.last.log"; then

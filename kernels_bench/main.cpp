@@ -1,11 +1,13 @@
 // kernels_bench: measures the GEMM, grouped GEMM, fused attention and memory-bound kernels a
-// shapes.json lists, and writes kernels.json for `trainsim system build`.
+// shapes.json lists, or the calibration grid of each efficiency model (--grid), and writes
+// kernels.json for `trainsim system build`.
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 #include "cli/cli_app.h"
 #include "inputs/output_file.h"
 #include "system/presets.h"
+#include "calibration/kernel_grid.h"
 #include "calibration/shapes_file.h"
 #include "system/system_config.h"
 #include "core/error.h"
@@ -34,6 +37,11 @@ int run(const std::vector<std::string>& args) {
   trainsim::kb::PlanOptions popt;
   int workspace_mib = 32, budget_min = 0;
   app.add_option("--shapes", shapes_paths, "shapes.json written by `trainsim shapes` (repeatable: the union is measured)");
+  std::string grid_arg, dtype_arg = "bf16,fp8";
+  app.add_option("--grid", grid_arg,
+                 "measure the calibration grid of these model families instead of (or besides) --shapes: gemm, "
+                 "grouped, attention, memory or all, comma-separated (system build fits the models from it)");
+  app.add_option("--dtype", dtype_arg, "with --grid: the GEMM and grouped-GEMM dtypes, bf16, fp8 or both (default bf16,fp8)");
   app.add_flag("--self-check", self_check,
                "verify numerics of every op family and timing sanity first; stop with a report on failure");
   app.add_option("--budget-min", budget_min,
@@ -97,25 +105,34 @@ int run(const std::vector<std::string>& args) {
     if (!trainsim::kb::all_passed(lines))
       throw trainsim::Error("self-check failed (FAIL lines above): do not calibrate with this build or GPU until "
                             "it passes");
-    if (shapes_paths.empty()) return 0;
+    if (shapes_paths.empty() && grid_arg.empty()) return 0;
   }
-  if (shapes_paths.empty() && !popt.launch_floor_only) throw UsageError("--shapes is required");
+  std::optional<trainsim::GridSpec> grid;
+  if (!grid_arg.empty()) grid = trainsim::parse_grid_spec(grid_arg, dtype_arg);
+  if (shapes_paths.empty() && !grid && !popt.launch_floor_only) throw UsageError("--shapes or --grid is required");
+  if (popt.launch_floor_only && grid) throw UsageError("--launch-floor measures the launch floor alone: drop --grid "
+                                                       "(--grid memory measures it too)");
   if (!dry && out.empty()) throw UsageError("--out is required (or use --dry-run)");
   if (popt.launch_floor_only && no_memory) throw UsageError("--launch-floor measures launch items: drop --no-memory");
   if (popt.launch_floor_only && !shapes_paths.empty())
     throw UsageError("--launch-floor measures the launch floor alone: drop --shapes (merge both kernels files' "
                      "results with separate system build steps)");
-  popt.memory = !no_memory;
+  popt.memory = !no_memory && (!grid || grid->memory);
+  if (grid) {
+    popt.grid_memory = grid->memory;
+    popt.item_lines = false;
+  }
   if (budget_min < 0) throw UsageError("--budget-min must be ≥ 0");
   if (workspace_mib < 0) throw UsageError("--workspace-mib must be ≥ 0");
 
-  // Several shapes files (one per model) are measured as their union.
+  // The grid first, then the union of the shapes files (one per model): what the grid lacks.
   trainsim::ShapesDoc shapes;
-  if (!shapes_paths.empty()) shapes = trainsim::load_shapes(trainsim::read_file(shapes_paths[0]), shapes_paths[0]);
+  if (grid) shapes.shapes = trainsim::grid_compute_shapes(*grid);
   std::set<std::pair<std::string, std::string>> seen;
   for (const auto& e : shapes.shapes) seen.emplace(e.op, e.key);
-  for (size_t i = 1; i < shapes_paths.size(); ++i) {
+  for (size_t i = 0; i < shapes_paths.size(); ++i) {
     trainsim::ShapesDoc more = trainsim::load_shapes(trainsim::read_file(shapes_paths[i]), shapes_paths[i]);
+    if (shapes.system.empty()) shapes.system = more.system;
     for (auto& e : more.shapes)
       if (seen.emplace(e.op, e.key).second) shapes.shapes.push_back(std::move(e));
   }
@@ -145,11 +162,21 @@ int run(const std::vector<std::string>& args) {
   prov["date"] = trainsim::utc_timestamp();
   prov["shapes_files"] = shapes_paths;
   if (!shapes.system.empty()) prov["shapes_system"] = shapes.system;
+  if (grid) prov["grid"] = nlohmann::json::parse(trainsim::grid_description_json(*grid));
   ropt.provenance_json = prov.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 
-  std::fprintf(stderr, "kernels_bench: %zu items, estimated %s\n", plan.items.size(),
-               trainsim::kb::format_duration(plan.est_total_s).c_str());
   auto backend = trainsim::kb::make_device_backend();
+  // The estimate with this device's peaks and L2 (the dry run assumes an H100 SXM).
+  const trainsim::DeviceFacts dev = backend->device();
+  if (dev.peak_bf16_flops > 0) popt.peak_bf16_flops = dev.peak_bf16_flops;
+  if (dev.peak_fp8_flops > 0) popt.peak_fp8_flops = dev.peak_fp8_flops;
+  if (dev.peak_mem_bytes_per_s > 0) popt.mem_bytes_per_s = dev.peak_mem_bytes_per_s;
+  if (dev.l2_bytes > 0) popt.l2_bytes = dev.l2_bytes;
+  plan.est_total_s = 0;
+  for (auto& it : plan.items) plan.est_total_s += it.est_s = trainsim::kb::estimate_item_seconds(it, popt);
+  std::fprintf(stderr, "kernels_bench: %zu items on %s (%lld SMs), estimated %s\n", plan.items.size(),
+               dev.name.c_str(), static_cast<long long>(dev.sm_count),
+               trainsim::kb::format_duration(plan.est_total_s).c_str());
   auto sum = trainsim::kb::run_plan(plan, *backend, ropt, stderr);
   std::fprintf(stderr, "kernels_bench: wrote %s (%lld measured: %lld ok, %lld unsupported, %lld failed; %lld reused)\n",
                ropt.out_path.c_str(), static_cast<long long>(sum.measured), static_cast<long long>(sum.ok),

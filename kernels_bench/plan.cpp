@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "calibration/kernel_grid.h"
 #include "calibration/op_class.h"
 #include "core/error.h"
 #include "core/text.h"
@@ -106,6 +107,29 @@ std::vector<MemoryCase> launch_floor_cases() {
   return out;
 }
 
+std::vector<MemoryCase> grid_memory_cases() {
+  std::vector<MemoryCase> out;
+  for (double bytes : kGridCopyBytes) {
+    MemoryCase copy;
+    copy.pattern = "copy";
+    copy.copy_bytes = bytes;
+    out.push_back(copy);
+  }
+  for (double tokens : kGridMemTokens) {
+    for (const MemoryCase& fixed : memory_cases()) {
+      if (fixed.pattern != "permute_fwd" && fixed.pattern != "permute_bwd" && fixed.pattern != "ce_fusion") continue;
+      MemoryCase c = fixed;
+      c.tokens = static_cast<int64_t>(tokens);
+      out.push_back(c);
+    }
+  }
+  MemoryCase launch;
+  launch.pattern = "launch";
+  out.push_back(launch);
+  for (const MemoryCase& c : launch_floor_cases()) out.push_back(c);
+  return out;
+}
+
 double memory_case_bytes(const MemoryCase& c) {
   auto d = [](int64_t v) { return static_cast<double>(v); };
   double e = d(c.elem_bytes);
@@ -165,7 +189,10 @@ BenchPlan make_plan(const ShapesDoc& shapes, const PlanOptions& opt) {
     plan.items.push_back(std::move(it));
   }
   if (opt.memory) {
-    for (const auto& c : opt.launch_floor_only ? launch_floor_cases() : memory_cases()) {
+    const std::vector<MemoryCase> cases = opt.launch_floor_only ? launch_floor_cases()
+                                          : opt.grid_memory     ? grid_memory_cases()
+                                                                : memory_cases();
+    for (const auto& c : cases) {
       const bool chain = c.pattern.rfind("launch_chain", 0) == 0;
       BenchItem it;
       bool launch = c.pattern.rfind("launch", 0) == 0;
@@ -205,8 +232,8 @@ std::string format_plan(const BenchPlan& plan, const PlanOptions& opt) {
   std::vector<std::string> parts;
   for (const auto& [op, n] : counts) parts.push_back(op + " " + std::to_string(n));
   std::string out = strprintf("kernels_bench plan: %zu items (%s)\n", plan.items.size(), join(parts).c_str());
-  out += strprintf("%5s  %-9s %-16s %-14s %9s  %s\n", "#", "family", "op", "work", "est", "key");
-  for (size_t i = 0; i < plan.items.size(); ++i) {
+  if (opt.item_lines) out += strprintf("%5s  %-9s %-16s %-14s %9s  %s\n", "#", "family", "op", "work", "est", "key");
+  for (size_t i = 0; opt.item_lines && i < plan.items.size(); ++i) {
     const auto& it = plan.items[i];
     std::string work = it.flops > 0   ? strprintf("%.3g GFLOP", it.flops / 1e9)
                        : it.bytes > 0 ? strprintf("%.3g GB", it.bytes / 1e9)
@@ -214,6 +241,17 @@ std::string format_plan(const BenchPlan& plan, const PlanOptions& opt) {
     out += strprintf("%5zu  %-9s %-16s %-14s %9s  %s\n", i + 1, family_name(it.family), it.op.c_str(),
                      work.c_str(), format_duration(it.est_s).c_str(), it.key.c_str());
   }
+  // Per family, in plan order: items and estimated time.
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<size_t, double>> families;
+  for (const auto& it : plan.items) {
+    const std::string f = family_name(it.family);
+    if (!families.count(f)) order.push_back(f);
+    ++families[f].first;
+    families[f].second += it.est_s;
+  }
+  for (const auto& f : order)
+    out += strprintf("  %-9s %6zu items %9s\n", f.c_str(), families[f].first, format_duration(families[f].second).c_str());
   out += strprintf(
       "estimated run time: %s (warm-up %d + %d samples per item; assumes %.0f/%.0f TFLOPS bf16/fp8, %.0f GB/s "
       "and typical efficiencies)\n",

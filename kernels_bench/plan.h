@@ -44,6 +44,8 @@ struct PlanOptions {
   int samples = 20;
   bool memory = true;             // include memory-bound and launch-latency items
   bool launch_floor_only = false; // only the launch floors (eager and CUDA-graph chains)
+  bool grid_memory = false;       // memory-bound items: the grid's sweeps (grid_memory_cases)
+  bool item_lines = true;         // --dry-run prints one line per item (a grid: the summary only)
   double peak_bf16_flops = 989e12;
   double peak_fp8_flops = 1979e12;
   double mem_bytes_per_s = 3.35e12;
@@ -60,6 +62,10 @@ struct BenchPlan {
 [[nodiscard]] std::vector<MemoryCase> memory_cases();
 /// The launch-floor cases (--launch-floor): launch_chain_eager, launch_chain_graph.
 [[nodiscard]] std::vector<MemoryCase> launch_floor_cases();
+
+/// The memory-bound grid (--grid memory): copies by bytes, permutation and fused cross-entropy
+/// cases by tokens (calibration/kernel_grid.h), the empty kernel and both launch floors.
+[[nodiscard]] std::vector<MemoryCase> grid_memory_cases();
 
 /// Bytes of one timed call under the simulator's byte formulas (SimuMax
 /// Permutation/UnPermutation/ParallelCE _comp_leaf_mem_accessed_info), and its kernel count.
@@ -78,7 +84,8 @@ struct BenchPlan {
 /// per-sample overhead: L2 flush read and event sync).
 [[nodiscard]] double estimate_item_seconds(const BenchItem& item, const PlanOptions& opt);
 
-/// Human-readable plan for --dry-run: one line per item and the estimated total.
+/// Human-readable plan for --dry-run: one line per item (unless opt.item_lines is off), the
+/// items and estimated time per family, and the estimated total (the last line).
 [[nodiscard]] std::string format_plan(const BenchPlan& plan, const PlanOptions& opt);
 
 /// "1h02m03s" / "2m05s" / "7s".

@@ -14,6 +14,7 @@ list(APPEND TRAINSIM_TEST_SOURCES
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/self_check_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/sdpa_graph_test.cpp
   ${PROJECT_SOURCE_DIR}/tests/kernels_bench/memory_probe_test.cpp
+  ${PROJECT_SOURCE_DIR}/tests/kernels_bench/grid_test.cpp
 )
 list(APPEND TRAINSIM_TEST_LIBS kernels_bench_host)
 
@@ -29,6 +30,14 @@ set_tests_properties(KernelsBenchBadShapes PROPERTIES
 add_test(NAME KernelsBenchLaunchFloorDryRun COMMAND kernels_bench --launch-floor --dry-run)
 set_tests_properties(KernelsBenchLaunchFloorDryRun PROPERTIES
   PASS_REGULAR_EXPRESSION "kernels_bench plan: 2 items \\(eager_launch_floor 1, graph_launch_floor 1\\)")
+
+# The calibration grid of every family, bf16 and fp8: sized to finish on an H100 in 30 minutes.
+add_test(NAME KernelsBenchGridDryRun COMMAND kernels_bench --grid all --dtype bf16,fp8 --dry-run)
+set_tests_properties(KernelsBenchGridDryRun PROPERTIES
+  PASS_REGULAR_EXPRESSION "kernels_bench plan: 4144 items .*\n  gemm        3146 items    15m15s\n.*estimated run time: 26m04s")
+add_test(NAME KernelsBenchGridBadFamily COMMAND kernels_bench --grid gemm,conv --dry-run)
+set_tests_properties(KernelsBenchGridBadFamily PROPERTIES
+  PASS_REGULAR_EXPRESSION "kernels_bench: usage error: --grid 'gemm,conv': unknown family 'conv'")
 
 # The memory probe's writer needs no GPU: a synthetic result into the H100 preset.
 add_test(NAME KernelsBenchApplyMemoryProbe
@@ -55,6 +64,15 @@ if(TRAINSIM_ENABLE_DEVICE_TESTS AND TRAINSIM_HAVE_CUDA)
                    --out ${PROJECT_BINARY_DIR}/system_launch_floor.json)
   set_tests_properties(KernelsDeviceLaunchFloor PROPERTIES FIXTURES_SETUP kb_floor LABELS gpu)
   set_tests_properties(KernelsDeviceLaunchFloorSystemBuild PROPERTIES FIXTURES_REQUIRED kb_floor LABELS gpu)
+  # The memory-bound grid (seconds), then a grid run's merge into the H100 preset.
+  set(KB_GRID_OUT ${PROJECT_BINARY_DIR}/kernels_grid_memory.json)
+  add_test(NAME KernelsDeviceGridMemory
+           COMMAND kernels_bench --grid memory --out ${KB_GRID_OUT} --samples 10 --warmup 2)
+  add_test(NAME KernelsDeviceGridSystemBuild
+           COMMAND trainsim_cli system build --base h100-sxm-80g --kernels ${KB_GRID_OUT}
+                   --out ${PROJECT_BINARY_DIR}/system_grid_memory.json)
+  set_tests_properties(KernelsDeviceGridMemory PROPERTIES FIXTURES_SETUP kb_grid LABELS gpu)
+  set_tests_properties(KernelsDeviceGridSystemBuild PROPERTIES FIXTURES_REQUIRED kb_grid LABELS gpu)
   add_test(NAME KernelsDeviceSelfCheck COMMAND kernels_bench --self-check)
   set_tests_properties(KernelsDeviceSelfCheck PROPERTIES PASS_REGULAR_EXPRESSION "self-check: [0-9]+ passed, 0 failed"
                        LABELS gpu)
@@ -84,6 +102,18 @@ add_test(NAME KernelsSystemBuildFixture
          COMMAND trainsim_cli system build --base ${PROJECT_SOURCE_DIR}/tests/data/kernels/base_system.json
                  --kernels ${PROJECT_SOURCE_DIR}/tests/data/kernels/kernels_fixture.json
                  --out ${PROJECT_BINARY_DIR}/kernels_fixture_system.json)
+# A grid run's results (synthetic: tests/data/kernels/make_grid_fixture.py) into the H100 preset:
+# the GEMM, grouped-GEMM and attention models, evaluated held out point by point (a 3 × 2 × 2
+# grid is all edges: its held-out nodes are extrapolated, hence the GEMM's 15 %).
+add_test(NAME KernelsGridSystemBuildFixture
+         COMMAND trainsim_cli system build --base h100-sxm-80g
+                 --kernels ${PROJECT_SOURCE_DIR}/tests/data/kernels/kernels_grid_fixture.json
+                 --out ${PROJECT_BINARY_DIR}/kernels_grid_fixture_system.json)
+add_test(NAME KernelsGridSystemEvaluate
+         COMMAND trainsim_cli system evaluate --system ${PROJECT_BINARY_DIR}/kernels_grid_fixture_system.json)
+set_tests_properties(KernelsGridSystemBuildFixture PROPERTIES FIXTURES_SETUP kb_grid_fixture)
+set_tests_properties(KernelsGridSystemEvaluate PROPERTIES FIXTURES_REQUIRED kb_grid_fixture PASS_REGULAR_EXPRESSION
+  "matmul       gemm_grid       12       12   15.29   31.95    32.0\n  sdp_fwd      points           3        3    0.00    0.00     0.0\n  group_matmul grouped          3        3   71.83  163.91   163.9\n")
 add_test(NAME KernelsSystemBuildNeedsBase
          COMMAND trainsim_cli system build --kernels ${PROJECT_SOURCE_DIR}/tests/data/kernels/kernels_fixture.json
                  --out ${PROJECT_BINARY_DIR}/unused.json)

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "calibration/kernel_grid.h"
 #include "calibration/kernels_file.h"
 #include "calibration/op_class.h"
 #include "calibration/shape_key.h"
@@ -132,6 +133,9 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
     sys.bandwidths[name] = bw;
   }
 
+  // A grid run (kernels_bench --grid): its compute results become the classes' models.
+  const std::vector<std::string> models = merge_kernel_grid(sys, doc, source);
+
   // The device total (the peer rounds up to whole GiB; the exact total keeps the presets' style).
   if (doc.device.mem_bytes > 0) sys.mem_bytes = doc.device.mem_bytes;
 
@@ -162,6 +166,7 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
     k["latency_rule"] = "every memory-bound class: latency_us = eager_launch_floor, graph_latency_us = "
                         "graph_launch_floor (per kernel, kernels_bench --launch-floor)";
   }
+  if (kp.contains("grid")) k["models"] = models;
   if (!warnings.empty()) k["warnings"] = warnings;
   if (!doc.method_json.empty()) k["method"] = nlohmann::json::parse(doc.method_json);
   prov["kernels"] = k;

@@ -64,4 +64,11 @@ run || { cat "$tmp/stderr.log"; exit 1; }
 grep -Eq "^kernels_bench --shapes $o/shapes-1.json --out $o/kernels.json --resume --budget-min" "$log" ||
   { echo "rerun after the budget did not resume kernels_bench"; cat "$log"; exit 1; }
 grep -q "done: $o/system.json" "$tmp/stderr.log" || { echo "no done line"; exit 1; }
+# --grid: kernels_bench measures the models' grids besides the plans' shapes.
+rm -rf "$o"
+: > "$log"
+PATH="$tmp/path:$PATH" bash "$script" --bin-dir "$tmp/bin" --out-dir "$tmp/out" --budget-min 40 --skip-comm \
+  --plan llama3-8b:tp1-pp1-dp8-zero1 --grid all --dtype bf16 2> "$tmp/stderr.log" || { cat "$tmp/stderr.log"; exit 1; }
+grep -Eq "^kernels_bench --grid all --dtype bf16 --shapes $o/shapes-1.json --out $o/kernels.json --budget-min" "$log" ||
+  { echo "--grid not passed to kernels_bench"; cat "$log"; exit 1; }
 echo "calibrate_node.sh: steps, mpirun ranks and resume OK"

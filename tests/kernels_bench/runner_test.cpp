@@ -8,6 +8,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "calibration/kernel_grid.h"
 #include "calibration/kernels_merge.h"
 #include "system/presets.h"
 #include "system/system_config.h"
@@ -139,6 +140,35 @@ TEST_F(KernelsRunnerTest, InterruptedRunResumesWithoutRemeasuring) {
   KernelsDoc doc = load_kernels(read_file(opt_.out_path), opt_.out_path);
   ASSERT_EQ(doc.results.size(), 18u);
   for (size_t i = 0; i < doc.results.size(); ++i) EXPECT_EQ(doc.results[i].id(), plan_.items[i].id());
+}
+
+// A grid run (grouped GEMM and memory-bound, bf16) interrupted and resumed: the results file
+// carries the grid, and system build fits the grouped-GEMM model of all 20 series from it.
+TEST_F(KernelsRunnerTest, GridRunResumesAndBuildsItsModels) {
+  const GridSpec g = parse_grid_spec("grouped,memory", "bf16");
+  ShapesDoc shapes;
+  shapes.shapes = grid_compute_shapes(g);
+  PlanOptions po;
+  po.grid_memory = true;
+  const BenchPlan plan = make_plan(shapes, po);
+  ASSERT_EQ(plan.items.size(), 360u + 26u);
+  opt_.provenance_json = R"({"tool": "test", "grid": )" + grid_description_json(g) + "}";
+  FakeBackend first;
+  first.crash_after = 100;
+  EXPECT_THROW((void)run_plan(plan, first, opt_, log_), std::runtime_error);
+  opt_.resume = true;
+  FakeBackend again;
+  const RunSummary s = run_plan(plan, again, opt_, log_);
+  EXPECT_EQ(s.reused, 100);
+  EXPECT_EQ(s.measured, 286);
+  SystemConfig sys = load_system(resolve_config("system", "h100-sxm-80g").text, "h100");
+  merge_kernels(sys, read_file(opt_.out_path), opt_.out_path);
+  const ComputeOpConfig& c = sys.ops.at("group_matmul");
+  ASSERT_TRUE(c.grouped_model);
+  EXPECT_EQ(c.grouped_model->series().size(), 20u);
+  EXPECT_EQ(c.grouped_model->points(), 180u);
+  // The fake device runs every kernel at half its 1e15 FLOP/s peak.
+  EXPECT_NEAR(c.grouped_model->predict(512, 8, 4096, 14336).s_per_flop * 0.5e15, 1.0, 1e-12);
 }
 
 TEST_F(KernelsRunnerTest, TornLastLineIsDroppedAndMeasuredAgain) {
