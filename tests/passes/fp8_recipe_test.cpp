@@ -225,22 +225,25 @@ TEST(Fp8Recipe, SequenceParallelSavesTheLocalShardWithItsScales) {
 
 // The cast before each fp8 GEMM reads the bf16 input and writes per element: delayed and
 // tensorwise one byte, two on Hopper where the cast also writes the transpose (no sequence-parallel
-// fp8 gather); blockwise and mxfp8 2 × (1 + 1/32). tp 1: QKV's input, 2 Mi elements, 4 MiB read;
-// delayed on H100 4 + 4 = 8 MiB, on B200 4 + 2 = 6, blockwise 4 + 4.125 = 8.125. fc2's, 8 Mi:
-// tensorwise on H100 16 + 16 + 16 = 48 MiB (current scaling reads the input twice: its amax pass,
-// then the cast), mxfp8 on B200 16 + 16.5 = 32.5.
-// tp 2 with SP, delayed on H100: QKV all-gathers its fp8 row-wise shard (T/2 · h = 1 Mi elements),
-// so its cast writes no transpose: 2 + 1 = 3 MiB. fc2 (row-parallel, T · 4h/2 = 4 Mi elements)
-// writes it under TE 2.x, 8 + 8 = 16 MiB, not under TE 1.x (any SP Linear; also when no
-// te_version is given), 8 + 4 = 12. The compat mode's cast writes one copy: QKV 6 MiB on H100.
+// fp8 gather); blockwise and mxfp8 2 × (1 + 1/32). tp 1: the projection's input, 2 Mi elements,
+// 4 MiB read; delayed on B200 4 + 2 = 6 MiB. QKV's input (2 Mi elements) is its fused norm's
+// output: delayed on H100 the norm writes fp8 and only the transpose runs, 2 + 2 = 4 MiB;
+// blockwise is cast after the norm, 4 + 4.125 = 8.125. fc2's, 8 Mi: tensorwise on H100
+// 16 + 16 + 16 = 48 MiB (current scaling reads the input twice: its amax pass, then the cast),
+// mxfp8 on B200 16 + 16.5 = 32.5.
+// tp 2 with SP, delayed on H100: QKV all-gathers its fp8 row-wise shard (T/2 · h = 1 Mi
+// elements), which the norm writes: no cast kernel, the norm's forward 1 Mi · (2 + 1) bytes +
+// 2 KiB of weight. fc2 (row-parallel, T · 4h/2 = 4 Mi elements) writes the transpose under TE
+// 2.x, 8 + 8 = 16 MiB, not under TE 1.x (any SP Linear; also when no te_version is given),
+// 8 + 4 = 12. The compat mode's cast writes one copy: QKV 6 MiB on H100.
 TEST(Fp8Recipe, CastKernelBytesPerRecipe) {
   auto cast_mib = [](const StrategyConfig& s, bool blackwell, const char* leaf, Mode mode = Mode::Default) {
     const auto leaves = layer_leaves(s, blackwell, mode);
     const auto& k = leaf_named(leaves, leaf).kernels[kFwd];
     return k.size() == 1 ? k[0].bytes / kMiB : -1.0;  // one cast kernel, else no match
   };
-  EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true)"), false, "linear_qkv.quantizer"), 8);
-  EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true)"), true, "linear_qkv.quantizer"), 6);
+  EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true)"), false, "linear_qkv.quantizer"), 4);
+  EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true)"), true, "linear_proj.quantizer"), 6);
   EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true, "fp8_recipe": "tensorwise")"), false, "linear_fc2.quantizer"), 48);
   EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true, "fp8_recipe": "blockwise")"), false, "linear_qkv.quantizer"), 8.125);
   EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true, "fp8_recipe": "mxfp8")"), true, "linear_fc2.quantizer"), 32.5);
@@ -250,7 +253,9 @@ TEST(Fp8Recipe, CastKernelBytesPerRecipe) {
         "world_size": 2, "tp_size": 2, "enable_sequence_parallel": true, "fp8": true)") + te + "}",
                          "s.json");
   };
-  EXPECT_DOUBLE_EQ(cast_mib(tp2(R"(, "te_version": "2.8.0")"), false, "linear_qkv.quantizer"), 3);
+  const auto sp = layer_leaves(tp2(R"(, "te_version": "2.8.0")"), false);
+  EXPECT_TRUE(leaf_named(sp, "linear_qkv.quantizer").kernels[kFwd].empty());
+  EXPECT_DOUBLE_EQ(leaf_named(sp, "input_layernorm").kernels[kFwd][0].bytes, 3 * kMiB + 2048);
   EXPECT_DOUBLE_EQ(cast_mib(tp2(R"(, "te_version": "2.8.0")"), false, "linear_fc2.quantizer"), 16);
   EXPECT_DOUBLE_EQ(cast_mib(tp2(R"(, "te_version": "1.9.0")"), false, "linear_fc2.quantizer"), 12);
   EXPECT_DOUBLE_EQ(cast_mib(tp2(""), false, "linear_fc2.quantizer"), 12);
