@@ -261,6 +261,32 @@ TEST(Fp8Recipe, CastKernelBytesPerRecipe) {
   EXPECT_DOUBLE_EQ(cast_mib(tp2(""), false, "linear_fc2.quantizer"), 12);
 }
 
+// tp 2 with sequence parallelism: TE all-gathers the quantized tensors. QKV's input, T · h =
+// 2 Mi elements gathered, forward and again for the wgrad GEMM: delayed 1 byte each, 2 MiB (bf16
+// 4 MiB); mxfp8 (B200) one usage with its E8M0 scales, 2.0625 MiB. fc2's output gradient,
+// T · h = 2 Mi elements: delayed its row-wise fp8 data, 2 MiB; mxfp8 both usages, 4.125 MiB. The
+// input gradients are reduce-scattered in bf16 (4 MiB); the compat mode gathers bf16.
+TEST(Fp8Recipe, SequenceParallelGathersMoveTheQuantizedTensors) {
+  auto tp2 = [](const char* recipe) {
+    return load_strategy(std::string(R"({"seq_len": 2048, "micro_batch_size": 1, "micro_batch_num": 1,
+        "world_size": 2, "tp_size": 2, "enable_sequence_parallel": true, "fp8": true, "fp8_recipe": ")") +
+                             recipe + R"("})",
+                         "s.json");
+  };
+  auto mib = [](const Leaf& l, int phase) { return l.comms[phase].empty() ? -1.0 : l.comms[phase][0].bytes / kMiB; };
+  auto L = layer_leaves(tp2("delayed"), false);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_qkv"), kFwd), 2);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_qkv"), kBwdW), 2);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_qkv"), kBwdAct), 4);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_fc2"), kBwdAct), 2);
+  L = layer_leaves(tp2("mxfp8"), true);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_qkv"), kFwd), 2.0625);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_fc2"), kBwdAct), 4.125);
+  L = layer_leaves(tp2("delayed"), false, Mode::SimuMax12);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_qkv"), kFwd), 4);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_fc2"), kBwdAct), 4);
+}
+
 // In a plan: the 4-layer model on pp 2 (2 layers a stage), 4 micro-batches. Blockwise against
 // delayed on H100 and mxfp8 against delayed on B200 raise the saved activations of one
 // micro-batch on the first stage by 2 layers × 14/32 MiB = 7/8 MiB. The mxfp8 stage's liveness
