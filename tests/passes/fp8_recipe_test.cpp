@@ -287,6 +287,40 @@ TEST(Fp8Recipe, SequenceParallelGathersMoveTheQuantizedTensors) {
   EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_fc2"), kBwdAct), 4);
 }
 
+// The Linears whose input a fused norm writes (Leaf::fp8_norm_fused; Megatron's TE layer spec,
+// TELayerNormColumnParallelLinear): a GQA/MHA layer's QKV and a dense layer's fc1; MLA's up
+// projections (with their latent norms), not its down projections (the input norm is a TENorm
+// feeding both); in a MoE layer not the shared expert's fc1 (the pre-MLP norm is a TENorm).
+TEST(Fp8Recipe, TheLinearsMegatronFusesWithTheirNorm) {
+  auto fused = [](const std::vector<Leaf>& L) {
+    std::vector<std::string> out;
+    for (const auto& l : L)
+      if (l.fp8_norm_fused) out.emplace_back(l.name);
+    return out;
+  };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(fused(layer_leaves(R"("fp8": true)", false)), (Names{"linear_qkv", "linear_fc1"}));
+  const ModelConfig m = load_model(R"({"model_type": "moe", "model_name": "mla_small", "attention_type": "mla",
+      "hidden_size": 1024, "head_num": 8, "kv_head_num": 8, "head_size": 128, "intermediate_size": 2048,
+      "moe_ffn_hidden_size": 512, "moe_shared_expert_intermediate_size": 512, "layer_num": 2, "dense_layers": 1,
+      "expert_num": 8, "topk": 2, "v_head_dim": 128, "qk_head_dim": 128, "qk_pos_emb_head_dim": 64,
+      "q_lora_rank": 256, "kv_lora_rank": 128, "vocab_size": 1024, "use_swiglu": true})",
+                                   "mla_small.json");
+  const StrategyConfig s = strategy(R"("fp8": true)");
+  const Plan plan = resolve_plan(m, s, test::preset_system("h100-sxm-80g"), Mode::Default);
+  ChunkSpec spec = plan.chunks[0][0];
+  spec.embedding = spec.head = false;
+  const Chunk chunk = build_chunk(m, s, plan.padded_vocab, spec, ChunkEnv{.mode = Mode::Default});
+  ASSERT_EQ(chunk.templates.size(), 2u);
+  for (const auto& t : chunk.templates) {
+    if (t->moe) {
+      EXPECT_EQ(fused(t->leaves), (Names{"q_up_proj", "kv_up_proj"}));
+    } else {
+      EXPECT_EQ(fused(t->leaves), (Names{"q_up_proj", "kv_up_proj", "linear_fc1"}));
+    }
+  }
+}
+
 // In a plan: the 4-layer model on pp 2 (2 layers a stage), 4 micro-batches. Blockwise against
 // delayed on H100 and mxfp8 against delayed on B200 raise the saved activations of one
 // micro-batch on the first stage by 2 layers × 14/32 MiB = 7/8 MiB. The mxfp8 stage's liveness
