@@ -101,6 +101,7 @@ struct Leaf {
   RecomputeStatus status = RecomputeStatus::None;
   bool grouped = false;
   bool fp8_cast_transpose = false;  // TE's forward cast of the fp8 input also writes its transpose
+  bool fp8_norm_fused = false;      // TE LayerNormLinear: the norm just before writes this input
   // The host's side (compute/host_cost.h): a TransformerEngine module call (else PyTorch eager
   // ops), and a sync point: the host waits for the device to finish every op before this one
   // (a device-to-host read such as the dropless MoE dispatcher's tokens per expert).

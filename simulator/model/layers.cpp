@@ -92,12 +92,16 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
       down("kv_down_proj", H, kvl + dr);
       layer_norm(L.emplace_back(), gathered, "q_layernorm", ql);
       linear_col(L.emplace_back(), c, "q_up_proj", ql, h * (dq + dr));
+      L.back().fp8_norm_fused = c.s.fuse.fused_norm;
     } else {
       linear_col(L.emplace_back(), c, "q_proj", H, h * (dq + dr));
       down("kv_down_proj", H, kvl + dr);
     }
     layer_norm(L.emplace_back(), gathered, "kv_layernorm", kvl);
     linear_col(L.emplace_back(), c, "kv_up_proj", kvl, h * (dq + dv));
+    // Megatron's MLA spec: the up projections are TELayerNormColumnParallelLinear (the latent
+    // norms fused in); the input norm is a TENorm feeding both down projections.
+    L.back().fp8_norm_fused = c.s.fuse.fused_norm;
     zero_leaf(L.emplace_back(), "rotary_emb");
     core_attention(L.emplace_back(), c, dq + dr, dv, true);
     if (split) {
@@ -108,6 +112,7 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
   } else {
     const double d = static_cast<double>(m.head_size.value_or(0));
     linear_col(L.emplace_back(), c, "linear_qkv", H, (h + 2 * kv) * d);
+    L.back().fp8_norm_fused = c.s.fuse.fused_norm;  // TELayerNormColumnParallelLinear
     if (env.mode == Mode::Default && m.qk_layernorm) qk_layernorm(L.emplace_back(), c, d);
     zero_leaf(L.emplace_back(), "rotary_emb");
     core_attention(L.emplace_back(), c, d, d, false);
@@ -125,6 +130,7 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
   static constexpr MlpNames kShared{"shared_expert.linear_fc1", "shared_expert.swiglu", "shared_expert.gelu",
                                     "shared_expert.linear_fc2"};
   auto dense_mlp = [&](const MlpNames& n, double I) {
+    const size_t fc1 = L.size();
     if (m.use_swiglu) {
       linear_col(L.emplace_back(), c, n.fc1, H, 2 * I);
       swiglu(L.emplace_back(), c, I / s.par.tp);
@@ -134,6 +140,9 @@ LayerTemplate make_layer(const Ctx& c, LayerKind kind) {
       gelu(L.emplace_back(), c, I / s.par.tp);
       L.back().name = n.gelu;
     }
+    // Megatron's TE layer spec: a dense layer's fc1 is TELayerNormColumnParallelLinear (the
+    // pre-MLP norm fused in); a shared expert's is TEColumnParallelLinear after a TENorm.
+    L[fc1].fp8_norm_fused = &n == &kDense && c.s.fuse.fused_norm;
     linear_row(L.emplace_back(), c, n.fc2, I, H);
   };
   // In MoE models the peer builds dense MLPs (leading dense layers and shared experts) with

@@ -123,6 +123,18 @@ bool fp8_cast_transpose(const Ctx& c, bool column_parallel, bool sequence_parall
   return !column_parallel && c.s.fuse.te.at_least(2, 0);
 }
 
+// Bytes per element a sequence-parallel all-gather of a fp8 Linear moves in the default mode:
+// TE gathers the quantized tensor (TE 2.8 distributed.py gather_along_first_dim with a
+// quantizer: _all_gather_fp8 the row-wise fp8 data, _all_gather_fp8_blockwise and
+// _all_gather_mxfp8 the data and scales of each usage asked for), `both`: row- and column-wise (a
+// gradient's). The compat mode and bf16 gather the training dtype.
+double sp_gather_bytes(const Ctx& c, bool fp8, bool both) {
+  if (!fp8 || !c.megatron) return c.e;
+  const Fp8Recipe r = c.s.prec.fp8_recipe;
+  const bool per_tensor = r == Fp8Recipe::Delayed || r == Fp8Recipe::Tensorwise;
+  return (both && !per_tensor ? 2 : 1) * fp8_saved_input_bytes(r);
+}
+
 // Column-parallel Linear (Megatron ColumnParallelLinear): SP all-gathers its input.
 void linear_col(Leaf& l, const Ctx& c, std::string_view name, double in, double out, bool allow_fp8) {
   l.name = name;
@@ -133,9 +145,12 @@ void linear_col(Leaf& l, const Ctx& c, std::string_view name, double in, double 
   linear_common(c, l, c.S_l, in, out_l, 2 * X_in * out_l, X_in, X_out, W, fp8);
   const double ag_bytes = c.B * c.S_l * in * c.e;
   if (c.sp) {
-    add_comm(l, kFwd, Collective::AllGather, Group::TP, ag_bytes, c.tp, "tp");
+    // The input is gathered in fp8 forward and again for the wgrad GEMM (one usage each); the
+    // input gradient is reduce-scattered in bf16.
+    const double fp8_ag = c.B * c.S_l * in * sp_gather_bytes(c, fp8, false);
+    add_comm(l, kFwd, Collective::AllGather, Group::TP, fp8_ag, c.tp, "tp");
     add_comm(l, kBwdAct, Collective::ReduceScatter, Group::TP, ag_bytes, c.tp, "tp");
-    add_comm(l, kBwdW, Collective::AllGather, Group::TP, ag_bytes, c.tp, "tp");
+    add_comm(l, kBwdW, Collective::AllGather, Group::TP, fp8_ag, c.tp, "tp");
   } else {
     add_comm(l, kBwdAct, Collective::AllReduce, Group::TP, ag_bytes, c.tp, "tp");
   }
@@ -161,8 +176,9 @@ void linear_row(Leaf& l, const Ctx& c, std::string_view name, double in, double 
   l.kernels[kBwdW][0].bytes = X_out * 2 + X_in * a + (c.s.prec.fused_grad_accumulation ? W * 4 : 0);
   const double bytes = c.B * c.S_l * out * c.e;
   if (c.sp) {
+    // The output gradient is gathered in fp8 (base.py grad_output_preprocess; both usages).
     add_comm(l, kFwd, Collective::ReduceScatter, Group::TP, bytes, c.tp, "tp");
-    add_comm(l, kBwdAct, Collective::AllGather, Group::TP, bytes, c.tp, "tp");
+    add_comm(l, kBwdAct, Collective::AllGather, Group::TP, c.B * c.S_l * out * sp_gather_bytes(c, fp8, true), c.tp, "tp");
   } else {
     add_comm(l, kFwd, Collective::AllReduce, Group::TP, bytes, c.tp, "tp");
   }

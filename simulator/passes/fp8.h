@@ -11,8 +11,11 @@ namespace trainsim {
 
 /// Inserts, before every fp8 GEMM leaf, the quantizer leaf that casts its bf16 input to fp8 under
 /// `recipe` (reads the input, writes what fp8_cast_write_bytes says). `grad_output` (default
-/// mode): the quantizer also prices the current-scaling amax pass (`tensorwise`) and, as its
-/// backward, TE's quantize of the GEMM's output gradient (`blackwell`: no transpose).
+/// mode): the work TransformerEngine 2.x runs: the current-scaling amax pass (`tensorwise`), the
+/// cast fused into the norm of a LayerNormLinear (Leaf::fp8_norm_fused: that norm leaf, just
+/// before the GEMM, writes fp8 under delayed scaling), and in the backward the quantize of the
+/// GEMM's output gradient (on the local shard before a sequence-parallel all-gather) and the
+/// fp8 transposes Hopper needs for the wgrad GEMM (`blackwell`: none).
 void insert_quantizers(std::vector<Leaf>& leaves, Fp8Recipe recipe, bool grad_output = false, bool blackwell = false);
 
 /// Bytes the forward cast of a Linear input writes per element under `recipe`: the fp8 copies

@@ -225,22 +225,25 @@ TEST(Fp8Recipe, SequenceParallelSavesTheLocalShardWithItsScales) {
 
 // The cast before each fp8 GEMM reads the bf16 input and writes per element: delayed and
 // tensorwise one byte, two on Hopper where the cast also writes the transpose (no sequence-parallel
-// fp8 gather); blockwise and mxfp8 2 × (1 + 1/32). tp 1: QKV's input, 2 Mi elements, 4 MiB read;
-// delayed on H100 4 + 4 = 8 MiB, on B200 4 + 2 = 6, blockwise 4 + 4.125 = 8.125. fc2's, 8 Mi:
-// tensorwise on H100 16 + 16 + 16 = 48 MiB (current scaling reads the input twice: its amax pass,
-// then the cast), mxfp8 on B200 16 + 16.5 = 32.5.
-// tp 2 with SP, delayed on H100: QKV all-gathers its fp8 row-wise shard (T/2 · h = 1 Mi elements),
-// so its cast writes no transpose: 2 + 1 = 3 MiB. fc2 (row-parallel, T · 4h/2 = 4 Mi elements)
-// writes it under TE 2.x, 8 + 8 = 16 MiB, not under TE 1.x (any SP Linear; also when no
-// te_version is given), 8 + 4 = 12. The compat mode's cast writes one copy: QKV 6 MiB on H100.
+// fp8 gather); blockwise and mxfp8 2 × (1 + 1/32). tp 1: the projection's input, 2 Mi elements,
+// 4 MiB read; delayed on B200 4 + 2 = 6 MiB. QKV's input (2 Mi elements) is its fused norm's
+// output: delayed on H100 the norm writes fp8 and only the transpose runs, 2 + 2 = 4 MiB;
+// blockwise is cast after the norm, 4 + 4.125 = 8.125. fc2's, 8 Mi: tensorwise on H100
+// 16 + 16 + 16 = 48 MiB (current scaling reads the input twice: its amax pass, then the cast),
+// mxfp8 on B200 16 + 16.5 = 32.5.
+// tp 2 with SP, delayed on H100: QKV all-gathers its fp8 row-wise shard (T/2 · h = 1 Mi
+// elements), which the norm writes: no cast kernel, the norm's forward 1 Mi · (2 + 1) bytes +
+// 2 KiB of weight. fc2 (row-parallel, T · 4h/2 = 4 Mi elements) writes the transpose under TE
+// 2.x, 8 + 8 = 16 MiB, not under TE 1.x (any SP Linear; also when no te_version is given),
+// 8 + 4 = 12. The compat mode's cast writes one copy: QKV 6 MiB on H100.
 TEST(Fp8Recipe, CastKernelBytesPerRecipe) {
   auto cast_mib = [](const StrategyConfig& s, bool blackwell, const char* leaf, Mode mode = Mode::Default) {
     const auto leaves = layer_leaves(s, blackwell, mode);
     const auto& k = leaf_named(leaves, leaf).kernels[kFwd];
     return k.size() == 1 ? k[0].bytes / kMiB : -1.0;  // one cast kernel, else no match
   };
-  EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true)"), false, "linear_qkv.quantizer"), 8);
-  EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true)"), true, "linear_qkv.quantizer"), 6);
+  EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true)"), false, "linear_qkv.quantizer"), 4);
+  EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true)"), true, "linear_proj.quantizer"), 6);
   EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true, "fp8_recipe": "tensorwise")"), false, "linear_fc2.quantizer"), 48);
   EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true, "fp8_recipe": "blockwise")"), false, "linear_qkv.quantizer"), 8.125);
   EXPECT_DOUBLE_EQ(cast_mib(strategy(R"("fp8": true, "fp8_recipe": "mxfp8")"), true, "linear_fc2.quantizer"), 32.5);
@@ -250,10 +253,72 @@ TEST(Fp8Recipe, CastKernelBytesPerRecipe) {
         "world_size": 2, "tp_size": 2, "enable_sequence_parallel": true, "fp8": true)") + te + "}",
                          "s.json");
   };
-  EXPECT_DOUBLE_EQ(cast_mib(tp2(R"(, "te_version": "2.8.0")"), false, "linear_qkv.quantizer"), 3);
+  const auto sp = layer_leaves(tp2(R"(, "te_version": "2.8.0")"), false);
+  EXPECT_TRUE(leaf_named(sp, "linear_qkv.quantizer").kernels[kFwd].empty());
+  EXPECT_DOUBLE_EQ(leaf_named(sp, "input_layernorm").kernels[kFwd][0].bytes, 3 * kMiB + 2048);
   EXPECT_DOUBLE_EQ(cast_mib(tp2(R"(, "te_version": "2.8.0")"), false, "linear_fc2.quantizer"), 16);
   EXPECT_DOUBLE_EQ(cast_mib(tp2(R"(, "te_version": "1.9.0")"), false, "linear_fc2.quantizer"), 12);
   EXPECT_DOUBLE_EQ(cast_mib(tp2(""), false, "linear_fc2.quantizer"), 12);
+}
+
+// tp 2 with sequence parallelism: TE all-gathers the quantized tensors. QKV's input, T · h =
+// 2 Mi elements gathered, forward and again for the wgrad GEMM: delayed 1 byte each, 2 MiB (bf16
+// 4 MiB); mxfp8 (B200) one usage with its E8M0 scales, 2.0625 MiB. fc2's output gradient,
+// T · h = 2 Mi elements: delayed its row-wise fp8 data, 2 MiB; mxfp8 both usages, 4.125 MiB. The
+// input gradients are reduce-scattered in bf16 (4 MiB); the compat mode gathers bf16.
+TEST(Fp8Recipe, SequenceParallelGathersMoveTheQuantizedTensors) {
+  auto tp2 = [](const char* recipe) {
+    return load_strategy(std::string(R"({"seq_len": 2048, "micro_batch_size": 1, "micro_batch_num": 1,
+        "world_size": 2, "tp_size": 2, "enable_sequence_parallel": true, "fp8": true, "fp8_recipe": ")") +
+                             recipe + R"("})",
+                         "s.json");
+  };
+  auto mib = [](const Leaf& l, int phase) { return l.comms[phase].empty() ? -1.0 : l.comms[phase][0].bytes / kMiB; };
+  auto L = layer_leaves(tp2("delayed"), false);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_qkv"), kFwd), 2);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_qkv"), kBwdW), 2);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_qkv"), kBwdAct), 4);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_fc2"), kBwdAct), 2);
+  L = layer_leaves(tp2("mxfp8"), true);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_qkv"), kFwd), 2.0625);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_fc2"), kBwdAct), 4.125);
+  L = layer_leaves(tp2("delayed"), false, Mode::SimuMax12);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_qkv"), kFwd), 4);
+  EXPECT_DOUBLE_EQ(mib(leaf_named(L, "linear_fc2"), kBwdAct), 4);
+}
+
+// The Linears whose input a fused norm writes (Leaf::fp8_norm_fused; Megatron's TE layer spec,
+// TELayerNormColumnParallelLinear): a GQA/MHA layer's QKV and a dense layer's fc1; MLA's up
+// projections (with their latent norms), not its down projections (the input norm is a TENorm
+// feeding both); in a MoE layer not the shared expert's fc1 (the pre-MLP norm is a TENorm).
+TEST(Fp8Recipe, TheLinearsMegatronFusesWithTheirNorm) {
+  auto fused = [](const std::vector<Leaf>& L) {
+    std::vector<std::string> out;
+    for (const auto& l : L)
+      if (l.fp8_norm_fused) out.emplace_back(l.name);
+    return out;
+  };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(fused(layer_leaves(R"("fp8": true)", false)), (Names{"linear_qkv", "linear_fc1"}));
+  const ModelConfig m = load_model(R"({"model_type": "moe", "model_name": "mla_small", "attention_type": "mla",
+      "hidden_size": 1024, "head_num": 8, "kv_head_num": 8, "head_size": 128, "intermediate_size": 2048,
+      "moe_ffn_hidden_size": 512, "moe_shared_expert_intermediate_size": 512, "layer_num": 2, "dense_layers": 1,
+      "expert_num": 8, "topk": 2, "v_head_dim": 128, "qk_head_dim": 128, "qk_pos_emb_head_dim": 64,
+      "q_lora_rank": 256, "kv_lora_rank": 128, "vocab_size": 1024, "use_swiglu": true})",
+                                   "mla_small.json");
+  const StrategyConfig s = strategy(R"("fp8": true)");
+  const Plan plan = resolve_plan(m, s, test::preset_system("h100-sxm-80g"), Mode::Default);
+  ChunkSpec spec = plan.chunks[0][0];
+  spec.embedding = spec.head = false;
+  const Chunk chunk = build_chunk(m, s, plan.padded_vocab, spec, ChunkEnv{.mode = Mode::Default});
+  ASSERT_EQ(chunk.templates.size(), 2u);
+  for (const auto& t : chunk.templates) {
+    if (t->moe) {
+      EXPECT_EQ(fused(t->leaves), (Names{"q_up_proj", "kv_up_proj"}));
+    } else {
+      EXPECT_EQ(fused(t->leaves), (Names{"q_up_proj", "kv_up_proj", "linear_fc1"}));
+    }
+  }
 }
 
 // In a plan: the 4-layer model on pp 2 (2 layers a stage), 4 micro-batches. Blockwise against
