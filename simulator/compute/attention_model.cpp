@@ -73,7 +73,11 @@ bool solve(const double g[kAttentionTerms][kAttentionTerms], const double r[kAtt
 AttentionFit fit_attention(const std::vector<AttentionShape>& shapes, const std::vector<double>& eff) {
   AttentionFit best;
   const size_t np = std::min(shapes.size(), eff.size());
-  if (np < kAttentionStructurePoints) return best;
+  std::vector<double> seqs;
+  for (size_t i = 0; i < np; ++i) seqs.push_back(shapes[i].seq);
+  std::sort(seqs.begin(), seqs.end());
+  const auto distinct = static_cast<size_t>(std::unique(seqs.begin(), seqs.end()) - seqs.begin());
+  if (np < kAttentionStructurePoints || distinct < kAttentionStructureSeqs) return best;
   std::vector<double> t(np);
   for (size_t i = 0; i < np; ++i) t[i] = attention_flops(shapes[i]) / eff[i];
   double best_sse = std::numeric_limits<double>::infinity();

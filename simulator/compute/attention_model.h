@@ -36,9 +36,12 @@ inline constexpr double kAttentionTile = 128;
 inline constexpr int kAttentionParallelFrom = 20, kAttentionParallelTo = 44, kAttentionParallelSteps = 4;
 /// Terms c0 … c3 above.
 inline constexpr int kAttentionTerms = 4;
-/// Fewest points the structure is fitted from (twice its five parameters): with fewer, the
-/// measured-points model answers from its nearest points alone.
+/// Fewest points the structure is fitted from (twice its five parameters), and fewest distinct
+/// sequence lengths among them (its terms differ only in how they grow with the sequence: at one
+/// length, as SimuMax's A100-PCIe file's 12 shapes at 4096, P and the c trade off freely). With
+/// fewer, the measured-points model answers from its nearest points alone.
 inline constexpr size_t kAttentionStructurePoints = 10;
+inline constexpr size_t kAttentionStructureSeqs = 3;
 
 /// An attention key's dimensions (KeyKind::Sdpa fields).
 struct AttentionShape {
@@ -65,7 +68,8 @@ struct AttentionFit {
 };
 
 /// Fits the structure to shapes and their efficiencies (> 0). Not fitted (parallel 0) for fewer
-/// than kAttentionStructurePoints points or when no subset of terms fits with c ≥ 0.
+/// than kAttentionStructurePoints points or kAttentionStructureSeqs sequence lengths, or when no
+/// subset of terms fits with c ≥ 0.
 [[nodiscard]] AttentionFit fit_attention(const std::vector<AttentionShape>& shapes, const std::vector<double>& eff);
 
 }  // namespace trainsim
