@@ -4,9 +4,10 @@
 //
 // FlashAttention-2/3 and cuDNN's fused attention tile the sequence: the forward launches one CTA
 // per (batch, head, block of kAttentionTile query rows) (flash_fwd_launch_template.h: grid
-// (ceil(seqlen_q / kBlockM), h, b)), the backward one per block of key rows, and each CTA loops
-// over the blocks of the other side, under a causal mask only over those at or below the
-// diagonal (n_block_max in flash_fwd_kernel.h). So with q = ceil(S / tile) blocks:
+// (ceil(seqlen_q / kBlockM), b, h)), the backward one per block of key rows (kBlockN, the grid of
+// flash_bwd_launch_template.h), and each CTA loops over the blocks of the other side, under a
+// causal mask only over those at or below the diagonal (n_block_max in flash_fwd_kernel.h).
+// So with q = ceil(S / tile) blocks:
 // - CTAs = B·H·q, each paying a fixed cost (load Q, softmax rescale, write O / dQ dK dV);
 // - tile pairs = B·H·q(q+1)/2, each a QKᵀ and a PV product of tile² · (d_qk + d_v) FLOPs plus a
 //   softmax whose cost does not grow with the head dim (FlashAttention-3's reason to overlap
@@ -18,8 +19,9 @@
 //   t = c0 + c1·ceil(CTAs / P) + (c2 + c3·(d_qk + d_v)/256)·max(pairs / P, q),
 // c0 a fixed cost (the launch, and what the measured shapes' range leaves to the intercept), c1 a
 // wave of CTAs' fixed cost, c2 a round of P tile pairs' head-dim-independent cost, c3 its cost at
-// d_qk + d_v = 256. The c ≥ 0 are least squares on the relative time error (every subset
-// of the terms, the best non-negative one), P the best of kAttentionParallel octave steps.
+// d_qk + d_v = 256. The c ≥ 0 are least squares on the relative time error (every subset of
+// the terms, the best non-negative one), P the best of the kAttentionParallel* steps. Rows are
+// batch · max(heads, KV heads), as the FLOP convention counts them.
 #pragma once
 
 #include <cstddef>

@@ -16,9 +16,10 @@
 // their geometric mean); otherwise the inverse-square-distance weighted mean of log efficiency of
 // the kPointNeighbours nearest points of the class (every point when the class has none),
 // labelled extrapolated when a feature lies outside the range the class's points span, else
-// interpolated. Attention with at least kAttentionStructurePoints points: the kernel's time
-// structure (compute/attention_model.h) is fitted to every point of the model and the nearest
-// points average their log residuals to it, added to its log efficiency at the key. The measurements carry the ~10 % scatter of repeat timings (docs), which a
+// interpolated. Attention with at least kAttentionStructurePoints points at
+// kAttentionStructureSeqs sequence lengths: the kernel's time structure
+// (compute/attention_model.h) is fitted to every point of the model and the nearest points
+// average their log residuals to it, added to its log efficiency at the key. The measurements carry the ~10 % scatter of repeat timings (docs), which a
 // smoother would only average the same way.
 #pragma once
 

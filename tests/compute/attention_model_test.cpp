@@ -67,7 +67,8 @@ TEST(AttentionModelTest, FitRecoversTheSyntheticKernel) {
   const std::vector<AttentionShape> few(shapes.begin(), shapes.begin() + 9);
   EXPECT_FALSE(fit_attention(few, std::vector<double>(eff.begin(), eff.begin() + 9)).fitted());
   // Two sequence lengths (the first 18 shapes: 1024 and 2048): not fitted; three: fitted.
-  const std::vector<AttentionShape> two(shapes.begin(), shapes.begin() + 18), three(shapes.begin(), shapes.begin() + 27);
+  const std::vector<AttentionShape> two(shapes.begin(), shapes.begin() + 18);
+  const std::vector<AttentionShape> three(shapes.begin(), shapes.begin() + 27);
   EXPECT_FALSE(fit_attention(two, std::vector<double>(eff.begin(), eff.begin() + 18)).fitted());
   EXPECT_TRUE(fit_attention(three, std::vector<double>(eff.begin(), eff.begin() + 27)).fitted());
 }
