@@ -42,6 +42,16 @@ void print_held_out(const std::string& name, const char* kind, size_t points, st
               without ? strprintf("  (%zu without a neighbour)", without).c_str() : "");
 }
 
+// An attention model's fitted structure (compute/attention_model.h), its terms in µs at the op's
+// peak: the fixed cost, a CTA wave's, a round of P tile pairs' apart from and at d_qk + d_v = 256.
+void print_structure(const AttentionFit& f, double peak_flops) {
+  if (!f.fitted() || !(peak_flops > 0)) return;
+  const auto us = [&](double c) { return 1e6 * c / peak_flops; };
+  std::printf("    structure: P %.0f CTAs at once; fixed %.2f us, per CTA wave %.3f us, per round of P tile pairs "
+              "%.3f + %.3f us at d_qk+d_v 256; fit rms %.2f %% over %zu points\n",
+              f.parallel, us(f.c[0]), us(f.c[1]), us(f.c[2]), us(f.c[3]), 100 * f.rms, f.points);
+}
+
 // A message size as nccl-tests prints it: B, KiB, MiB or GiB.
 std::string size_text(double bytes) {
   const char* unit[] = {"B", "KiB", "MiB", "GiB"};
@@ -157,6 +167,7 @@ int evaluate(const std::string& system_arg, double min_m) {
       }
     }
     print_held_out(name, "points", op.point_model->points(), errs, without);
+    print_structure(op.point_model->structure(), op.peak_flops);
   }
   // Grouped-GEMM models: every point without it (its expert shape's other token counts), and
   // without its whole expert shape (a shape the tables lack).

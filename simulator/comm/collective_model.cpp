@@ -66,6 +66,9 @@ CollectiveCurve::CollectiveCurve(int64_t n, double bus, std::vector<double> byte
     t_.push_back(time_s[i]);
     lb_.push_back(std::log(bytes[i]));
   }
+  // The monotone envelope: a size answers no slower than any larger measured size.
+  te_ = t_;
+  for (size_t i = te_.size(); i-- > 1;) te_[i - 1] = std::min(te_[i - 1], te_[i]);
   fit();
 }
 
@@ -84,7 +87,7 @@ void CollectiveCurve::fit() {
   std::map<std::pair<size_t, size_t>, LineFit> fits;
   auto line_of = [&](size_t a, size_t b) -> const LineFit& {
     auto [it, fresh] = fits.try_emplace({a, b});
-    if (fresh) it->second = fit_line(x, t_, a, b);
+    if (fresh) it->second = fit_line(x, te_, a, b);
     return it->second;
   };
   cut[0] = 0;
@@ -125,9 +128,9 @@ void CollectiveCurve::fit() {
     }
     regimes_[s].upto_bytes = at;
   }
-  const LineFit all = fit_line(x, t_, 0, np);
+  const LineFit all = fit_line(x, te_, 0, np);
   base_ = {all.alpha, all.beta, std::numeric_limits<double>::infinity()};
-  for (size_t i = 0; i < np; ++i) r_[i] = std::log(t_[i] / line(bytes_[i]));
+  for (size_t i = 0; i < np; ++i) r_[i] = std::log(te_[i] / line(bytes_[i]));
 }
 
 double CollectiveCurve::line(double bytes) const { return base_.alpha_s + bytes * bus_ * base_.beta_s_per_byte; }
@@ -143,8 +146,8 @@ CollectiveAnswer CollectiveCurve::predict(double bytes) const {
   if (np == 0 || !(bytes > 0)) return {};
   const double lb = std::log(bytes);
   const size_t i = static_cast<size_t>(std::upper_bound(lb_.begin(), lb_.end(), lb) - lb_.begin());
-  if (i > 0 && lb - lb_[i - 1] < 1e-9) return {t_[i - 1], EfficiencySource::Measured};
-  if (i < np && lb_[i] - lb < 1e-9) return {t_[i], EfficiencySource::Measured};
+  if (i > 0 && lb - lb_[i - 1] < 1e-9) return {te_[i - 1], EfficiencySource::Measured};
+  if (i < np && lb_[i] - lb < 1e-9) return {te_[i], EfficiencySource::Measured};
   double r;
   EfficiencySource src = EfficiencySource::Interpolated;
   if (i == 0 || i == np) {

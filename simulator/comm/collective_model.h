@@ -6,8 +6,12 @@
 // (algorithm, protocol) as latency + bytes / bandwidth and runs the fastest, LL (lowest latency,
 // half the bandwidth: 8-byte stores carrying 4 bytes of data), LL128 (120 of every 128 bytes
 // data) and Simple (full bandwidth, the highest latency), and it adds channels as messages grow.
-// Time over size is a chain of lines with rising latency and falling time per byte. Per group
-// size the model fits:
+// Time over size is a chain of lines with rising latency and falling time per byte: each
+// candidate's time rises with the size, so their minimum, what NCCL runs, never falls. A measured
+// time above that of a larger size is a timing glitch (a late launch or a preempted rank: it only
+// ever adds time): the model works on the monotone envelope, each time replaced by the least
+// time of its and every larger size (nccl-tests tables show such points, e.g. an H100 all-to-all
+// of 8 ranks at 2 KiB slower than at 64 KiB). Per group size the model fits:
 // - the α–β line t = α + x·β in the bus bytes x = size·scale·(n+offset)/n (α the latency floor,
 //   1/β the saturated bus bandwidth), least squares on the relative error with α, β ≥ 0;
 // - the protocol regimes: up to kCollectiveRegimes contiguous runs of sorted sizes, a line each
@@ -16,8 +20,8 @@
 //   runs (else at the geometric mean of the runs' neighbouring sizes). They describe the curve
 //   (`system evaluate` prints them); as the base of the interpolation they held out worse than
 //   the single line (docs/calibration.md: a held-out size moves the switches);
-// - the measured points' residuals log(t / line) interpolated linearly in log size: a measured
-//   size is answered exactly (measured), one between two measured sizes by the line corrected by
+// - the envelope's residuals log(t / line) interpolated linearly in log size: a measured size
+//   is answered by its envelope time (measured: its own time unless a larger size ran faster), one between two measured sizes by the line corrected by
 //   its neighbours (interpolated: the switches and channel steps are in the residuals), one
 //   beyond them by the line with the residual of the nearest end (extrapolated: below, the
 //   latency floor; above, the saturated bandwidth).
@@ -62,7 +66,11 @@ class CollectiveCurve {
   [[nodiscard]] int64_t n() const { return n_; }
   [[nodiscard]] double bus() const { return bus_; }
   [[nodiscard]] const std::vector<double>& bytes() const { return bytes_; }
+  /// The times as measured (written back to the system file).
   [[nodiscard]] const std::vector<double>& times() const { return t_; }
+  /// The monotone envelope that is fitted and answered: min over the times of this and every
+  /// larger size.
+  [[nodiscard]] const std::vector<double>& envelope() const { return te_; }
   [[nodiscard]] const std::vector<Regime>& regimes() const { return regimes_; }
   /// The α–β line (α, β; upto_bytes infinite).
   [[nodiscard]] const Regime& base() const { return base_; }
@@ -76,7 +84,9 @@ class CollectiveCurve {
   void fit();
   int64_t n_;
   double bus_;
-  std::vector<double> bytes_, t_, lb_, r_;  // sorted sizes, times, log sizes, residuals
+  // Sorted sizes, times as measured, their monotone envelope (what is fitted and answered), log
+  // sizes, residuals of the envelope to the line.
+  std::vector<double> bytes_, t_, te_, lb_, r_;
   std::vector<Regime> regimes_;
   Regime base_;
 };

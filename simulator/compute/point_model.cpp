@@ -94,6 +94,18 @@ PointModel::PointModel(KeyKind kind, std::vector<std::pair<PackedKey, double>> p
       c.hi[d] = std::max(c.hi[d], p.x[d]);
     }
   }
+  resid_ = log_eff_;
+  if (kind_ == KeyKind::Sdpa) {
+    std::vector<AttentionShape> shapes;
+    for (const PackedKey& k : keys_) shapes.push_back(attention_shape(k));
+    structure_ = fit_attention(shapes, eff_);
+    if (structure_.fitted())
+      for (size_t i = 0; i < keys_.size(); ++i) resid_[i] -= structure_.log_efficiency(shapes[i]);
+  }
+}
+
+double PointModel::base_log_efficiency(const PackedKey& key) const {
+  return structure_.fitted() ? structure_.log_efficiency(attention_shape(key)) : 0;
 }
 
 std::vector<std::pair<PackedKey, double>> PointModel::entries() const {
@@ -107,11 +119,11 @@ EfficiencyAnswer PointModel::predict(const PackedKey& key) const {
   if (keys_.empty() || key.kind != kind_) return {};
   const PointFeatures f = point_features(key);
   if (f.n == 0) return {};
-  return predict_features(f, &key, -1);
+  return predict_features(f, &key, -1, base_log_efficiency(key));
 }
 
-bool PointModel::nearest(const PointFeatures& f, size_t begin, size_t end, bool skip_same, EfficiencyAnswer& out,
-                         bool& measured) const {
+bool PointModel::nearest(const PointFeatures& f, size_t begin, size_t end, bool skip_same, double base,
+                         EfficiencyAnswer& out, bool& measured) const {
   // The nearest kPointNeighbours (distance², index), kept sorted: a short insertion. Points of
   // the query's features (distance 0) are averaged apart: a measurement of the same shape.
   Nearest<kPointNeighbours> near;
@@ -147,14 +159,15 @@ bool PointModel::nearest(const PointFeatures& f, size_t begin, size_t end, bool 
     // very close one rather than dividing by zero.
     const double d = std::max(std::sqrt(near.items[j].first), 1e-6);
     const double w = 1 / std::pow(d, kPointDistancePower);
-    acc += w * log_eff_[near.items[j].second];
+    acc += w * resid_[near.items[j].second];
     wsum += w;
   }
-  out = {std::exp(acc / wsum), EfficiencySource::Interpolated};
+  out = {std::exp(base + acc / wsum), EfficiencySource::Interpolated};
   return true;
 }
 
-EfficiencyAnswer PointModel::predict_features(const PointFeatures& f, const PackedKey* key, long skip) const {
+EfficiencyAnswer PointModel::predict_features(const PointFeatures& f, const PackedKey* key, long skip,
+                                              double base) const {
   if (key) {
     if (const auto it = exact_.find(*key); it != exact_.end()) return {eff_[it->second], EfficiencySource::Measured};
   }
@@ -164,14 +177,14 @@ EfficiencyAnswer PointModel::predict_features(const PointFeatures& f, const Pack
   // The class's points, else every point (extrapolated).
   for (const Class& c : classes_) {
     if (c.cls != f.cls) continue;
-    if (!nearest(f, c.begin, c.end, skip_same, out, measured)) break;
+    if (!nearest(f, c.begin, c.end, skip_same, base, out, measured)) break;
     if (measured) return out;
     bool inside = true;
     for (int d = 0; d < f.n; ++d) inside = inside && f.x[d] >= c.lo[d] && f.x[d] <= c.hi[d];
     if (!inside) out.source = EfficiencySource::Extrapolated;
     return out;
   }
-  if (!nearest(f, 0, order_.size(), skip_same, out, measured)) return {};
+  if (!nearest(f, 0, order_.size(), skip_same, base, out, measured)) return {};
   if (!measured) out.source = EfficiencySource::Extrapolated;
   return out;
 }
@@ -180,7 +193,19 @@ std::vector<PointModel::HeldOut> PointModel::leave_one_out() const {
   std::vector<HeldOut> out;
   out.reserve(keys_.size());
   for (size_t i = 0; i < keys_.size(); ++i) {
-    const EfficiencyAnswer a = predict_features(features_[i], nullptr, static_cast<long>(i));
+    if (structure_.fitted()) {
+      // The structure refitted without the point's shape (its features and class).
+      std::vector<std::pair<PackedKey, double>> rest;
+      for (size_t j = 0; j < keys_.size(); ++j) {
+        const bool same = features_[j].cls == features_[i].cls &&
+                          std::equal(features_[j].x, features_[j].x + features_[j].n, features_[i].x);
+        if (!same) rest.emplace_back(keys_[j], eff_[j]);
+      }
+      const double predicted = rest.empty() ? 0 : PointModel(kind_, std::move(rest)).predict(keys_[i]).efficiency;
+      out.push_back({keys_[i], eff_[i], predicted});
+      continue;
+    }
+    const EfficiencyAnswer a = predict_features(features_[i], nullptr, static_cast<long>(i), 0);
     out.push_back({keys_[i], eff_[i], a.efficiency});
   }
   return out;

@@ -16,7 +16,10 @@
 // their geometric mean); otherwise the inverse-square-distance weighted mean of log efficiency of
 // the kPointNeighbours nearest points of the class (every point when the class has none),
 // labelled extrapolated when a feature lies outside the range the class's points span, else
-// interpolated. The measurements carry the ~10 % scatter of repeat timings (docs), which a
+// interpolated. Attention with at least kAttentionStructurePoints points at
+// kAttentionStructureSeqs sequence lengths: the kernel's time structure
+// (compute/attention_model.h) is fitted to every point of the model and the nearest points
+// average their log residuals to it, added to its log efficiency at the key. The measurements carry the ~10 % scatter of repeat timings (docs), which a
 // smoother would only average the same way.
 #pragma once
 
@@ -26,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "compute/attention_model.h"
 #include "compute/gemm_model.h"
 #include "calibration/shape_key.h"
 
@@ -77,6 +81,9 @@ class PointModel {
   };
   [[nodiscard]] std::vector<HeldOut> leave_one_out() const;
 
+  /// The fitted attention structure (not fitted: another kind, or too few points).
+  [[nodiscard]] const AttentionFit& structure() const { return structure_; }
+
   /// FNV-1a over the points and the provenance.
   [[nodiscard]] uint64_t content_hash() const;
 
@@ -84,8 +91,12 @@ class PointModel {
   std::string provenance_json;
 
  private:
-  // `skip`: index of a point whose features and class are left out (leave-one-out), or -1.
-  [[nodiscard]] EfficiencyAnswer predict_features(const PointFeatures& f, const PackedKey* key, long skip) const;
+  // `skip`: index of a point whose features and class are left out (leave-one-out), or -1;
+  // `base`: the structure's log efficiency at the query (0 without one).
+  [[nodiscard]] EfficiencyAnswer predict_features(const PointFeatures& f, const PackedKey* key, long skip,
+                                                  double base) const;
+  // The structure's log efficiency at `key` (0 when not fitted).
+  [[nodiscard]] double base_log_efficiency(const PackedKey& key) const;
 
   // The points of one class: order_[begin, end), and the range of each feature.
   struct Class {
@@ -95,13 +106,15 @@ class PointModel {
   };
   // Scans order_[begin, end) for the nearest points; `skip_same`: leave out the points of the
   // query's features and class. Returns false when it found none.
-  bool nearest(const PointFeatures& f, size_t begin, size_t end, bool skip_same, EfficiencyAnswer& out,
+  bool nearest(const PointFeatures& f, size_t begin, size_t end, bool skip_same, double base, EfficiencyAnswer& out,
                bool& measured) const;
 
   KeyKind kind_ = KeyKind::None;
   std::vector<PackedKey> keys_;
   std::vector<PointFeatures> features_;
   std::vector<double> eff_, log_eff_;  // as given (written back exactly), and its log
+  std::vector<double> resid_;          // log_eff_ less the structure's (log_eff_ without one)
+  AttentionFit structure_;
   std::vector<size_t> order_;          // point indices by class
   std::vector<Class> classes_;
   std::unordered_map<PackedKey, size_t, PackedKeyHash> exact_;  // key → its point

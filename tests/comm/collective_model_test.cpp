@@ -50,6 +50,42 @@ TEST(CollectiveModelTest, RecoversTheProtocolLinesAndTheirSwitchPoints) {
   for (double b : {300.0, 150e3, 250e3, 3e6, 6e6, 3e9}) EXPECT_NEAR(m.curves()[0].chain(b), three_protocols(b), 1e-15) << b;
 }
 
+// Timing glitches (a size measured 3× slower than the curve, slower than larger sizes, as the
+// H100 all-to-all table's 2 KiB at 8 ranks) do not bend the fit: the model works on the monotone
+// envelope, so a glitched size answers the next size's time, and the protocol lines above the
+// glitches come back exactly.
+TEST(CollectiveModelTest, GlitchesAboveLargerSizesAreClippedToTheEnvelope) {
+  auto pts = sweep(8, three_protocols);
+  for (auto& p : pts)
+    if (p.bytes == 1024 || p.bytes == 16384) p.time_s *= 3;
+  const CollectiveModel m(2, -1, pts);
+  const CollectiveCurve& c = m.curves()[0];
+  // Written back as measured; answered from the envelope: the next size's time.
+  EXPECT_DOUBLE_EQ(c.times()[2], 3 * three_protocols(1024));
+  EXPECT_DOUBLE_EQ(c.envelope()[2], three_protocols(2048));
+  EXPECT_DOUBLE_EQ(m.predict(1024, 8).time_s, three_protocols(2048));
+  EXPECT_DOUBLE_EQ(m.predict(16384, 8).time_s, three_protocols(32768));
+  EXPECT_DOUBLE_EQ(m.predict(4096, 8).time_s, three_protocols(4096));
+  // The regimes are those of the envelope given as measured (the glitched sizes at the next
+  // size's time): LL128 and Simple exactly the true lines, the switch between them too.
+  auto env = sweep(8, three_protocols);
+  for (auto& p : env)
+    if (p.bytes == 1024 || p.bytes == 16384) p.time_s = three_protocols(2 * p.bytes);
+  const auto& g = c.regimes();
+  const CollectiveModel clean(2, -1, env);
+  const auto& ge = clean.curves()[0].regimes();
+  ASSERT_EQ(g.size(), 3u);
+  ASSERT_EQ(ge.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_DOUBLE_EQ(g[i].alpha_s, ge[i].alpha_s) << i;
+    EXPECT_DOUBLE_EQ(g[i].beta_s_per_byte, ge[i].beta_s_per_byte) << i;
+  }
+  EXPECT_NEAR(g[1].alpha_s, 10e-6, 1e-12);
+  EXPECT_NEAR(g[2].alpha_s, 30e-6, 1e-12);
+  EXPECT_NEAR(1 / g[2].beta_s_per_byte, 400e9, 0.4e9);
+  EXPECT_NEAR(g[1].upto_bytes, 4571428.57, 0.1);
+}
+
 TEST(CollectiveModelTest, AnswersMeasuredSizesExactly) {
   const CollectiveModel m(2, -1, sweep(8, three_protocols));
   for (double b : {256.0, 65536.0, 4194304.0, 1073741824.0}) {

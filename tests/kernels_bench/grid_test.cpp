@@ -207,14 +207,17 @@ TEST(KernelsGridTest, SyntheticGridGivesTheKnownAnswersAtHeldOutShapes) {
     EXPECT_EQ(a.source, EfficiencySource::Interpolated);
     EXPECT_NEAR(a.s_per_flop * peak * grouped_eff(700), 1.0, kFilePrecision) << op;
   }
-  // Attention: efficiency against the preset's peak, the same at a shape not in the grid.
+  // Attention: efficiency against the preset's peak, the same at a shape not in the grid, to the
+  // fitted kernel structure's approximation of a constant efficiency (compute/attention_model.h:
+  // its fixed and per-wave terms do not scale with the work; 0.12 % here) under the nearest
+  // points' residuals.
   for (const auto& [op, eff] : {std::pair{"sdp_fwd", 0.55}, std::pair{"sdp_bwd", 0.45}}) {
     const ComputeOpConfig& c = sys.ops.at(op);
     ASSERT_TRUE(c.point_model) << op;
     EXPECT_EQ(c.point_model->points(), 126u);
     const EfficiencyAnswer a = c.point_model->predict(sdpa_key(1, 6144, 40, 8, 128, 128, true));
     EXPECT_EQ(a.source, EfficiencySource::Interpolated);
-    EXPECT_NEAR(a.efficiency, eff * kPeak / c.peak_flops, 1e-9) << op;
+    EXPECT_NEAR(a.efficiency / (eff * kPeak / c.peak_flops), 1.0, 2e-3) << op;
   }
   // Memory-bound classes: the bandwidth shares and the launch floors.
   EXPECT_NEAR(sys.bandwidths.at("default").efficient_factor, 0.85, 1e-9);
