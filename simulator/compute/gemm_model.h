@@ -3,13 +3,19 @@
 //
 // Answer for a shape (m = rows, b·m of a shape key):
 // - a measured grid node: its time;
-// - otherwise y = log(t / (pad(m)·n·k)), the log of the inverse throughput on rows padded to
-//   kGemmMTile, interpolated trilinearly in (log m, log n, log k) over the enclosing grid cell;
+// - otherwise y = log(t / (m·n·k)), the log of the inverse throughput, interpolated trilinearly
+//   in (log m, log n, log k) over the enclosing grid cell (rows are not padded to a tile: padding
+//   to 32 gave 3.09 % held-out mean on H100 bf16 against 2.75 % unpadded, the small-m rows'
+//   kernels not being 32-row tiles; docs/calibration.md);
 //   m is interpolated on its own series (multiples of kGemmMAlign, or the others: the published
 //   tables time every m and m+1, a partial tile costing like the m+1 rows);
 // - a cell corner without a measurement: y from its nearest measured neighbours along each
-//   axis, log-linear between the two sides, the axes weighted by 1 / (log span) (the closer the
-//   neighbours, the more they count);
+//   axis, log-linear between the two sides, the axes weighted by 1 / (log span · (miss + floor)):
+//   the closer the neighbours, the more they count, and the straighter the axis, the more it
+//   counts. `miss` is how far the line across the gap misses each neighbour when drawn from the
+//   next measured node beyond the other (the mean of the two sides): the library's kernel choice
+//   (tile shape, waves of tiles over the SMs, split-k) jumps along m and n and is steady along k
+//   for one (m, n), so the axis whose line holds is the one to follow (docs/calibration.md);
 // - beyond the grid: y held at the nearest edge (throughput of the largest or smallest measured
 //   shape), reported as extrapolated.
 #pragma once
@@ -31,9 +37,14 @@ enum class EfficiencySource : uint8_t { Default, Measured, Interpolated, Extrapo
   return measured ? efficiency_source_name(s) : "fallback";
 }
 
-/// Rows are padded to this multiple: held-out mean error on the H100 bf16 table (m >= 256, equal
-/// axis weights) 4.03 % at 32, 4.03 % unpadded, 4.21 % at 128 (docs/calibration.md).
-inline constexpr double kGemmMTile = 32;
+/// Filling a hole, an axis' weight is 1 / (log span · (miss + kGemmAxisMissFloor)), miss in log
+/// time (above): the floor keeps an axis whose neighbours happen to line up from taking all the
+/// weight. Held-out mean on the A100 bf16 table (rows unpadded): 3.88 % at 0.005, 3.95 % at 0.01,
+/// 4.06 % at 0.02 (docs/calibration.md).
+inline constexpr double kGemmAxisMissFloor = 0.005;
+/// The miss taken for an axis with no measured node beyond either neighbour (5 %, the tables'
+/// p90 repeat difference): such an axis counts, but less than one whose line is seen to hold.
+inline constexpr double kGemmAxisMissUnknown = 0.05;
 /// m that is a multiple of this (or below it) is interpolated on the aligned series.
 inline constexpr double kGemmMAlign = 16;
 
@@ -94,7 +105,7 @@ class GemmModel {
   void index();
 
   std::vector<double> m_, n_, k_;  // sorted axes
-  std::vector<double> y_;          // log(t / (pad(m)·n·k)) per node, NaN for a hole
+  std::vector<double> y_;          // log(t / (m·n·k)) per node, NaN for a hole
   std::vector<double> lm_, ln_, lk_;
   // The m series: indices into m_ of the aligned and of the other rows.
   std::vector<size_t> series_[2];
