@@ -44,6 +44,26 @@ bool valid(double v) { return std::isfinite(v) && v > 0; }
 
 }  // namespace
 
+double gemm_wave_factor(const GemmWaves& w, double m, double n) {
+  if (!w.on()) return 1;
+  const double waves = std::ceil(m / w.tile_m) * std::ceil(n / w.tile_n) / w.sms;
+  return waves >= 1 ? std::ceil(waves) / waves : 1;
+}
+
+void GemmModel::set_waves(const GemmWaves& w) {
+  const bool off = w.sms == 0 && w.tile_m == 0 && w.tile_n == 0;
+  if (!off && !(valid(w.sms) && valid(w.tile_m) && valid(w.tile_n)))
+    throw std::invalid_argument("GEMM waves: sm_count " + std::to_string(w.sms) + ", tile_m " +
+                                std::to_string(w.tile_m) + ", tile_n " + std::to_string(w.tile_n) +
+                                ": each must be finite and > 0");
+  for (size_t i = 0; i < m_.size(); ++i)
+    for (size_t j = 0; j < n_.size(); ++j) {
+      const double shift = std::log(gemm_wave_factor(waves_, m_[i], n_[j]) / gemm_wave_factor(w, m_[i], n_[j]));
+      for (size_t l = 0; l < k_.size(); ++l) y_[at(i, j, l)] += shift;
+    }
+  waves_ = w;
+}
+
 const char* efficiency_source_name(EfficiencySource s) {
   switch (s) {
     case EfficiencySource::Measured: return "measured";
@@ -128,7 +148,7 @@ void GemmModel::index() {
 
 double GemmModel::time_at(size_t i, size_t j, size_t l) const {
   const double y = y_[at(i, j, l)];
-  return std::isnan(y) ? 0 : std::exp(y) * m_[i] * n_[j] * k_[l];
+  return std::isnan(y) ? 0 : std::exp(y) * m_[i] * n_[j] * k_[l] * gemm_wave_factor(waves_, m_[i], n_[j]);
 }
 
 bool GemmModel::node_y(int s, size_t i, size_t j, size_t l, double& y, bool& edge) const {
@@ -260,7 +280,7 @@ GemmAnswer GemmModel::predict_on(int s, double m, double n, double k) const {
     }
   }
   if (!(wsum > 0)) return {};
-  return {std::exp(acc / wsum) * m * n * k,
+  return {std::exp(acc / wsum) * m * n * k * gemm_wave_factor(waves_, m, n),
           clamped || edge ? EfficiencySource::Extrapolated : EfficiencySource::Interpolated};
 }
 
@@ -272,7 +292,9 @@ GemmAnswer GemmModel::predict(double m, double n, double k) const {
   if (i != m_.end() && *i == m && j != n_.end() && *j == n && l != k_.end() && *l == k) {
     const size_t node = at(static_cast<size_t>(i - m_.begin()), static_cast<size_t>(j - n_.begin()),
                            static_cast<size_t>(l - k_.begin()));
-    if (!std::isnan(y_[node])) return {std::exp(y_[node]) * m * n * k, EfficiencySource::Measured};
+    if (!std::isnan(y_[node])) return {time_at(static_cast<size_t>(i - m_.begin()), static_cast<size_t>(j - n_.begin()),
+                                               static_cast<size_t>(l - k_.begin())),
+                                       EfficiencySource::Measured};
   }
   int s = series_of(m);
   if (series_[s].empty()) s = 1 - s;
@@ -291,6 +313,10 @@ uint64_t GemmModel::content_hash() const {
     const size_t n = v->size();
     bytes(&n, sizeof n);
     bytes(v->data(), n * sizeof(double));
+  }
+  if (waves_.on()) {
+    const double w[3] = {waves_.sms, waves_.tile_m, waves_.tile_n};
+    bytes(w, sizeof w);
   }
   bytes(provenance_json.data(), provenance_json.size());
   return h;

@@ -53,6 +53,21 @@ inline constexpr double kGemmMAlign = 16;
 inline constexpr double kGemmMaxNodesPerPoint = 64;
 inline constexpr double kGemmMinNodeLimit = 1 << 16;
 
+/// Tiles in waves over the SMs: a kernel that runs ⌈m/tile_m⌉·⌈n/tile_n⌉ output tiles, each SM
+/// one at a time, takes ⌈W⌉ waves for W = tiles / sms, so its time per FLOP is ⌈W⌉/W that of a
+/// whole number of waves (1 below one wave: split-k and smaller tiles fill the SMs there).
+/// With waves set, the model interpolates y = log(t / (m·n·k·⌈W⌉/W)) and multiplies the factor
+/// back at the query: the steps between two n or two m of the grid land where the tile count
+/// crosses a multiple of the SMs. Off (sms 0) unless the system file's model names it; the
+/// measured A100 preset does (108 SMs, cuBLAS's 128 × 256 Ampere tiles), Hopper's persistent
+/// kernels show no such steps (docs/calibration.md).
+struct GemmWaves {
+  double sms = 0, tile_m = 0, tile_n = 0;
+  [[nodiscard]] bool on() const { return sms > 0; }
+};
+/// ⌈W⌉/W for W = ⌈m/tile_m⌉·⌈n/tile_n⌉ / sms when W ≥ 1, else 1 (and 1 when waves are off).
+[[nodiscard]] double gemm_wave_factor(const GemmWaves& w, double m, double n);
+
 /// One measured GEMM: rows m, columns n, reduction k, time in seconds.
 struct GemmPoint {
   double m = 0, n = 0, k = 0, time_s = 0;
@@ -81,6 +96,11 @@ class GemmModel {
   /// Time of node (i, j, l) in seconds, or 0 for a hole.
   [[nodiscard]] double time_at(size_t i, size_t j, size_t l) const;
 
+  /// Turns the wave factor on (or off: sms 0) for interpolation; the measured times stay. Throws
+  /// std::invalid_argument unless sms, tile_m and tile_n are all finite and > 0 (or sms is 0).
+  void set_waves(const GemmWaves& w);
+  [[nodiscard]] const GemmWaves& waves() const { return waves_; }
+
   /// The predicted time of an m × n × k GEMM and how it was obtained.
   [[nodiscard]] GemmAnswer predict(double m, double n, double k) const;
 
@@ -105,7 +125,8 @@ class GemmModel {
   void index();
 
   std::vector<double> m_, n_, k_;  // sorted axes
-  std::vector<double> y_;          // log(t / (m·n·k)) per node, NaN for a hole
+  std::vector<double> y_;          // log(t / (m·n·k·wave factor)) per node, NaN for a hole
+  GemmWaves waves_;
   std::vector<double> lm_, ln_, lk_;
   // The m series: indices into m_ of the aligned and of the other rows.
   std::vector<size_t> series_[2];

@@ -107,6 +107,30 @@ TEST(GemmModelTest, HoleFollowsTheAxisWhoseLineHolds) {
   EXPECT_NEAR(ans.time_s / (128 * 64 * 64), 1.0726e-9, 0.0002e-9);
 }
 
+TEST(GemmModelTest, WavesOverTheSmsStepBetweenGridNodes) {
+  // 4 SMs, 64 × 64 tiles; every node takes 1e-9 s per m·n·k times its wave factor. At m = 128:
+  // n = 128 is 4 tiles (1 wave), n = 256 is 8 (2 waves): factor 1 at both nodes.
+  const GemmWaves w{4, 64, 64};
+  EXPECT_DOUBLE_EQ(gemm_wave_factor(w, 128, 128), 1);
+  EXPECT_DOUBLE_EQ(gemm_wave_factor(w, 128, 192), 4.0 / 3);  // 6 tiles = 1.5 waves, paid as 2
+  EXPECT_DOUBLE_EQ(gemm_wave_factor(w, 64, 64), 1);          // 1 tile: below one wave
+  EXPECT_DOUBLE_EQ(gemm_wave_factor(GemmWaves{}, 128, 192), 1);
+  std::vector<GemmPoint> pts;
+  for (double m : {64.0, 128.0, 256.0})
+    for (double n : {64.0, 128.0, 256.0, 512.0}) pts.push_back({m, n, 64, 1e-9 * m * n * 64 * gemm_wave_factor(w, m, n)});
+  GemmModel g(pts);
+  // Without waves n = 192 lies between two nodes of 1e-9 s per m·n·k: that.
+  EXPECT_NEAR(g.predict(128, 192, 64).time_s, 1e-9 * 128 * 192 * 64, 1e-15);
+  g.set_waves(w);
+  // With them the third wave is paid: 4/3 of it. The measured nodes answer as measured.
+  EXPECT_NEAR(g.predict(128, 192, 64).time_s, 1e-9 * 128 * 192 * 64 * 4 / 3, 1e-15);
+  EXPECT_NEAR(g.predict(192, 256, 64).time_s, 1e-9 * 192 * 256 * 64 * gemm_wave_factor(w, 192, 256), 1e-15);
+  EXPECT_EQ(g.predict(128, 256, 64).source, EfficiencySource::Measured);
+  EXPECT_NEAR(g.predict(128, 256, 64).time_s, 1e-9 * 128 * 256 * 64, 1e-15);
+  EXPECT_NEAR(g.time_at(1, 2, 0), 1e-9 * 128 * 256 * 64, 1e-15);
+  EXPECT_THROW(g.set_waves(GemmWaves{108, 0, 256}), std::invalid_argument);
+}
+
 TEST(GemmModelTest, LeaveOneOutPredictsEachNodeWithoutIt) {
   const GemmModel g = grid({{32, 64, 64, 1e-6}, {64, 64, 64, 3e-6}, {128, 64, 64, 8e-6}});
   const auto held = g.leave_one_out();
