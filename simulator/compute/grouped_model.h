@@ -22,7 +22,8 @@
 // - below the smallest measured M the time is held (the weights are read whatever the rows: the
 //   memory-bound floor), above the largest the time per FLOP is held (the largest throughput);
 // - the source: measured (a series of the query's shape at a measured M), interpolated (inside
-//   the measured M range and, for nearest series, inside the span of the series' E, n and k),
+//   the measured M range — for a fit across series, that of the nearest one — and inside the
+//   span of the series' E, n and k),
 //   else extrapolated.
 #pragma once
 
