@@ -14,8 +14,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-double pad_m(double m) { return std::ceil(m / kGemmMTile) * kGemmMTile; }
-
 int series_of(double m) { return m < kGemmMAlign || std::fmod(m, kGemmMAlign) == 0 ? 0 : 1; }
 
 // Position of log value `x` among sorted `logs`: the bracketing indices and the weight of `hi`.
@@ -45,6 +43,26 @@ void bracket(const std::vector<double>& logs, double x, size_t& lo, size_t& hi, 
 bool valid(double v) { return std::isfinite(v) && v > 0; }
 
 }  // namespace
+
+double gemm_wave_factor(const GemmWaves& w, double m, double n) {
+  if (!w.on()) return 1;
+  const double waves = std::ceil(m / w.tile_m) * std::ceil(n / w.tile_n) / w.sms;
+  return waves >= 1 ? std::ceil(waves) / waves : 1;
+}
+
+void GemmModel::set_waves(const GemmWaves& w) {
+  const bool off = w.sms == 0 && w.tile_m == 0 && w.tile_n == 0;
+  if (!off && !(valid(w.sms) && valid(w.tile_m) && valid(w.tile_n)))
+    throw std::invalid_argument("GEMM waves: sm_count " + std::to_string(w.sms) + ", tile_m " +
+                                std::to_string(w.tile_m) + ", tile_n " + std::to_string(w.tile_n) +
+                                ": each must be finite and > 0");
+  for (size_t i = 0; i < m_.size(); ++i)
+    for (size_t j = 0; j < n_.size(); ++j) {
+      const double shift = std::log(gemm_wave_factor(waves_, m_[i], n_[j]) / gemm_wave_factor(w, m_[i], n_[j]));
+      for (size_t l = 0; l < k_.size(); ++l) y_[at(i, j, l)] += shift;
+    }
+  waves_ = w;
+}
 
 const char* efficiency_source_name(EfficiencySource s) {
   switch (s) {
@@ -87,7 +105,7 @@ GemmModel::GemmModel(const std::vector<GemmPoint>& points) {
       return static_cast<size_t>(std::lower_bound(a.begin(), a.end(), v) - a.begin());
     };
     const auto [m, n, k] = node;
-    y_[at(find(m_, m), find(n_, n), find(k_, k))] = std::log(t / (pad_m(m) * n * k));
+    y_[at(find(m_, m), find(n_, n), find(k_, k))] = std::log(t / (m * n * k));
   }
   index();
 }
@@ -110,7 +128,7 @@ GemmModel::GemmModel(std::vector<double> m, std::vector<double> n, std::vector<d
     for (size_t j = 0; j < n_.size(); ++j)
       for (size_t l = 0; l < k_.size(); ++l) {
         const double t = time_s[at(i, j, l)];
-        if (valid(t)) y_[at(i, j, l)] = std::log(t / (pad_m(m_[i]) * n_[j] * k_[l]));
+        if (valid(t)) y_[at(i, j, l)] = std::log(t / (m_[i] * n_[j] * k_[l]));
       }
   index();
 }
@@ -130,7 +148,7 @@ void GemmModel::index() {
 
 double GemmModel::time_at(size_t i, size_t j, size_t l) const {
   const double y = y_[at(i, j, l)];
-  return std::isnan(y) ? 0 : std::exp(y) * pad_m(m_[i]) * n_[j] * k_[l];
+  return std::isnan(y) ? 0 : std::exp(y) * m_[i] * n_[j] * k_[l] * gemm_wave_factor(waves_, m_[i], n_[j]);
 }
 
 bool GemmModel::node_y(int s, size_t i, size_t j, size_t l, double& y, bool& edge) const {
@@ -167,8 +185,30 @@ bool GemmModel::node_y(int s, size_t i, size_t j, size_t l, double& y, bool& edg
       const double span = coord(hi) - coord(lo);
       const double w = (x - coord(lo)) / span;
       const double ylo = y_[node(lo)], yhi = y_[node(hi)];
-      acc += (ylo + w * (yhi - ylo)) / span;
-      wsum += 1 / span;
+      // How well a straight line across the gap holds on this axis: the next measured node
+      // beyond each neighbour, and the miss of the line through it and the far neighbour.
+      const auto miss = [&](size_t out, size_t near, size_t far) {
+        const double f = (coord(near) - coord(out)) / (coord(far) - coord(out));
+        return std::abs(y_[node(out)] + f * (y_[node(far)] - y_[node(out)]) - y_[node(near)]);
+      };
+      double miss_sum = 0;
+      int misses = 0;
+      for (size_t p = lo; p > 0;)
+        if (!std::isnan(y_[node(--p)])) {
+          miss_sum += miss(p, lo, hi);
+          ++misses;
+          break;
+        }
+      for (size_t p = hi; p + 1 < len[axis];)
+        if (!std::isnan(y_[node(++p)])) {
+          miss_sum += miss(p, hi, lo);
+          ++misses;
+          break;
+        }
+      const double rough = misses ? miss_sum / misses : kGemmAxisMissUnknown;
+      const double weight = 1 / (span * (rough + kGemmAxisMissFloor));
+      acc += (ylo + w * (yhi - ylo)) * weight;
+      wsum += weight;
       continue;
     }
     if (has_lo && x - coord(lo) < near_d) {
@@ -240,7 +280,7 @@ GemmAnswer GemmModel::predict_on(int s, double m, double n, double k) const {
     }
   }
   if (!(wsum > 0)) return {};
-  return {std::exp(acc / wsum) * pad_m(m) * n * k,
+  return {std::exp(acc / wsum) * m * n * k * gemm_wave_factor(waves_, m, n),
           clamped || edge ? EfficiencySource::Extrapolated : EfficiencySource::Interpolated};
 }
 
@@ -252,7 +292,9 @@ GemmAnswer GemmModel::predict(double m, double n, double k) const {
   if (i != m_.end() && *i == m && j != n_.end() && *j == n && l != k_.end() && *l == k) {
     const size_t node = at(static_cast<size_t>(i - m_.begin()), static_cast<size_t>(j - n_.begin()),
                            static_cast<size_t>(l - k_.begin()));
-    if (!std::isnan(y_[node])) return {std::exp(y_[node]) * pad_m(m) * n * k, EfficiencySource::Measured};
+    if (!std::isnan(y_[node])) return {time_at(static_cast<size_t>(i - m_.begin()), static_cast<size_t>(j - n_.begin()),
+                                               static_cast<size_t>(l - k_.begin())),
+                                       EfficiencySource::Measured};
   }
   int s = series_of(m);
   if (series_[s].empty()) s = 1 - s;
@@ -271,6 +313,10 @@ uint64_t GemmModel::content_hash() const {
     const size_t n = v->size();
     bytes(&n, sizeof n);
     bytes(v->data(), n * sizeof(double));
+  }
+  if (waves_.on()) {
+    const double w[3] = {waves_.sms, waves_.tile_m, waves_.tile_n};
+    bytes(w, sizeof w);
   }
   bytes(provenance_json.data(), provenance_json.size());
   return h;

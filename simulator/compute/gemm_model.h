@@ -3,13 +3,19 @@
 //
 // Answer for a shape (m = rows, b·m of a shape key):
 // - a measured grid node: its time;
-// - otherwise y = log(t / (pad(m)·n·k)), the log of the inverse throughput on rows padded to
-//   kGemmMTile, interpolated trilinearly in (log m, log n, log k) over the enclosing grid cell;
+// - otherwise y = log(t / (m·n·k)), the log of the inverse throughput, interpolated trilinearly
+//   in (log m, log n, log k) over the enclosing grid cell (rows are not padded to a tile: padding
+//   to 32 gave 3.09 % held-out mean on H100 bf16 against 2.75 % unpadded, the small-m rows'
+//   kernels not being 32-row tiles; docs/calibration.md);
 //   m is interpolated on its own series (multiples of kGemmMAlign, or the others: the published
 //   tables time every m and m+1, a partial tile costing like the m+1 rows);
 // - a cell corner without a measurement: y from its nearest measured neighbours along each
-//   axis, log-linear between the two sides, the axes weighted by 1 / (log span) (the closer the
-//   neighbours, the more they count);
+//   axis, log-linear between the two sides, the axes weighted by 1 / (log span · (miss + floor)):
+//   the closer the neighbours, the more they count, and the straighter the axis, the more it
+//   counts. `miss` is how far the line across the gap misses each neighbour when drawn from the
+//   next measured node beyond the other (the mean of the two sides): the library's kernel choice
+//   (tile shape, waves of tiles over the SMs, split-k) jumps along m and n and is steady along k
+//   for one (m, n), so the axis whose line holds is the one to follow (docs/calibration.md);
 // - beyond the grid: y held at the nearest edge (throughput of the largest or smallest measured
 //   shape), reported as extrapolated.
 #pragma once
@@ -31,9 +37,14 @@ enum class EfficiencySource : uint8_t { Default, Measured, Interpolated, Extrapo
   return measured ? efficiency_source_name(s) : "fallback";
 }
 
-/// Rows are padded to this multiple: held-out mean error on the H100 bf16 table (m >= 256, equal
-/// axis weights) 4.03 % at 32, 4.03 % unpadded, 4.21 % at 128 (docs/calibration.md).
-inline constexpr double kGemmMTile = 32;
+/// Filling a hole, an axis' weight is 1 / (log span · (miss + kGemmAxisMissFloor)), miss in log
+/// time (above): the floor keeps an axis whose neighbours happen to line up from taking all the
+/// weight. Held-out mean on the A100 bf16 table (rows unpadded): 3.88 % at 0.005, 3.95 % at 0.01,
+/// 4.06 % at 0.02 (docs/calibration.md).
+inline constexpr double kGemmAxisMissFloor = 0.005;
+/// The miss taken for an axis with no measured node beyond either neighbour (5 %, the tables'
+/// p90 repeat difference): such an axis counts, but less than one whose line is seen to hold.
+inline constexpr double kGemmAxisMissUnknown = 0.05;
 /// m that is a multiple of this (or below it) is interpolated on the aligned series.
 inline constexpr double kGemmMAlign = 16;
 
@@ -41,6 +52,21 @@ inline constexpr double kGemmMAlign = 16;
 /// fill theirs: 35,816 nodes for 35,700 points), or kGemmMinNodeLimit nodes.
 inline constexpr double kGemmMaxNodesPerPoint = 64;
 inline constexpr double kGemmMinNodeLimit = 1 << 16;
+
+/// Tiles in waves over the SMs: a kernel that runs ⌈m/tile_m⌉·⌈n/tile_n⌉ output tiles, each SM
+/// one at a time, takes ⌈W⌉ waves for W = tiles / sms, so its time per FLOP is ⌈W⌉/W that of a
+/// whole number of waves (1 below one wave: split-k and smaller tiles fill the SMs there).
+/// With waves set, the model interpolates y = log(t / (m·n·k·⌈W⌉/W)) and multiplies the factor
+/// back at the query: the steps between two n or two m of the grid land where the tile count
+/// crosses a multiple of the SMs. Off (sms 0) unless the system file's model names it; the
+/// measured A100 preset does (108 SMs, cuBLAS's 128 × 256 Ampere tiles), Hopper's persistent
+/// kernels show no such steps (docs/calibration.md).
+struct GemmWaves {
+  double sms = 0, tile_m = 0, tile_n = 0;
+  [[nodiscard]] bool on() const { return sms > 0; }
+};
+/// ⌈W⌉/W for W = ⌈m/tile_m⌉·⌈n/tile_n⌉ / sms when W ≥ 1, else 1 (and 1 when waves are off).
+[[nodiscard]] double gemm_wave_factor(const GemmWaves& w, double m, double n);
 
 /// One measured GEMM: rows m, columns n, reduction k, time in seconds.
 struct GemmPoint {
@@ -70,6 +96,11 @@ class GemmModel {
   /// Time of node (i, j, l) in seconds, or 0 for a hole.
   [[nodiscard]] double time_at(size_t i, size_t j, size_t l) const;
 
+  /// Turns the wave factor on (or off: sms 0) for interpolation; the measured times stay. Throws
+  /// std::invalid_argument unless sms, tile_m and tile_n are all finite and > 0 (or sms is 0).
+  void set_waves(const GemmWaves& w);
+  [[nodiscard]] const GemmWaves& waves() const { return waves_; }
+
   /// The predicted time of an m × n × k GEMM and how it was obtained.
   [[nodiscard]] GemmAnswer predict(double m, double n, double k) const;
 
@@ -94,7 +125,8 @@ class GemmModel {
   void index();
 
   std::vector<double> m_, n_, k_;  // sorted axes
-  std::vector<double> y_;          // log(t / (pad(m)·n·k)) per node, NaN for a hole
+  std::vector<double> y_;          // log(t / (m·n·k·wave factor)) per node, NaN for a hole
+  GemmWaves waves_;
   std::vector<double> lm_, ln_, lk_;
   // The m series: indices into m_ of the aligned and of the other rows.
   std::vector<size_t> series_[2];

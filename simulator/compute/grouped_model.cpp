@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "compute/nearest.h"
 
 namespace trainsim {
 namespace {
@@ -20,7 +19,80 @@ std::string series_name(const GroupedSeries& s) {
          " inter=" + std::to_string(s.inter);
 }
 
+// Solves the 4 × 4 system a·c = b in place (Gaussian elimination, partial pivoting); false when
+// it is singular.
+bool solve4(double a[4][4], double b[4], double c[4]) {
+  for (int col = 0; col < 4; ++col) {
+    int piv = col;
+    for (int r = col + 1; r < 4; ++r)
+      if (std::abs(a[r][col]) > std::abs(a[piv][col])) piv = r;
+    if (!(std::abs(a[piv][col]) > 1e-300)) return false;
+    std::swap(a[piv], a[col]);
+    std::swap(b[piv], b[col]);
+    for (int r = col + 1; r < 4; ++r) {
+      const double f = a[r][col] / a[col][col];
+      for (int q = col; q < 4; ++q) a[r][q] -= f * a[col][q];
+      b[r] -= f * b[col];
+    }
+  }
+  for (int r = 3; r >= 0; --r) {
+    double v = b[r];
+    for (int q = r + 1; q < 4; ++q) v -= a[r][q] * c[q];
+    c[r] = v / a[r][r];
+  }
+  return true;
+}
+
 }  // namespace
+
+bool GroupedModel::local_fit(const std::vector<Sample>& samples, double& y) {
+  // Weighted least squares of y = c0 + c1·de + c2·dn + c3·dk (offsets from the query, so c0 is
+  // the answer), Gaussian weights in the distance, a ridge on the slopes; then Cleveland's
+  // robustness iterations (bisquare weights on the residuals over 6 median absolute residuals).
+  const size_t n = samples.size();
+  std::vector<double> w(n), rw(n, 1.0), res(n);
+  double wmax = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Sample& p = samples[i];
+    const double d2 = p.de * p.de + p.dn * p.dn + p.dk * p.dk;
+    w[i] = std::exp(-d2 / (2 * kGroupedBandwidth * kGroupedBandwidth));
+    wmax = std::max(wmax, w[i]);
+  }
+  if (!(wmax > 0)) return false;
+  double c[4] = {};
+  for (int it = 0; it <= kGroupedRobustIterations; ++it) {
+    double a[4][4] = {}, b[4] = {};
+    for (size_t i = 0; i < n; ++i) {
+      const Sample& p = samples[i];
+      const double x[4] = {1, p.de, p.dn, p.dk};
+      const double ww = w[i] * rw[i];
+      for (int r = 0; r < 4; ++r) {
+        b[r] += ww * x[r] * p.y;
+        for (int q = 0; q < 4; ++q) a[r][q] += ww * x[r] * x[q];
+      }
+    }
+    for (int r = 1; r < 4; ++r) a[r][r] += kGroupedRidge;
+    if (!solve4(a, b, c)) return false;
+    if (it == kGroupedRobustIterations) break;
+    // Residuals of the samples that count (weight ≥ 1e-3 of the largest) set the scale.
+    std::vector<double> abs_res;
+    for (size_t i = 0; i < n; ++i) {
+      const Sample& p = samples[i];
+      res[i] = p.y - (c[0] + c[1] * p.de + c[2] * p.dn + c[3] * p.dk);
+      if (w[i] >= 1e-3 * wmax) abs_res.push_back(std::abs(res[i]));
+    }
+    auto mid = abs_res.begin() + static_cast<long>(abs_res.size() / 2);
+    std::nth_element(abs_res.begin(), mid, abs_res.end());
+    const double scale = 6 * *mid;
+    if (!(scale > 0)) break;
+    for (size_t i = 0; i < n; ++i) {
+      const double u = res[i] / scale;
+      rw[i] = std::abs(u) < 1 ? (1 - u * u) * (1 - u * u) : 0;
+    }
+  }
+  y = c[0];
+  return std::isfinite(y);
+}
 
 GroupedModel::GroupedModel(std::vector<GroupedSeries> series) {
   // (E, h, I) → tokens → (sum of log time, count).
@@ -112,29 +184,30 @@ GroupedAnswer GroupedModel::predict_skip(double m, double experts, double n, dou
                                          long skip_point) const {
   if (series_.empty() || !valid(m) || !valid(experts) || !valid(n) || !valid(k)) return {};
   const double le = std::log(experts), ln = std::log(n), lk = std::log(k);
-  // Distance² of each series: log E and the nearer of its two GEMMs.
-  Nearest<kGroupedNeighbours> near;
+  // The series of the query's shape (E and one of its two GEMMs equal): their answers.
   double exact_acc = 0;
   int exact = 0;
   bool all_measured = true, inside = true;
+  std::vector<Sample> samples;
+  samples.reserve(2 * series_.size());
   for (size_t i = 0; i < series_.size(); ++i) {
-    const bool skip_all = static_cast<long>(i) == skip_series && skip_point < 0;
-    if (skip_all) continue;
+    if (static_cast<long>(i) == skip_series && skip_point < 0) continue;
     const Features& f = features_[i];
-    const double de = f.e - le;
-    const double up = (f.up_n - ln) * (f.up_n - ln) + (f.up_k - lk) * (f.up_k - lk);
-    const double down = (f.down_n - ln) * (f.down_n - ln) + (f.down_k - lk) * (f.down_k - lk);
-    const double d2 = de * de + std::min(up, down);
-    if (d2 == 0) {
-      double y;
-      bool measured = false;
-      if (!series_y(i, m, static_cast<long>(i) == skip_series ? skip_point : -1, y, measured, inside)) continue;
+    const bool same = f.e == le && ((f.up_n == ln && f.up_k == lk) || (f.down_n == ln && f.down_k == lk));
+    const long skip = static_cast<long>(i) == skip_series ? skip_point : -1;
+    double y;
+    bool measured = false, in = true;
+    if (!series_y(i, m, skip, y, measured, in)) continue;
+    if (same) {
       all_measured = all_measured && measured;
+      inside = inside && in;
       exact_acc += y;
       ++exact;
       continue;
     }
-    near.offer(d2, i);
+    // Each series stands at both of its GEMMs, offsets from the query in log space.
+    samples.push_back({f.e - le, f.up_n - ln, f.up_k - lk, y, in});
+    samples.push_back({f.e - le, f.down_n - ln, f.down_k - lk, y, in});
   }
   if (exact > 0) {
     const EfficiencySource src = all_measured ? EfficiencySource::Measured
@@ -142,19 +215,14 @@ GroupedAnswer GroupedModel::predict_skip(double m, double experts, double n, dou
                                               : EfficiencySource::Extrapolated;
     return {std::exp(exact_acc / exact), src};
   }
-  double acc = 0, wsum = 0;
-  for (int j = 0; j < near.count; ++j) {
-    double y;
-    bool measured = false;
-    const size_t i = near.items[j].second;
-    if (!series_y(i, m, static_cast<long>(i) == skip_series ? skip_point : -1, y, measured, inside)) continue;
-    const double w = 1 / near.items[j].first;
-    acc += w * y;
-    wsum += w;
-  }
-  if (!(wsum > 0)) return {};
+  double y;
+  if (samples.empty() || !local_fit(samples, y)) return {};
+  // Inside the measured M range of the nearest series (the one weighing most).
+  const auto d2 = [](const Sample& p) { return p.de * p.de + p.dn * p.dn + p.dk * p.dk; };
+  inside = std::min_element(samples.begin(), samples.end(),
+                            [&](const Sample& a, const Sample& b) { return d2(a) < d2(b); })->inside;
   inside = inside && le >= lo_[0] && le <= hi_[0] && ln >= lo_[1] && ln <= hi_[1] && lk >= lo_[2] && lk <= hi_[2];
-  return {std::exp(acc / wsum), inside ? EfficiencySource::Interpolated : EfficiencySource::Extrapolated};
+  return {std::exp(y), inside ? EfficiencySource::Interpolated : EfficiencySource::Extrapolated};
 }
 
 GroupedAnswer GroupedModel::predict(double m, double experts, double n, double k) const {

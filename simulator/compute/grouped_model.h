@@ -10,14 +10,20 @@
 //
 // Answer for a GEMM of M tokens per expert, E experts, n × k weights per expert:
 // - the series whose E and one of whose two GEMMs equal the query's (several: the mean of their
-//   answers); otherwise the kGroupedNeighbours nearest series in (log E, log n, log k) (the
-//   nearer of each series' two GEMMs), their answers averaged in log space weighted by
-//   1 / distance²;
+//   answers); otherwise a local linear fit across the other series (a shape the table lacks):
+//   each series' answer at M stands at both of its GEMMs in (log E, log n, log k), and
+//   y = c0 + slopes · (offset from the query) is fitted by least squares with Gaussian weights
+//   in the distance (kGroupedBandwidth) and a ridge on the slopes (kGroupedRidge); the fit is
+//   made robust by Cleveland's bisquare iterations (LOWESS, J. Am. Stat. Assoc. 74, 1979), which
+//   set aside series far off the trend of their neighbours (the tables hold expert shapes timed
+//   several times slower than both their neighbours, a kernel choice no shape trend predicts);
+//   c0 is the answer;
 // - along a series, y = log(seconds per FLOP) linear in log M between the measured M;
 // - below the smallest measured M the time is held (the weights are read whatever the rows: the
 //   memory-bound floor), above the largest the time per FLOP is held (the largest throughput);
 // - the source: measured (a series of the query's shape at a measured M), interpolated (inside
-//   the measured M range and, for nearest series, inside the span of the series' E, n and k),
+//   the measured M range — for a fit across series, that of the nearest one — and inside the
+//   span of the series' E, n and k),
 //   else extrapolated.
 #pragma once
 
@@ -29,9 +35,16 @@
 
 namespace trainsim {
 
-/// Series averaged for a shape the table lacks, and the power of the inverse distance that
-/// weights them (as the measured-points model, compute/point_model.h).
-inline constexpr int kGroupedNeighbours = 4;
+/// A shape the table lacks: the width (log units) of the Gaussian weights of the other series in
+/// (log E, log n, log k), the ridge on the fitted slopes, and the robustness iterations. Chosen
+/// on whole tables, each expert shape held out in turn (docs/calibration.md): H100 bf16 / fp8,
+/// GB200 bf16, B200 fp8 mean 17.95 / 15.99 / 8.69 / 12.48 % at 0.75, 0.1, 2; 19.80 / 14.04 /
+/// 9.01 / 13.07 % at width 0.5; 16.78 / 16.94 / 10.45 / 15.06 % with ridge 1; without the
+/// robustness iterations 22.83 / 16.05 / 10.37 / 14.31 %; the 4 nearest series (before) 29.24 /
+/// 17.55 / 12.17 / 19.80 %.
+inline constexpr double kGroupedBandwidth = 0.75;
+inline constexpr double kGroupedRidge = 0.1;
+inline constexpr int kGroupedRobustIterations = 2;
 
 /// One measured expert shape: E experts of hidden h and intermediate I (per rank), the gated
 /// pair's time at each tokens-per-expert value.
@@ -77,6 +90,13 @@ class GroupedModel {
   // y of series s at m (log seconds per FLOP), without point `skip` of it (-1: none); false when
   // the series has no point left. `inside` is cleared when m lies outside its measured range.
   bool series_y(size_t s, double m, long skip, double& y, bool& measured, bool& inside) const;
+  // One series' answer at one of its GEMMs: offsets from the query, y, inside its M range.
+  struct Sample {
+    double de, dn, dk, y;
+    bool inside;
+  };
+  // The robust local linear fit's value at the query; false when it cannot be solved.
+  static bool local_fit(const std::vector<Sample>& samples, double& y);
   [[nodiscard]] GroupedAnswer predict_skip(double m, double experts, double n, double k, long skip_series,
                                            long skip_point) const;
 

@@ -40,6 +40,7 @@ GridHeader read_grid_header(const nlohmann::json& doc, const SystemConfig& sys, 
   nlohmann::json prov = nlohmann::json::object();
   if (const nlohmann::json* p = r.object("provenance", false)) prov = *p;
   r.ignore(data_key);
+  if (family == OpFamily::Gemm) r.ignore("waves");  // read by merge_gemm_grid
   r.finish();
   if (!kind.empty() && kind != kind_expected)
     issues.add("/kind", std::string("expected \"") + kind_expected + "\", got \"" + kind + "\"");
@@ -82,11 +83,26 @@ void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::stri
     }
   }
   issues.throw_if_any();
+  // Optional wave quantization of the GPU's kernels (compute/gemm_model.h): SMs and tile.
+  GemmWaves waves;
+  if (doc.is_object() && doc.contains("waves")) {
+    ObjectReader wr(doc["waves"], "/waves", issues);
+    wr.req("sm_count", waves.sms);
+    wr.req("tile_m", waves.tile_m);
+    wr.req("tile_n", waves.tile_n);
+    wr.finish();
+  }
+  issues.throw_if_any();
   std::shared_ptr<GemmModel> model;
   try {
     model = std::make_shared<GemmModel>(points);
   } catch (const std::invalid_argument& e) {
     throw ConfigError(source, "/points", e.what());
+  }
+  try {
+    model->set_waves(waves);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(source, "/waves", e.what());
   }
   nlohmann::json mp = h.provenance;
   mp["points"] = model->points();

@@ -261,11 +261,20 @@ std::shared_ptr<const GemmModel> read_gemm_model(const json& j, const std::strin
   }
   std::string provenance;
   if (const json* prov = r.object("provenance", false)) provenance = prov->dump();
+  GemmWaves waves;
+  if (const json* w = r.object("waves", false)) {
+    ObjectReader wr(*w, path + "/waves", issues);
+    wr.req("sm_count", waves.sms);
+    wr.req("tile_m", waves.tile_m);
+    wr.req("tile_n", waves.tile_n);
+    wr.finish();
+  }
   r.finish();
   if (!ok) return nullptr;
   for (double& t : times) t *= kMicro;
   try {
     auto model = std::make_shared<GemmModel>(std::move(axes[0]), std::move(axes[1]), std::move(axes[2]), std::move(times));
+    model->set_waves(waves);
     model->provenance_json = provenance;
     return model;
   } catch (const std::invalid_argument& e) {

@@ -82,6 +82,9 @@ std::string gemm_model_json(const GemmModel& m, int indent) {
   const std::string nl = indent < 0 ? "" : "\n";
   std::string o = "{\"kind\": \"gemm_grid\"";
   if (!m.provenance_json.empty()) o += ", \"provenance\": " + m.provenance_json;
+  if (m.waves().on())
+    o += strprintf(", \"waves\": {\"sm_count\": %.17g, \"tile_m\": %.17g, \"tile_n\": %.17g}", m.waves().sms,
+                   m.waves().tile_m, m.waves().tile_n);
   const auto axis = [&](const char* name, const std::vector<double>& v) {
     o += strprintf(", \"%s\": [", name);
     for (size_t i = 0; i < v.size(); ++i) o += strprintf(i ? ", %.17g" : "%.17g", v[i]);

@@ -1,6 +1,7 @@
 // GEMM efficiency model on synthetic grids with hand-computed answers: measured nodes, log-space
-// interpolation on padded rows, the m series, holes filled from their neighbours (axes weighted
-// by 1 / log span), clamped extrapolation, leave-one-out; and its use by kernel_cost.
+// interpolation on unpadded rows, the m series, holes filled from their neighbours (axes weighted
+// by 1 / log span and by how well each axis' line holds), clamped extrapolation, leave-one-out;
+// and its use by kernel_cost.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,12 +34,13 @@ TEST(GemmModelTest, InterpolatesTimePerRowInLogSpace) {
   GemmAnswer a = g.predict(64, 64, 64);
   EXPECT_EQ(a.source, EfficiencySource::Interpolated);
   EXPECT_NEAR(a.time_s, 2 * std::sqrt(2.0) * 1e-6, 1e-15);
-  // m = 40 is paid as 64 padded rows at weight log(1.25)/log(4) towards m = 128:
-  // 64 · 1/32 µs · 2^(log(1.25)/log(4)) = 2 · sqrt(1.25) µs = sqrt(5) µs. (40 is not a multiple
-  // of 16, but the grid has no unaligned rows: the aligned series answers.)
+  // m = 40 (rows not padded) at weight log(1.25)/log(4) towards m = 128: 40 · 1/32 µs ·
+  // 2^(log(1.25)/log(4)) = 1.25 · sqrt(1.25) µs = 1.3975 µs. (40 is not a multiple of 16, but
+  // the grid has no unaligned rows: the aligned series answers.)
   a = g.predict(40, 64, 64);
   EXPECT_EQ(a.source, EfficiencySource::Interpolated);
-  EXPECT_NEAR(a.time_s, std::sqrt(5.0) * 1e-6, 1e-15);
+  EXPECT_NEAR(a.time_s, 1.25 * std::sqrt(1.25) * 1e-6, 1e-15);
+  EXPECT_NEAR(a.time_s, 1.3975e-6, 0.0001e-6);
 }
 
 TEST(GemmModelTest, BeyondTheGridHoldsTheEdgeThroughput) {
@@ -54,17 +56,17 @@ TEST(GemmModelTest, BeyondTheGridHoldsTheEdgeThroughput) {
 }
 
 TEST(GemmModelTest, UnalignedRowsUseTheirOwnSeries) {
-  // Aligned rows 32, 128 as above; the m + 1 rows 33, 129 twice as slow per padded row
-  // (33 → 64 padded rows at 1/16 µs: 4 µs; 129 → 160 rows at 1/8 µs: 20 µs).
-  const GemmModel g = grid({{32, 64, 64, 1e-6}, {128, 64, 64, 8e-6}, {33, 64, 64, 4e-6}, {129, 64, 64, 20e-6}});
+  // Aligned rows 32, 128 as above; the m + 1 rows 33, 129 twice as slow per row
+  // (33 rows at 1/16 µs: 2.0625 µs; 129 rows at 1/8 µs: 16.125 µs).
+  const GemmModel g = grid({{32, 64, 64, 1e-6}, {128, 64, 64, 8e-6}, {33, 64, 64, 33e-6 / 16}, {129, 64, 64, 129e-6 / 8}});
   // m = 64 is aligned: 2·sqrt(2) µs as without the other series.
   EXPECT_NEAR(g.predict(64, 64, 64).time_s, 2 * std::sqrt(2.0) * 1e-6, 1e-15);
-  // m = 65 (96 padded rows) between 33 and 129 at weight log(65/33)/log(129/33) on the
-  // per-padded-row times 1/16 and 1/8 µs.
+  // m = 65 between 33 and 129 at weight log(65/33)/log(129/33) on the per-row times 1/16 and
+  // 1/8 µs.
   const double w = std::log(65.0 / 33) / std::log(129.0 / 33);
   const GemmAnswer a = g.predict(65, 64, 64);
   EXPECT_EQ(a.source, EfficiencySource::Interpolated);
-  EXPECT_NEAR(a.time_s, 96 * (1.0 / 16) * std::pow(2.0, w) * 1e-6, 1e-15);
+  EXPECT_NEAR(a.time_s, 65 * (1.0 / 16) * std::pow(2.0, w) * 1e-6, 1e-15);
 }
 
 TEST(GemmModelTest, HoleFilledFromItsNeighboursWeightedByLogSpan) {
@@ -80,6 +82,53 @@ TEST(GemmModelTest, HoleFilledFromItsNeighboursWeightedByLogSpan) {
   const GemmAnswer ans = g.predict(64, 64, 64);
   EXPECT_EQ(ans.source, EfficiencySource::Interpolated);
   EXPECT_NEAR(ans.time_s, 2e-9 * 64 * 64 * 64, 1e-15);
+}
+
+TEST(GemmModelTest, HoleFollowsTheAxisWhoseLineHolds) {
+  // Node (128, 64, 64) is not measured. Along m (32, 64 | 256, 512) every node has 1e-9 s per
+  // m·n·k: the line across the gap misses neither neighbour (miss 0). Along n (4, 16 | 256, 1024)
+  // the near nodes have 8e-9, the far ones 8e-9 · e^0.1: the line from n = 4 through 256 passes
+  // n = 16 at log 8e-9 + 0.1 · (1 - 1/3), a miss of 0.2/3, and the same on the other side.
+  // Weights 1 / (log 4 · (0 + floor)) and 1 / (log 16 · (0.2/3 + floor)).
+  const double a = 1e-9, b = 8e-9, far = b * std::exp(0.1);
+  std::vector<GemmPoint> pts;
+  for (double m : {32.0, 64.0, 256.0, 512.0}) pts.push_back({m, 64, 64, a * m * 64 * 64});
+  for (const auto& [n, s] : std::vector<std::pair<double, double>>{{4, far}, {16, b}, {256, b}, {1024, far}})
+    pts.push_back({128, n, 64, s * 128 * n * 64});
+  const GemmModel g = grid(pts);
+  const double wm = 1 / (std::log(4.0) * kGemmAxisMissFloor);
+  const double wn = 1 / (std::log(16.0) * (0.2 / 3 + kGemmAxisMissFloor));
+  const double y = (wm * std::log(a) + wn * std::log(b)) / (wm + wn);
+  const GemmAnswer ans = g.predict(128, 64, 64);
+  EXPECT_EQ(ans.source, EfficiencySource::Interpolated);
+  EXPECT_NEAR(ans.time_s / (std::exp(y) * 128 * 64 * 64), 1, 1e-12);
+  // By hand: wm : wn = 1/(1.3863 · 0.005) : 1/(2.7726 · 0.07167) = 144.27 : 5.0325, so y lies
+  // 5.0325/149.30 = 3.37 % of the way from log a to log b: 1e-9 · 8^0.0337 = 1.0726e-9 s per m·n·k.
+  EXPECT_NEAR(ans.time_s / (128 * 64 * 64), 1.0726e-9, 0.0002e-9);
+}
+
+TEST(GemmModelTest, WavesOverTheSmsStepBetweenGridNodes) {
+  // 4 SMs, 64 × 64 tiles; every node takes 1e-9 s per m·n·k times its wave factor. At m = 128:
+  // n = 128 is 4 tiles (1 wave), n = 256 is 8 (2 waves): factor 1 at both nodes.
+  const GemmWaves w{4, 64, 64};
+  EXPECT_DOUBLE_EQ(gemm_wave_factor(w, 128, 128), 1);
+  EXPECT_DOUBLE_EQ(gemm_wave_factor(w, 128, 192), 4.0 / 3);  // 6 tiles = 1.5 waves, paid as 2
+  EXPECT_DOUBLE_EQ(gemm_wave_factor(w, 64, 64), 1);          // 1 tile: below one wave
+  EXPECT_DOUBLE_EQ(gemm_wave_factor(GemmWaves{}, 128, 192), 1);
+  std::vector<GemmPoint> pts;
+  for (double m : {64.0, 128.0, 256.0})
+    for (double n : {64.0, 128.0, 256.0, 512.0}) pts.push_back({m, n, 64, 1e-9 * m * n * 64 * gemm_wave_factor(w, m, n)});
+  GemmModel g(pts);
+  // Without waves n = 192 lies between two nodes of 1e-9 s per m·n·k: that.
+  EXPECT_NEAR(g.predict(128, 192, 64).time_s, 1e-9 * 128 * 192 * 64, 1e-15);
+  g.set_waves(w);
+  // With them the third wave is paid: 4/3 of it. The measured nodes answer as measured.
+  EXPECT_NEAR(g.predict(128, 192, 64).time_s, 1e-9 * 128 * 192 * 64 * 4 / 3, 1e-15);
+  EXPECT_NEAR(g.predict(192, 256, 64).time_s, 1e-9 * 192 * 256 * 64 * gemm_wave_factor(w, 192, 256), 1e-15);
+  EXPECT_EQ(g.predict(128, 256, 64).source, EfficiencySource::Measured);
+  EXPECT_NEAR(g.predict(128, 256, 64).time_s, 1e-9 * 128 * 256 * 64, 1e-15);
+  EXPECT_NEAR(g.time_at(1, 2, 0), 1e-9 * 128 * 256 * 64, 1e-15);
+  EXPECT_THROW(g.set_waves(GemmWaves{108, 0, 256}), std::invalid_argument);
 }
 
 TEST(GemmModelTest, LeaveOneOutPredictsEachNodeWithoutIt) {

@@ -48,24 +48,41 @@ TEST(GroupedModelTest, LogLinearInTokensInsideAndHeldBeyond) {
   EXPECT_REL(a.s_per_flop, spf(1024, 6.4e-4));
 }
 
-TEST(GroupedModelTest, ShapesBetweenSeriesAreWeightedByInverseSquareDistance) {
+TEST(GroupedModelTest, ShapesBetweenSeriesFromALocalLinearFit) {
   GroupedSeries wide = base();
   wide.experts = 32;
   wide.time_s = {4e-4, 1.6e-3, 6.4e-3};  // half the base's seconds per FLOP
   const GroupedModel m({base(), wide});
-  // E = 16 lies log 2 from both: the geometric mean of the two series' answers.
+  // E = 16 lies log 2 from both, whose samples (each series at its two GEMMs) stand
+  // symmetrically about the query: the fitted value is the mean of the two series' y, i.e. the
+  // geometric mean of their answers.
   const GroupedAnswer a = m.predict(256, 16, 1024, 1024);
   EXPECT_EQ(a.source, EfficiencySource::Interpolated);
   const double narrow_y = spf(256, 2e-4), wide_y = 1.6e-3 / (6.0 * 32 * 1024 * 512 * 256);
   EXPECT_REL(a.s_per_flop, std::sqrt(narrow_y * wide_y));
-  // E = 10: weights 1/ln(10/8)² and 1/ln(32/10)².
-  const double w0 = 1 / std::pow(std::log(10.0 / 8), 2), w1 = 1 / std::pow(std::log(32.0 / 10), 2);
-  const GroupedAnswer b = m.predict(256, 10, 1024, 1024);
-  EXPECT_REL(b.s_per_flop, std::exp((w0 * std::log(narrow_y) + w1 * std::log(wide_y)) / (w0 + w1)));
   // E = 64 is beyond the measured experts: extrapolated.
   EXPECT_EQ(m.predict(256, 64, 1024, 1024).source, EfficiencySource::Extrapolated);
   EXPECT_EQ(m.predict(0, 8, 1024, 1024).source, EfficiencySource::Default);
   EXPECT_EQ(GroupedModel().predict(256, 8, 1024, 1024).source, EfficiencySource::Default);
+}
+
+TEST(GroupedModelTest, ASeriesOffTheTrendOfItsNeighboursIsSetAside) {
+  // Series of the base's shape at E = 4, 8, 32 and 64 with its times per FLOP, and one at
+  // E = 128 eight times slower per FLOP. For E = 16 the first fit is pulled up by it (2.5 %);
+  // the bisquare weights drop it (its residual is more than 6 median residuals), the second fit
+  // through the others is exact, its residuals' median is 0 and it answers: the base's seconds
+  // per FLOP.
+  std::vector<GroupedSeries> all;
+  for (double e : {4.0, 8.0, 32.0, 64.0, 128.0}) {
+    GroupedSeries s = base();
+    s.experts = e;
+    for (double& t : s.time_s) t *= e / 8 * (e == 128 ? 8 : 1);
+    all.push_back(s);
+  }
+  const GroupedModel m(all);
+  const GroupedAnswer a = m.predict(256, 16, 1024, 1024);
+  EXPECT_EQ(a.source, EfficiencySource::Interpolated);
+  EXPECT_REL(a.s_per_flop, spf(256, 2e-4));
 }
 
 TEST(GroupedModelTest, SeriesOfOneShapeMergeAndBadSeriesThrow) {

@@ -87,6 +87,35 @@ TEST(SystemModelTest, MalformedModelsNameTheirPath) {
             std::string::npos);
 }
 
+TEST(SystemModelTest, GemmGridWavesAreReadWrittenAndChecked) {
+  // The waves of compute/gemm_model.h: read from the model, written back, part of the
+  // fingerprint; the grid document's are copied into the fitted model.
+  const std::string with = replaced(tiny(), R"("kind": "gemm_grid",)",
+                                    R"("kind": "gemm_grid", "waves": {"sm_count": 108, "tile_m": 128, "tile_n": 256},)");
+  const SystemConfig sys = load_system(with, "waves.json");
+  const auto& model = sys.ops.at("matmul").gemm_model;
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->waves().sms, 108);
+  EXPECT_EQ(model->waves().tile_n, 256);
+  EXPECT_NE(sys.fingerprint, load_system(tiny(), "tiny.json").fingerprint);
+  const std::string text = system_to_json_text(sys);
+  EXPECT_NE(text.find(R"("waves": {"sm_count": 108, "tile_m": 128, "tile_n": 256}, "m": [32, 64, 128])"), std::string::npos)
+      << text;
+  EXPECT_EQ(system_to_json_text(load_system(text, "back.json")), text);
+  EXPECT_NE(error_of(replaced(with, R"("tile_m": 128)", R"("tile_m": 0)"))
+                .find("/accelerator/op/matmul/model: GEMM waves: sm_count 108.000000, tile_m 0.000000, tile_n "
+                      "256.000000: each must be finite and > 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(with, R"("tile_n": 256)", R"("tile": 256)")).find("/accelerator/op/matmul/model/waves/tile_n"),
+            std::string::npos);
+  SystemConfig merged = load_system(tiny(), "tiny.json");
+  merge_gemm_grid(merged,
+                  R"({"kind": "trainsim-gemm-grid", "op": "matmul", "device": "GPU X", "waves": {"sm_count": 4,
+                      "tile_m": 64, "tile_n": 64}, "points": [[32, 64, 64, 1e-6], [128, 64, 64, 8e-6]]})",
+                  "grid.json");
+  EXPECT_EQ(merged.ops.at("matmul").gemm_model->waves().sms, 4);
+}
+
 TEST(SystemModelTest, GemmGridFitsTheModelWithProvenance) {
   SystemConfig sys = load_system(tiny(), "tiny.json");
   sys.ops["matmul"].accurate.set("b=1, m=4096, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16", 0.7);

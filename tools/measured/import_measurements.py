@@ -66,8 +66,13 @@ GPUS = {
     # A100 has no FP8 tensor cores; its preset gives fp8_matmul the bf16 peak, so FP8 keys are
     # timed with the bf16 table. Its fused-MoE table (trtllm 1.0.0) has power-law rows only, of
     # another kernel (moe_torch_flow): no grouped-GEMM model.
+    # Its GEMM model divides out the waves of tiles over the SMs before interpolating (108 SMs,
+    # the A100 datasheet; 128 x 256 tiles, cuBLAS's largest Ampere bf16 tensor-op tile,
+    # ampere_bf16_s16816gemm_bf16_128x256: docs/calibration.md): Ampere's kernels run a wave at
+    # a time. The Hopper and Blackwell tables show no such steps (persistent kernels).
     "a100_sxm": {"out": "a100-sxm-80g", "base": "a100-sxm-80g", "gemm": "trtllm/1.0.0",
-                 "attention": "trtllm/1.0.0", "nccl": "2.27.3", "fp8": "bfloat16"},
+                 "attention": "trtllm/1.0.0", "nccl": "2.27.3", "fp8": "bfloat16",
+                 "waves": {"sm_count": 108, "tile_m": 128, "tile_n": 256}},
 }
 
 # Plans whose shapes the measured files carry (besides every validation case): the CLI default
@@ -211,6 +216,7 @@ def write_gemm_grids(gpu, spec, version, device, bf16, fp8, work):
     args = []
     for op, table, dtype in (("matmul", bf16, "bfloat16"), ("fp8_matmul", fp8, spec["fp8"])):
         grid = {"kind": "trainsim-gemm-grid", "op": op, "device": device, "dtype": dtype,
+                **({"waves": spec["waves"]} if "waves" in spec else {}),
                 "provenance": {"package": PACKAGE, "version": version, "system": gpu,
                                "framework": "TensorRT-LLM " + spec["gemm"].split("/")[1],
                                "table": f"systems/data/{gpu}/gemm/{spec['gemm']}/gemm_perf.parquet ({dtype})",
