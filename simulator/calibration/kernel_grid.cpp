@@ -1,6 +1,8 @@
 // Calibration grids (kernels_bench --grid) and the models system build fits from their results.
 #include "calibration/kernel_grid.h"
 
+#include "inputs/model_merge.h"
+
 #include <map>
 #include <memory>
 #include <optional>
@@ -210,6 +212,7 @@ void fit_grouped(SystemConfig& sys, const KernelsDoc& doc, const std::string& so
     lines.push_back(op + ": no grouped_grid (no expert shape has both GEMMs measured); per-shape entries kept");
     return;
   }
+  const nlohmann::json screen = set_aside_screened(series);
   std::shared_ptr<GroupedModel> model;
   try {
     model = std::make_shared<GroupedModel>(std::move(series));
@@ -217,6 +220,7 @@ void fit_grouped(SystemConfig& sys, const KernelsDoc& doc, const std::string& so
     throw ConfigError(source, "/results", op + ": " + e.what());
   }
   nlohmann::json p = model_provenance(doc, source, fp8 ? "fp8" : "bf16");
+  p.update(screen);
   p["points"] = model->points();
   p["series"] = model->series().size();
   p["time_s"] = "gated up projection (n = 2I, k = h) + down projection (n = h, k = I), timed apart, stage fwd";

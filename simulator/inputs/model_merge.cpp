@@ -118,6 +118,27 @@ void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::stri
   refresh_fingerprint(sys);
 }
 
+nlohmann::json set_aside_screened(std::vector<GroupedSeries>& series) {
+  nlohmann::json out = nlohmann::json::object();
+  const std::vector<ScreenedSeries> screened = screen_grouped_series(series);
+  if (screened.empty()) return out;
+  nlohmann::json aside = nlohmann::json::array();
+  for (const ScreenedSeries& sc : screened) {
+    const GroupedSeries &s = series[sc.index], &o = series[sc.smaller];
+    aside.push_back({{"experts", s.experts}, {"hidden", s.hidden}, {"inter", s.inter}, {"tokens", sc.tokens},
+                     {"slower_than", nlohmann::json{{"hidden", o.hidden}, {"inter", o.inter}}},
+                     {"throughput_ratio", std::round(sc.ratio * 100) / 100}});
+  }
+  for (auto sc = screened.rbegin(); sc != screened.rend(); ++sc)
+    series.erase(series.begin() + static_cast<std::ptrdiff_t>(sc->index));
+  out["series_set_aside"] = aside;
+  out["screen"] = strprintf(
+      "a series whose throughput at its largest token count >= %g per expert is below that of a smaller "
+      "expert shape of the same expert count by more than %gx (compute/grouped_screen.h)",
+      kGroupedScreenMinTokens, kGroupedScreenRatio);
+  return out;
+}
+
 void merge_grouped_grid(SystemConfig& sys, const std::string& text, const std::string& source) {
   const nlohmann::json doc = parse_json(text, source);
   IssueList issues(source);
@@ -154,18 +175,7 @@ void merge_grouped_grid(SystemConfig& sys, const std::string& text, const std::s
     }
   }
   issues.throw_if_any();
-  // Series timed on another kernel path of the measuring library are not fitted on
-  // (compute/grouped_screen.h); the provenance names each with the shape it was compared to.
-  nlohmann::json aside = nlohmann::json::array();
-  const std::vector<ScreenedSeries> screened = screen_grouped_series(series);
-  for (const ScreenedSeries& sc : screened) {
-    const GroupedSeries &s = series[sc.index], &o = series[sc.smaller];
-    aside.push_back({{"experts", s.experts}, {"hidden", s.hidden}, {"inter", s.inter}, {"tokens", sc.tokens},
-                     {"slower_than", nlohmann::json{{"hidden", o.hidden}, {"inter", o.inter}}},
-                     {"throughput_ratio", std::round(sc.ratio * 100) / 100}});
-  }
-  for (auto sc = screened.rbegin(); sc != screened.rend(); ++sc)
-    series.erase(series.begin() + static_cast<std::ptrdiff_t>(sc->index));
+  const nlohmann::json screen = set_aside_screened(series);
   std::shared_ptr<GroupedModel> model;
   try {
     model = std::make_shared<GroupedModel>(std::move(series));
@@ -175,13 +185,7 @@ void merge_grouped_grid(SystemConfig& sys, const std::string& text, const std::s
   nlohmann::json mp = h.provenance;
   mp["points"] = model->points();
   mp["series"] = model->series().size();
-  if (!aside.empty()) {
-    mp["series_set_aside"] = aside;
-    mp["screen"] = strprintf(
-        "a series whose throughput at its largest token count >= %g per expert is below that of a smaller "
-        "expert shape of the same expert count by more than %gx (compute/grouped_screen.h)",
-        kGroupedScreenMinTokens, kGroupedScreenRatio);
-  }
+  mp.update(screen);
   ComputeOpConfig& c = sys.ops[h.op];
   if (!c.accurate.empty()) mp["replaced_entries"] = c.accurate.size();
   if (c.point_model) mp["replaced_model"] = "points of " + std::to_string(c.point_model->points()) + " shapes";

@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "compute/grouped_model.h"
 #include "system/system_config.h"
 
 namespace trainsim {
@@ -22,6 +25,13 @@ void merge_gemm_grid(SystemConfig& sys, const std::string& text, const std::stri
 /// and sets the op's grouped-GEMM model (compute/grouped_model.h) in `sys`; the class's per-shape
 /// entries and other model are dropped. Throws ConfigError naming `source` and the JSON path.
 void merge_grouped_grid(SystemConfig& sys, const std::string& text, const std::string& source);
+
+/// Sets aside the series of `series` that compute/grouped_screen.h screens out (every source of
+/// a grouped-GEMM model: published tables, kernels_bench grids) and returns what the model's
+/// provenance records of it: `series_set_aside` (each series, the smaller shape it was compared
+/// to, the token count, the throughput ratio) and `screen` (the rule); an empty object when
+/// none is.
+nlohmann::json set_aside_screened(std::vector<GroupedSeries>& series);
 
 /// Fits measured-points models (compute/point_model.h) in `sys` from the per-shape entries of
 /// another system file `src` (e.g. SimuMax's calibrated files), one per op class in `ops` that

@@ -227,6 +227,52 @@ TEST(KernelsGridTest, SyntheticGridGivesTheKnownAnswersAtHeldOutShapes) {
   EXPECT_DOUBLE_EQ(*sys.bandwidths.at("default").graph_latency_s, kGraph);
 }
 
+// A grid series three times slower per FLOP than a smaller expert shape of its expert count is
+// set aside, as for the published tables (compute/grouped_screen.h: more than 1.5x at >= 256 tokens).
+TEST(KernelsGridTest, AGroupedSeriesSlowerThanASmallerShapeIsSetAside) {
+  const GridSpec g = all_grid();
+  const nlohmann::json series = nlohmann::json::parse(grid_description_json(g))["grouped"]["series"];
+  double e = 0, h = 0, i = 0;
+  for (const auto& s : series)
+    for (const auto& o : series)
+      if (e == 0 && o["experts"] == s["experts"] && o["hidden"] <= s["hidden"] && o["inter"] <= s["inter"] &&
+          (o["hidden"] != s["hidden"] || o["inter"] != s["inter"])) {
+        e = s["experts"].get<double>();
+        h = s["hidden"].get<double>();
+        i = s["inter"].get<double>();
+      }
+  ASSERT_GT(e, 0) << "the grid has two expert shapes of one expert count, one smaller";
+  KernelsDoc doc;
+  doc.device.name = "Synthetic H100";
+  doc.device.peak_bf16_flops = kPeak;
+  doc.device.peak_fp8_flops = kPeakFp8;
+  doc.device.peak_mem_bytes_per_s = kMem;
+  nlohmann::json prov = {{"tool", "kernels_bench"}, {"version", "test"}, {"command", "kernels_bench --grid all"}};
+  prov["grid"] = nlohmann::json::parse(grid_description_json(g));
+  doc.provenance_json = prov.dump();
+  for (const BenchItem& it : grid_plan(g).items) {
+    double t = synthetic_seconds(it, gemm_eff);
+    if (it.family == Family::GroupedGemm) {
+      const auto& sh = std::get<GroupedMatmulShape>(*it.shape);
+      const auto n = static_cast<double>(sh.n), k = static_cast<double>(sh.k);
+      if (static_cast<double>(sh.ng) == e && ((n == 2 * i && k == h) || (n == h && k == i))) t *= 3;
+    }
+    doc.results.push_back(timed(it, t));
+  }
+  const ConfigText base = resolve_config("system", "h100-sxm-80g");
+  SystemConfig sys = load_system(base.text, base.source);
+  merge_kernels(sys, kernels_to_json_text(doc), "grid.json");
+  for (const char* op : {"group_matmul", "fp8_group_matmul"}) {
+    const GroupedModel& m = *sys.ops.at(op).grouped_model;
+    EXPECT_EQ(m.series().size(), 19u) << op;
+    const nlohmann::json p = nlohmann::json::parse(m.provenance_json);
+    ASSERT_EQ(p["series_set_aside"].size(), 1u) << op;
+    EXPECT_EQ(p["series_set_aside"][0]["hidden"], h);
+    EXPECT_EQ(p["series_set_aside"][0]["inter"], i);
+    EXPECT_EQ(p["series_set_aside"][0]["throughput_ratio"], 3.0);
+  }
+}
+
 // The saturating efficiency at the centre of cells (the worst place for linear interpolation):
 // the error stays within the bound of each axis's cell width, and is not zero.
 TEST(KernelsGridTest, SaturatingEfficiencyWithinTheInterpolationBound) {
