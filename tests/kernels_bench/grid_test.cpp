@@ -148,8 +148,8 @@ double synthetic_seconds(const BenchItem& it, GemmEff eff_of) {
 // A plan's shape measured besides the grid (--shapes): the data-gradient layout, off the grid.
 const char* kPlanKey = "b=1, m=4096, k=6144, n=4096, layout=NN, accumulate=False, out_dtype=bf16";
 
-std::string synthetic_grid_run(GemmEff eff_of = gemm_eff) {
-  const GridSpec g = all_grid();
+// A grid run's document on the synthetic H100, its results still to add.
+KernelsDoc synthetic_doc(const GridSpec& g) {
   KernelsDoc doc;
   doc.device.name = "Synthetic H100";
   doc.device.peak_bf16_flops = kPeak;
@@ -158,6 +158,12 @@ std::string synthetic_grid_run(GemmEff eff_of = gemm_eff) {
   nlohmann::json prov = {{"tool", "kernels_bench"}, {"version", "test"}, {"command", "kernels_bench --grid all"}};
   prov["grid"] = nlohmann::json::parse(grid_description_json(g));
   doc.provenance_json = prov.dump();
+  return doc;
+}
+
+std::string synthetic_grid_run(GemmEff eff_of = gemm_eff) {
+  const GridSpec g = all_grid();
+  KernelsDoc doc = synthetic_doc(g);
   for (const BenchItem& it : grid_plan(g).items) doc.results.push_back(timed(it, synthetic_seconds(it, eff_of)));
   BenchItem plan_shape;
   plan_shape.kind = "compute";
@@ -242,14 +248,7 @@ TEST(KernelsGridTest, AGroupedSeriesSlowerThanASmallerShapeIsSetAside) {
         i = s["inter"].get<double>();
       }
   ASSERT_GT(e, 0) << "the grid has two expert shapes of one expert count, one smaller";
-  KernelsDoc doc;
-  doc.device.name = "Synthetic H100";
-  doc.device.peak_bf16_flops = kPeak;
-  doc.device.peak_fp8_flops = kPeakFp8;
-  doc.device.peak_mem_bytes_per_s = kMem;
-  nlohmann::json prov = {{"tool", "kernels_bench"}, {"version", "test"}, {"command", "kernels_bench --grid all"}};
-  prov["grid"] = nlohmann::json::parse(grid_description_json(g));
-  doc.provenance_json = prov.dump();
+  KernelsDoc doc = synthetic_doc(g);
   for (const BenchItem& it : grid_plan(g).items) {
     double t = synthetic_seconds(it, gemm_eff);
     if (it.family == Family::GroupedGemm) {
