@@ -12,7 +12,8 @@
 #   --plan the presets users run most are calibrated (see DEFAULT_PLANS below). Without --base
 #   the preset matching the GPU name is used (h100, h200, b200, a100). --grid all (gemm,
 #   grouped, attention, memory) measures the models' calibration grids besides the plans' shapes
-#   (about 26 min on an H100: give --budget-min 40), so the system file answers any plan.
+#   (about 26 min on an H100: give --budget-min 40), so the system file answers any plan;
+#   the grid runs coarse to fine, a coarse grid of every family in its first ~7 min.
 #   Rerunning with the same --out-dir resumes: finished steps are skipped, kernels_bench
 #   continues from its partial file. MPIRUN (default mpirun) and COMM_BENCH_ARGS are read
 #   from the environment.
@@ -41,7 +42,7 @@ while [[ $# -gt 0 ]]; do
     --no-self-check) self_check=""; shift ;;
     --samples|--warmup) bench_args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
     --grid|--dtype) grid_args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done

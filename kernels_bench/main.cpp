@@ -137,9 +137,12 @@ int run(const std::vector<std::string>& args) {
       if (seen.emplace(e.op, e.key).second) shapes.shapes.push_back(std::move(e));
   }
   trainsim::kb::BenchPlan plan = trainsim::kb::make_plan(shapes, popt);
-  // Under a budget the few memory-bound and latency items (seconds in all) go first, so a run
-  // cut short still calibrates every bandwidth class.
-  if (budget_min > 0)
+  // A grid runs coarse to fine, every family's coarse grid first; without a grid, under a budget
+  // the few memory-bound and latency items (seconds in all) go first: a run cut short still
+  // calibrates every bandwidth class and, with a grid, every family.
+  if (grid)
+    trainsim::kb::order_coarse_to_fine(plan);
+  else if (budget_min > 0)
     std::stable_partition(plan.items.begin(), plan.items.end(), [](const trainsim::kb::BenchItem& it) {
       return it.family == trainsim::kb::Family::Memory || it.family == trainsim::kb::Family::Latency;
     });

@@ -1,6 +1,7 @@
 // Sweep planning and run-time estimate.
 #include "plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -215,6 +216,35 @@ BenchPlan make_plan(const ShapesDoc& shapes, const PlanOptions& opt) {
   return plan;
 }
 
+namespace {
+
+// Steps of a grid run's order (order_coarse_to_fine).
+int order_rank(const BenchItem& it) {
+  if (it.family == Family::Memory || it.family == Family::Latency) return 0;
+  if (it.level == 0) return 1;
+  if (it.level < 0) return 2;
+  return 2 + it.level;
+}
+
+const char* rank_name(int rank) {
+  switch (rank) {
+    case 0: return "memory-bound and latency items";
+    case 1: return "grid level 0 (every 4th value of each axis)";
+    case 2: return "the shapes files' shapes off the grid";
+    case 3: return "grid level 1 (every 2nd value)";
+    default: return "grid level 2 (the rest)";
+  }
+}
+
+}  // namespace
+
+void order_coarse_to_fine(BenchPlan& plan) {
+  for (auto& it : plan.items)
+    if (it.shape) it.level = grid_level(*it.shape);
+  std::stable_sort(plan.items.begin(), plan.items.end(),
+                   [](const BenchItem& a, const BenchItem& b) { return order_rank(a) < order_rank(b); });
+}
+
 std::string format_duration(double seconds) {
   if (seconds > 0 && seconds < 0.5) return "<1s";
   // llround is undefined beyond the long long range (it printed -9223372036854775808 s).
@@ -252,6 +282,21 @@ std::string format_plan(const BenchPlan& plan, const PlanOptions& opt) {
   }
   for (const auto& f : order)
     out += strprintf("  %-9s %6zu items %9s\n", f.c_str(), families[f].first, format_duration(families[f].second).c_str());
+  // A grid run: its steps in run order, each with the time elapsed at its end.
+  if (std::any_of(plan.items.begin(), plan.items.end(), [](const BenchItem& it) { return it.level >= 0; })) {
+    std::map<int, std::pair<size_t, double>> steps;
+    for (const auto& it : plan.items) {
+      ++steps[order_rank(it)].first;
+      steps[order_rank(it)].second += it.est_s;
+    }
+    double elapsed = 0;
+    out += "in run order (a run cut short has measured the steps before it):\n";
+    for (const auto& [rank, step] : steps) {
+      elapsed += step.second;
+      out += strprintf("  %-44s %6zu items %9s, done after %s\n", rank_name(rank), step.first,
+                       format_duration(step.second).c_str(), format_duration(elapsed).c_str());
+    }
+  }
   out += strprintf(
       "estimated run time: %s (warm-up %d + %d samples per item; assumes %.0f/%.0f TFLOPS bf16/fp8, %.0f GB/s "
       "and typical efficiencies)\n",

@@ -35,6 +35,7 @@ struct BenchItem {
   double bytes = 0;               // memory: bytes under the simulator's byte formula
   int launches = 1;               // kernels per timed call
   double est_s = 0;               // estimated wall time of the whole item (setup + all runs)
+  int level = -1;                 // a grid shape's refinement level (calibration/kernel_grid.h), else -1
   [[nodiscard]] std::string id() const { return kind + "|" + op + "|" + key; }
 };
 
@@ -80,12 +81,20 @@ struct BenchPlan {
 /// Throws UsageError for options out of range.
 [[nodiscard]] BenchPlan make_plan(const ShapesDoc& shapes, const PlanOptions& opt);
 
+/// A grid run's order: the memory-bound and latency items (seconds in all), the grid's level-0
+/// shapes of every family, the shapes of the --shapes files that are not on the grid, then grid
+/// levels 1 and 2; within each, the plan's order (family by family). Sets each compute item's
+/// `level` (grid_level). A run cut short by its budget has measured every family coarsely.
+void order_coarse_to_fine(BenchPlan& plan);
+
 /// Estimated seconds of one item: clock warm-up + setup + (warmup + samples) x (kernel +
 /// per-sample overhead: L2 flush read and event sync).
 [[nodiscard]] double estimate_item_seconds(const BenchItem& item, const PlanOptions& opt);
 
 /// Human-readable plan for --dry-run: one line per item (unless opt.item_lines is off), the
-/// items and estimated time per family, and the estimated total (the last line).
+/// items and estimated time per family, for a grid run (levels set) the items and time per step
+/// of order_coarse_to_fine with the time elapsed at its end, and the estimated total (the last
+/// line).
 [[nodiscard]] std::string format_plan(const BenchPlan& plan, const PlanOptions& opt);
 
 /// "1h02m03s" / "2m05s" / "7s".

@@ -3,6 +3,8 @@
 
 #include "inputs/model_merge.h"
 
+#include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -320,6 +322,62 @@ std::vector<ShapeEntry> grid_compute_shapes(const GridSpec& spec) {
   }
   if (spec.attention) add_attention(out);
   return out;
+}
+
+namespace {
+
+// Level of `v` on a sorted axis (grid_level); -1 when `v` is not on it.
+template <size_t N>
+int axis_level(const double (&axis)[N], double v) {
+  for (size_t i = 0; i < N; ++i) {
+    if (axis[i] != v) continue;
+    if (N <= 4 || i % 4 == 0 || i == N - 1) return 0;
+    return i % 2 == 0 ? 1 : 2;
+  }
+  return -1;
+}
+
+bool is_grid_expert(double hidden, double inter) {
+  for (const GridExpertShape& s : kGridExpertShapes)
+    if (s.hidden == hidden && s.inter == inter) return true;
+  return false;
+}
+
+bool is_grid_dims(double qk, double v) {
+  for (const auto& d : kGridAttnDims)
+    if (d[0] == qk && d[1] == v) return true;
+  return false;
+}
+
+}  // namespace
+
+int grid_level(const ShapeKey& shape) {
+  int level = -1;
+  const auto worst = [&level](std::initializer_list<int> levels) {
+    level = 0;
+    for (int l : levels) {
+      if (l < 0) {
+        level = -1;
+        return;
+      }
+      level = std::max(level, l);
+    }
+  };
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  if (const auto* g = std::get_if<MatmulShape>(&shape)) {
+    if (g->b != 1 || g->layout != "TN") return -1;
+    worst({axis_level(kGridGemmM, d(g->m)), axis_level(kGridGemmNK, d(g->n)), axis_level(kGridGemmNK, d(g->k))});
+  } else if (const auto* e = std::get_if<GroupedMatmulShape>(&shape)) {
+    // The up projection (n = 2I, k = h) or the down projection (n = h, k = I) of a grid expert.
+    const bool expert = (e->n % 2 == 0 && is_grid_expert(d(e->k), d(e->n / 2))) || is_grid_expert(d(e->n), d(e->k));
+    if (!expert || e->stage != "fwd") return -1;
+    worst({axis_level(kGridExpertsPerRank, d(e->ng)), axis_level(kGridTokensPerExpert, d(e->m))});
+  } else if (const auto* a = std::get_if<SdpaShape>(&shape)) {
+    if (a->batch != 1 || a->kv_head_num <= 0 || !is_grid_dims(d(a->qk_head_dim), d(a->v_head_dim))) return -1;
+    worst({axis_level(kGridAttnHeads, d(a->head_num)), axis_level(kGridAttnGqa, d(a->head_num / a->kv_head_num)),
+           axis_level(kGridAttnSeq, d(a->seq_len))});
+  }
+  return level;
 }
 
 std::string grid_description_json(const GridSpec& spec) {

@@ -77,6 +77,14 @@ struct GridSeries {
 /// The compute shapes of the grid, family by family (gemm, grouped, attention), bf16 then fp8.
 [[nodiscard]] std::vector<ShapeEntry> grid_compute_shapes(const GridSpec& spec);
 
+/// Refinement level of a grid shape, so that a run cut short (by `--budget-min`, or a machine
+/// lost) has measured a coarse grid of every family rather than a fine grid of the first: on each
+/// numeric axis of more than four values, every fourth value and the last are level 0, every
+/// second level 1, the rest level 2 (the GEMM's m, n and k; grouped tokens per expert; attention
+/// sequence); shorter axes and categorical ones (expert shapes, head dims, dtype, direction) are
+/// level 0 throughout. A shape's level is its highest axis level; -1 for a shape not on the grid.
+[[nodiscard]] int grid_level(const ShapeKey& shape);
+
 /// The grid as recorded in the results' provenance (`grid`): families, dtypes and every axis.
 [[nodiscard]] std::string grid_description_json(const GridSpec& spec);
 

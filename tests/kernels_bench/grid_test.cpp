@@ -18,6 +18,7 @@
 #include "calibration/kernels_merge.h"
 #include "calibration/op_class.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "plan.h"
 #include "system/presets.h"
 #include "system/system_config.h"
@@ -339,6 +340,114 @@ TEST(KernelsGridTest, ModelsCarryTheRunsProvenance) {
   const auto k = nlohmann::json::parse(sys.provenance_json)["kernels"];
   EXPECT_EQ(k["models"].size(), 6u);
   EXPECT_EQ(k["models"][0], "matmul: gemm_grid of 1573 measured points");
+}
+
+// The refinement levels: every 4th value of an axis of more than four and its last at level 0,
+// every 2nd at 1, the rest at 2; short and categorical axes at 0; shapes off the grid -1.
+TEST(KernelsGridTest, GridLevelsOfShapes) {
+  const auto level = [](const std::string& op, const std::string& key) {
+    return grid_level(parse_shape_key(op, key, "test", "/key"));
+  };
+  const auto gemm = [&](int m, int n, int k, const char* layout = "TN") {
+    return level("matmul", strprintf("b=1, m=%d, k=%d, n=%d, layout=%s, accumulate=False, out_dtype=bf16", m, k, n,
+                                      layout));
+  };
+  EXPECT_EQ(gemm(4096, 3072, 32768), 0);  // m index 8, n index 4, k the last
+  EXPECT_EQ(gemm(1024, 3072, 256), 1);    // m index 6
+  EXPECT_EQ(gemm(4096, 512, 256), 2);     // n index 1
+  EXPECT_EQ(gemm(384, 3072, 256), -1);    // m off the grid
+  EXPECT_EQ(gemm(4096, 3072, 256, "NN"), -1);
+  // DeepSeek-V3's up projection (n = 2I, k = h) and down projection on 8 experts per rank.
+  EXPECT_EQ(level("group_matmul", grid_grouped_key(8, 512, 4096, 7168, false)), 0);
+  EXPECT_EQ(level("fp8_group_matmul", grid_grouped_key(8, 2048, 7168, 2048, true)), 1);
+  EXPECT_EQ(level("group_matmul", grid_grouped_key(8, 32, 7168, 2048, false)), 2);
+  EXPECT_EQ(level("group_matmul", grid_grouped_key(8, 512, 7168, 4096, false)), -1);  // no such expert
+  const auto sdpa = [&](int seq, int heads, int kv, int qk, int v) {
+    return level("sdp_fwd", strprintf("batch=1, seq_len=%d, head_num=%d, kv_head_num=%d, qk_head_dim=%d, "
+                                      "v_head_dim=%d, qkv_contiguous=True", seq, heads, kv, qk, v));
+  };
+  EXPECT_EQ(sdpa(16384, 32, 4, 128, 128), 0);
+  EXPECT_EQ(sdpa(4096, 64, 64, 192, 128), 1);
+  EXPECT_EQ(sdpa(2048, 16, 2, 64, 64), 2);
+  EXPECT_EQ(sdpa(4096, 32, 4, 96, 96), -1);
+}
+
+// A grid run's order: memory-bound and latency items, level 0 of every family (gemm 4 m × 4 n ×
+// 4 k per dtype; grouped 20 series × 3 token counts × 2 GEMMs per dtype; attention 7 head-dim and
+// GQA pairs × 3 heads × 3 sequences per direction), a shapes file's off-grid shape, level 1, 2.
+TEST(KernelsGridTest, AGridRunsCoarseToFine) {
+  ShapesDoc shapes;
+  shapes.shapes = grid_compute_shapes(all_grid());
+  ShapeEntry extra;
+  extra.op = "matmul";
+  extra.key = kPlanKey;
+  extra.shape = parse_shape_key("matmul", kPlanKey, "test", "/key");
+  extra.flops = shape_flops("matmul", extra.shape);
+  shapes.shapes.push_back(extra);
+  PlanOptions o;
+  o.grid_memory = true;
+  BenchPlan plan = make_plan(shapes, o);
+  order_coarse_to_fine(plan);
+  std::vector<int> steps;  // 0 memory/latency, then level + 1 (the off-grid shape: -1 + 1)
+  std::map<std::pair<int, std::string>, int> per;
+  for (const auto& it : plan.items) {
+    const int step = it.shape ? it.level + 1 : -1;
+    if (steps.empty() || steps.back() != step) steps.push_back(step);
+    ++per[{it.level, it.op}];
+  }
+  EXPECT_EQ(steps, (std::vector<int>{-1, 1, 0, 2, 3}));
+  for (const char* op : {"matmul", "fp8_matmul"}) EXPECT_EQ((per[{0, op}]), 64) << op;
+  for (const char* op : {"group_matmul", "fp8_group_matmul"}) EXPECT_EQ((per[{0, op}]), 120) << op;
+  for (const char* op : {"sdp_fwd", "sdp_bwd"}) EXPECT_EQ((per[{0, op}]), 63) << op;
+  EXPECT_EQ((per[{-1, "matmul"}]), 1);
+  const std::string text = format_plan(plan, o);
+  EXPECT_NE(text.find("  grid level 0 (every 4th value of each axis)     494 items     6m13s, done after 6m24s\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  the shapes files' shapes off the grid             1 items       <1s, done after 6m25s\n"),
+            std::string::npos)
+      << text;
+}
+
+// A run cut after grid level 0 (a budget of about six and a half minutes on an H100) builds every
+// family's model, and where the function is a power law in each axis (log-linear, as the
+// synthetic GEMM and grouped efficiencies are) the coarse grid answers held-out shapes exactly.
+TEST(KernelsGridTest, ARunCutAfterLevelZeroCalibratesEveryFamily) {
+  const GridSpec g = all_grid();
+  KernelsDoc doc = synthetic_doc(g);
+  BenchPlan plan = grid_plan(g);
+  order_coarse_to_fine(plan);
+  for (const BenchItem& it : plan.items)
+    if (!it.shape || it.level == 0) doc.results.push_back(timed(it, synthetic_seconds(it, gemm_eff)));
+  const ConfigText base = resolve_config("system", "h100-sxm-80g");
+  SystemConfig built = load_system(base.text, base.source);
+  merge_kernels(built, kernels_to_json_text(doc), "coarse.json");
+  const SystemConfig sys = load_system(system_to_json_text(built), "built.json");
+  for (const char* op : {"matmul", "fp8_matmul"}) {
+    const ComputeOpConfig& c = sys.ops.at(op);
+    ASSERT_TRUE(c.gemm_model) << op;
+    EXPECT_EQ(c.gemm_model->points(), 64u);
+    const double peak = is_fp8_op(op) ? kPeakFp8 : kPeak;
+    const GemmAnswer a = c.gemm_model->predict(3072, 7168, 14336);
+    EXPECT_EQ(a.source, EfficiencySource::Interpolated);
+    EXPECT_NEAR(a.time_s / (2.0 * 3072 * 7168 * 14336 / (peak * gemm_eff(3072, 7168, 14336))), 1.0, kFilePrecision);
+  }
+  for (const char* op : {"group_matmul", "fp8_group_matmul"}) {
+    const ComputeOpConfig& c = sys.ops.at(op);
+    ASSERT_TRUE(c.grouped_model) << op;
+    EXPECT_EQ(c.grouped_model->series().size(), 20u);
+    const GroupedAnswer a = c.grouped_model->predict(700, 16, 7168, 2048);
+    EXPECT_NEAR(a.s_per_flop * (is_fp8_op(op) ? kPeakFp8 : kPeak) * grouped_eff(700), 1.0, kFilePrecision) << op;
+  }
+  for (const auto& [op, eff] : {std::pair{"sdp_fwd", 0.55}, std::pair{"sdp_bwd", 0.45}}) {
+    const ComputeOpConfig& c = sys.ops.at(op);
+    ASSERT_TRUE(c.point_model) << op;
+    EXPECT_EQ(c.point_model->points(), 63u);
+    // The kernel structure's fixed and per-wave terms fitted on three sequence lengths (1,024,
+    // 16,384, 32,768) approximate a constant efficiency to 1.28 % at 6,144 (0.12 % on the whole grid).
+    const EfficiencyAnswer a = c.point_model->predict(sdpa_key(1, 6144, 40, 8, 128, 128, true));
+    EXPECT_NEAR(a.efficiency / (eff * kPeak / c.peak_flops), 1.0 - 0.01276, 1e-4) << op;
+  }
 }
 
 }  // namespace
