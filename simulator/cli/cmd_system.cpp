@@ -229,7 +229,8 @@ int cmd_system(const Args& args) {
                "trainsim system");
   std::string action, base_arg, kernels, comm, out, name, description, system_arg;
   std::vector<std::string> grids, grouped, measured_ops, measured_bandwidths;
-  std::string measured_system;
+  std::string measured_system, take_from;
+  std::vector<std::string> take;
   double min_m = 0;
   app.add_option("ACTION", action, "build, evaluate or op-classes (print the op-class table as JSON)")
       ->required()
@@ -251,6 +252,12 @@ int cmd_system(const Args& args) {
                  "build: with --measured-system, take these memory-bound bandwidth classes from it (comma-separated: "
                  "default, permute_fwd, ...): its effective bandwidth and latency per launch")
       ->delimiter(',');
+  app.add_option("--take-from", take_from,
+                 "build: system file (or preset) of the same GPU to take the --take op classes and networks from, whole");
+  app.add_option("--take", take, "build: with --take-from, the op classes (matmul, sdp_fwd, ...) and networks "
+                                 "(high_intra_node, ...) to take: peak, efficiency, entries, models and curves "
+                                 "(comma-separated)")
+      ->delimiter(',');
   app.add_option("--out", out, "build: where to write the merged system JSON");
   app.add_option("--name", name, "build: sys_name of the result (default: the base's)");
   app.add_option("--description", description, "build: description of the result (default: the base's)");
@@ -265,8 +272,13 @@ int cmd_system(const Args& args) {
   }
   if (base_arg.empty()) throw UsageError("system build: --base is required");
   if (out.empty()) throw UsageError("system build: --out is required");
-  if (kernels.empty() && comm.empty() && grids.empty() && grouped.empty() && measured_system.empty())
-    throw UsageError("system build: give --kernels, --comm, --gemm-grid, --grouped-grid, --measured-system or several");
+  if (take_from.empty() != take.empty())
+    throw UsageError(take.empty() ? "system build: --take-from needs --take (the op classes and networks to take)"
+                                  : "system build: --take needs --take-from (the system file to take them from)");
+  if (kernels.empty() && comm.empty() && grids.empty() && grouped.empty() && measured_system.empty() &&
+      take_from.empty())
+    throw UsageError("system build: give --kernels, --comm, --gemm-grid, --grouped-grid, --measured-system, "
+                     "--take-from or several");
   if (!measured_ops.empty() && measured_system.empty())
     throw UsageError("system build: --measured-ops needs --measured-system");
   if (!measured_bandwidths.empty() && measured_system.empty())
@@ -297,6 +309,12 @@ int cmd_system(const Args& args) {
       std::fprintf(stderr, "trainsim system build: bandwidth classes %s from %s\n",
                    join(merge_measured_bandwidths(sys, measured, src.source, measured_bandwidths), ", ").c_str(),
                    src.source.c_str());
+  }
+  if (!take_from.empty()) {
+    const ConfigText src = resolve_config("system", take_from);
+    const SystemConfig from = load_system(src.text, src.source);
+    std::fprintf(stderr, "trainsim system build: took %s from %s\n",
+                 join(take_from_system(sys, from, src.source, take), ", ").c_str(), src.source.c_str());
   }
   if (!name.empty()) sys.sys_name = name;
   if (!description.empty()) sys.description = description;

@@ -205,9 +205,15 @@ std::vector<std::string> merge_measured_system(SystemConfig& sys, const SystemCo
   std::vector<std::string> done;
   for (const auto& name : wanted) {
     const auto from = src.ops.find(name);
-    if (from == src.ops.end() || from->second.accurate.empty())
+    if (from == src.ops.end() || from->second.accurate.empty()) {
+      const bool modelled = from != src.ops.end() &&
+                            (from->second.gemm_model || from->second.point_model || from->second.grouped_model);
       throw ConfigError(source, "/accelerator/op/" + name + "/accurate_efficient_factor",
-                        "no measured entries of op class '" + name + "' to fit a model on");
+                        "no measured entries of op class '" + name + "' to fit a model on" +
+                            (modelled ? "; it carries a fitted model, which --take-from (this file) --take " + name +
+                                            " takes whole"
+                                      : std::string()));
+    }
     const auto to = sys.ops.find(name);
     if (to == sys.ops.end())
       throw ConfigError(source, "/accelerator/op/" + name,
@@ -306,6 +312,34 @@ std::vector<std::string> merge_measured_bandwidths(SystemConfig& sys, const Syst
     done.push_back(name);
   }
   prov["measured_bandwidths"] = bp;
+  sys.provenance_json = prov.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  refresh_fingerprint(sys);
+  return done;
+}
+
+std::vector<std::string> take_from_system(SystemConfig& sys, const SystemConfig& src, const std::string& source,
+                                          const std::vector<std::string>& names) {
+  std::vector<std::string> done;
+  for (const auto& name : names) {
+    if (const auto op = src.ops.find(name); op != src.ops.end()) {
+      sys.ops[name] = op->second;
+    } else if (const auto net = src.networks.find(name); net != src.networks.end()) {
+      sys.networks[name] = net->second;
+    } else {
+      std::vector<std::string> have;
+      for (const auto& [n, c] : src.ops) have.push_back(n);
+      for (const auto& [n, c] : src.networks) have.push_back(n);
+      const bool network = std::find(std::begin(kNetworkGroups), std::end(kNetworkGroups), name) != std::end(kNetworkGroups);
+      throw ConfigError(source, network ? "/networks/" + name : "/accelerator/op/" + name,
+                        std::string(network ? "no network '" : "no op class '") + name + "' to take; it has: " +
+                            join(have, ", "));
+    }
+    done.push_back(name);
+  }
+  nlohmann::json prov = sys.provenance_json.empty() ? nlohmann::json::object()
+                                                    : nlohmann::json::parse(sys.provenance_json, nullptr, false);
+  if (!prov.is_object()) prov = nlohmann::json::object();
+  prov["taken"] = {{"file", source}, {"sys_name", src.sys_name}, {"names", done}};
   sys.provenance_json = prov.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   refresh_fingerprint(sys);
   return done;

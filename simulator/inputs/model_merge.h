@@ -52,6 +52,16 @@ std::vector<std::string> merge_measured_system(SystemConfig& sys, const SystemCo
 std::vector<std::string> merge_measured_bandwidths(SystemConfig& sys, const SystemConfig& src, const std::string& source,
                                                    const std::vector<std::string>& classes);
 
+/// Takes op classes and networks whole from another system file `src` of the same GPU, so a system
+/// can be composed family by family (e.g. a datasheet preset with a measured preset's GEMM models
+/// and NVLink curves): each name in `names` is an op class (accelerator.op: its peak, efficiency,
+/// per-shape entries and fitted model) or a network (networks: bandwidth, efficiencies, latencies
+/// and collective curves), replacing the base's. Records `taken` (file, sys_name, names) in the
+/// system's provenance. Returns the names taken. Throws ConfigError naming `source` and the path
+/// for a name `src` does not have, listing the op classes and networks it has.
+std::vector<std::string> take_from_system(SystemConfig& sys, const SystemConfig& src, const std::string& source,
+                                          const std::vector<std::string>& names);
+
 /// One line per op class with an efficiency model, naming what it was fitted on, e.g.
 /// "matmul: GEMM model of 35,700 measured points (aiconfigurator-core 0.12.0, NVIDIA H100 80GB HBM3)".
 [[nodiscard]] std::vector<std::string> model_summaries(const SystemConfig& sys);

@@ -25,7 +25,8 @@ Two kinds of fenced block are checked:
       … = capacity=null
       -->
 
-  runs, for each row, each "$ " command of the comment with "{HEADER}" replaced by the row's cell
+  runs, for each row, each "$ " command of the comment (one with no "HEADER = path" line below it
+  is a setup step, run for every row that shows a number) with "{HEADER}" replaced by the row's cell
   under that header (backticks removed; an empty cell repeats the one above), "{HEADER:1}" by
   its first word and "{sets:HEADER}" by "--set K=V" for each K=V of the cell ("…" in a cell
   stands for the text the "… =" line gives); each "HEADER = path" line below a command compares
@@ -177,7 +178,8 @@ def json_at(doc, path):
 
 def check_tables(text, rel, cwd, failures, fixed=None):
     """The checked tables of a document: each row's commands and the figures they print. With
-    `fixed` (a dict), the rows with other figures than the output's go there, rewritten."""
+    `fixed` (a dict), the rows with other figures than the output's go there, rewritten: offset in
+    the document -> (row, rewritten row)."""
     import json
     ran = 0
     for m in TABLE_MARK.finditer(text):
@@ -196,9 +198,13 @@ def check_tables(text, rel, cwd, failures, fixed=None):
             else:
                 failures.append(f"{where}: checked table: cannot read '{l}'")
         rows = m.group(2).splitlines()
+        # Offsets of the rows in the document: two tables may hold rows of the same text.
+        starts = [m.start(2)]
+        for r in rows:
+            starts.append(starts[-1] + len(r) + 1)
         headers = [h.replace("`", "") for h in cells(rows[0])]
         above = {}
-        for row in rows[2:]:
+        for row_index, row in enumerate(rows[2:], start=2):
             values = dict(zip(headers, cells(row)))
             new_values = dict(values)
             # An empty cell repeats the one above in commands and paths (rows grouped under one).
@@ -219,9 +225,10 @@ def check_tables(text, rel, cwd, failures, fixed=None):
                     return " ".join("--set " + shlex.quote(w) for w in words)
                 return re.sub(r"\{([^}]+)\}", one, template)
 
+            row_has_numbers = any(NUMBER.findall(values.get(h, "")) for _, cols in commands_ for h, _ in cols)
             for template, columns in commands_:
                 wanted = [(h, paths, NUMBER.findall(values.get(h, ""))) for h, paths in columns]
-                if not any(nums for _, _, nums in wanted):
+                if not any(nums for _, _, nums in wanted) and (columns or not row_has_numbers):
                     continue
                 try:
                     command = fill(template)
@@ -232,6 +239,8 @@ def check_tables(text, rel, cwd, failures, fixed=None):
                 ran += 1
                 if rc != 0:
                     failures.append(f"{where}: `{command}` exited {rc}: {err.strip()[:300]}")
+                    continue
+                if not columns:  # a setup step (e.g. writing a file the next command reads)
                     continue
                 doc = json.loads(out)
                 for header, paths, nums in wanted:
@@ -254,7 +263,7 @@ def check_tables(text, rel, cwd, failures, fixed=None):
                             new_values[header] = new_values[header].replace(
                                 shown, figure.replace("-", "−") if "−" in values[header] else figure, 1)
             if fixed is not None and new_values != values:
-                fixed[row] = "| " + " | ".join(new_values[h] for h in headers) + " |"
+                fixed[starts[row_index]] = (row, "| " + " | ".join(new_values[h] for h in headers) + " |")
     return ran
 
 
@@ -264,8 +273,9 @@ def check_file(path, cwd, failures, fix=False):
     fixed = {} if fix else None
     ran = check_tables(text, rel, cwd, failures, fixed)
     if fixed:
-        for old, new in fixed.items():
-            text = text.replace(old + "\n", new + "\n", 1)
+        for start in sorted(fixed, reverse=True):  # from the end: earlier offsets stay valid
+            old, new = fixed[start]
+            text = text[:start] + new + text[start + len(old):]
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         print(f"{rel}: {len(fixed)} table rows rewritten with the output's figures")

@@ -12,6 +12,9 @@
 #include "inputs/model_merge.h"
 #include "system/system_config.h"
 #include "core/error.h"
+#include "system/presets.h"
+
+#include <nlohmann/json.hpp>
 
 namespace trainsim {
 namespace {
@@ -219,6 +222,52 @@ TEST(SystemModelTest, MeasuredEntriesOfAnotherFileBecomePointsModels) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("/accelerator/op/group_matmul/accurate_efficient_factor: no measured entries "
                                          "of op class 'group_matmul'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// `system build --take-from --take`: op classes and networks taken whole (models and curves
+// included), the rest of the base untouched; a name the source lacks is an error listing its own.
+TEST(SystemModelTest, TakesClassesAndNetworksWholeFromAnotherFile) {
+  const ConfigText base = resolve_config("system", "h100-sxm-80g");
+  const ConfigText measured = resolve_config("system", "h100-sxm-80g-measured");
+  SystemConfig sys = load_system(base.text, base.source);
+  const SystemConfig src = load_system(measured.text, measured.source);
+  const double sdp_eff = sys.ops.at("sdp_fwd").efficient_factor;
+  const uint64_t before = sys.fingerprint;
+  EXPECT_EQ(take_from_system(sys, src, "m.json", {"matmul", "high_intra_node"}),
+            (std::vector<std::string>{"matmul", "high_intra_node"}));
+  EXPECT_NE(sys.fingerprint, before);
+  ASSERT_TRUE(sys.ops.at("matmul").gemm_model);
+  EXPECT_EQ(sys.ops.at("matmul").gemm_model->points(), src.ops.at("matmul").gemm_model->points());
+  EXPECT_FALSE(sys.ops.at("fp8_matmul").gemm_model);  // not taken
+  EXPECT_EQ(sys.ops.at("sdp_fwd").efficient_factor, sdp_eff);
+  EXPECT_FALSE(sys.ops.at("sdp_fwd").point_model);
+  EXPECT_EQ(nlohmann::json::parse(sys.provenance_json)["taken"],
+            nlohmann::json::parse(R"({"file": "m.json", "sys_name": "h100_sxm_80g_measured",
+                                      "names": ["matmul", "high_intra_node"]})"));
+  // Written and read back: the taken model and curves survive.
+  const SystemConfig back = load_system(system_to_json_text(sys), "back.json");
+  EXPECT_TRUE(back.ops.at("matmul").gemm_model);
+  EXPECT_EQ(system_to_json_text(back), system_to_json_text(sys));
+  try {
+    (void)take_from_system(sys, src, "m.json", {"inter_nod"});
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.json: /accelerator/op/inter_nod: no op class 'inter_nod' to take; it has: "
+                                         "default, fp8_group_matmul, fp8_matmul, group_matmul, matmul, sdp_bwd, "
+                                         "sdp_fwd, high_intra_node, inter_node, low_intra_node"),
+              std::string::npos)
+        << e.what();
+  }
+  // merge_measured_system on a class that carries a model, not entries, points to --take.
+  try {
+    (void)merge_measured_system(sys, src, "m.json", {"fp8_matmul"});
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no measured entries of op class 'fp8_matmul' to fit a model on; it carries "
+                                         "a fitted model, which --take-from (this file) --take fp8_matmul takes whole"),
               std::string::npos)
         << e.what();
   }
