@@ -3,9 +3,12 @@
 // `trainsim system build --measured-system`: another system file's measured per-shape entries as
 // models. `trainsim system evaluate`: leave-one-out error of a system file's efficiency models.
 // `trainsim system op-classes`: the op-class table (calibration/op_class.h) as JSON, for tools.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -193,6 +196,20 @@ int evaluate(const std::string& system_arg, double min_m) {
   return 0;
 }
 
+// `--out` naming one of the inputs (the same file, by device and inode: a link or another
+// spelling of the path too) would replace that input with the merged system.
+void check_out_is_no_input(const std::string& out, const std::vector<std::pair<std::string, std::string>>& inputs) {
+  struct stat o {};
+  if (::stat(out.c_str(), &o) != 0) return;
+  for (const auto& [flag, path] : inputs) {
+    struct stat i {};
+    if (path.empty() || path == "-" || ::stat(path.c_str(), &i) != 0) continue;
+    if (i.st_dev == o.st_dev && i.st_ino == o.st_ino)
+      throw UsageError("system build: --out " + out + " is the " + flag + " input " + path +
+                       "; writing the merged system there would replace it: give another --out file");
+  }
+}
+
 // The op-class table, one row per line (tools/measured/op_classes.json is a copy, checked by ctest).
 int print_op_classes() {
   const auto key_name = [](KeyKind k) {
@@ -271,6 +288,11 @@ int cmd_system(const Args& args) {
     throw UsageError("system build: --measured-ops needs --measured-system");
   if (!measured_bandwidths.empty() && measured_system.empty())
     throw UsageError("system build: --measured-bandwidths needs --measured-system");
+  std::vector<std::pair<std::string, std::string>> inputs = {
+      {"--base", base_arg}, {"--kernels", kernels}, {"--comm", comm}, {"--measured-system", measured_system}};
+  for (const auto& g : grids) inputs.emplace_back("--gemm-grid", g);
+  for (const auto& g : grouped) inputs.emplace_back("--grouped-grid", g);
+  check_out_is_no_input(out, inputs);
 
   ConfigText base = resolve_config("system", base_arg);
   SystemConfig sys = load_system(base.text, base.source);
