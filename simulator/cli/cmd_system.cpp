@@ -288,6 +288,9 @@ int cmd_system(const Args& args) {
     throw UsageError("system build: --measured-ops needs --measured-system");
   if (!measured_bandwidths.empty() && measured_system.empty())
     throw UsageError("system build: --measured-bandwidths needs --measured-system");
+  for (const auto& op : measured_ops)
+    if (!find_op_class(op)) throw UsageError("system build: --measured-ops: " + kOpClasses.unknown(op));
+
   std::vector<std::pair<std::string, std::string>> inputs = {
       {"--base", base_arg}, {"--kernels", kernels}, {"--comm", comm}, {"--measured-system", measured_system}};
   for (const auto& g : grids) inputs.emplace_back("--gemm-grid", g);
