@@ -50,19 +50,45 @@ struct Measured {
 };
 
 // The measured points of comm.json by network and op (whole-world and single-rank groups left
-// out, as their fits): what the collective models are fitted from.
-std::map<std::string, std::map<std::string, std::vector<CollectivePoint>>> read_points(const json& doc) {
+// out, as their fits): what the collective models are fitted from. A point of the wrong shape
+// is an issue at its path (it was skipped without a word, and its op's model fitted without it).
+std::map<std::string, std::map<std::string, std::vector<CollectivePoint>>> read_points(const json& doc,
+                                                                                      IssueList& issues) {
   std::map<std::string, std::map<std::string, std::vector<CollectivePoint>>> out;
-  if (!doc.is_object() || !doc.contains("points") || !doc["points"].is_array()) return out;
-  for (const json& p : doc["points"]) {
-    if (!p.is_object()) continue;
-    const std::string kind = p.value("kind", std::string("intra_node"));
+  if (!doc.is_object() || !doc.contains("points")) return out;
+  if (!doc["points"].is_array()) {
+    issues.add("/points", "expected an array of {op, network, n, size_bytes, time_us} (as comm_bench writes it)");
+    return out;
+  }
+  const json& points = doc["points"];
+  for (size_t i = 0; i < points.size(); ++i) {
+    const json& p = points[i];
+    const std::string path = "/points/" + std::to_string(i);
+    if (!p.is_object()) {
+      issues.add(path, "expected an object {op, network, n, size_bytes, time_us}");
+      continue;
+    }
+    const json& kind = p.value("kind", json("intra_node"));
+    if (!kind.is_string()) {
+      issues.add(path + "/kind", "expected a string (intra_node, inter_node, world or single)");
+      continue;
+    }
     if (kind == "world" || kind == "single") continue;
     const json &op = p.value("op", json()), &net = p.value("network", json()), &n = p.value("n", json());
     const json &bytes = p.value("size_bytes", json()), &t = p.value("time_us", json());
-    if (!op.is_string() || !net.is_string() || !n.is_number_integer() || !bytes.is_number() || !t.is_number()) continue;
-    out[net.get<std::string>()][op.get<std::string>()].push_back(
-        {n.get<int64_t>(), bytes.get<double>(), t.get<double>() * kMicro});
+    bool ok = true;
+    const auto need = [&](bool good, const char* key, const char* what) {
+      if (!good) issues.add(path + "/" + key, std::string("expected ") + what);
+      ok = ok && good;
+    };
+    need(op.is_string(), "op", "a string (the collective)");
+    need(net.is_string(), "network", "a string (the network class)");
+    need(n.is_number_integer(), "n", "an integer (the group size)");
+    need(bytes.is_number(), "size_bytes", "a number (the message size in bytes)");
+    need(t.is_number(), "time_us", "a number (the measured time in µs)");
+    if (ok)
+      out[net.get<std::string>()][op.get<std::string>()].push_back(
+          {n.get<int64_t>(), bytes.get<double>(), t.get<double>() * kMicro});
   }
   return out;
 }
@@ -171,7 +197,8 @@ void merge_comm(SystemConfig& sys, const std::string& comm_json_text, const std:
     issues.add("/fits", "fits mix NVLink (high_intra_node) and PCIe (intra_node_pcie_*) intra-node classes");
   issues.throw_if_any();
 
-  const auto points = read_points(doc);
+  const auto points = read_points(doc, issues);
+  issues.throw_if_any();
   for (const auto& [net_name, ops] : by_net) {
     const bool existed = sys.networks.count(net_name) > 0;
     NetworkConfig& net = sys.networks[net_name];
