@@ -32,6 +32,24 @@ constexpr OpRow kOps[] = {{"all_reduce", 2, -1}, {"all_gather", 1, -1}, {"reduce
 const char* const kNetworks[] = {"high_intra_node", "low_intra_node", "inter_node", "intra_node_pcie_2x",
                                  "intra_node_pcie_4x", "intra_node_pcie_8x"};
 
+// Plausibility of a fit (as the system file's gbps and latency_us ranges): at most 1000 s of
+// latency; a bus bandwidth of 1 kB/s to 1 PB/s.
+constexpr double kMaxFitLatencyUs = 1e9;
+constexpr double kMinFitBandwidthGbs = 1e-6;
+constexpr double kMaxFitBandwidthGbs = 1e6;
+
+// The system file's ranges (system_config.cpp) on a fit: beyond them the merged efficiency or
+// latency overflowed (an infinite efficient_factor was written as null and read back as unset).
+bool fit_in_range(double lat_us, double bw_gbs, const std::string& path, IssueList& issues) {
+  const bool lat_ok = lat_us <= kMaxFitLatencyUs;
+  const bool bw_ok = !(bw_gbs > 0) || (bw_gbs >= kMinFitBandwidthGbs && bw_gbs <= kMaxFitBandwidthGbs);
+  if (!lat_ok) issues.add(path + "/latency_us", strprintf("must be at most %g µs, got %g", kMaxFitLatencyUs, lat_us));
+  if (!bw_ok)
+    issues.add(path + "/bus_bandwidth_gbs", strprintf("must be in [%g, %g] GB/s, got %g", kMinFitBandwidthGbs,
+                                                      kMaxFitBandwidthGbs, bw_gbs));
+  return lat_ok && bw_ok;
+}
+
 const OpRow* find_op(const std::string& name) {
   for (const auto& r : kOps)
     if (name == r.name) return &r;
@@ -185,7 +203,8 @@ void merge_comm(SystemConfig& sys, const std::string& comm_json_text, const std:
     if (n < 2) issues.add(path + "/n", "must be ≥ 2, got " + std::to_string(n));
     if (lat_us < 0) issues.add(path + "/latency_us", "must be ≥ 0");
     if (!(bw_gbs > 0)) issues.add(path + "/bus_bandwidth_gbs", "must be > 0");
-    if (!ok || n < 2 || lat_us < 0 || !(bw_gbs > 0)) continue;
+    const bool in_range = fit_in_range(lat_us, bw_gbs, path, issues);
+    if (!ok || n < 2 || lat_us < 0 || !(bw_gbs > 0) || !in_range) continue;
     auto [it, inserted] = by_net[network][op].emplace(n, Measured{lat_us * kMicro, bw_gbs * 1e9});
     if (!inserted)
       issues.add(path, strprintf("second fit for %s on %s with n = %lld", op.c_str(), network.c_str(),

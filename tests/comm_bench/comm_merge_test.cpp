@@ -192,6 +192,17 @@ TEST(CommMergeTest, RejectsBadInput) {
   EXPECT_EQ(merge_error(comm_text(fit("all_reduce", "inter_node", 16, 1, 1, "world"))), "<no error>");
 }
 
+// A fit beyond the system file's ranges: a bus bandwidth of 1e300 GB/s merged into an infinite
+// efficient_factor, written as null and read back as unset; a latency of 1e300 µs was reported
+// against the merged output file, not comm.json.
+TEST(CommMergeTest, FitsBeyondThePlausibleRangesAreErrors) {
+  EXPECT_EQ(merge_error(comm_text(fit("all_reduce", "high_intra_node", 8, 10, 1e300))),
+            "comm.json: /fits/0/bus_bandwidth_gbs: must be in [1e-06, 1e+06] GB/s, got 1e+300");
+  EXPECT_EQ(merge_error(comm_text(fit("all_reduce", "high_intra_node", 8, 1e300, 300))),
+            "comm.json: /fits/0/latency_us: must be at most 1e+09 µs, got 1e+300");
+  EXPECT_EQ(merge_error(comm_text(fit("all_reduce", "high_intra_node", 8, 1e9, 1e6))), "<no error>");
+}
+
 // The measured points the collective models are fitted from: one of the wrong shape was skipped
 // without a word (the model fitted without it, or no model at all for `"points": {}`).
 TEST(CommMergeTest, MalformedPointsAreErrorsAtTheirPath) {
