@@ -12,6 +12,7 @@
 #include "inputs/model_merge.h"
 #include "system/system_config.h"
 #include "core/error.h"
+#include "test_errors.h"
 
 namespace trainsim {
 namespace {
@@ -290,6 +291,16 @@ TEST(SystemModelTest, MeasuredBandwidthClassesKeepTheEffectiveBandwidth) {
               std::string::npos)
         << e.what();
   }
+}
+
+// --measured-system of a file without measured entries merged nothing and reported success
+// ("measured-points models of  from ...").
+TEST(SystemModelTest, AMeasuredSystemWithoutMeasuredEntriesIsAnError) {
+  SystemConfig sys = load_system(tiny(), "tiny.json");
+  const SystemConfig src = load_system(tiny(), "plain.json");
+  EXPECT_EQ(test::error_of([&] { (void)merge_measured_system(sys, src, "plain.json", {}); }),
+            "plain.json: /accelerator/op: no op class has measured entries (accurate_efficient_factor) to fit a model "
+            "on; give a system file measured per shape (e.g. a SimuMax system file), or leave --measured-system out");
 }
 
 TEST(SystemModelTest, MalformedPointsModelsNameTheirPath) {
