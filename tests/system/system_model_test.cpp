@@ -88,6 +88,13 @@ TEST(SystemModelTest, MalformedModelsNameTheirPath) {
             std::string::npos);
 }
 
+// A node's time beyond the plausible range (gemm_model.h) gave infinite held-out errors.
+TEST(SystemModelTest, AGridNodesTimeBeyondThePlausibleRangeIsAnError) {
+  EXPECT_EQ(error_of(replaced(tiny(), R"("time_us": [1, null, 8])", R"("time_us": [1, null, 1e300])")),
+            "sys.json: /accelerator/op/matmul/model: GEMM grid: time 1e+294 s at m=128 n=64 k=64: expected 1e-09 to "
+            "1000 s");
+}
+
 TEST(SystemModelTest, GemmGridWavesAreReadWrittenAndChecked) {
   // The waves of compute/gemm_model.h: read from the model, written back, part of the
   // fingerprint; the grid document's are copied into the fitted model.
