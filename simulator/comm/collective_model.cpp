@@ -162,6 +162,7 @@ CollectiveAnswer CollectiveCurve::predict(double bytes) const {
 
 CollectiveModel::CollectiveModel(double scale, double offset, std::vector<CollectivePoint> points)
     : scale_(scale), offset_(offset) {
+  if (points.empty()) throw std::invalid_argument("no measured points (a size and a time per group size)");
   std::map<int64_t, std::map<double, double>> by_n;
   for (size_t i = 0; i < points.size(); ++i) {
     const CollectivePoint& p = points[i];

@@ -225,6 +225,27 @@ TEST(CollectiveModelTest, BadModelIsAnInputErrorNamingThePath) {
   }
 }
 
+// A series of no sizes: the file is rejected at the series (it was read as a model of no points,
+// which crashed `system evaluate`, and answered nothing).
+TEST(CollectiveModelTest, AModelOfNoPointsIsAnInputError) {
+  try {
+    (void)CollectiveModel(2, -1, {});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "no measured points (a size and a time per group size)");
+  }
+  std::string empty = kSystem;
+  const size_t from = empty.find("\"size_bytes\": ["), to = empty.find("]}]}");
+  empty.replace(from, to - from, "\"size_bytes\": [], \"time_us\": [");
+  try {
+    (void)load_system(empty, "t.json");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "t.json: /networks/high_intra_node/op/all_reduce/model/series: no measured points "
+                                     "(a size and a time per group size)");
+  }
+}
+
 // comm.json points become the model of their network and op (whole-world groups left out).
 TEST(CollectiveModelTest, MergeFitsTheModelFromCommPoints) {
   SystemConfig sys = load_system(kSystem, "t.json");

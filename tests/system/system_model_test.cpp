@@ -95,6 +95,14 @@ TEST(SystemModelTest, AGridNodesTimeBeyondThePlausibleRangeIsAnError) {
             "1000 s");
 }
 
+// A grid of holes only was read as a model of no points (every shape then fell back to the class
+// default without a word).
+TEST(SystemModelTest, AGridWithoutAMeasuredNodeIsAnError) {
+  EXPECT_EQ(error_of(replaced(tiny(), R"("time_us": [1, null, 8])", R"("time_us": [null, null, null])")),
+            "sys.json: /accelerator/op/matmul/model/time_us: no measured node: every time is null; expected at least "
+            "one time in µs");
+}
+
 TEST(SystemModelTest, GemmGridWavesAreReadWrittenAndChecked) {
   // The waves of compute/gemm_model.h: read from the model, written back, part of the
   // fingerprint; the grid document's are copied into the fitted model.
