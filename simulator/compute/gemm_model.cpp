@@ -88,11 +88,14 @@ GemmModel::GemmModel(const std::vector<GemmPoint>& points) {
       throw std::invalid_argument("GEMM point m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) +
                                   " k=" + std::to_string(p.k) + " time_s=" + std::to_string(p.time_s) +
                                   ": every value must be finite and > 0");
-    by_node[{p.m, p.n, p.k}] = p.time_s;
     if (!in_range(p.m) || !in_range(p.n) || !in_range(p.k) || !time_in_range(p.time_s))
       throw std::invalid_argument(strprintf("GEMM point %s time_s=%g: sizes must be at most %g and the time from %g "
                                             "to %g s", node_text(p.m, p.n, p.k).c_str(), p.time_s, kModelMaxSize,
                                             kModelMinTimeS, kModelMaxTimeS));
+    if (!by_node.emplace(std::tuple{p.m, p.n, p.k}, p.time_s).second)
+      throw std::invalid_argument(strprintf("GEMM point %s time_s=%g: a second time for the same node (first %g s)",
+                                            node_text(p.m, p.n, p.k).c_str(), p.time_s,
+                                            by_node.at({p.m, p.n, p.k})));
   }
   for (const auto& [node, t] : by_node) {
     m_.push_back(std::get<0>(node));

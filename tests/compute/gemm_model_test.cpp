@@ -215,6 +215,12 @@ TEST(GemmModelTest, RejectsImplausibleNumbers) {
   EXPECT_EQ(grid({{kModelMaxSize, 64, 64, kModelMinTimeS}, {32, 64, 64, kModelMaxTimeS}}).points(), 2u);
 }
 
+// A second time for a node was kept over the first without a word.
+TEST(GemmModelTest, RejectsASecondTimeForANode) {
+  EXPECT_EQ(thrown([] { return grid({{32, 64, 64, 1e-6}, {32, 64, 64, 2e-6}}); }),
+            "GEMM point m=32 n=64 k=64 time_s=2e-06: a second time for the same node (first 1e-06 s)");
+}
+
 TEST(GemmModelTest, SourceNames) {
   EXPECT_STREQ(efficiency_source_name(EfficiencySource::Default), "default");
   EXPECT_STREQ(efficiency_source_name(EfficiencySource::Measured), "measured");

@@ -103,6 +103,18 @@ TEST(SystemModelTest, AGridWithoutAMeasuredNodeIsAnError) {
             "one time in µs");
 }
 
+// --gemm-grid: a second time for a node was kept over the first without a word.
+TEST(SystemModelTest, GemmGridWithASecondTimeForANodeIsAnError) {
+  SystemConfig sys = load_system(tiny(), "tiny.json");
+  EXPECT_EQ(test::error_of([&] {
+              merge_gemm_grid(sys, R"({"kind": "trainsim-gemm-grid", "op": "matmul", "device": "X",
+                                       "points": [[32, 64, 64, 1e-6], [128, 64, 64, 8e-6], [32, 64, 64, 3e-6]]})",
+                              "grid.json");
+            }),
+            "grid.json: /points: GEMM point m=32 n=64 k=64 time_s=3e-06: a second time for the same node (first "
+            "1e-06 s)");
+}
+
 TEST(SystemModelTest, GemmGridWavesAreReadWrittenAndChecked) {
   // The waves of compute/gemm_model.h: read from the model, written back, part of the
   // fingerprint; the grid document's are copied into the fitted model.
