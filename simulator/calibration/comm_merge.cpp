@@ -32,6 +32,24 @@ constexpr OpRow kOps[] = {{"all_reduce", 2, -1}, {"all_gather", 1, -1}, {"reduce
 const char* const kNetworks[] = {"high_intra_node", "low_intra_node", "inter_node", "intra_node_pcie_2x",
                                  "intra_node_pcie_4x", "intra_node_pcie_8x"};
 
+// Plausibility of a fit (as the system file's gbps and latency_us ranges): at most 1000 s of
+// latency; a bus bandwidth of 1 kB/s to 1 PB/s.
+constexpr double kMaxFitLatencyUs = 1e9;
+constexpr double kMinFitBandwidthGbs = 1e-6;
+constexpr double kMaxFitBandwidthGbs = 1e6;
+
+// The system file's ranges (system_config.cpp) on a fit: beyond them the merged efficiency or
+// latency overflowed (an infinite efficient_factor was written as null and read back as unset).
+bool fit_in_range(double lat_us, double bw_gbs, const std::string& path, IssueList& issues) {
+  const bool lat_ok = lat_us <= kMaxFitLatencyUs;
+  const bool bw_ok = !(bw_gbs > 0) || (bw_gbs >= kMinFitBandwidthGbs && bw_gbs <= kMaxFitBandwidthGbs);
+  if (!lat_ok) issues.add(path + "/latency_us", strprintf("must be at most %g µs, got %g", kMaxFitLatencyUs, lat_us));
+  if (!bw_ok)
+    issues.add(path + "/bus_bandwidth_gbs", strprintf("must be in [%g, %g] GB/s, got %g", kMinFitBandwidthGbs,
+                                                      kMaxFitBandwidthGbs, bw_gbs));
+  return lat_ok && bw_ok;
+}
+
 const OpRow* find_op(const std::string& name) {
   for (const auto& r : kOps)
     if (name == r.name) return &r;
@@ -50,19 +68,45 @@ struct Measured {
 };
 
 // The measured points of comm.json by network and op (whole-world and single-rank groups left
-// out, as their fits): what the collective models are fitted from.
-std::map<std::string, std::map<std::string, std::vector<CollectivePoint>>> read_points(const json& doc) {
+// out, as their fits): what the collective models are fitted from. A point of the wrong shape
+// is an issue at its path (it was skipped without a word, and its op's model fitted without it).
+std::map<std::string, std::map<std::string, std::vector<CollectivePoint>>> read_points(const json& doc,
+                                                                                      IssueList& issues) {
   std::map<std::string, std::map<std::string, std::vector<CollectivePoint>>> out;
-  if (!doc.is_object() || !doc.contains("points") || !doc["points"].is_array()) return out;
-  for (const json& p : doc["points"]) {
-    if (!p.is_object()) continue;
-    const std::string kind = p.value("kind", std::string("intra_node"));
+  if (!doc.is_object() || !doc.contains("points")) return out;
+  if (!doc["points"].is_array()) {
+    issues.add("/points", "expected an array of {op, network, n, size_bytes, time_us} (as comm_bench writes it)");
+    return out;
+  }
+  const json& points = doc["points"];
+  for (size_t i = 0; i < points.size(); ++i) {
+    const json& p = points[i];
+    const std::string path = "/points/" + std::to_string(i);
+    if (!p.is_object()) {
+      issues.add(path, "expected an object {op, network, n, size_bytes, time_us}");
+      continue;
+    }
+    const json& kind = p.value("kind", json("intra_node"));
+    if (!kind.is_string()) {
+      issues.add(path + "/kind", "expected a string (intra_node, inter_node, world or single)");
+      continue;
+    }
     if (kind == "world" || kind == "single") continue;
     const json &op = p.value("op", json()), &net = p.value("network", json()), &n = p.value("n", json());
     const json &bytes = p.value("size_bytes", json()), &t = p.value("time_us", json());
-    if (!op.is_string() || !net.is_string() || !n.is_number_integer() || !bytes.is_number() || !t.is_number()) continue;
-    out[net.get<std::string>()][op.get<std::string>()].push_back(
-        {n.get<int64_t>(), bytes.get<double>(), t.get<double>() * kMicro});
+    bool ok = true;
+    const auto need = [&](bool good, const char* key, const char* what) {
+      if (!good) issues.add(path + "/" + key, std::string("expected ") + what);
+      ok = ok && good;
+    };
+    need(op.is_string(), "op", "a string (the collective)");
+    need(net.is_string(), "network", "a string (the network class)");
+    need(n.is_number_integer(), "n", "an integer (the group size)");
+    need(bytes.is_number(), "size_bytes", "a number (the message size in bytes)");
+    need(t.is_number(), "time_us", "a number (the measured time in µs)");
+    if (ok)
+      out[net.get<std::string>()][op.get<std::string>()].push_back(
+          {n.get<int64_t>(), bytes.get<double>(), t.get<double>() * kMicro});
   }
   return out;
 }
@@ -159,7 +203,8 @@ void merge_comm(SystemConfig& sys, const std::string& comm_json_text, const std:
     if (n < 2) issues.add(path + "/n", "must be ≥ 2, got " + std::to_string(n));
     if (lat_us < 0) issues.add(path + "/latency_us", "must be ≥ 0");
     if (!(bw_gbs > 0)) issues.add(path + "/bus_bandwidth_gbs", "must be > 0");
-    if (!ok || n < 2 || lat_us < 0 || !(bw_gbs > 0)) continue;
+    const bool in_range = fit_in_range(lat_us, bw_gbs, path, issues);
+    if (!ok || n < 2 || lat_us < 0 || !(bw_gbs > 0) || !in_range) continue;
     auto [it, inserted] = by_net[network][op].emplace(n, Measured{lat_us * kMicro, bw_gbs * 1e9});
     if (!inserted)
       issues.add(path, strprintf("second fit for %s on %s with n = %lld", op.c_str(), network.c_str(),
@@ -171,7 +216,8 @@ void merge_comm(SystemConfig& sys, const std::string& comm_json_text, const std:
     issues.add("/fits", "fits mix NVLink (high_intra_node) and PCIe (intra_node_pcie_*) intra-node classes");
   issues.throw_if_any();
 
-  const auto points = read_points(doc);
+  const auto points = read_points(doc, issues);
+  issues.throw_if_any();
   for (const auto& [net_name, ops] : by_net) {
     const bool existed = sys.networks.count(net_name) > 0;
     NetworkConfig& net = sys.networks[net_name];

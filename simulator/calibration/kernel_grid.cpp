@@ -21,6 +21,7 @@
 #include "compute/point_model.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "inputs/json_reader.h"
 
 namespace trainsim {
 namespace {
@@ -111,9 +112,9 @@ nlohmann::json model_provenance(const KernelsDoc& doc, const std::string& source
   p["device"] = doc.device.name;
   p["dtype"] = dtype;
   p["source"] = {{"package", "kernels_bench"},
-                 {"version", kp.value("version", "")},
-                 {"command", kp.value("command", "")},
-                 {"date", kp.value("date", "")},
+                 {"version", kp.value("version", nlohmann::json(""))},
+                 {"command", kp.value("command", nlohmann::json(""))},
+                 {"date", kp.value("date", nlohmann::json(""))},
                  {"cuda_runtime_version", doc.device.cuda_runtime_version},
                  {"cublas_version", doc.device.cublas_version},
                  {"cudnn_version", doc.device.cudnn_version},
@@ -262,6 +263,64 @@ void fit_attention(SystemConfig& sys, const KernelsDoc& doc, const std::string& 
   c.grouped_model = nullptr;
   lines.push_back(strprintf("%s: points of %zu measured shapes", op.c_str(), model->points()));
   c.point_model = std::move(model);
+}
+
+// The grid description kernels_bench --grid writes under provenance.grid (grid_description_json):
+// the families the fits read must be objects and their axes arrays of numbers, each series an
+// object of numbers. Checked before the fits read them (a wrong type was an internal error).
+void check_grid_description(const nlohmann::json& grid, const std::string& source) {
+  IssueList issues(source);
+  const std::string at = "/provenance/grid";
+  const auto got = [](const nlohmann::json& v) {
+    const std::string t = v.type_name();
+    return ", got " + (v.is_null() ? t : (t[0] == 'a' || t[0] == 'o' ? "an " : "a ") + t);
+  };
+  const char* as_written = " (as kernels_bench --grid writes it)";
+  const auto numbers = [&](const nlohmann::json& parent, const char* key, const std::string& path) {
+    if (!parent.contains(key)) return;
+    const nlohmann::json& a = parent[key];
+    if (!a.is_array()) {
+      issues.add(path + "/" + key, "expected an array of numbers" + std::string(as_written) + got(a));
+      return;
+    }
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!a[i].is_number()) {
+        issues.add(path + "/" + key + "/" + std::to_string(i), "expected a number" + got(a[i]));
+        return;
+      }
+  };
+  if (!grid.is_object()) {
+    issues.add(at, "expected an object (the grid kernels_bench --grid ran)" + got(grid));
+    issues.throw_if_any();
+  }
+  for (const char* family : {"gemm", "grouped", "attention", "memory"})
+    if (grid.contains(family) && !grid[family].is_object())
+      issues.add(at + "/" + family, "expected an object" + std::string(as_written) + got(grid[family]));
+  if (grid.contains("gemm") && grid["gemm"].is_object())
+    for (const char* axis_name : {"m", "n", "k"}) numbers(grid["gemm"], axis_name, at + "/gemm");
+  if (grid.contains("grouped") && grid["grouped"].is_object()) {
+    const nlohmann::json& g = grid["grouped"];
+    numbers(g, "tokens", at + "/grouped");
+    const nlohmann::json series = g.value("series", nlohmann::json::array());
+    if (!series.is_array())
+      issues.add(at + "/grouped/series", "expected an array of {experts, hidden, inter}" + got(series));
+    for (size_t i = 0; series.is_array() && i < series.size(); ++i) {
+      const nlohmann::json& s = series[i];
+      const std::string sp = at + "/grouped/series/" + std::to_string(i);
+      if (!s.is_object()) {
+        issues.add(sp, "expected an object {experts, hidden, inter}" + got(s));
+        continue;
+      }
+      for (const char* key : {"experts", "hidden", "inter"}) {
+        if (!s.contains(key)) {
+          issues.add(sp + "/" + key, "required number is missing");
+        } else if (!s[key].is_number()) {
+          issues.add(sp + "/" + key, "expected a number" + got(s[key]));
+        }
+      }
+    }
+  }
+  issues.throw_if_any();
 }
 
 }  // namespace
@@ -417,8 +476,9 @@ std::vector<std::string> merge_kernel_grid(SystemConfig& sys, const KernelsDoc& 
   std::vector<std::string> lines;
   const nlohmann::json kp = nlohmann::json::parse(doc.provenance_json.empty() ? "{}" : doc.provenance_json,
                                                   nullptr, false);
-  if (!kp.is_object() || !kp.contains("grid") || !kp["grid"].is_object()) return lines;
+  if (!kp.is_object() || !kp.contains("grid")) return lines;
   const nlohmann::json& grid = kp["grid"];
+  check_grid_description(grid, source);
   for (const char* op : {"matmul", "fp8_matmul"}) fit_gemm(sys, doc, source, grid, op, lines);
   for (const char* op : {"group_matmul", "fp8_group_matmul"}) fit_grouped(sys, doc, source, grid, op, lines);
   for (const char* op : {"sdp_fwd", "sdp_bwd"}) fit_attention(sys, doc, source, grid, op, lines);

@@ -154,8 +154,8 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
   k["mem_clock_mhz"] = doc.device.mem_clock_hz / 1e6;
   nlohmann::json kp = doc.provenance_json.empty() ? nlohmann::json::object()
                                                   : nlohmann::json::parse(doc.provenance_json);
-  k["date"] = kp.value("date", "");
-  k["command"] = kp.value("command", "");
+  k["date"] = kp.value("date", nlohmann::json(""));
+  k["command"] = kp.value("command", nlohmann::json(""));
   // The whole record too: an imported table names its source package, tables and derivations.
   k["measurement_provenance"] = kp;
   k["results"] = status_counts;

@@ -162,6 +162,7 @@ CollectiveAnswer CollectiveCurve::predict(double bytes) const {
 
 CollectiveModel::CollectiveModel(double scale, double offset, std::vector<CollectivePoint> points)
     : scale_(scale), offset_(offset) {
+  if (points.empty()) throw std::invalid_argument("no measured points (a size and a time per group size)");
   std::map<int64_t, std::map<double, double>> by_n;
   for (size_t i = 0; i < points.size(); ++i) {
     const CollectivePoint& p = points[i];
@@ -172,6 +173,8 @@ CollectiveModel::CollectiveModel(double scale, double offset, std::vector<Collec
     if (p.n < 2) throw bad("the group size must be at least 2");
     if (!(p.bytes > 0) || !std::isfinite(p.bytes)) throw bad("the size must be a positive number");
     if (!(p.time_s > 0) || !std::isfinite(p.time_s)) throw bad("the time must be a positive number");
+    if (p.bytes > kModelMaxBytes) throw bad("the size must be at most 2^50 bytes (1 PiB)");
+    if (p.time_s < kModelMinTimeS || p.time_s > kModelMaxTimeS) throw bad("the time must be from 1 ns to 1000 s");
     if (!by_n[p.n].emplace(p.bytes, p.time_s).second) throw bad("a second time for the same size and group size");
   }
   for (const auto& [n, pts] : by_n) {

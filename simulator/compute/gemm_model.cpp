@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "core/text.h"
+
 namespace trainsim {
 namespace {
 
@@ -41,6 +43,11 @@ void bracket(const std::vector<double>& logs, double x, size_t& lo, size_t& hi, 
 }
 
 bool valid(double v) { return std::isfinite(v) && v > 0; }
+
+bool in_range(double size) { return size <= kModelMaxSize; }
+bool time_in_range(double t) { return t >= kModelMinTimeS && t <= kModelMaxTimeS; }
+
+std::string node_text(double m, double n, double k) { return strprintf("m=%g n=%g k=%g", m, n, k); }
 
 }  // namespace
 
@@ -81,7 +88,14 @@ GemmModel::GemmModel(const std::vector<GemmPoint>& points) {
       throw std::invalid_argument("GEMM point m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) +
                                   " k=" + std::to_string(p.k) + " time_s=" + std::to_string(p.time_s) +
                                   ": every value must be finite and > 0");
-    by_node[{p.m, p.n, p.k}] = p.time_s;
+    if (!in_range(p.m) || !in_range(p.n) || !in_range(p.k) || !time_in_range(p.time_s))
+      throw std::invalid_argument(strprintf("GEMM point %s time_s=%g: sizes must be at most %g and the time from %g "
+                                            "to %g s", node_text(p.m, p.n, p.k).c_str(), p.time_s, kModelMaxSize,
+                                            kModelMinTimeS, kModelMaxTimeS));
+    if (!by_node.emplace(std::tuple{p.m, p.n, p.k}, p.time_s).second)
+      throw std::invalid_argument(strprintf("GEMM point %s time_s=%g: a second time for the same node (first %g s)",
+                                            node_text(p.m, p.n, p.k).c_str(), p.time_s,
+                                            by_node.at({p.m, p.n, p.k})));
   }
   for (const auto& [node, t] : by_node) {
     m_.push_back(std::get<0>(node));
@@ -115,6 +129,8 @@ GemmModel::GemmModel(std::vector<double> m, std::vector<double> n, std::vector<d
   for (const auto* axis : {&m_, &n_, &k_}) {
     for (size_t i = 0; i < axis->size(); ++i) {
       if (!valid((*axis)[i])) throw std::invalid_argument("GEMM grid axis values must be finite and > 0");
+      if (!in_range((*axis)[i]))
+        throw std::invalid_argument(strprintf("GEMM grid axis value %g: must be at most %g", (*axis)[i], kModelMaxSize));
       if (i > 0 && !((*axis)[i] > (*axis)[i - 1]))
         throw std::invalid_argument("GEMM grid axis values must be strictly increasing");
     }
@@ -128,6 +144,10 @@ GemmModel::GemmModel(std::vector<double> m, std::vector<double> n, std::vector<d
     for (size_t j = 0; j < n_.size(); ++j)
       for (size_t l = 0; l < k_.size(); ++l) {
         const double t = time_s[at(i, j, l)];
+        if (valid(t) && !time_in_range(t))
+          throw std::invalid_argument(strprintf("GEMM grid: time %g s at %s: expected %g to %g s", t,
+                                                node_text(m_[i], n_[j], k_[l]).c_str(), kModelMinTimeS,
+                                                kModelMaxTimeS));
         if (valid(t)) y_[at(i, j, l)] = std::log(t / (m_[i] * n_[j] * k_[l]));
       }
   index();

@@ -48,6 +48,16 @@ inline constexpr double kGemmAxisMissUnknown = 0.05;
 /// m that is a multiple of this (or below it) is interpolated on the aligned series.
 inline constexpr double kGemmMAlign = 16;
 
+/// Plausibility of the measured numbers of a model (GEMM, grouped-GEMM and collective models): a
+/// size (m, n, k, experts, hidden, inter, tokens) at most kModelMaxSize = 2^40, a message at most
+/// kModelMaxBytes = 2^50 bytes (1 PiB), a time from kModelMinTimeS = 1 ns to kModelMaxTimeS =
+/// 1000 s (the system file's bound on latencies). Beyond them the logs and products of a
+/// prediction overflow: a 1e300 µs node or a 1e300-row axis gave infinite held-out errors.
+inline constexpr double kModelMaxSize = 1099511627776.0;      // 2^40
+inline constexpr double kModelMaxBytes = 1125899906842624.0;  // 2^50
+inline constexpr double kModelMinTimeS = 1e-9;
+inline constexpr double kModelMaxTimeS = 1e3;
+
 /// A grid built from points may have at most this many nodes per point (the published tables
 /// fill theirs: 35,816 nodes for 35,700 points), or kGemmMinNodeLimit nodes.
 inline constexpr double kGemmMaxNodesPerPoint = 64;

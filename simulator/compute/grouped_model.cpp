@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "core/text.h"
+
 
 namespace trainsim {
 namespace {
@@ -100,6 +102,9 @@ GroupedModel::GroupedModel(std::vector<GroupedSeries> series) {
   for (const GroupedSeries& s : series) {
     if (!valid(s.experts) || !valid(s.hidden) || !valid(s.inter))
       throw std::invalid_argument(series_name(s) + ": experts, hidden and inter must be finite and > 0");
+    if (s.experts > kModelMaxSize || s.hidden > kModelMaxSize || s.inter > kModelMaxSize)
+      throw std::invalid_argument(series_name(s) + strprintf(": experts, hidden and inter must be at most %g",
+                                                             kModelMaxSize));
     if (s.tokens.size() != s.time_s.size() || s.tokens.empty())
       throw std::invalid_argument(series_name(s) + ": " + std::to_string(s.tokens.size()) + " token counts, " +
                                   std::to_string(s.time_s.size()) + " times: one time per token count, at least one");
@@ -108,6 +113,11 @@ GroupedModel::GroupedModel(std::vector<GroupedSeries> series) {
       if (!valid(s.tokens[i]) || !valid(s.time_s[i]))
         throw std::invalid_argument(series_name(s) + ": tokens " + std::to_string(s.tokens[i]) + " time_s " +
                                     std::to_string(s.time_s[i]) + ": every value must be finite and > 0");
+      if (s.tokens[i] > kModelMaxSize || s.time_s[i] < kModelMinTimeS || s.time_s[i] > kModelMaxTimeS)
+        throw std::invalid_argument(series_name(s) + strprintf(": tokens %g time_s %g: tokens must be at most %g and "
+                                                               "the time from %g to %g s",
+                                                               s.tokens[i], s.time_s[i], kModelMaxSize,
+                                                               kModelMinTimeS, kModelMaxTimeS));
       auto& [acc, n] = pts[s.tokens[i]];
       acc += std::log(s.time_s[i]);
       ++n;

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "compute/nearest.h"
+#include "core/text.h"
 
 namespace trainsim {
 
@@ -71,6 +72,10 @@ PointModel::PointModel(KeyKind kind, std::vector<std::pair<PackedKey, double>> p
                                   " shape with positive dimensions");
     if (!(eff > 0) || !std::isfinite(eff))
       throw std::invalid_argument("point '" + format_packed_key(key) + "': efficiency must be finite and > 0");
+    if (eff < kPointMinEfficiency || eff > kPointMaxEfficiency)
+      throw std::invalid_argument("point '" + format_packed_key(key) + "': efficiency " + format_number(eff) +
+                                  " is outside [" + format_number(kPointMinEfficiency) + ", " +
+                                  format_number(kPointMaxEfficiency) + "] (the range of accurate_efficient_factor)");
     keys_.push_back(key);
     features_.push_back(f);
     eff_.push_back(eff);

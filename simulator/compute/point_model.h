@@ -41,6 +41,10 @@ namespace trainsim {
 /// 0.1–2 points).
 inline constexpr int kPointNeighbours = 4;
 inline constexpr double kPointDistancePower = 2;
+/// A measured efficiency's range: that of accurate_efficient_factor in a system file (10^-6 to
+/// 100); a 1e300 point gave infinite held-out errors and a structure fit of zeros.
+inline constexpr double kPointMinEfficiency = 1e-6;
+inline constexpr double kPointMaxEfficiency = 100;
 
 /// Features of a key in log space and its class (see above); n = 0 for a key of no family.
 struct PointFeatures {

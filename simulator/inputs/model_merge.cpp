@@ -202,6 +202,11 @@ std::vector<std::string> merge_measured_system(SystemConfig& sys, const SystemCo
   if (wanted.empty())
     for (const auto& name : keyed_ops())
       if (const auto it = src.ops.find(name); it != src.ops.end() && !it->second.accurate.empty()) wanted.push_back(name);
+  if (wanted.empty())
+    throw ConfigError(source, "/accelerator/op",
+                      "no op class has measured entries (accurate_efficient_factor) to fit a model on; give a system "
+                      "file measured per shape (e.g. a SimuMax system file), --take-from FILE --take CLASSES for classes "
+                      "that carry fitted models, or leave --measured-system out");
   std::vector<std::string> done;
   for (const auto& name : wanted) {
     const auto from = src.ops.find(name);

@@ -271,6 +271,10 @@ std::shared_ptr<const GemmModel> read_gemm_model(const json& j, const std::strin
   }
   r.finish();
   if (!ok) return nullptr;
+  if (std::none_of(times.begin(), times.end(), [](double t) { return t > 0; })) {
+    issues.add(path + "/time_us", "no measured node: every time is null; expected at least one time in µs");
+    return nullptr;
+  }
   for (double& t : times) t *= kMicro;
   try {
     auto model = std::make_shared<GemmModel>(std::move(axes[0]), std::move(axes[1]), std::move(axes[2]), std::move(times));

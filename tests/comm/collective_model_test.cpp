@@ -162,6 +162,25 @@ TEST(CollectiveModelTest, EmptyModelAndBadPoints) {
   EXPECT_THROW((void)CollectiveModel(2, -1, {{8, 1024, -1}}), std::invalid_argument);
 }
 
+// Beyond the plausible sizes and times (gemm_model.h) the fitted lines overflowed (held-out errors
+// of 1e300 %, a model answering nothing and the formula used without a word).
+TEST(CollectiveModelTest, ImplausiblePointsThrow) {
+  const auto message = [](std::vector<CollectivePoint> points) {
+    try {
+      (void)CollectiveModel(2, -1, std::move(points));
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  EXPECT_EQ(message({{8, 1024, 1e-5}, {8, 1e300, 1e-5}}),
+            "collective point 1 (n 8, 1e+300 bytes, 1e-05 s): the size must be at most 2^50 bytes (1 PiB)");
+  EXPECT_EQ(message({{8, 1024, 1e-300}}), "collective point 0 (n 8, 1024 bytes, 1e-300 s): the time must be from 1 ns "
+                                          "to 1000 s");
+  EXPECT_EQ(message({{8, 1024, 1e300}}), "collective point 0 (n 8, 1024 bytes, 1e+300 s): the time must be from 1 ns "
+                                         "to 1000 s");
+}
+
 // A system with one NVLink all-reduce: α–β entries (1 µs flat, 100 GB/s) and a model of
 // three_protocols; the default mode takes the model, compat mode the formula.
 constexpr const char* kSystem = R"({"sys_name": "t", "num_per_node": 4,
@@ -203,6 +222,27 @@ TEST(CollectiveModelTest, BadModelIsAnInputErrorNamingThePath) {
     EXPECT_NE(std::string(e.what()).find("/networks/high_intra_node/op/all_reduce/model/series/0/n: must be ≥ 2"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// A series of no sizes: the file is rejected at the series (it was read as a model of no points,
+// which crashed `system evaluate`, and answered nothing).
+TEST(CollectiveModelTest, AModelOfNoPointsIsAnInputError) {
+  try {
+    (void)CollectiveModel(2, -1, {});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "no measured points (a size and a time per group size)");
+  }
+  std::string empty = kSystem;
+  const size_t from = empty.find("\"size_bytes\": ["), to = empty.find("]}]}");
+  empty.replace(from, to - from, "\"size_bytes\": [], \"time_us\": [");
+  try {
+    (void)load_system(empty, "t.json");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "t.json: /networks/high_intra_node/op/all_reduce/model/series: no measured points "
+                                     "(a size and a time per group size)");
   }
 }
 

@@ -192,5 +192,40 @@ TEST(CommMergeTest, RejectsBadInput) {
   EXPECT_EQ(merge_error(comm_text(fit("all_reduce", "inter_node", 16, 1, 1, "world"))), "<no error>");
 }
 
+// A fit beyond the system file's ranges: a bus bandwidth of 1e300 GB/s merged into an infinite
+// efficient_factor, written as null and read back as unset; a latency of 1e300 µs was reported
+// against the merged output file, not comm.json.
+TEST(CommMergeTest, FitsBeyondThePlausibleRangesAreErrors) {
+  EXPECT_EQ(merge_error(comm_text(fit("all_reduce", "high_intra_node", 8, 10, 1e300))),
+            "comm.json: /fits/0/bus_bandwidth_gbs: must be in [1e-06, 1e+06] GB/s, got 1e+300");
+  EXPECT_EQ(merge_error(comm_text(fit("all_reduce", "high_intra_node", 8, 1e300, 300))),
+            "comm.json: /fits/0/latency_us: must be at most 1e+09 µs, got 1e+300");
+  EXPECT_EQ(merge_error(comm_text(fit("all_reduce", "high_intra_node", 8, 1e9, 1e6))), "<no error>");
+}
+
+// The measured points the collective models are fitted from: one of the wrong shape was skipped
+// without a word (the model fitted without it, or no model at all for `"points": {}`).
+TEST(CommMergeTest, MalformedPointsAreErrorsAtTheirPath) {
+  const std::string fits = fit("all_reduce", "high_intra_node", 8, 10, 300);
+  const auto with_points = [&](const std::string& points) {
+    return R"({"schema_version": "1.0.0", "points": )" + points + R"(, "fits": [)" + fits + "]}";
+  };
+  const std::string ok = R"({"op": "all_reduce", "network": "high_intra_node", "n": 8, "size_bytes": 1024,
+                            "time_us": 10})";
+  EXPECT_EQ(merge_error(with_points("[" + ok + "]")), "<no error>");
+  EXPECT_EQ(merge_error(with_points(R"({"a": 1})")),
+            "comm.json: /points: expected an array of {op, network, n, size_bytes, time_us} (as comm_bench writes it)");
+  EXPECT_EQ(merge_error(with_points("[" + ok + R"(, 5,
+      {"op": "all_reduce", "network": "high_intra_node", "n": 8, "size_bytes": "2048", "time_us": 10},
+      {"op": "all_reduce", "network": "high_intra_node", "n": 8.5, "size_bytes": 4096},
+      {"kind": 3, "op": "all_reduce", "network": "high_intra_node", "n": 8, "size_bytes": 8192, "time_us": 10},
+      {"kind": "world", "op": "all_reduce", "n": 16}])")),
+            "comm.json: /points/1: expected an object {op, network, n, size_bytes, time_us}\n"
+            "comm.json: /points/2/size_bytes: expected a number (the message size in bytes)\n"
+            "comm.json: /points/3/n: expected an integer (the group size)\n"
+            "comm.json: /points/3/time_us: expected a number (the measured time in µs)\n"
+            "comm.json: /points/4/kind: expected a string (intra_node, inter_node, world or single)");
+}
+
 }  // namespace
 }  // namespace trainsim

@@ -187,6 +187,40 @@ TEST(GemmModelTest, RejectsBadPointsAndGrids) {
   EXPECT_THROW(GemmModel({32, 64}, {64}, {64}, {1e-6}), std::invalid_argument);        // wrong count
 }
 
+// The message of the invalid_argument `make` throws.
+template <class F>
+std::string thrown(F make) {
+  try {
+    (void)make();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// Beyond the plausible sizes and times (gemm_model.h) a prediction's logs and products overflowed:
+// a node of 1e300 s or a 1e300-row axis gave infinite held-out errors.
+TEST(GemmModelTest, RejectsImplausibleNumbers) {
+  EXPECT_EQ(thrown([] { return grid({{1e300, 64, 64, 1e-6}}); }),
+            "GEMM point m=1e+300 n=64 k=64 time_s=1e-06: sizes must be at most 1.09951e+12 and the time from 1e-09 "
+            "to 1000 s");
+  EXPECT_EQ(thrown([] { return grid({{32, 64, 64, 1e-300}}); }),
+            "GEMM point m=32 n=64 k=64 time_s=1e-300: sizes must be at most 1.09951e+12 and the time from 1e-09 to "
+            "1000 s");
+  EXPECT_EQ(thrown([] { return GemmModel({32, 64}, {64}, {64}, {1e-6, 1e300}); }),
+            "GEMM grid: time 1e+300 s at m=64 n=64 k=64: expected 1e-09 to 1000 s");
+  EXPECT_EQ(thrown([] { return GemmModel({32, 1e300}, {64}, {64}, {1e-6, 1e-6}); }),
+            "GEMM grid axis value 1e+300: must be at most 1.09951e+12");
+  // The bounds themselves are plausible.
+  EXPECT_EQ(grid({{kModelMaxSize, 64, 64, kModelMinTimeS}, {32, 64, 64, kModelMaxTimeS}}).points(), 2u);
+}
+
+// A second time for a node was kept over the first without a word.
+TEST(GemmModelTest, RejectsASecondTimeForANode) {
+  EXPECT_EQ(thrown([] { return grid({{32, 64, 64, 1e-6}, {32, 64, 64, 2e-6}}); }),
+            "GEMM point m=32 n=64 k=64 time_s=2e-06: a second time for the same node (first 1e-06 s)");
+}
+
 TEST(GemmModelTest, SourceNames) {
   EXPECT_STREQ(efficiency_source_name(EfficiencySource::Default), "default");
   EXPECT_STREQ(efficiency_source_name(EfficiencySource::Measured), "measured");

@@ -104,6 +104,30 @@ TEST(GroupedModelTest, SeriesOfOneShapeMergeAndBadSeriesThrow) {
   EXPECT_THROW(GroupedModel({bad}), std::invalid_argument);
 }
 
+// Beyond the plausible sizes and times (gemm_model.h) the held-out errors were infinite.
+TEST(GroupedModelTest, ImplausibleSizesAndTimesThrow) {
+  const auto message = [](const GroupedSeries& s) {
+    try {
+      (void)GroupedModel({s});
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  GroupedSeries bad = base();
+  bad.time_s[0] = 1e-300;
+  EXPECT_EQ(message(bad), "grouped series experts=8.000000 hidden=1024.000000 inter=512.000000: tokens 64 time_s "
+                          "1e-300: tokens must be at most 1.09951e+12 and the time from 1e-09 to 1000 s");
+  bad = base();
+  bad.tokens[2] = 1e300;
+  EXPECT_EQ(message(bad), "grouped series experts=8.000000 hidden=1024.000000 inter=512.000000: tokens 1e+300 time_s "
+                          "0.00064: tokens must be at most 1.09951e+12 and the time from 1e-09 to 1000 s");
+  bad = base();
+  bad.experts = 1e300;
+  EXPECT_EQ(message(bad).substr(message(bad).find(':')),
+            ": experts, hidden and inter must be at most 1.09951e+12");
+}
+
 TEST(GroupedModelTest, LeaveOneOutPointsAndShapes) {
   GroupedSeries wide = base();
   wide.experts = 32;

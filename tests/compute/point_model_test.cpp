@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compute/cost.h"
+#include "core/text.h"
 #include "system/system_config.h"
 
 namespace trainsim {
@@ -137,6 +138,21 @@ TEST(PointModelTest, RejectsBadPointsAndAnswersNothingForOtherKinds) {
   EXPECT_EQ(m.predict(sdpa_key(1, 4096, 32, 8, 128, 128, true)).source, EfficiencySource::Default);
   EXPECT_EQ(m.predict(PackedKey{}).source, EfficiencySource::Default);
   EXPECT_EQ(PointModel().predict(tn(1024)).source, EfficiencySource::Default);
+}
+
+// The range of accurate_efficient_factor holds for a points model's efficiencies too: 1e300 gave
+// infinite held-out errors and a structure fit of zeros.
+TEST(PointModelTest, AnEfficiencyOutsideTheSystemFilesRangeThrows) {
+  for (const double eff : {1e300, 1e-300}) {
+    try {
+      (void)PointModel(KeyKind::Matmul, {{tn(1024), 0.5}, {tn(2048), eff}});
+      FAIL() << eff;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), "point '" + format_packed_key(tn(2048)) + "': efficiency " + format_number(eff) +
+                                           " is outside [1e-06, 1e+02] (the range of accurate_efficient_factor)");
+    }
+  }
+  EXPECT_EQ(PointModel(KeyKind::Matmul, {{tn(1024), 1e-6}, {tn(2048), 100}}).points(), 2u);
 }
 
 // kernel_cost: the table first, then the points model; the log counts each kind.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -448,6 +449,65 @@ TEST(KernelsGridTest, ARunCutAfterLevelZeroCalibratesEveryFamily) {
     const EfficiencyAnswer a = c.point_model->predict(sdpa_key(1, 6144, 40, 8, 128, 128, true));
     EXPECT_NEAR(a.efficiency / (eff * kPeak / c.peak_flops), 1.0 - 0.01276, 1e-4) << op;
   }
+}
+
+// The grid description under provenance.grid is read by the fits: a wrong type is an input
+// error at its path (it was "internal error: [json.exception.type_error.306] ...", no file named),
+// a grid that is not an object too (it was skipped without a word: no model fitted).
+std::string grid_error(const std::function<void(nlohmann::json&)>& edit) {
+  KernelsDoc doc = synthetic_doc(all_grid());
+  nlohmann::json prov = nlohmann::json::parse(doc.provenance_json);
+  edit(prov["grid"]);
+  doc.provenance_json = prov.dump();
+  const ConfigText base = resolve_config("system", "h100-sxm-80g");
+  SystemConfig sys = load_system(base.text, base.source);
+  try {
+    merge_kernels(sys, kernels_to_json_text(doc), "grid.json");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(KernelsGridTest, AMalformedGridDescriptionIsAnErrorAtItsPath) {
+  EXPECT_EQ(grid_error([](nlohmann::json& g) { g = "all"; }),
+            "grid.json: /provenance/grid: expected an object (the grid kernels_bench --grid ran), got a string");
+  EXPECT_EQ(grid_error([](nlohmann::json& g) { g["gemm"] = nlohmann::json::array({1, 2}); }),
+            "grid.json: /provenance/grid/gemm: expected an object (as kernels_bench --grid writes it), got an array");
+  EXPECT_EQ(grid_error([](nlohmann::json& g) {
+              g["gemm"]["m"] = "x";
+              g["grouped"]["tokens"] = {128, "x"};
+              g["grouped"]["series"][0]["experts"] = "8";
+              g["grouped"]["series"][1] = 5;
+              g["grouped"]["series"][2].erase("inter");
+            }),
+            "grid.json: /provenance/grid/gemm/m: expected an array of numbers (as kernels_bench --grid writes it), got "
+            "a string\n"
+            "grid.json: /provenance/grid/grouped/tokens/1: expected a number, got a string\n"
+            "grid.json: /provenance/grid/grouped/series/0/experts: expected a number, got a string\n"
+            "grid.json: /provenance/grid/grouped/series/1: expected an object {experts, hidden, inter}, got a number\n"
+            "grid.json: /provenance/grid/grouped/series/2/inter: required number is missing");
+  EXPECT_EQ(grid_error([](nlohmann::json& g) { g["grouped"]["series"] = "x"; }),
+            "grid.json: /provenance/grid/grouped/series: expected an array of {experts, hidden, inter}, got a string");
+}
+
+// The run's provenance is copied into the models' records as it is: a date, version or command
+// that is not a string was "internal error: [json.exception.type_error.302] (/date) ...".
+TEST(KernelsGridTest, TheRunsProvenanceIsCopiedWhateverItsTypes) {
+  nlohmann::json run = nlohmann::json::parse(synthetic_grid_run());
+  run["provenance"]["date"] = 20261127;
+  run["provenance"]["version"] = 3;
+  run["provenance"]["command"] = {"kernels_bench", "--grid", "all"};
+  const ConfigText base = resolve_config("system", "h100-sxm-80g");
+  SystemConfig sys = load_system(base.text, base.source);
+  merge_kernels(sys, run.dump(), "grid.json");
+  const auto p = nlohmann::json::parse(sys.ops.at("matmul").gemm_model->provenance_json);
+  EXPECT_EQ(p["source"]["date"], 20261127);
+  EXPECT_EQ(p["source"]["version"], 3);
+  EXPECT_EQ(p["source"]["command"], nlohmann::json({"kernels_bench", "--grid", "all"}));
+  const auto k = nlohmann::json::parse(sys.provenance_json)["kernels"];
+  EXPECT_EQ(k["date"], 20261127);
+  EXPECT_EQ(k["command"], nlohmann::json({"kernels_bench", "--grid", "all"}));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "system/system_config.h"
 #include "core/error.h"
 #include "system/presets.h"
+#include "test_errors.h"
 
 #include <nlohmann/json.hpp>
 
@@ -88,6 +89,33 @@ TEST(SystemModelTest, MalformedModelsNameTheirPath) {
             std::string::npos);
   EXPECT_NE(error_of(replaced(tiny(), R"("time_us")", R"("times")")).find("/accelerator/op/matmul/model/time_us: required"),
             std::string::npos);
+}
+
+// A node's time beyond the plausible range (gemm_model.h) gave infinite held-out errors.
+TEST(SystemModelTest, AGridNodesTimeBeyondThePlausibleRangeIsAnError) {
+  EXPECT_EQ(error_of(replaced(tiny(), R"("time_us": [1, null, 8])", R"("time_us": [1, null, 1e300])")),
+            "sys.json: /accelerator/op/matmul/model: GEMM grid: time 1e+294 s at m=128 n=64 k=64: expected 1e-09 to "
+            "1000 s");
+}
+
+// A grid of holes only was read as a model of no points (every shape then fell back to the class
+// default without a word).
+TEST(SystemModelTest, AGridWithoutAMeasuredNodeIsAnError) {
+  EXPECT_EQ(error_of(replaced(tiny(), R"("time_us": [1, null, 8])", R"("time_us": [null, null, null])")),
+            "sys.json: /accelerator/op/matmul/model/time_us: no measured node: every time is null; expected at least "
+            "one time in µs");
+}
+
+// --gemm-grid: a second time for a node was kept over the first without a word.
+TEST(SystemModelTest, GemmGridWithASecondTimeForANodeIsAnError) {
+  SystemConfig sys = load_system(tiny(), "tiny.json");
+  EXPECT_EQ(test::error_of([&] {
+              merge_gemm_grid(sys, R"({"kind": "trainsim-gemm-grid", "op": "matmul", "device": "X",
+                                       "points": [[32, 64, 64, 1e-6], [128, 64, 64, 8e-6], [32, 64, 64, 3e-6]]})",
+                              "grid.json");
+            }),
+            "grid.json: /points: GEMM point m=32 n=64 k=64 time_s=3e-06: a second time for the same node (first "
+            "1e-06 s)");
 }
 
 TEST(SystemModelTest, GemmGridWavesAreReadWrittenAndChecked) {
@@ -339,6 +367,17 @@ TEST(SystemModelTest, MeasuredBandwidthClassesKeepTheEffectiveBandwidth) {
               std::string::npos)
         << e.what();
   }
+}
+
+// --measured-system of a file without measured entries merged nothing and reported success
+// ("measured-points models of  from ...").
+TEST(SystemModelTest, AMeasuredSystemWithoutMeasuredEntriesIsAnError) {
+  SystemConfig sys = load_system(tiny(), "tiny.json");
+  const SystemConfig src = load_system(tiny(), "plain.json");
+  EXPECT_EQ(test::error_of([&] { (void)merge_measured_system(sys, src, "plain.json", {}); }),
+            "plain.json: /accelerator/op: no op class has measured entries (accurate_efficient_factor) to fit a model "
+            "on; give a system file measured per shape (e.g. a SimuMax system file), --take-from FILE --take CLASSES "
+            "for classes that carry fitted models, or leave --measured-system out");
 }
 
 TEST(SystemModelTest, MalformedPointsModelsNameTheirPath) {
