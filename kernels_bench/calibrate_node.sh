@@ -2,11 +2,11 @@
 # Calibrates one node end to end under a time budget:
 #   1 self-checks (kernels_bench, then comm_bench on every GPU) -> 2 shapes of the plans ->
 #   3 kernels_bench -> 4 comm_bench under mpirun, one rank per GPU -> 5 trainsim system build
-#   -> 6 coverage check.
+#   -> 6 memory probe (CUDA context, cuBLAS workspaces, an NCCL communicator) -> 7 coverage check.
 #
 # usage: calibrate_node.sh [--base SYSTEM] [--plan MODEL:STRATEGY ...] [--budget-min 20]
 #                          [--out-dir DIR] [--bin-dir DIR] [--name SYS_NAME] [--gpus N]
-#                          [--skip-comm] [--no-self-check] [--samples N] [--warmup N]
+#                          [--skip-comm] [--skip-memory-probe] [--no-self-check] [--samples N] [--warmup N]
 #                          [--grid FAMILIES] [--dtype bf16,fp8]
 #   SYSTEM, MODEL and STRATEGY are preset names or JSON files (as for `trainsim`); without
 #   --plan the presets users run most are calibrated (see DEFAULT_PLANS below). Without --base
@@ -22,7 +22,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bin_dir="${TRAINSIM_BIN_DIR:-$here/../build/bin}"
 out_dir="calibration"
-base="" name="" skip_comm="" self_check=1 gpus="" budget_min=20 bench_args=() grid_args=()
+base="" name="" skip_comm="" skip_probe="" self_check=1 gpus="" budget_min=20 bench_args=() grid_args=()
 plans=()
 DEFAULT_PLANS=(llama3-8b:tp1-pp1-dp8-zero1 llama3-70b:tp8-pp4-dp2-zero1-full-recompute
                qwen3-32b:tp4-pp1-dp2-zero1-sdp-recompute mixtral-8x7b:ep8-pp1-dp8-moe
@@ -39,6 +39,7 @@ while [[ $# -gt 0 ]]; do
     --name) name="${2:?--name needs a value}"; shift 2 ;;
     --gpus) gpus="${2:?--gpus needs a count}"; shift 2 ;;
     --skip-comm) skip_comm=1; shift ;;
+    --skip-memory-probe) skip_probe=1; shift ;;
     --no-self-check) self_check=""; shift ;;
     --samples|--warmup) bench_args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
     --grid|--dtype) grid_args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
@@ -83,10 +84,10 @@ mpirun_cmd=("${MPIRUN:-mpirun}" -np "$gpus" --bind-to none)
 
 # 1. Self-checks: numerics and timing sanity before anything is measured.
 if [[ -n "$self_check" && ! -f "$out_dir/self-check.ok" ]]; then
-  log "step 1/6: kernels_bench --self-check (about 1 min)"
+  log "step 1/7: kernels_bench --self-check (about 1 min)"
   "$bin_dir/kernels_bench" --self-check | tee "$out_dir/kernels-self-check.txt"
   if [[ -z "$skip_comm" ]]; then
-    log "step 1/6: comm_bench --self-check on $gpus GPUs (about 1 min)"
+    log "step 1/7: comm_bench --self-check on $gpus GPUs (about 1 min)"
     # shellcheck disable=SC2086  # COMM_BENCH_ARGS is a list of words on purpose
     "${mpirun_cmd[@]}" "$bin_dir/comm_bench" --self-check --groups single --ops all_reduce --max-bytes 8 \
       --out "$out_dir/comm-self-check.json" ${COMM_BENCH_ARGS:-} | tee "$out_dir/comm-self-check.txt"
@@ -101,7 +102,7 @@ for plan in "${plans[@]}"; do
   [[ "$plan" == *:* ]] || die "--plan '$plan': expected MODEL:STRATEGY"
   i=$((i + 1))
   if [[ ! -f "$out_dir/shapes-$i.json" ]]; then
-    log "step 2/6: shapes for ${plan%%:*} with ${plan#*:}"
+    log "step 2/7: shapes for ${plan%%:*} with ${plan#*:}"
     "$bin_dir/trainsim" shapes --model "${plan%%:*}" --strategy "${plan#*:}" --system "$base" \
       --out "$out_dir/shapes-$i.json"
   fi
@@ -114,7 +115,7 @@ if [[ ! -f "$out_dir/kernels.json" || -f "$out_dir/kernels.json.partial.jsonl" |
   kernel_min=$(( (deadline - $(date +%s)) / 60 - comm_min ))
   [[ "$kernel_min" -ge 1 ]] || kernel_min=1
   "$bin_dir/kernels_bench" "${grid_args[@]}" "${shape_args[@]}" --dry-run | tail -1 | sed 's/^/  plan: /' >&2
-  log "step 3/6: kernels_bench, budget ${kernel_min} min (per-item progress and ETA below)"
+  log "step 3/7: kernels_bench, budget ${kernel_min} min (per-item progress and ETA below)"
   resume=()
   [[ -f "$out_dir/kernels.json.partial.jsonl" || -f "$out_dir/kernels.json" ]] && resume=(--resume)
   "$bin_dir/kernels_bench" "${grid_args[@]}" "${shape_args[@]}" --out "$out_dir/kernels.json" "${resume[@]}" \
@@ -131,7 +132,7 @@ fi
 comm_args=()
 if [[ -z "$skip_comm" ]]; then
   if ! grep -q '"complete": true' "$out_dir/comm.json" 2> /dev/null; then
-    log "step 4/6: comm_bench on $gpus GPUs under ${mpirun_cmd[0]} (about $comm_min min)"
+    log "step 4/7: comm_bench on $gpus GPUs under ${mpirun_cmd[0]} (about $comm_min min)"
     # shellcheck disable=SC2086
     "${mpirun_cmd[@]}" "$bin_dir/comm_bench" --out "$out_dir/comm.json" --max-bytes 1G ${COMM_BENCH_ARGS:-} \
       2> >(tee -a "$out_dir/comm_bench.log" >&2)
@@ -141,12 +142,26 @@ fi
 
 # 5. Merge into a system file the simulator reads back; provenance (device, driver, CUDA,
 #    cuBLAS, cuDNN, NCCL, clocks, dates, commands) comes from the two result files.
-log "step 5/6: trainsim system build"
+log "step 5/7: trainsim system build"
 "$bin_dir/trainsim" system build --base "$base" --kernels "$out_dir/kernels.json" "${comm_args[@]}" \
   --out "$out_dir/system.json" ${name:+--name "$name"}
 
-# 6. Every looked-up shape should now be measured (unsupported kernels stay on the op mean).
-log "step 6/6: coverage check"
+# 6. The memory outside the tensors (docs/kernels-bench.md, "Memory probe"), measured once (with a
+#    communicator over the node's GPUs unless --skip-comm), written into the system file.
+if [[ -z "$skip_probe" ]]; then
+  if [[ ! -f "$out_dir/memory-probe.json" ]]; then
+    log "step 6/7: kernels_bench --memory-probe (seconds)"
+    probe_ranks=0
+    [[ -z "$skip_comm" ]] && probe_ranks=$gpus
+    "$bin_dir/kernels_bench" --memory-probe --nccl-ranks "$probe_ranks" --out "$out_dir/memory-probe.json"
+  fi
+  "$bin_dir/kernels_bench" --apply-memory-probe "$out_dir/memory-probe.json" --system "$out_dir/system.json" \
+    --out "$out_dir/system.probed.json"
+  mv "$out_dir/system.probed.json" "$out_dir/system.json"
+fi
+
+# 7. Every looked-up shape should now be measured (unsupported kernels stay on the op mean).
+log "step 7/7: coverage check"
 for plan in "${plans[@]}"; do
   "$bin_dir/trainsim" shapes --model "${plan%%:*}" --strategy "${plan#*:}" --system "$out_dir/system.json" \
     --out "$out_dir/check-shapes.json"

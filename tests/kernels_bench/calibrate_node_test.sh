@@ -38,23 +38,26 @@ kernels_bench --shapes $o/shapes-1.json --out $o/kernels.json --budget-min 14-15
 mpirun -np 8 --bind-to none$([[ $(id -u) == 0 ]] && echo ' --allow-run-as-root') $b/comm_bench --out $o/comm.json --max-bytes 1G
 comm_bench --out $o/comm.json --max-bytes 1G
 trainsim system build --base h100-sxm-80g --kernels $o/kernels.json --comm $o/comm.json --out $o/system.json
+kernels_bench --memory-probe --nccl-ranks 8 --out $o/memory-probe.json
+kernels_bench --apply-memory-probe $o/memory-probe.json --system $o/system.json --out $o/system.probed.json
 trainsim shapes --model llama3-8b --strategy tp1-pp1-dp8-zero1 --system $o/system.json --out $o/check-shapes.json"
 # 20 min budget - 5 min for comm_bench (a quarter), minus the seconds already spent.
 calls=$(sed -E 's/--budget-min 1[45]$/--budget-min 14-15/' "$log")
 if [[ "$calls" != "$expected" ]]; then
   echo "first run: unexpected calls"; diff <(echo "$expected") <(echo "$calls") || true; exit 1
 fi
-# A rerun resumes: nothing is measured again, the merge and the check run again.
+# A rerun resumes: nothing is measured again, the merge, the probe's write and the check run again.
 : > "$log"
 run || { cat "$tmp/stderr.log"; exit 1; }
 expected="nvidia-smi -L
 nvidia-smi --query-gpu=name --format=csv,noheader
 trainsim system build --base h100-sxm-80g --kernels $o/kernels.json --comm $o/comm.json --out $o/system.json
+kernels_bench --apply-memory-probe $o/memory-probe.json --system $o/system.json --out $o/system.probed.json
 trainsim shapes --model llama3-8b --strategy tp1-pp1-dp8-zero1 --system $o/system.json --out $o/check-shapes.json"
 if [[ "$(cat "$log")" != "$expected" ]]; then
   echo "rerun: unexpected calls"; diff <(echo "$expected") "$log" || true; exit 1
 fi
-grep -q "step 6/6: coverage check" "$tmp/stderr.log" || { echo "no progress lines"; cat "$tmp/stderr.log"; exit 1; }
+grep -q "step 7/7: coverage check" "$tmp/stderr.log" || { echo "no progress lines"; cat "$tmp/stderr.log"; exit 1; }
 # A run cut by the budget says so, and the rerun continues kernels_bench with --resume.
 rm -rf "$o"
 STUB_LEFT=1 run || { cat "$tmp/stderr.log"; exit 1; }
@@ -71,4 +74,13 @@ PATH="$tmp/path:$PATH" bash "$script" --bin-dir "$tmp/bin" --out-dir "$tmp/out" 
   --plan llama3-8b:tp1-pp1-dp8-zero1 --grid all --dtype bf16 2> "$tmp/stderr.log" || { cat "$tmp/stderr.log"; exit 1; }
 grep -Eq "^kernels_bench --grid all --dtype bf16 --shapes $o/shapes-1.json --out $o/kernels.json --budget-min" "$log" ||
   { echo "--grid not passed to kernels_bench"; cat "$log"; exit 1; }
+# Without comm_bench the probe measures no communicator.
+grep -q "^kernels_bench --memory-probe --nccl-ranks 0 --out $o/memory-probe.json" "$log" ||
+  { echo "--skip-comm probe with a communicator"; cat "$log"; exit 1; }
+# --skip-memory-probe: no probe, the system file as built.
+rm -rf "$o"
+: > "$log"
+PATH="$tmp/path:$PATH" bash "$script" --bin-dir "$tmp/bin" --out-dir "$tmp/out" --budget-min 20 --skip-comm \
+  --skip-memory-probe --plan llama3-8b:tp1-pp1-dp8-zero1 2> "$tmp/stderr.log" || { cat "$tmp/stderr.log"; exit 1; }
+if grep -q "memory-probe" "$log"; then echo "--skip-memory-probe ran the probe"; cat "$log"; exit 1; fi
 echo "calibrate_node.sh: steps, mpirun ranks and resume OK"
