@@ -294,6 +294,9 @@ int cmd_system(const Args& args) {
   if (action == "op-classes") return print_op_classes();
   if (action == "evaluate") {
     if (system_arg.empty()) throw UsageError("system evaluate: give --system PRESET|FILE");
+    if (!(std::isfinite(min_m) && min_m >= 0))
+      throw UsageError(strprintf("system evaluate: --min-m: expected a row count >= 0 (0: every held-out point), got %g",
+                                 min_m));
     return evaluate(system_arg, min_m);
   }
   if (base_arg.empty()) throw UsageError("system build: --base is required");
