@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <tuple>
 
 #include "inputs/json_reader.h"
 #include "inputs/schema_version.h"
@@ -68,11 +69,14 @@ struct Measured {
 };
 
 // The measured points of comm.json by network and op (whole-world and single-rank groups left
-// out, as their fits): what the collective models are fitted from. A point of the wrong shape
-// is an issue at its path (it was skipped without a word, and its op's model fitted without it).
-std::map<std::string, std::map<std::string, std::vector<CollectivePoint>>> read_points(const json& doc,
-                                                                                      IssueList& issues) {
+// out, as their fits): what the collective models are fitted from. A point of the wrong shape,
+// of an op or network the fits do not know, or one the model rejects is an issue at its path
+// (they were skipped without a word, or named by their index within their op's points).
+std::map<std::string, std::map<std::string, std::vector<CollectivePoint>>> read_points(
+    const json& doc, const std::vector<std::string>& op_names, const std::vector<std::string>& net_names,
+    IssueList& issues) {
   std::map<std::string, std::map<std::string, std::vector<CollectivePoint>>> out;
+  std::map<std::tuple<std::string, std::string, int64_t, double>, size_t> seen;  // first index of a size
   if (!doc.is_object() || !doc.contains("points")) return out;
   if (!doc["points"].is_array()) {
     issues.add("/points", "expected an array of {op, network, n, size_bytes, time_us} (as comm_bench writes it)");
@@ -104,9 +108,31 @@ std::map<std::string, std::map<std::string, std::vector<CollectivePoint>>> read_
     need(n.is_number_integer(), "n", "an integer (the group size)");
     need(bytes.is_number(), "size_bytes", "a number (the message size in bytes)");
     need(t.is_number(), "time_us", "a number (the measured time in µs)");
-    if (ok)
-      out[net.get<std::string>()][op.get<std::string>()].push_back(
-          {n.get<int64_t>(), bytes.get<double>(), t.get<double>() * kMicro});
+    if (!ok) continue;
+    const std::string op_name = op.get<std::string>(), net_name = net.get<std::string>();
+    if (std::find(op_names.begin(), op_names.end(), op_name) == op_names.end()) {
+      issues.add(path + "/op", unknown_value("collective", op_name, op_names));
+      ok = false;
+    }
+    if (std::find(net_names.begin(), net_names.end(), net_name) == net_names.end()) {
+      issues.add(path + "/network", unknown_value("network", net_name, net_names));
+      ok = false;
+    }
+    const CollectivePoint cp{n.get<int64_t>(), bytes.get<double>(), t.get<double>() * kMicro};
+    if (const char* why = CollectiveModel::point_problem(cp)) {
+      issues.add(path, strprintf("%s (n %lld, size_bytes %g, time_us %g)", why, static_cast<long long>(cp.n),
+                                 cp.bytes, t.get<double>()));
+      ok = false;
+    }
+    if (!ok) continue;
+    const auto [first, fresh] = seen.emplace(std::tuple{net_name, op_name, cp.n, cp.bytes}, i);
+    if (!fresh) {
+      issues.add(path, strprintf("a second time for %s on %s with n %lld and %g bytes; the first is /points/%zu",
+                                 op_name.c_str(), net_name.c_str(), static_cast<long long>(cp.n), cp.bytes,
+                                 first->second));
+      continue;
+    }
+    out[net_name][op_name].push_back(cp);
   }
   return out;
 }
@@ -216,7 +242,7 @@ void merge_comm(SystemConfig& sys, const std::string& comm_json_text, const std:
     issues.add("/fits", "fits mix NVLink (high_intra_node) and PCIe (intra_node_pcie_*) intra-node classes");
   issues.throw_if_any();
 
-  const auto points = read_points(doc, issues);
+  const auto points = read_points(doc, op_names, net_names, issues);
   issues.throw_if_any();
   for (const auto& [net_name, ops] : by_net) {
     const bool existed = sys.networks.count(net_name) > 0;

@@ -7,6 +7,8 @@
 #include "inputs/json_reader.h"
 #include "inputs/schema_version.h"
 #include "calibration/shape_key.h"
+#include "compute/gemm_model.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace trainsim {
@@ -17,6 +19,24 @@ using nlohmann::json;
 constexpr double kMega = 1e6;
 const std::vector<std::string> kKinds = {"compute", "memory", "latency"};
 const std::vector<std::string> kStatuses = {"ok", "unsupported", "failed"};
+
+// Plausibility of the measured numbers, the system file's ranges (system_config.cpp): a peak of
+// 1e-6 to 1e6 TFLOPS or GiB/s, a device of at most 1e6 GiB; a result's time of kModelMinTimeS
+// to kModelMaxTimeS (1 ns to 1000 s, the system file's bound on latencies), its bytes at most
+// kModelMaxBytes and its FLOP at most the largest rate for the longest time. Beyond them the
+// merge wrote a system file the reader rejects (an error naming the merged output, not this
+// file) or, for a negative device memory, ignored the number without a word.
+constexpr double kMaxRate = 1e6;       // TFLOPS, GiB/s
+constexpr double kMinRate = 1e-6;      // TFLOPS, GiB/s
+constexpr double kMaxMemGiB = 1e6;     // GiB
+constexpr double kMaxResultFlops = kMaxRate * kTera * kModelMaxTimeS;
+
+// A rate that is 0 (not given) or in [kMinRate, kMaxRate] `unit`s; `v` in those units.
+void check_rate(IssueList& issues, const std::string& path, double v, const char* unit) {
+  if (v == 0 || (v >= kMinRate && v <= kMaxRate)) return;
+  issues.add(path, strprintf("must be 0 (not measured) or from %g to %g %s (the system file's range), got %s",
+                             kMinRate, kMaxRate, unit, format_number(v).c_str()));
+}
 
 json device_json(const DeviceFacts& d) {
   return {{"name", d.name},
@@ -57,6 +77,19 @@ void read_device(const json& j, IssueList& issues, DeviceFacts& d) {
   r.opt("cublas_version", d.cublas_version);
   r.opt("cudnn_version", d.cudnn_version);
   r.finish();
+  check_rate(issues, "/device/peak_bf16_tflops", bf16, "TFLOPS");
+  check_rate(issues, "/device/peak_fp8_tflops", fp8, "TFLOPS");
+  if (d.peak_mem_bytes_per_s != 0 &&
+      !(d.peak_mem_bytes_per_s >= kMinRate * kGiB && d.peak_mem_bytes_per_s <= kMaxRate * kGiB))
+    issues.add("/device/peak_mem_bandwidth_bytes_per_s",
+               strprintf("must be 0 (not measured) or from %g to %g bytes/s (the system file's gbps range, %g to %g "
+                         "GiB/s), got %s",
+                         kMinRate * kGiB, kMaxRate * kGiB, kMinRate, kMaxRate,
+                         format_number(d.peak_mem_bytes_per_s).c_str()));
+  if (!(d.mem_bytes >= 0 && d.mem_bytes <= kMaxMemGiB * kGiB))
+    issues.add("/device/mem_bytes", strprintf("must be 0 (not measured) or a device memory of at most %g bytes (the "
+                                              "system file's %g GiB), got %s",
+                                              kMaxMemGiB * kGiB, kMaxMemGiB, format_number(d.mem_bytes).c_str()));
   d.sm_clock_max_hz = sm_mhz * kMega;
   d.mem_clock_hz = mem_mhz * kMega;
   d.peak_bf16_flops = bf16 * kTera;
@@ -130,7 +163,17 @@ KernelResult read_result(const json& j, const std::string& path, IssueList& issu
       issues.add(path + "/time_s", "an 'ok' result needs time_s with n ≥ 1 and median > 0");
     if (r.kind == "compute" && r.flops <= 0) issues.add(path + "/flops", "an 'ok' compute result needs flops > 0");
     if (r.kind == "memory" && r.bytes <= 0) issues.add(path + "/bytes", "an 'ok' memory result needs bytes > 0");
+    if (r.time.median > 0 && !(r.time.median >= kModelMinTimeS && r.time.median <= kModelMaxTimeS))
+      issues.add(path + "/time_s/median", strprintf("must be from %g to %g s (1 ns to 1000 s), got %s; check the units "
+                                                    "(seconds)",
+                                                    kModelMinTimeS, kModelMaxTimeS, format_number(r.time.median).c_str()));
   }
+  if (r.flops > kMaxResultFlops)
+    issues.add(path + "/flops", strprintf("must be at most %g (%g TFLOPS for %g s), got %s", kMaxResultFlops, kMaxRate,
+                                          kModelMaxTimeS, format_number(r.flops).c_str()));
+  if (r.bytes > kModelMaxBytes)
+    issues.add(path + "/bytes", strprintf("must be at most %g (2^50, 1 PiB), got %s", kModelMaxBytes,
+                                          format_number(r.bytes).c_str()));
   if (r.launches < 1) issues.add(path + "/launches", "must be ≥ 1");
   return r;
 }

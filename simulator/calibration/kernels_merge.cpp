@@ -18,6 +18,19 @@
 namespace trainsim {
 namespace {
 
+// The system file's range of an efficiency factor (system_config.cpp): beyond it the merged
+// file was rejected when read back, an error naming the output file instead of the kernels file.
+constexpr double kMinEfficiency = 1e-6;
+constexpr double kMaxEfficiency = 100;
+
+// `formula` = its value; what to check when it is beyond the range.
+void check_efficiency(double eff, const std::string& source, const std::string& path, const std::string& formula,
+                      const char* check) {
+  if (!(eff >= kMinEfficiency && eff <= kMaxEfficiency))
+    throw ConfigError(source, path, strprintf("%s = %g is outside the system file's %g to %g: check %s", formula.c_str(),
+                                              eff, kMinEfficiency, kMaxEfficiency, check));
+}
+
 double mean(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
@@ -71,7 +84,7 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
   // compute_op_accuracy_time), so eff = flops / (t_measured * peak) with the peak the system
   // file declares for that op; the convention cancels as long as both use the same peak.
   std::map<std::string, std::vector<double>> measured;
-  for (const auto& r : doc.results) {
+  for (const KernelResult& r : doc.results) {
     ++status_counts[r.status];
     if (r.kind != "compute" || r.status != "ok") continue;
     ComputeOpConfig& op = sys.ops[r.op];
@@ -82,6 +95,10 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
                         "op class '" + r.op + "' is not in the base system and the measurements carry no "
                         "peak to declare for it (peak_bf16_tflops/peak_fp8_tflops)");
     double eff = r.flops / (r.time.median * op.peak_flops);
+    check_efficiency(eff, source, "/results/" + std::to_string(&r - doc.results.data()),
+                     strprintf("efficiency flops / (time_s.median x peak) = %g / (%g s x %g TFLOPS)", r.flops,
+                               r.time.median, op.peak_flops / kTera),
+                     "flops and time_s (seconds), or the op class's peak (base system, device.peak_*_tflops)");
     op.accurate.set(r.key, eff);
     op.has_accurate = true;
     measured[r.op].push_back(eff);
@@ -107,10 +124,11 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
     double bytes = 0, net_s = 0;
   };
   std::map<std::string, Acc> classes;
+  std::map<std::string, std::string> first_case;  // a class's first result, for messages
   const Floors floors = apply_launch_floors(sys, doc, warnings);
-  for (const auto& r : doc.results) {
-    if (r.status != "ok") continue;
-    if (r.kind != "memory") continue;
+  for (const KernelResult& r : doc.results) {
+    if (r.status != "ok" || r.kind != "memory") continue;
+    first_case.emplace(r.op, "/results/" + std::to_string(&r - doc.results.data()));
     BandwidthConfig bw = class_or_default(sys, r.op);
     double net = r.time.median - bw.latency_s * static_cast<double>(r.launches);
     if (net <= 0) {
@@ -130,6 +148,10 @@ void merge_kernels(SystemConfig& sys, const std::string& kernels_json_text, cons
       throw ConfigError(source, "/device/peak_mem_bandwidth_bytes_per_s",
                         "bandwidth class '" + name + "' has no peak: expected a number > 0");
     bw.efficient_factor = acc.bytes / (bw.bytes_per_s * acc.net_s);
+    check_efficiency(bw.efficient_factor, source, first_case.at(name),
+                     strprintf("bandwidth class '%s': efficiency bytes / (peak x time) = %g / (%g bytes/s x %g s)",
+                               name.c_str(), acc.bytes, bw.bytes_per_s, acc.net_s),
+                     "its results' bytes and time_s (seconds), or device.peak_mem_bandwidth_bytes_per_s");
     sys.bandwidths[name] = bw;
   }
 

@@ -219,6 +219,20 @@ void check_out_is_no_input(const std::string& out, const std::vector<std::pair<s
   }
 }
 
+// A name given more than once in a list flag is taken once (as search's value lists are), with one
+// warning line: merged twice, the second pass recorded the first's result as what it replaced.
+std::vector<std::string> taken_once(const std::vector<std::string>& names, const char* flag) {
+  std::vector<std::string> once, repeated;
+  for (const auto& n : names) {
+    std::vector<std::string>& to = std::find(once.begin(), once.end(), n) == once.end() ? once : repeated;
+    if (std::find(to.begin(), to.end(), n) == to.end()) to.push_back(n);
+  }
+  if (!repeated.empty())
+    std::fprintf(stderr, "trainsim system build: warning: %s: %s given more than once; taken once\n", flag,
+                 join(repeated, ", ").c_str());
+  return once;
+}
+
 // The op-class table, one row per line (tools/measured/op_classes.json is a copy, checked by ctest).
 int print_op_classes() {
   const auto key_name = [](KeyKind k) {
@@ -294,6 +308,9 @@ int cmd_system(const Args& args) {
   if (action == "op-classes") return print_op_classes();
   if (action == "evaluate") {
     if (system_arg.empty()) throw UsageError("system evaluate: give --system PRESET|FILE");
+    if (!(std::isfinite(min_m) && min_m >= 0))
+      throw UsageError(strprintf("system evaluate: --min-m: expected a row count >= 0 (0: every held-out point), got %g",
+                                 min_m));
     return evaluate(system_arg, min_m);
   }
   if (base_arg.empty()) throw UsageError("system build: --base is required");
@@ -309,6 +326,9 @@ int cmd_system(const Args& args) {
     throw UsageError("system build: --measured-ops needs --measured-system");
   if (!measured_bandwidths.empty() && measured_system.empty())
     throw UsageError("system build: --measured-bandwidths needs --measured-system");
+  measured_ops = taken_once(measured_ops, "--measured-ops");
+  measured_bandwidths = taken_once(measured_bandwidths, "--measured-bandwidths");
+  take = taken_once(take, "--take");
   for (const auto& op : measured_ops)
     if (!find_op_class(op)) throw UsageError("system build: --measured-ops: " + kOpClasses.unknown(op));
 

@@ -160,6 +160,15 @@ CollectiveAnswer CollectiveCurve::predict(double bytes) const {
   return {line(bytes) * std::exp(r), src};
 }
 
+const char* CollectiveModel::point_problem(const CollectivePoint& p) {
+  if (p.n < 2) return "the group size must be at least 2";
+  if (!(p.bytes > 0) || !std::isfinite(p.bytes)) return "the size must be a positive number";
+  if (!(p.time_s > 0) || !std::isfinite(p.time_s)) return "the time must be a positive number";
+  if (p.bytes > kModelMaxBytes) return "the size must be at most 2^50 bytes (1 PiB)";
+  if (p.time_s < kModelMinTimeS || p.time_s > kModelMaxTimeS) return "the time must be from 1 ns to 1000 s";
+  return nullptr;
+}
+
 CollectiveModel::CollectiveModel(double scale, double offset, std::vector<CollectivePoint> points)
     : scale_(scale), offset_(offset) {
   if (points.empty()) throw std::invalid_argument("no measured points (a size and a time per group size)");
@@ -170,11 +179,7 @@ CollectiveModel::CollectiveModel(double scale, double offset, std::vector<Collec
       return std::invalid_argument(strprintf("collective point %zu (n %lld, %g bytes, %g s): %s", i,
                                              static_cast<long long>(p.n), p.bytes, p.time_s, what));
     };
-    if (p.n < 2) throw bad("the group size must be at least 2");
-    if (!(p.bytes > 0) || !std::isfinite(p.bytes)) throw bad("the size must be a positive number");
-    if (!(p.time_s > 0) || !std::isfinite(p.time_s)) throw bad("the time must be a positive number");
-    if (p.bytes > kModelMaxBytes) throw bad("the size must be at most 2^50 bytes (1 PiB)");
-    if (p.time_s < kModelMinTimeS || p.time_s > kModelMaxTimeS) throw bad("the time must be from 1 ns to 1000 s");
+    if (const char* why = point_problem(p)) throw bad(why);
     if (!by_n[p.n].emplace(p.bytes, p.time_s).second) throw bad("a second time for the same size and group size");
   }
   for (const auto& [n, pts] : by_n) {

@@ -99,6 +99,9 @@ class CollectiveModel {
   /// Throws std::invalid_argument for n < 2, a non-positive or non-finite size or time, or a
   /// size measured twice for one n, naming the point.
   CollectiveModel(double scale, double offset, std::vector<CollectivePoint> points);
+  /// What the constructor rejects in one point ("the size must be at most 2^50 bytes (1 PiB)"),
+  /// or nullptr: for readers that name the point by their own path.
+  [[nodiscard]] static const char* point_problem(const CollectivePoint& p);
 
   [[nodiscard]] bool empty() const { return curves_.empty(); }
   [[nodiscard]] size_t points() const { return points_; }

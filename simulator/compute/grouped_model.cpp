@@ -17,8 +17,7 @@ namespace {
 bool valid(double v) { return std::isfinite(v) && v > 0; }
 
 std::string series_name(const GroupedSeries& s) {
-  return "grouped series experts=" + std::to_string(s.experts) + " hidden=" + std::to_string(s.hidden) +
-         " inter=" + std::to_string(s.inter);
+  return strprintf("grouped series experts=%g hidden=%g inter=%g", s.experts, s.hidden, s.inter);
 }
 
 // Solves the 4 × 4 system a·c = b in place (Gaussian elimination, partial pivoting); false when
@@ -111,8 +110,9 @@ GroupedModel::GroupedModel(std::vector<GroupedSeries> series) {
     auto& pts = merged[{s.experts, s.hidden, s.inter}];
     for (size_t i = 0; i < s.tokens.size(); ++i) {
       if (!valid(s.tokens[i]) || !valid(s.time_s[i]))
-        throw std::invalid_argument(series_name(s) + ": tokens " + std::to_string(s.tokens[i]) + " time_s " +
-                                    std::to_string(s.time_s[i]) + ": every value must be finite and > 0");
+        throw std::invalid_argument(series_name(s) + strprintf(": tokens %g time_s %g: every value must be finite "
+                                                               "and > 0",
+                                                               s.tokens[i], s.time_s[i]));
       if (s.tokens[i] > kModelMaxSize || s.time_s[i] < kModelMinTimeS || s.time_s[i] > kModelMaxTimeS)
         throw std::invalid_argument(series_name(s) + strprintf(": tokens %g time_s %g: tokens must be at most %g and "
                                                                "the time from %g to %g s",

@@ -10,6 +10,7 @@
 #include "calibration/comm_merge.h"
 #include "system/system_config.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "results.h"
 
@@ -225,6 +226,34 @@ TEST(CommMergeTest, MalformedPointsAreErrorsAtTheirPath) {
             "comm.json: /points/3/n: expected an integer (the group size)\n"
             "comm.json: /points/3/time_us: expected a number (the measured time in µs)\n"
             "comm.json: /points/4/kind: expected a string (intra_node, inter_node, world or single)");
+}
+
+// A point of an op or network the fits do not know (allreduce for all_reduce) was left out
+// without a word; a point the model rejects was named by its index among its op's points
+// ("collective point 0" for the file's /points/2).
+TEST(CommMergeTest, PointsOfUnknownNamesAndRejectedPointsAreErrorsAtTheirIndex) {
+  const std::string fits = fit("all_reduce", "high_intra_node", 8, 10, 300);
+  const auto with_points = [&](const std::string& points) {
+    return R"({"schema_version": "1.0.0", "points": [)" + points + R"(], "fits": [)" + fits + "]}";
+  };
+  const auto point = [](const char* op, const char* net, int n, const char* bytes, const char* us) {
+    return strprintf(R"({"op": "%s", "network": "%s", "n": %d, "size_bytes": %s, "time_us": %s})", op, net, n, bytes,
+                     us);
+  };
+  EXPECT_EQ(merge_error(with_points(point("allreduce", "high_intra_node", 8, "1024", "10") + "," +
+                                    point("all_reduce", "high_intra_nod", 8, "1024", "10"))),
+            "comm.json: /points/0/op: unknown collective 'allreduce'; valid values: all_reduce, all_gather, "
+            "reduce_scatter, p2p, all2all; did you mean 'all_reduce'?\n"
+            "comm.json: /points/1/network: unknown network 'high_intra_nod'; valid values: high_intra_node, "
+            "low_intra_node, inter_node, intra_node_pcie_2x, intra_node_pcie_4x, intra_node_pcie_8x; did you mean "
+            "'high_intra_node'?");
+  EXPECT_EQ(merge_error(with_points(point("all_gather", "high_intra_node", 8, "1024", "10") + "," +
+                                    point("all_reduce", "high_intra_node", 8, "1024", "10") + "," +
+                                    point("all_reduce", "high_intra_node", 8, "1e300", "10") + "," +
+                                    point("all_reduce", "high_intra_node", 8, "1024", "12"))),
+            "comm.json: /points/2: the size must be at most 2^50 bytes (1 PiB) (n 8, size_bytes 1e+300, time_us 10)\n"
+            "comm.json: /points/3: a second time for all_reduce on high_intra_node with n 8 and 1024 bytes; the first "
+            "is /points/1");
 }
 
 }  // namespace

@@ -116,16 +116,25 @@ TEST(GroupedModelTest, ImplausibleSizesAndTimesThrow) {
   };
   GroupedSeries bad = base();
   bad.time_s[0] = 1e-300;
-  EXPECT_EQ(message(bad), "grouped series experts=8.000000 hidden=1024.000000 inter=512.000000: tokens 64 time_s "
+  EXPECT_EQ(message(bad), "grouped series experts=8 hidden=1024 inter=512: tokens 64 time_s "
                           "1e-300: tokens must be at most 1.09951e+12 and the time from 1e-09 to 1000 s");
   bad = base();
   bad.tokens[2] = 1e300;
-  EXPECT_EQ(message(bad), "grouped series experts=8.000000 hidden=1024.000000 inter=512.000000: tokens 1e+300 time_s "
+  EXPECT_EQ(message(bad), "grouped series experts=8 hidden=1024 inter=512: tokens 1e+300 time_s "
                           "0.00064: tokens must be at most 1.09951e+12 and the time from 1e-09 to 1000 s");
   bad = base();
   bad.experts = 1e300;
-  EXPECT_EQ(message(bad).substr(message(bad).find(':')),
-            ": experts, hidden and inter must be at most 1.09951e+12");
+  EXPECT_EQ(message(bad),
+            "grouped series experts=1e+300 hidden=1024 inter=512: experts, hidden and inter must be at most 1.09951e+12");
+  // Numbers printed compactly (%g): experts 1e300 printed ~300 digits, a time -1 as -1.000000.
+  bad = base();
+  bad.inter = -5e299;
+  EXPECT_EQ(message(bad),
+            "grouped series experts=8 hidden=1024 inter=-5e+299: experts, hidden and inter must be finite and > 0");
+  bad = base();
+  bad.time_s[1] = -1;
+  EXPECT_EQ(message(bad), "grouped series experts=8 hidden=1024 inter=512: tokens 256 time_s -1: every value must be "
+                          "finite and > 0");
 }
 
 TEST(GroupedModelTest, LeaveOneOutPointsAndShapes) {

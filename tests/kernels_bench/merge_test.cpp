@@ -1,6 +1,8 @@
 // merge_kernels: hand-computed efficiencies, and a round trip through the system JSON reader.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <nlohmann/json.hpp>
 
 #include "calibration/kernels_file.h"
@@ -149,6 +151,57 @@ TEST(KernelsMergeTest, MalformedMeasurementsAreConfigErrors) {
                  "k.json: /results/0/key: shape key 'b=1': expected 7 fields (b, m, k, n, layout, accumulate, "
                  "out_dtype), got 1");
   }
+}
+
+// Numbers beyond the system file's ranges: a peak or a result's FLOP of 1e300, a launch floor of
+// 1e300 s were merged and rejected only when the merged file was read back (an error naming the
+// output file, not this one); a negative device memory was ignored without a word.
+TEST(KernelsMergeTest, ImplausibleNumbersAreErrorsAtTheirPath) {
+  const auto error = [](const std::function<void(nlohmann::json&)>& edit) {
+    SystemConfig sys = load_system(read_file(data("base_system.json")), "base");
+    auto j = nlohmann::json::parse(read_file(data("kernels_fixture.json")));
+    edit(j);
+    try {
+      merge_kernels(sys, j.dump(), "k.json");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  EXPECT_EQ(error([](nlohmann::json& j) {
+              j["device"]["peak_bf16_tflops"] = 1e300;
+              j["device"]["peak_fp8_tflops"] = -1;
+              j["device"]["peak_mem_bandwidth_bytes_per_s"] = 1e300;
+              j["device"]["mem_bytes"] = -85520809984.0;
+            }),
+            "k.json: /device/peak_bf16_tflops: must be 0 (not measured) or from 1e-06 to 1e+06 TFLOPS (the system "
+            "file's range), got 1e+300\n"
+            "k.json: /device/peak_fp8_tflops: must be 0 (not measured) or from 1e-06 to 1e+06 TFLOPS (the system "
+            "file's range), got -1\n"
+            "k.json: /device/peak_mem_bandwidth_bytes_per_s: must be 0 (not measured) or from 1073.74 to 1.07374e+15 "
+            "bytes/s (the system file's gbps range, 1e-06 to 1e+06 GiB/s), got 1e+300\n"
+            "k.json: /device/mem_bytes: must be 0 (not measured) or a device memory of at most 1.07374e+15 bytes (the "
+            "system file's 1e+06 GiB), got -85520809984");
+  EXPECT_EQ(error([](nlohmann::json& j) {
+              j["results"][0]["flops"] = 1e300;
+              j["results"][5]["bytes"] = 1e300;
+              j["results"].push_back({{"kind", "latency"}, {"op", "eager_launch_floor"}, {"key", "fill_4kib_x256"},
+                                      {"status", "ok"}, {"time_s", {{"n", 20}, {"median", 1e300}}}});
+            }),
+            "k.json: /results/0/flops: must be at most 1e+21 (1e+06 TFLOPS for 1000 s), got 1e+300\n"
+            "k.json: /results/5/bytes: must be at most 1.1259e+15 (2^50, 1 PiB), got 1e+300\n"
+            "k.json: /results/9/time_s/median: must be from 1e-09 to 1000 s (1 ns to 1000 s), got 1e+300; check the "
+            "units (seconds)");
+  // Within the ranges each, but an efficiency the system file rejects (above 100).
+  EXPECT_EQ(error([](nlohmann::json& j) { j["results"][1]["flops"] = 1e20; }),
+            "k.json: /results/1: efficiency flops / (time_s.median x peak) = 1e+20 / (0.0004 s x 989 TFLOPS) = "
+            "2.52781e+08 is outside the system file's 1e-06 to 100: check flops and time_s (seconds), or the op class's "
+            "peak (base system, device.peak_*_tflops)");
+  EXPECT_EQ(error([](nlohmann::json& j) { j["results"][6]["bytes"] = 1e15; }),
+            "k.json: /results/6: bandwidth class 'permute_fwd': efficiency bytes / (peak x time) = 1e+15 / "
+            "(3.35e+12 bytes/s x 0.00136 s) = 219491 is outside the system file's 1e-06 to 100: check its results' "
+            "bytes and time_s (seconds), or device.peak_mem_bandwidth_bytes_per_s");
+  EXPECT_EQ(error([](nlohmann::json& j) { j["device"]["mem_bytes"] = 0; }), "<no error>");
 }
 
 TEST(KernelsMergeTest, UnsupportedSchemaVersion) {
