@@ -57,7 +57,7 @@ std::vector<Row> read_table() {
 // with one fp32 scale per 128 values when DeepGEMM is on, as on Hopper (sglang 0.5.1
 // srt/layers/moe/token_dispatcher/deepep.py, _DeepEPDispatcherImplNormal.dispatch_a:
 // sglang_per_token_group_quant_fp8(hidden_states, 128)); the combine sends the experts' bf16
-// output. DeepEPDispatchFp8 below checks this against the NVLink's line rate.
+// output. DispatchMovedFp8 below checks this against the NVLink's line rate.
 double token_bytes(bool dispatch, int64_t hidden) {
   return dispatch ? static_cast<double>(hidden) + 4.0 * static_cast<double>(hidden / 128)
                   : 2.0 * static_cast<double>(hidden);
@@ -143,7 +143,7 @@ TEST(DeepEpMeasured, TableHasEveryRow) {
 // 5.295 ranks (7/8 of the copies leave the GPU) in 7785 µs would be 559 GB/s leaving each GPU in
 // bf16, more than NVLink 4's 450 GB/s per direction (18 links × 25 GB/s); FP8 with its scales
 // (7392 bytes a token) is 288 GB/s, the combine's bf16 318 GB/s in 13,676 µs.
-TEST(DeepEpMeasured, DeepEPDispatchFp8) {
+TEST(DeepEpMeasured, DispatchMovedFp8) {
   const double r = expected_token_nodes(256, 8, 8);
   const double copies = 65536 * r * 7.0 / 8.0;
   EXPECT_NEAR(r, 5.294652, 1e-6);
@@ -152,7 +152,40 @@ TEST(DeepEpMeasured, DeepEPDispatchFp8) {
   EXPECT_NEAR(copies * token_bytes(false, 7168) / 13675.82e-6, 318.3e9, 0.1e9);
 }
 
-// trainsim's DeepEP model on the measured rows (≥ 1024 tokens), per node count and direction.
+// Median over a node count's rows (≥ 1024 tokens, both directions) of the bytes DeepEP counts
+// (a copy per destination rank in one node, per destination node across nodes) per second and
+// SM, times 24 SMs.
+double median_reference_bps(const std::vector<Row>& rows, int64_t nodes, int64_t gpus_per_node) {
+  std::vector<double> rate;
+  for (const Row& r : rows) {
+    if (r.nodes != nodes || r.tokens < kMinTokens) continue;
+    const double copies = expected_token_nodes(r.experts, r.topk, nodes == 1 ? gpus_per_node : nodes);
+    for (const bool dispatch : {true, false}) {
+      const double s = static_cast<double>(dispatch ? r.dispatch_sms : r.combine_sms);
+      const double t = (dispatch ? r.dispatch_us : r.combine_us) * 1e-6;
+      rate.push_back(static_cast<double>(r.tokens) * token_bytes(dispatch, r.hidden) * copies / t / s);
+    }
+  }
+  std::sort(rate.begin(), rate.end());
+  const size_t n = rate.size();
+  return n == 0 ? 0 : (rate[(n - 1) / 2] + rate[n / 2]) / 2 * static_cast<double>(kDeepEpReferenceSms);
+}
+
+// The reference rates are these medians rounded to 1 GB/s: NVLink from the 16 rows of one node
+// (396.4 GB/s), RDMA from the 96 rows of two (76.3 GB/s).
+TEST(DeepEpMeasured, ReferenceRatesAreTheMediansOfTheFitRows) {
+  const std::vector<Row> rows = read_table();
+  EXPECT_NEAR(median_reference_bps(rows, 1, 8), 396.44e9, 0.01e9);
+  EXPECT_NEAR(median_reference_bps(rows, 2, 8), 76.32e9, 0.01e9);
+  EXPECT_NEAR(kDeepEpNvlinkReferenceBps, median_reference_bps(rows, 1, 8), 0.5e9);
+  EXPECT_NEAR(kDeepEpRdmaReferenceBps, median_reference_bps(rows, 2, 8), 0.5e9);
+}
+
+// trainsim's DeepEP model on the measured rows (≥ 1024 tokens), per node count and direction:
+// one node fits the NVLink rate and two nodes the RDMA rate (in-sample); four nodes are held
+// out; eight nodes are shown, not fitted (tests/data/deepep/README.md). Before the fit (153 and
+// 58 GB/s, DeepEP's README on H800) the mean |error| was 148.0 / 160.2 % (1 node, dispatch /
+// combine), 83.7 / 53.7 % (2), 79.5 / 57.4 % (4), 55.0 / 72.2 % (8), every mean too slow.
 TEST(DeepEpMeasured, HeldOutErrorPerNodesAndDirection) {
   const auto e = errors(read_table(), h100_links());
   struct Want {
@@ -161,8 +194,8 @@ TEST(DeepEpMeasured, HeldOutErrorPerNodesAndDirection) {
     double mean_abs, max_abs;
   };
   const Want want[] = {
-      {1, 0, 8, 148.0, 160.5}, {1, 1, 8, 160.2, 186.7}, {2, 0, 48, 83.7, 115.0}, {2, 1, 48, 53.7, 67.5},
-      {4, 0, 48, 79.5, 146.4}, {4, 1, 48, 57.4, 89.9},  {8, 0, 48, 55.0, 172.6}, {8, 1, 48, 72.2, 170.8},
+      {1, 0, 8, 4.6, 22.7},   {1, 1, 8, 9.9, 23.3},   {2, 0, 48, 17.8, 32.3}, {2, 1, 48, 6.4, 28.8},
+      {4, 0, 48, 44.5, 88.1}, {4, 1, 48, 27.6, 44.9}, {8, 0, 48, 44.3, 108.1}, {8, 1, 48, 50.8, 106.7},
   };
   ASSERT_EQ(e.size(), std::size(want));
   for (const Want& w : want) {
