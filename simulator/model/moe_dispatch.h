@@ -33,28 +33,36 @@ namespace trainsim {
 /// Megatron's default of --moe-deepep-num-sms.
 inline constexpr int64_t kDeepEpDefaultNumSms = 20;
 
-/// DeepEP's published normal-kernel figures (deepseek-ai/DeepEP README, "Normal kernels with
-/// NVLink and RDMA forwarding", as shipped in the deep-ep 1.0.0 source package: H800, ~160 GB/s
-/// NVLink and CX7 400 Gb/s RDMA (~50 GB/s), DeepSeek-V3 pretraining setting, 4096 tokens, top-4
-/// groups, top-8 experts; the tests run them with 24 SMs, tests/test_intranode.py and
-/// test_internode.py `test_main(24, ...)`): intranode EP8 dispatch 153 GB/s over NVLink (combine
-/// 158), internode dispatch 43 (EP16), 44 (EP32) and 46 GB/s (EP64) over RDMA (combine 43, 47,
-/// 45). The rates count a token once per destination rank (NVLink: `recv_x`, the rows each rank
-/// receives) or per destination node (RDMA: `num_rdma_token_sent`, the sender's own node
-/// included), not the bytes that cross the link. The RDMA reference is 58 GB/s, the EP32 figure
-/// of a later version of that README (43, 58 and 51 GB/s at EP16, 32, 64, after DeepEP's
-/// internode kernels were sped up): the project holds no copy of that text, so the figure is
-/// unverified; with the 1.0.0 figure (46) DeepSeek-V3 on 1024 H100 is predicted 6.8 % slower
-/// (docs/cost-model.md §17.5).
+/// What DeepEP's normal kernels move per SM, as the rate of `kDeepEpReferenceSms` SMs, counting a
+/// token once per destination rank (NVLink: `recv_x`, the rows each rank receives) or per
+/// destination node (RDMA: `num_rdma_token_sent`, the sender's own node included), not the bytes
+/// that cross the link. Fitted on measured H100 timings (aiconfigurator-core 0.12.0,
+/// h100_sxm/comm/sglang wideep_deepep_normal_perf: SGLang's DeepEP on nodes of 8 H100, hidden
+/// 7168, 256 experts, top-8, tokens routed uniformly; copied into tests/data/deepep): the median
+/// over both directions of the rows' bytes per second and SM, rows of 1024 to 131,072 tokens per
+/// rank, dispatch FP8 with fp32 scales per 128 values (7392 bytes a token), combine bf16:
+///  - NVLink: the 16 rows of one node (EP8, 20 SMs, the only count measured there): 16.52 GB/s
+///    per SM (dispatch 16.44, combine 17.34 at the median), 396 GB/s on 24 SMs. The same kernels
+///    on H800 (DeepEP's README: 153 GB/s on 24 SMs, the former reference) were bound by its
+///    ~160 GB/s NVLink; whether 20 SMs on H100 are, the table cannot tell (one SM count), so
+///    this too is a lower bound.
+///  - RDMA: the 96 rows of two nodes (EP16, 4 to 24 SMs; time × SMs nearly constant, so bound
+///    by the SMs, leaving the node at 0.12 to 0.88 of the NIC's 50 GB/s): 3.18 GB/s per SM
+///    (dispatch 3.72, combine 3.06), 76 GB/s on 24 SMs.
+///    The former reference, 58 GB/s, was an unverified figure of a later DeepEP README (H800).
+/// Held out, the 4-node rows (EP32; 0.80 to 0.96 of the NIC at 16 SMs and more, where the
+/// preset's link caps the time) are predicted 44.5 % (dispatch) and 27.6 % (combine) slow on
+/// average (max 88 %, 45 %): there an SM moves more RDMA copies than on two nodes (4.55 to 5.89
+/// GB/s at 4 SMs), each carrying fewer NVLink copies (tests/model/deepep_measured_test.cpp,
+/// docs/cost-model.md §17.5).
 inline constexpr int64_t kDeepEpReferenceSms = 24;
-inline constexpr double kDeepEpNvlinkReferenceBps = 153e9;
-inline constexpr double kDeepEpRdmaReferenceBps = 58e9;
+inline constexpr double kDeepEpNvlinkReferenceBps = 396e9;
+inline constexpr double kDeepEpRdmaReferenceBps = 76e9;
 
 /// Bandwidth DeepEP's kernels reach on `sms` SMs over a link that carries `link_bps`: the
 /// published figure scales with the SMs below the reference count (the kernels' channels are
 /// SM pairs: fewer SMs, fewer channels in flight) and the link caps it:
-/// min(link_bps, reference_bps·sms/24). The published figures were link-bound, so per SM
-/// DeepEP moves at least reference/24; trainsim takes that as its rate (a lower bound).
+/// min(link_bps, reference_bps·sms/24).
 [[nodiscard]] double deepep_bandwidth(int64_t sms, double reference_bps, double link_bps);
 
 /// Seconds of one DeepEP dispatch or combine on one rank: `nvl_bytes` over NVLink and
@@ -63,7 +71,7 @@ inline constexpr double kDeepEpRdmaReferenceBps = 58e9;
 /// the bytes as DeepEP counts them (every destination rank or node, the own one included: the
 /// link's bytes over `nvl_share` / `rdma_share`, the fraction of them that crosses the link) at
 /// reference·sms/24; the link carries its bytes at `*_link_bps`:
-/// max(nvl/share_nvl/(153 GB/s·s/24), nvl/L_nvl, rdma/share_rdma/(58 GB/s·s/24), rdma/L_rdma).
+/// max(nvl/share_nvl/(396 GB/s·s/24), nvl/L_nvl, rdma/share_rdma/(76 GB/s·s/24), rdma/L_rdma).
 /// `sms` 0: HybridEP, no published per-SM rate, bound by the links alone.
 [[nodiscard]] double deepep_time(double nvl_bytes, double rdma_bytes, int64_t sms, double nvl_link_bps,
                                  double rdma_link_bps, double nvl_share = 1, double rdma_share = 1);

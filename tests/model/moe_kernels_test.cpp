@@ -103,30 +103,31 @@ TEST(MoeKernels, NodeLimitedRoutingBoundsTheNodes) {
   EXPECT_LE(expected_token_nodes(256, 8, 8, 8, 2), 2.0);
 }
 
-// DeepEP's bandwidth: 153 GB/s on 24 SMs (its README), proportional below, capped by the link.
+// DeepEP's bandwidth: 396 GB/s on 24 SMs over NVLink (fitted on H100, moe_dispatch.h),
+// proportional below, capped by the link.
 TEST(MoeKernels, DeepEpTimeVersusSms) {
-  EXPECT_DOUBLE_EQ(deepep_bandwidth(20, kDeepEpNvlinkReferenceBps, 300e9), 127.5e9);
-  EXPECT_DOUBLE_EQ(deepep_bandwidth(48, kDeepEpNvlinkReferenceBps, 300e9), 300e9);
+  EXPECT_DOUBLE_EQ(deepep_bandwidth(20, kDeepEpNvlinkReferenceBps, 1e12), 330e9);
+  EXPECT_DOUBLE_EQ(deepep_bandwidth(20, kDeepEpNvlinkReferenceBps, 300e9), 300e9);
   EXPECT_DOUBLE_EQ(deepep_bandwidth(0, kDeepEpNvlinkReferenceBps, 300e9), 300e9);  // HybridEP: the link
-  // 1 GB over NVLink on 24 SMs: 1e9/153e9 = 6.536 ms; on 12 SMs twice that.
-  EXPECT_NEAR(deepep_time(1e9, 0, 24, 1e12, 1e12), 1e9 / 153e9, 1e-15);
-  EXPECT_NEAR(deepep_time(1e9, 0, 12, 1e12, 1e12), 2e9 / 153e9, 1e-15);
-  // Across nodes the RDMA part (58 GB/s on 24 SMs, NIC 40 GB/s) sets the pace when larger:
-  // max(1e9/153e9, 0.5e9/58e9, 0.5e9/40e9) = 12.5 ms.
+  // 1 GB over NVLink on 24 SMs: 1e9/396e9 = 2.525 ms; on 12 SMs twice that.
+  EXPECT_NEAR(deepep_time(1e9, 0, 24, 1e12, 1e12), 1e9 / 396e9, 1e-15);
+  EXPECT_NEAR(deepep_time(1e9, 0, 12, 1e12, 1e12), 2e9 / 396e9, 1e-15);
+  // Across nodes the RDMA part (76 GB/s on 24 SMs, NIC 40 GB/s) sets the pace when larger:
+  // max(1e9/396e9, 0.5e9/76e9, 0.5e9/40e9) = 12.5 ms.
   EXPECT_NEAR(deepep_time(1e9, 0.5e9, 24, 1e12, 40e9), 0.0125, 1e-15);
 }
 
 // DeepEP's SMs move every copy it counts, the own rank's or node's included; the link carries
 // the share that leaves. EP8 in one node on 20 SMs: 0.875 GB crossing NVLink is 1 GB of copies,
-// 1e9/(153e9·20/24) = 1e9/127.5e9 = 7.843 ms (the link at 1 TB/s would take 0.875 ms); a link of
+// 1e9/(396e9·20/24) = 1e9/330e9 = 3.030 ms (the link at 1 TB/s would take 0.875 ms); a link of
 // 100 GB/s takes 8.75 ms instead. Across 8 nodes (share 7/8) 1 GB leaving the node is 8/7 GB of
-// copies: on 16 SMs at 58e9·16/24 = 38.67 GB/s 29.56 ms, more than the 25 ms of a 40 GB/s NIC;
-// on 20 SMs (48.33 GB/s, 23.65 ms) the NIC binds. HybridEP (no SM count): the link alone.
+// copies: on 8 SMs at 76e9·8/24 = 25.33 GB/s 45.11 ms, more than the 25 ms of a 40 GB/s NIC;
+// on 20 SMs (63.33 GB/s, 18.05 ms) the NIC binds. HybridEP (no SM count): the link alone.
 TEST(MoeKernels, DeepEpSmsMoveEveryCopyTheLinkTheLeavingShare) {
-  EXPECT_NEAR(deepep_time(0.875e9, 0, 20, 1e12, 1e12, 0.875), 1e9 / 127.5e9, 1e-15);
+  EXPECT_NEAR(deepep_time(0.875e9, 0, 20, 1e12, 1e12, 0.875), 1e9 / 330e9, 1e-15);
   EXPECT_NEAR(deepep_time(0.875e9, 0, 20, 100e9, 1e12, 0.875), 0.00875, 1e-15);
-  EXPECT_NEAR(deepep_time(0, 1e9, 16, 1e12, 40e9, 1, 0.875), (8.0 / 7.0) * 1e9 / (58e9 * 16 / 24), 1e-12);
-  EXPECT_NEAR((8.0 / 7.0) * 1e9 / (58e9 * 16 / 24), 0.029556650246305, 1e-12);
+  EXPECT_NEAR(deepep_time(0, 1e9, 8, 1e12, 40e9, 1, 0.875), (8.0 / 7.0) * 1e9 / (76e9 * 8 / 24), 1e-12);
+  EXPECT_NEAR((8.0 / 7.0) * 1e9 / (76e9 * 8 / 24), 0.045112781954887, 1e-12);
   EXPECT_NEAR(deepep_time(0, 1e9, 20, 1e12, 40e9, 1, 0.875), 0.025, 1e-15);
   EXPECT_NEAR(deepep_time(0, 1e9, 0, 1e12, 40e9, 1, 0.875), 0.025, 1e-15);
 }
@@ -241,7 +242,9 @@ TEST(MoeKernels, Fp8PaddingCopiesTheRowsWhenCountsVary) {
   EXPECT_EQ(kernels(dropless, router_pads, "permutation").size(), 4u);
 }
 
-// DeepEP's SMs set its bandwidth: fewer SMs, a slower EP all-to-all, up to the link.
+// DeepEP's SMs set its bandwidth: fewer SMs, a slower EP all-to-all, up to the link (on 24 SMs
+// and more, 396 GB/s · 7/8 of the copies crossing exceeds the H100's 419.1 GiB/s · 0.75 = 337.5
+// GB/s: 48 and 24 SMs take the same time).
 TEST(MoeKernels, DeepEpStepSlowsWithFewerSms) {
   ModelConfig m = test::preset_model("mixtral-8x7b");
   const SystemConfig sys = test::preset_system("h100-sxm-80g");
@@ -253,10 +256,15 @@ TEST(MoeKernels, DeepEpStepSlowsWithFewerSms) {
   s.ep_size = 8;
   s.moe_token_dispatcher_type = "flex";
   const size_t ep = static_cast<size_t>(Group::EP);
+  s.moe_deepep_num_sms = 24;
+  const double at24 = estimate(m, s, sys).stage_times.at(0).comm_by_group_s[ep];
   double last = 0;
-  for (int64_t sms : {48, 24, 12}) {
+  for (int64_t sms : {48, 20, 12}) {
     s.moe_deepep_num_sms = sms;
     const double t = estimate(m, s, sys).stage_times.at(0).comm_by_group_s[ep];
+    if (sms == 48) {
+      EXPECT_DOUBLE_EQ(t, at24);
+    }
     EXPECT_GT(t, last) << sms;
     last = t;
   }

@@ -282,7 +282,7 @@ TEST_F(A2aOverlapEstimateTest, DeepEpKernelsTakeTheirSmsFromTheComputeBesideThem
   // 20/112), so less of the EP time is hidden (DeepEP's own kernels get faster on more SMs too).
   const auto ep = static_cast<size_t>(Group::EP);
   EXPECT_LT(sms66.stage_times[0].hidden_comm_by_group_s[ep], sms20.stage_times[0].hidden_comm_by_group_s[ep]);
-  // Over a link slower than DeepEP's SMs (NVLink at 50 GB/s · 0.75, below 127.5 GB/s · 7/8 on 20
+  // Over a link slower than DeepEP's SMs (NVLink at 50 GB/s · 0.75, below 330 GB/s · 7/8 on 20
   // SMs) the dispatch takes the same time on 20 and 66 SMs: only the compute beside it slows,
   // and the step grows.
   SystemConfig slow = sys_;

@@ -9,6 +9,7 @@ so the measured system files come out of the same merge as a calibration on our 
   make measured-systems                                   # venv + this tool, every GPU
   build/venv/bin/python tools/measured/import_measurements.py build [--gpu h100_sxm] [--source WHEEL]
   build/venv/bin/python tools/measured/import_measurements.py evaluate   # models' and predictors' held-out error
+  build/venv/bin/python tools/measured/import_measurements.py deepep     # tests/data/deepep's copy of the DeepEP table
 
 Run from the repository root. Exit status: 0 ok, 1 input/IO error, 2 usage.
 """
@@ -28,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import measured_tables as mt  # noqa: E402
 
 PACKAGE = "aiconfigurator-core"
+DEEPEP_OUT = "tests/data/deepep/h100_deepep_normal.csv"
 
 # What is imported per GPU: aiconfigurator system name → trainsim preset and table versions
 # (the newest TensorRT-LLM tables of aiconfigurator-core 0.12.0; NCCL the newest version).
@@ -557,7 +559,7 @@ def evaluate(root, version, args):
 
 def main(argv):
     ap = argparse.ArgumentParser(prog="import_measurements", description=__doc__.split("\n\n")[0])
-    ap.add_argument("action", choices=["build", "evaluate"])
+    ap.add_argument("action", choices=["build", "evaluate", "deepep"])
     ap.add_argument("--gpu", action="append", choices=sorted(GPUS), help="repeatable; default: all")
     ap.add_argument("--source", help="aiconfigurator-core .whl file or package directory (default: installed)")
     ap.add_argument("--trainsim", default="build/bin/trainsim")
@@ -571,6 +573,13 @@ def main(argv):
         root, version, tmp = package_root(args.source)
         if args.action == "evaluate":
             evaluate(root, version, args)
+            return 0
+        if args.action == "deepep":
+            inner = os.path.join("aiconfigurator_core", "systems", "data", *mt.DEEPEP_TABLE)
+            rows = read_parquet(table_path(root, *mt.DEEPEP_TABLE))
+            with open(DEEPEP_OUT, "w", encoding="utf-8") as f:
+                f.write(mt.deepep_csv(rows, f"{PACKAGE} {version}, {inner}"))
+            print(f"{DEEPEP_OUT}: {len(rows)} rows")
             return 0
         for exe in (args.trainsim, args.comm_bench):
             if not os.access(exe, os.X_OK):

@@ -497,3 +497,31 @@ def moe_uneven_tokens(rows, dtype, series, bytes_per_s):
                     math.exp(math.log(ms[j - 1]) + w * (math.log(ms[j]) - math.log(ms[j - 1]))) / tokens)
                 break
     return out
+
+
+# DeepEP's normal (prefill) dispatch and combine kernels measured under SGLang on H100 nodes of
+# 8 GPUs (the package's h100_sxm comm/sglang tables): tests/model/deepep_measured_test.cpp reads
+# the copy in tests/data/deepep. The columns that hold one value in every row go to the header.
+DEEPEP_TABLE = ("h100_sxm", "comm", "sglang/0.5.6.post2", "wideep_deepep_normal_perf.parquet")
+DEEPEP_CONSTANT = ("framework", "version", "device", "op_name", "kernel_source")
+DEEPEP_COLUMNS = ("node_num", "num_token", "hidden_size", "num_topk", "num_experts", "dispatch_sms",
+                  "dispatch_transmit_us", "dispatch_notify_us", "combine_sms", "combine_transmit_us",
+                  "combine_notify_us")
+
+
+def deepep_csv(rows, origin):
+    """CSV text of the DeepEP table: '#' lines naming `origin` and the one-valued columns, the
+    header, then one line per row sorted by nodes, SMs and tokens (times in microseconds as
+    the table has them)."""
+    if not rows:
+        raise ValueError(f"{origin}: the DeepEP table has no rows")
+    lines = [f"# {origin}"]
+    for c in DEEPEP_CONSTANT:
+        values = sorted({str(r[c]) for r in rows})
+        if len(values) != 1:
+            raise ValueError(f"{origin}: column {c} holds {len(values)} values ({', '.join(values)}), expected one")
+        lines.append(f"# {c}: {values[0]}")
+    lines.append(",".join(DEEPEP_COLUMNS))
+    for r in sorted(rows, key=lambda r: (r["node_num"], r["dispatch_sms"], r["num_token"])):
+        lines.append(",".join(f"{r[c]:.10g}" if isinstance(r[c], float) else str(r[c]) for c in DEEPEP_COLUMNS))
+    return "\n".join(lines) + "\n"

@@ -268,5 +268,33 @@ class MoeGroupedSeriesTest(unittest.TestCase):
         self.assertAlmostEqual(ratios["power_law_1.2"][0], 2.0, places=12)
 
 
+def deepep_row(nodes, tokens, sms, dispatch_us, combine_us, device="NVIDIA H100"):
+    return {"framework": "sglang", "version": "0.5.0", "device": device, "op_name": "normal",
+            "kernel_source": "deepep", "node_num": nodes, "num_token": tokens, "hidden_size": 7168,
+            "num_topk": 8, "num_experts": 256, "dispatch_sms": sms, "dispatch_transmit_us": dispatch_us,
+            "dispatch_notify_us": 0.0, "combine_sms": sms, "combine_transmit_us": combine_us,
+            "combine_notify_us": 0.0}
+
+
+class DeepEpCsvTest(unittest.TestCase):
+    def test_rows_sorted_with_the_one_valued_columns_in_the_header(self):
+        rows = [deepep_row(2, 1024, 24, 235.4, 540.77), deepep_row(1, 131072, 20, 15631.93, 27215.11),
+                deepep_row(2, 1024, 4, 970.83, 2486.0)]
+        text = mt.deepep_csv(rows, "pkg 1.0, t.parquet")
+        self.assertEqual(text.split("\n")[:7], [
+            "# pkg 1.0, t.parquet", "# framework: sglang", "# version: 0.5.0", "# device: NVIDIA H100",
+            "# op_name: normal", "# kernel_source: deepep", ",".join(mt.DEEPEP_COLUMNS)])
+        self.assertEqual(text.split("\n")[7:], [
+            "1,131072,7168,8,256,20,15631.93,0,20,27215.11,0", "2,1024,7168,8,256,4,970.83,0,4,2486,0",
+            "2,1024,7168,8,256,24,235.4,0,24,540.77,0", ""])
+
+    def test_a_column_of_two_values_is_an_error(self):
+        rows = [deepep_row(1, 1024, 20, 1.0, 2.0), deepep_row(1, 2048, 20, 1.0, 2.0, device="NVIDIA H200")]
+        with self.assertRaisesRegex(ValueError, r"column device holds 2 values \(NVIDIA H100, NVIDIA H200\)"):
+            mt.deepep_csv(rows, "t")
+        with self.assertRaisesRegex(ValueError, "no rows"):
+            mt.deepep_csv([], "t")
+
+
 if __name__ == "__main__":
     unittest.main()
