@@ -333,10 +333,7 @@ int cmd_system(const Args& args) {
     if (!find_op_class(op)) throw UsageError("system build: --measured-ops: " + kOpClasses.unknown(op));
 
   std::vector<std::pair<std::string, std::string>> inputs = {
-      {"--base", base_arg},
-      {"--kernels", kernels},
-      {"--comm", comm},
-      {"--measured-system", measured_system},
+      {"--base", base_arg}, {"--kernels", kernels}, {"--comm", comm}, {"--measured-system", measured_system},
       {"--take-from", take_from}};
   for (const auto& g : grids) inputs.emplace_back("--gemm-grid", g);
   for (const auto& g : grouped) inputs.emplace_back("--grouped-grid", g);
