@@ -60,9 +60,8 @@ double gemm_wave_factor(const GemmWaves& w, double m, double n) {
 void GemmModel::set_waves(const GemmWaves& w) {
   const bool off = w.sms == 0 && w.tile_m == 0 && w.tile_n == 0;
   if (!off && !(valid(w.sms) && valid(w.tile_m) && valid(w.tile_n)))
-    throw std::invalid_argument("GEMM waves: sm_count " + std::to_string(w.sms) + ", tile_m " +
-                                std::to_string(w.tile_m) + ", tile_n " + std::to_string(w.tile_n) +
-                                ": each must be finite and > 0");
+    throw std::invalid_argument(strprintf("GEMM waves: sm_count %g, tile_m %g, tile_n %g: each must be finite and > 0",
+                                          w.sms, w.tile_m, w.tile_n));
   for (size_t i = 0; i < m_.size(); ++i)
     for (size_t j = 0; j < n_.size(); ++j) {
       const double shift = std::log(gemm_wave_factor(waves_, m_[i], n_[j]) / gemm_wave_factor(w, m_[i], n_[j]));
@@ -85,9 +84,8 @@ GemmModel::GemmModel(const std::vector<GemmPoint>& points) {
   std::map<std::tuple<double, double, double>, double> by_node;
   for (const auto& p : points) {
     if (!valid(p.m) || !valid(p.n) || !valid(p.k) || !valid(p.time_s))
-      throw std::invalid_argument("GEMM point m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) +
-                                  " k=" + std::to_string(p.k) + " time_s=" + std::to_string(p.time_s) +
-                                  ": every value must be finite and > 0");
+      throw std::invalid_argument(strprintf("GEMM point %s time_s=%g: every value must be finite and > 0",
+                                            node_text(p.m, p.n, p.k).c_str(), p.time_s));
     if (!in_range(p.m) || !in_range(p.n) || !in_range(p.k) || !time_in_range(p.time_s))
       throw std::invalid_argument(strprintf("GEMM point %s time_s=%g: sizes must be at most %g and the time from %g "
                                             "to %g s", node_text(p.m, p.n, p.k).c_str(), p.time_s, kModelMaxSize,

@@ -134,8 +134,8 @@ TEST(SystemModelTest, GemmGridWavesAreReadWrittenAndChecked) {
       << text;
   EXPECT_EQ(system_to_json_text(load_system(text, "back.json")), text);
   EXPECT_NE(error_of(replaced(with, R"("tile_m": 128)", R"("tile_m": 0)"))
-                .find("/accelerator/op/matmul/model: GEMM waves: sm_count 108.000000, tile_m 0.000000, tile_n "
-                      "256.000000: each must be finite and > 0"),
+                .find("/accelerator/op/matmul/model: GEMM waves: sm_count 108, tile_m 0, tile_n 256: each must be "
+                      "finite and > 0"),
             std::string::npos);
   EXPECT_NE(error_of(replaced(with, R"("tile_n": 256)", R"("tile": 256)")).find("/accelerator/op/matmul/model/waves/tile_n"),
             std::string::npos);
