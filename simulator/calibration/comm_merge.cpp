@@ -35,9 +35,9 @@ const char* const kNetworks[] = {"high_intra_node", "low_intra_node", "inter_nod
 
 // Plausibility of a fit (as the system file's gbps and latency_us ranges): at most 1000 s of
 // latency; a bus bandwidth of 1 kB/s to 1 PB/s.
-constexpr double kMaxFitLatencyUs = 1e9;
-constexpr double kMinFitBandwidthGbs = 1e-6;
-constexpr double kMaxFitBandwidthGbs = 1e6;
+constexpr double kMaxFitLatencyUs = kSystemMaxLatencyUs;
+constexpr double kMinFitBandwidthGbs = kSystemMinPositive;
+constexpr double kMaxFitBandwidthGbs = kSystemMaxRate;
 
 // The system file's ranges (system_config.cpp) on a fit: beyond them the merged efficiency or
 // latency overflowed (an infinite efficient_factor was written as null and read back as unset).

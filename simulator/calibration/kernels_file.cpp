@@ -8,6 +8,7 @@
 #include "inputs/schema_version.h"
 #include "calibration/shape_key.h"
 #include "compute/gemm_model.h"
+#include "system/system_config.h"
 #include "core/text.h"
 #include "core/units.h"
 
@@ -26,9 +27,9 @@ const std::vector<std::string> kStatuses = {"ok", "unsupported", "failed"};
 // kModelMaxBytes and its FLOP at most the largest rate for the longest time. Beyond them the
 // merge wrote a system file the reader rejects (an error naming the merged output, not this
 // file) or, for a negative device memory, ignored the number without a word.
-constexpr double kMaxRate = 1e6;       // TFLOPS, GiB/s
-constexpr double kMinRate = 1e-6;      // TFLOPS, GiB/s
-constexpr double kMaxMemGiB = 1e6;     // GiB
+constexpr double kMaxRate = kSystemMaxRate;       // TFLOPS, GiB/s
+constexpr double kMinRate = kSystemMinPositive;   // TFLOPS, GiB/s
+constexpr double kMaxMemGiB = kSystemMaxRate;     // GiB, the bound of the file's GiB figures
 constexpr double kMaxResultFlops = kMaxRate * kTera * kModelMaxTimeS;
 
 // A rate that is 0 (not given) or in [kMinRate, kMaxRate] `unit`s; `v` in those units.

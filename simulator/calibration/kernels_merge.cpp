@@ -20,8 +20,8 @@ namespace {
 
 // The system file's range of an efficiency factor (system_config.cpp): beyond it the merged
 // file was rejected when read back, an error naming the output file instead of the kernels file.
-constexpr double kMinEfficiency = 1e-6;
-constexpr double kMaxEfficiency = 100;
+constexpr double kMinEfficiency = kSystemMinPositive;
+constexpr double kMaxEfficiency = kSystemMaxFactor;
 
 // `formula` = its value; what to check when it is beyond the range.
 void check_efficiency(double eff, const std::string& source, const std::string& path, const std::string& formula,

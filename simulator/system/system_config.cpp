@@ -16,13 +16,11 @@ namespace {
 
 using nlohmann::json;
 
-// Plausibility ranges of system numbers (in the file's units). Beyond them the cost model's
-// products overflow or underflow: 1e300 TFLOPS gave a 1e300 ms step time, 1e300 GiB an infinite
-// device, both with exit 0.
-constexpr double kMaxRate = 1e6;        // TFLOPS, GiB/s (1 EFLOPS, 1 PiB/s per GPU)
-constexpr double kMaxFactor = 100;      // efficiency factors and scales
-constexpr double kMinPositive = 1e-6;   // smallest positive rate or factor
-constexpr double kMaxLatencyUs = 1e9;   // 1000 s
+// Plausibility ranges of system numbers (system_config.h).
+constexpr double kMaxRate = kSystemMaxRate;
+constexpr double kMaxFactor = kSystemMaxFactor;
+constexpr double kMinPositive = kSystemMinPositive;
+constexpr double kMaxLatencyUs = kSystemMaxLatencyUs;
 
 void check_magnitude(IssueList& issues, const std::string& path, double v, double max, double min_positive = 0) {
   if (v > max || v < -max)

@@ -137,6 +137,15 @@ using ComputeOps = IndexedMap<ComputeOpConfig, kOpClassNames, kOpClassCount>;
 
 enum class CostMode { Roofline, OnlyCompute };
 
+/// Plausibility ranges of a system file's numbers (in the file's units), checked by load_system;
+/// the calibration readers (kernels and comm files, calibration/) check their inputs against the
+/// same, so a merge never writes a file the reader rejects. Beyond them the cost model's products
+/// overflow or underflow: 1e300 TFLOPS gave a 1e300 ms step time, 1e300 GiB an infinite device.
+inline constexpr double kSystemMaxRate = 1e6;       // TFLOPS, GiB/s (1 EFLOPS, 1 PiB/s per GPU)
+inline constexpr double kSystemMaxFactor = 100;     // efficiency factors and scales
+inline constexpr double kSystemMinPositive = 1e-6;  // smallest positive rate or factor
+inline constexpr double kSystemMaxLatencyUs = 1e9;  // 1000 s
+
 /// Default of `accelerator.unusable_mem_gbs` (GiB): the margin the peer's searches use.
 inline constexpr double kDefaultUnusableMemGiB = 6;
 /// Defaults of the default mode's memory terms (memory/non_tensor.h, docs/memory.md).

@@ -391,23 +391,36 @@ TEST(KernelsGridTest, AGridRunsCoarseToFine) {
   order_coarse_to_fine(plan);
   std::vector<int> steps;  // 0 memory/latency, then level + 1 (the off-grid shape: -1 + 1)
   std::map<std::pair<int, std::string>, int> per;
+  double memory_s = 0, level0_s = 0, off_grid_s = 0;  // the items' own estimates, summed here
   for (const auto& it : plan.items) {
     const int step = it.shape ? it.level + 1 : -1;
     if (steps.empty() || steps.back() != step) steps.push_back(step);
     ++per[{it.level, it.op}];
+    if (!it.shape)
+      memory_s += it.est_s;
+    else if (it.level == 0)
+      level0_s += it.est_s;
+    else if (it.level < 0)
+      off_grid_s += it.est_s;
   }
   EXPECT_EQ(steps, (std::vector<int>{-1, 1, 0, 2, 3}));
   for (const char* op : {"matmul", "fp8_matmul"}) EXPECT_EQ((per[{0, op}]), 64) << op;
   for (const char* op : {"group_matmul", "fp8_group_matmul"}) EXPECT_EQ((per[{0, op}]), 120) << op;
   for (const char* op : {"sdp_fwd", "sdp_bwd"}) EXPECT_EQ((per[{0, op}]), 63) << op;
   EXPECT_EQ((per[{-1, "matmul"}]), 1);
+  // Each step's line: its items, their time, and the time elapsed at its end (the steps before it
+  // included).
   const std::string text = format_plan(plan, o);
-  EXPECT_NE(text.find("  grid level 0 (every 4th value of each axis)     494 items     6m13s, done after 6m24s\n"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("  the shapes files' shapes off the grid             1 items       <1s, done after 6m25s\n"),
-            std::string::npos)
-      << text;
+  const std::string level0 = strprintf("  %-44s %6d items %9s, done after %s\n", "grid level 0 (every 4th value of each axis)",
+                                       494, format_duration(level0_s).c_str(),
+                                       format_duration(memory_s + level0_s).c_str());
+  const std::string off_grid =
+      strprintf("  %-44s %6d items %9s, done after %s\n", "the shapes files' shapes off the grid", 1,
+                format_duration(off_grid_s).c_str(), format_duration(memory_s + level0_s + off_grid_s).c_str());
+  EXPECT_NE(text.find(level0), std::string::npos) << level0 << text;
+  EXPECT_NE(text.find(off_grid), std::string::npos) << off_grid << text;
+  // The claim of docs/kernels-bench.md: on an H100 a coarse grid of every family within seven minutes.
+  EXPECT_LT(memory_s + level0_s, 7 * 60.0);
 }
 
 // A run cut after grid level 0 (a budget of about six and a half minutes on an H100) builds every
@@ -444,10 +457,11 @@ TEST(KernelsGridTest, ARunCutAfterLevelZeroCalibratesEveryFamily) {
     const ComputeOpConfig& c = sys.ops.at(op);
     ASSERT_TRUE(c.point_model) << op;
     EXPECT_EQ(c.point_model->points(), 63u);
-    // The kernel structure's fixed and per-wave terms fitted on three sequence lengths (1,024,
-    // 16,384, 32,768) approximate a constant efficiency to 1.28 % at 6,144 (0.12 % on the whole grid).
+    // The kernel structure's fixed and per-wave terms, fitted on three sequence lengths (1,024,
+    // 16,384, 32,768), approximate a constant efficiency less closely than on the whole grid's six
+    // (0.2 % above): within 1.5 % at 6,144, a length between them.
     const EfficiencyAnswer a = c.point_model->predict(sdpa_key(1, 6144, 40, 8, 128, 128, true));
-    EXPECT_NEAR(a.efficiency / (eff * kPeak / c.peak_flops), 1.0 - 0.01276, 1e-4) << op;
+    EXPECT_NEAR(a.efficiency / (eff * kPeak / c.peak_flops), 1.0, 0.015) << op;
   }
 }
 
